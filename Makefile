@@ -1,0 +1,46 @@
+# rtlab: `make setup` installs what is missing, `make run` measures this machine,
+# `make test` runs lint, type checks and the tests (real cyclictest and stress-ng).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+RUN_ARGS ?= --duration 10s
+
+.PHONY: setup run test lint bench clean
+
+setup: $(BIN)/rtlab
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	    dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:$$missing"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+# The virtualenv is rebuilt only when the project's dependencies change.
+$(BIN)/rtlab: pyproject.toml
+	@dpkg -s python3-venv >/dev/null 2>&1 || $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	    { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+run: setup
+	$(BIN)/rtlab run $(RUN_ARGS)
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

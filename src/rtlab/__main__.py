@@ -1,0 +1,3 @@
+from rtlab.cli import main
+
+main()

@@ -1,0 +1,428 @@
+#!/bin/sh
+# rtlab agent: the only code that runs on the measured system.
+#
+# It must work under busybox ash and dash (boards have no Python, no bash), so it
+# uses POSIX sh and the commands busybox provides. The host prepares a run folder
+# (the plan as plain files) and reads back what the agent writes there.
+#
+#   agent.sh sysinfo              prints system information as JSON
+#   agent.sh preflight PRIO       checks cyclictest/stress-ng and SCHED_FIFO+mlock
+#   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep]
+#   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid)
+#
+# Layout of DIR read by `run`:
+#   DIR/plan.loads                  load names, one per line, in order
+#   DIR/loads/L/cyclictest.argv     cyclictest arguments, one per line
+#   DIR/loads/L/stress.argv         stress-ng arguments, one per line (absent: no load)
+# and written by `run`:
+#   DIR/events                      the @rtlab lines below, one per line
+#   DIR/loads/L/cyclictest.json     cyclictest's own JSON (renamed into place when whole)
+#   DIR/loads/L/cyclictest.log      cyclictest's stdout and stderr
+#   DIR/loads/L/stress.log          stress-ng's output, then its exit status
+#   DIR/governors.saved             "value path" lines; present while governors are changed
+#
+# Progress lines (stdout and DIR/events):
+#   @rtlab governor status=set|unavailable|kept|failed
+#   @rtlab load-start load=L seconds=S
+#   @rtlab measure-start load=L
+#   @rtlab load-end load=L status=complete|partial|failed
+#   @rtlab done status=complete|partial|failed
+
+set -u
+# A host that went away must not take the measurement with it.
+trap '' PIPE
+
+# Every /proc and /sys path goes through ROOT so tests can use a fake tree.
+ROOT=${RTLAB_ROOT:-}
+EVENTS=
+STOP=0
+GOT_SIGNAL=0
+CT_PID=
+SLEEP_PID=
+STRESS_PID=
+GOVSAVE=
+
+emit() {
+	printf '@rtlab %s\n' "$*"
+	if [ -n "$EVENTS" ]; then printf '@rtlab %s\n' "$*" >>"$EVENTS"; fi
+}
+
+die() {
+	printf 'rtlab agent: %s\n' "$*" >&2
+	exit 2
+}
+
+# --- JSON output -----------------------------------------------------------
+
+json_str() {
+	printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' |
+		tr '\t\r\n' '   ' | tr -d '\000-\037')"
+}
+
+MISSING=
+# Reads a file under ROOT; a missing or unreadable one is recorded, not fatal.
+rd() {
+	if [ -r "$ROOT$1" ] && cat "$ROOT$1" 2>/dev/null; then return 0; fi
+	MISSING="$MISSING $1"
+	return 1
+}
+
+# "value" as a JSON string, or null when the file is missing.
+json_file() {
+	if v=$(rd "$1"); then json_str "$v"; else printf null; fi
+}
+
+first_line() { sed -n 1p; }
+
+tool_version() {
+	case $1 in
+	cyclictest) cyclictest --help 2>&1 | first_line | sed -n 's/.* V *\([0-9][0-9.]*\).*/\1/p' ;;
+	stress-ng) stress-ng --version 2>&1 | first_line | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p' ;;
+	esac
+}
+
+# The kernel options that decide or disturb latency: preemption model, tick, governor
+# default, tracers and the debug options that add latency.
+CONFIG_RE='^(# )?CONFIG_(PREEMPT[A-Z_]*|HZ[A-Z_0-9]*|NO_HZ[A-Z_]*|CPU_FREQ[A-Z_]*|CPU_IDLE|CPUSETS|'\
+'RCU_NOCB_CPU|RCU_BOOST|IRQ_FORCED_THREADING|HIGH_RES_TIMERS|SCHED_TRACER|TIMERLAT_TRACER|'\
+'HWLAT_TRACER|OSNOISE_TRACER|FTRACE|FUNCTION_TRACER|DEBUG_PREEMPT|PROVE_LOCKING|LOCKDEP|'\
+'DEBUG_LOCK_ALLOC|DEBUG_SPINLOCK|DEBUG_MUTEXES|DEBUG_RT_MUTEXES|DEBUG_ATOMIC_SLEEP|KASAN|KCSAN|'\
+'UBSAN|DEBUG_OBJECTS|DEBUG_PAGEALLOC|SLUB_DEBUG_ON|DEBUG_KMEMLEAK|LATENCYTOP|'\
+'PREEMPT_TRACER|IRQSOFF_TRACER|TRACE_IRQFLAGS|KCOV)[= ]'
+
+config_text() {
+	release=$(uname -r)
+	if [ -r "$ROOT/proc/config.gz" ]; then
+		CONFIG_SOURCE=/proc/config.gz
+		gzip -dc "$ROOT/proc/config.gz" 2>/dev/null
+	elif [ -r "$ROOT/boot/config-$release" ]; then
+		CONFIG_SOURCE=/boot/config-$release
+		cat "$ROOT/boot/config-$release"
+	else
+		MISSING="$MISSING /proc/config.gz /boot/config-$release"
+	fi
+}
+
+config_json() {
+	CONFIG_SOURCE=
+	tmp=${TMPDIR:-/tmp}/rtlab-config.$$
+	config_text >"$tmp"
+	printf '{"source": '
+	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
+	printf ', "options": {'
+	sep=
+	grep -E "$CONFIG_RE" "$tmp" | sed -e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/' |
+		while IFS='=' read -r key value; do
+			printf '%s' "$sep"
+			json_str "$key"
+			printf ': '
+			json_str "$(printf '%s' "$value" | sed -e 's/^"//' -e 's/"$//')"
+			sep=', '
+		done
+	printf '}}'
+	rm -f "$tmp"
+}
+
+cpu_model() {
+	sed -n -e 's/^model name[[:space:]]*: *//p' -e 's/^uarch[[:space:]]*: *//p' \
+		-e 's/^Hardware[[:space:]]*: *//p' -e 's/^cpu model[[:space:]]*: *//p' \
+		"$ROOT/proc/cpuinfo" 2>/dev/null | first_line
+}
+
+cpus_json() {
+	printf '{"online": '
+	json_file /sys/devices/system/cpu/online
+	printf ', "count": %s, "model": ' "$(grep -c '^processor' "$ROOT/proc/cpuinfo" 2>/dev/null || echo 0)"
+	json_str "$(cpu_model)"
+	printf ', "governors": {'
+	sep=
+	for d in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*; do
+		[ -d "$d" ] || continue
+		f=$d/cpufreq/scaling_governor
+		[ -r "$f" ] || continue
+		printf '%s"%s": ' "$sep" "${d##*/cpu}"
+		json_str "$(cat "$f")"
+		sep=', '
+	done
+	printf '}'
+	[ -n "$sep" ] || MISSING="$MISSING /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+	printf '}'
+}
+
+cmd_sysinfo() {
+	printf '{"schema": "rtlab.sysinfo/1", "collected": '
+	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf ', "hostname": '
+	json_str "$(cat "$ROOT/proc/sys/kernel/hostname" 2>/dev/null || hostname)"
+	printf ', "kernel": {"release": '
+	json_str "$(uname -r)"
+	printf ', "machine": '
+	json_str "$(uname -m)"
+	printf ', "version": '
+	json_file /proc/version
+	printf ', "realtime": '
+	json_file /sys/kernel/realtime
+	printf ', "cmdline": '
+	json_file /proc/cmdline
+	printf ', "preempt_mode": '
+	json_file /sys/kernel/debug/sched/preempt
+	printf '}, "config": '
+	config_json
+	printf ', "cpus": '
+	cpus_json
+	printf ', "tools": {"cyclictest": '
+	json_str "$(tool_version cyclictest)"
+	printf ', "stress-ng": '
+	json_str "$(tool_version stress-ng)"
+	printf '}, "missing": ['
+	sep=
+	for m in $MISSING; do
+		printf '%s' "$sep"
+		json_str "$m"
+		sep=', '
+	done
+	printf ']}\n'
+}
+
+# --- preflight -------------------------------------------------------------
+
+cmd_preflight() {
+	prio=${1:-99}
+	ok=0
+	if command -v cyclictest >/dev/null 2>&1; then
+		printf '@rtlab tool name=cyclictest version=%s\n' "$(tool_version cyclictest)"
+	else
+		printf '@rtlab missing name=cyclictest\n'
+		ok=1
+	fi
+	if command -v stress-ng >/dev/null 2>&1; then
+		printf '@rtlab tool name=stress-ng version=%s\n' "$(tool_version stress-ng)"
+	else
+		printf '@rtlab missing name=stress-ng\n'
+	fi
+	[ $ok = 0 ] || return 1
+	# Two loops are enough to learn whether SCHED_FIFO and mlockall are allowed.
+	if out=$(cyclictest -m -p "$prio" -i 1000 -l 2 -q 2>&1); then
+		printf '@rtlab privileges status=ok\n'
+	else
+		printf '@rtlab privileges status=denied reason=%s\n' "$(printf '%s' "$out" | tr '\n' ' ')"
+		return 1
+	fi
+}
+
+# --- governors -------------------------------------------------------------
+
+governors_set() {
+	want=$1
+	if [ "$want" = keep ]; then
+		emit governor status=kept
+		return 0
+	fi
+	: >"$GOVSAVE.part"
+	for f in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
+		[ -f "$f" ] || continue
+		printf '%s %s\n' "$(cat "$f")" "$f" >>"$GOVSAVE.part"
+	done
+	if [ ! -s "$GOVSAVE.part" ]; then
+		rm -f "$GOVSAVE.part"
+		emit governor status=unavailable
+		return 0
+	fi
+	# Saved before anything changes, so a crash can always be undone.
+	mv "$GOVSAVE.part" "$GOVSAVE"
+	status=set
+	while read -r _old path; do
+		printf '%s\n' "$want" >"$path" 2>/dev/null || status=failed
+	done <"$GOVSAVE"
+	emit governor status=$status
+}
+
+governors_restore() {
+	[ -n "$GOVSAVE" ] && [ -f "$GOVSAVE" ] || return 0
+	while read -r old path; do
+		printf '%s\n' "$old" >"$path" 2>/dev/null
+	done <"$GOVSAVE"
+	rm -f "$GOVSAVE"
+}
+
+# --- processes -------------------------------------------------------------
+
+on_signal() {
+	GOT_SIGNAL=1
+	[ $STOP = 1 ] && return
+	STOP=1
+	if [ -n "$SLEEP_PID" ]; then kill "$SLEEP_PID" 2>/dev/null; fi
+	# cyclictest writes its JSON on SIGTERM, so what was measured is kept.
+	if [ -n "$CT_PID" ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
+}
+
+# wait for $1 even when a signal interrupts `wait`; the status lands in WAIT_RC.
+wait_pid() {
+	while :; do
+		GOT_SIGNAL=0
+		wait "$1"
+		WAIT_RC=$?
+		[ $GOT_SIGNAL = 1 ] || return 0
+	done
+}
+
+pause() {
+	[ "$1" -gt 0 ] 2>/dev/null || return 0
+	[ $STOP = 1 ] && return 0
+	sleep "$1" &
+	SLEEP_PID=$!
+	wait_pid "$SLEEP_PID"
+	SLEEP_PID=
+}
+
+# Reads one argument a line from $1 into the positional parameters of `$2 ...`.
+# No eval: arguments arrive as data, whatever quotes or $(...) they contain.
+run_argv() {
+	argv_file=$1
+	shift
+	while IFS= read -r a || [ -n "$a" ]; do set -- "$@" "$a"; done <"$argv_file"
+	exec "$@"
+}
+
+stress_start() {
+	ld=$1
+	if command -v setsid >/dev/null 2>&1; then
+		# Its own process group, so every worker can be stopped with one signal.
+		(cd "$ld" && run_argv stress.argv setsid stress-ng) >"$ld/stress.log" 2>&1 &
+	else
+		(cd "$ld" && run_argv stress.argv stress-ng) >"$ld/stress.log" 2>&1 &
+	fi
+	STRESS_PID=$!
+}
+
+stress_stop() {
+	ld=$1
+	[ -n "$STRESS_PID" ] || return 0
+	running=no
+	if kill -0 "$STRESS_PID" 2>/dev/null; then running=yes; fi
+	kill -TERM -"$STRESS_PID" 2>/dev/null || kill -TERM "$STRESS_PID" 2>/dev/null
+	wait_pid "$STRESS_PID"
+	# Workers that outlived their parent still belong to its group.
+	kill -KILL -"$STRESS_PID" 2>/dev/null
+	printf '@rtlab stress-ng exit=%s running_at_end=%s\n' "$WAIT_RC" "$running" >>"$ld/stress.log"
+	STRESS_PID=
+}
+
+cleanup() {
+	if [ -n "$CT_PID" ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
+	if [ -n "$STRESS_PID" ]; then
+		kill -KILL -"$STRESS_PID" 2>/dev/null || kill -KILL "$STRESS_PID" 2>/dev/null
+	fi
+	governors_restore
+	if [ -n "${DIR:-}" ]; then rm -f "$DIR/agent.pid"; fi
+}
+
+# --- run -------------------------------------------------------------------
+
+run_load() {
+	name=$1
+	ld=$DIR/loads/$name
+	[ -f "$ld/cyclictest.argv" ] || {
+		emit load-end load="$name" status=failed reason=no-plan
+		return 1
+	}
+	emit load-start load="$name" seconds="$SECS"
+	rm -f "$ld/cyclictest.json" "$ld/cyclictest.json.part"
+	if [ -f "$ld/stress.argv" ]; then
+		stress_start "$ld"
+		pause "$SETTLE"
+	fi
+	if [ $STOP = 0 ]; then
+		emit measure-start load="$name"
+		(cd "$ld" && run_argv cyclictest.argv cyclictest --json=cyclictest.json.part) \
+			>"$ld/cyclictest.log" 2>&1 &
+		CT_PID=$!
+		wait_pid "$CT_PID"
+		CT_PID=
+		printf '@rtlab cyclictest exit=%s\n' "$WAIT_RC" >>"$ld/cyclictest.log"
+	fi
+	stress_stop "$ld"
+	rm -rf "$ld/scratch"
+	if [ -s "$ld/cyclictest.json.part" ]; then
+		mv "$ld/cyclictest.json.part" "$ld/cyclictest.json"
+	fi
+	if [ ! -f "$ld/cyclictest.json" ]; then
+		status=failed
+	elif [ $STOP = 1 ]; then
+		status=partial
+	else
+		status=complete
+	fi
+	emit load-end load="$name" status=$status
+	[ $status = complete ]
+}
+
+cmd_run() {
+	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep]"
+	DIR=$1
+	shift
+	SECS=0
+	SETTLE=0
+	GOVERNOR=performance
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--seconds) SECS=$2 ;;
+		--settle) SETTLE=$2 ;;
+		--governor) GOVERNOR=$2 ;;
+		*) die "unknown option $1" ;;
+		esac
+		shift 2
+	done
+	[ -f "$DIR/plan.loads" ] || die "$DIR/plan.loads is missing"
+	EVENTS=$DIR/events
+	GOVSAVE=$DIR/governors.saved
+	echo $$ >"$DIR/agent.pid"
+	trap on_signal INT TERM HUP
+	trap cleanup EXIT
+
+	governors_set "$GOVERNOR"
+	ran=0
+	complete=0
+	while IFS= read -r load || [ -n "$load" ]; do
+		[ -n "$load" ] || continue
+		[ $STOP = 0 ] || break
+		ran=$((ran + 1))
+		if run_load "$load"; then complete=$((complete + 1)); fi
+	done <"$DIR/plan.loads"
+	governors_restore
+
+	if [ $complete -gt 0 ] && [ $complete = "$ran" ] && [ $STOP = 0 ]; then
+		emit done status=complete
+	elif ls "$DIR"/loads/*/cyclictest.json >/dev/null 2>&1; then
+		emit done status=partial
+	else
+		emit done status=failed
+	fi
+}
+
+cmd_stop() {
+	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
+	DIR=$1
+	if [ -f "$DIR/agent.pid" ]; then
+		pid=$(cat "$DIR/agent.pid")
+		kill -TERM "$pid" 2>/dev/null
+		n=0
+		while kill -0 "$pid" 2>/dev/null && [ $n -lt 60 ]; do
+			sleep 1
+			n=$((n + 1))
+		done
+	fi
+	# An agent that died hard left its saved governors behind: put them back.
+	GOVSAVE=$DIR/governors.saved
+	governors_restore
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+sysinfo) cmd_sysinfo ;;
+preflight) cmd_preflight "$@" ;;
+run) cmd_run "$@" ;;
+stop) cmd_stop "$@" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR" ;;
+esac

@@ -1,0 +1,132 @@
+"""The summary of a run: statistics per load (merged and per CPU) and warnings.
+
+Pure: it takes what the run directory holds and returns the `rtlab.summary/1`
+document that every report format reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rtlab.analysis import stats
+from rtlab.analysis.histogram import merge
+from rtlab.results import cyclictest
+from rtlab.results.events import Event
+from rtlab.system import kernel
+
+SCHEMA = "rtlab.summary/1"
+SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
+
+
+def load_status(load: str, events: Sequence[Event], has_data: bool) -> str:
+    """complete / partial / failed as the agent said; what the files show otherwise."""
+    for event in reversed(events):
+        if event.kind == "load-end" and event.get("load") == load:
+            return event.get("status", "failed")
+    started = any(e.kind == "load-start" and e.get("load") == load for e in events)
+    if has_data:
+        return "partial"
+    return "failed" if started else "not-run"
+
+
+def run_status(load_statuses: Mapping[str, str], events: Sequence[Event]) -> str:
+    for event in reversed(events):
+        if event.kind == "done":
+            return event.get("status", "failed")
+    if any(s in ("complete", "partial") for s in load_statuses.values()):
+        return "partial"
+    return "failed"
+
+
+def system_facts(sysinfo: Mapping[str, Any] | None) -> dict[str, Any]:
+    info = dict(sysinfo or {})
+    k = info.get("kernel") or {}
+    cpus = info.get("cpus") or {}
+    pre = kernel.preemption(info)
+    return {
+        "hostname": info.get("hostname"),
+        "kernel_release": k.get("release"),
+        "kernel_version": k.get("version"),
+        "machine": k.get("machine"),
+        "preemption": pre.describe(),
+        "realtime": pre.realtime,
+        "cmdline": k.get("cmdline"),
+        "cpu_model": cpus.get("model"),
+        "cpu_count": cpus.get("count"),
+        "governors": cpus.get("governors") or {},
+    }
+
+
+def summarize(
+    manifest: Mapping[str, Any],
+    sysinfo: Mapping[str, Any] | None,
+    results: Mapping[str, dict[str, Any] | None],
+    events: Sequence[Event],
+) -> dict[str, Any]:
+    plan = manifest.get("plan") or {}
+    limit = int(plan.get("histogram_us", 0))
+    loads: dict[str, Any] = {}
+    statuses: dict[str, str] = {}
+    for load in plan.get("loads", []):
+        data = results.get(load)
+        statuses[load] = load_status(load, events, data is not None)
+        entry: dict[str, Any] = {"status": statuses[load], "merged": None, "cpus": {}}
+        if data is not None:
+            per_thread = cyclictest.threads(data, limit)
+            entry["cpus"] = {
+                str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread
+            }
+            entry["merged"] = stats.compute(merge(t.histogram for t in per_thread)).to_json()
+        loads[load] = entry
+    return {
+        "schema": SCHEMA,
+        "run": manifest.get("id"),
+        "status": run_status(statuses, events),
+        "started": manifest.get("started"),
+        "target": manifest.get("target"),
+        "plan": plan,
+        "system": system_facts(sysinfo),
+        "loads": loads,
+        "warnings": warnings(plan, sysinfo, loads, events),
+    }
+
+
+def warnings(
+    plan: Mapping[str, Any],
+    sysinfo: Mapping[str, Any] | None,
+    loads: Mapping[str, Any],
+    events: Sequence[Event],
+) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+
+    def warn(code: str, message: str, load: str = "") -> None:
+        out.append({"code": code, "load": load, "message": message})
+
+    for name, entry in loads.items():
+        if entry["status"] != "complete":
+            warn("incomplete", f"{name}: {entry['status']}, statistics cover what was measured", name)
+        merged = entry["merged"]
+        if merged and merged["overflows"]:
+            warn(
+                "overflow",
+                f"{name}: {merged['overflows']} samples above the {plan.get('histogram_us')} µs "
+                f"histogram range; {', '.join(merged['lower_bounds'])} are lower bounds",
+                name,
+            )
+    governor = next((e.get("status") for e in events if e.kind == "governor"), None)
+    if governor == "unavailable":
+        warn("governor", "no cpufreq governor on the target: frequency scaling was not controlled")
+    elif governor == "failed":
+        warn("governor", "the governor could not be set to performance on every CPU")
+    elif governor == "kept":
+        found = (system_facts(sysinfo)["governors"] or {}).values()
+        if any(g != "performance" for g in found):
+            warn("governor", f"governors kept as found ({', '.join(sorted(set(found)))}), not performance")
+    duration = int(plan.get("duration_s") or 0)
+    if 0 < duration < SEED_DURATION_S:
+        warn("short", f"{duration} s per load; the StarFive protocol measures 10 minutes per load")
+    debug = kernel.latency_debug_options(dict(sysinfo or {}))
+    if debug:
+        warn("debug-kernel", f"kernel debug options that add latency are on: {', '.join(debug)}")
+    return out

@@ -1,0 +1,170 @@
+"""The command line: parse, call, render. Names and exit codes are part of the contract:
+0 ok, 1 a deadline was missed, 2 bad input or a missing dependency, 3 the run failed."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from rtlab import __version__, report
+from rtlab.errors import RunFailed, UsageError
+from rtlab.loads import LOADS, parse_loads
+from rtlab.plan import Plan, preset
+from rtlab.progress import RunProgress
+from rtlab.report import table
+from rtlab.results import store
+from rtlab.runner import execute
+from rtlab.targets import open_target
+from rtlab.units import format_duration, parse_duration, parse_latency
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Measure, compare and explain the scheduling latency of real-time Linux.",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv or json")]
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
+
+
+def _plan(
+    preset_name: str | None,
+    loads: str | None,
+    duration: str | None,
+    interval: str | None,
+    priority: int | None,
+    settle: str | None,
+    workers: int | None,
+    storage_dir: Path | None,
+    histogram_range: str | None,
+    governor: str | None,
+) -> Plan:
+    """The preset (or the defaults), with every option the user gave on top."""
+    base = preset(preset_name) if preset_name else Plan()
+    given: dict[str, Any] = {}
+    if loads is not None:
+        given["loads"] = parse_loads(loads)
+    if duration is not None:
+        given["duration_s"] = parse_duration(duration)
+    if interval is not None:
+        given["interval_us"] = parse_latency(interval)
+    if priority is not None:
+        given["priority"] = priority
+    if settle is not None:
+        given["settle_s"] = 0 if settle.strip() in ("0", "0s") else parse_duration(settle)
+    if workers is not None:
+        given["workers"] = workers
+    if storage_dir is not None:
+        if not storage_dir.is_dir():
+            raise UsageError(f"--storage-dir {storage_dir} is not a directory: create it or choose another")
+        given["storage_dir"] = str(storage_dir.resolve())
+    if histogram_range is not None:
+        given["histogram_us"] = parse_latency(histogram_range)
+    if governor is not None:
+        if governor not in ("performance", "keep"):
+            raise UsageError(f"bad --governor {governor!r}: use performance or keep")
+        given["governor"] = governor
+    return replace(base, **given).validate()
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def run(
+    target: Annotated[str, typer.Option(help="local (more to come: ssh://, qemu:)")] = "local",
+    loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
+    duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,
+    interval: Annotated[str | None, typer.Option(help="cyclictest interval (default 200us)")] = None,
+    priority: Annotated[int | None, typer.Option(help="SCHED_FIFO priority (default 99)")] = None,
+    preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
+    out: Annotated[Path | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")] = None,
+    name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
+    settle: Annotated[str | None, typer.Option(help="load running before measuring (default 5s)")] = None,
+    workers: Annotated[int | None, typer.Option(help="stress-ng workers per load (default: CPUs)")] = None,
+    storage_dir: Annotated[Path | None, typer.Option(help="where the storage load writes (default: in the run)")] = None,
+    histogram_range: Annotated[str | None, typer.Option(help="cyclictest -h range (default 100ms)")] = None,
+    governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
+) -> None:
+    """Measure latency under each load, one after another, and print the table."""
+    plan = _plan(preset_name, loads, duration, interval, priority, settle, workers,
+                 storage_dir, histogram_range, governor)  # fmt: skip
+    tgt = open_target(target)
+    total = len(plan.loads) * (plan.duration_s + plan.settle_s)
+    err.print(f"measuring {','.join(plan.loads)} on {tgt.name}, {format_duration(plan.duration_s)} each "
+              f"(about {format_duration(total)})", highlight=False)  # fmt: skip
+    with RunProgress(plan, err) as progress:
+        outcome = execute(plan, tgt, out=out, name=name, on_event=progress)
+    summary = outcome.summary
+    console.print(table.build([summary], [summary["run"] or outcome.run.path.name]))
+    for warning in summary["warnings"]:
+        err.print(f"warning: {warning['message']}", highlight=False)
+    err.print(f"run saved in {outcome.run.path}", highlight=False)
+    if outcome.interrupted:
+        raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
+    if summary["status"] != "complete":
+        raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    fmt: Format = "table",
+    output: Output = None,
+) -> None:
+    """The table of a saved run (also a partial one), in any format."""
+    render = report.renderer(fmt)
+    summary = store.summary(run_dir)
+    label = summary["run"] or run_dir.name
+    if fmt == "table" and output is None:
+        console.print(table.build([summary], [label]))
+        return
+    _emit(render([summary], [label]), output)
+
+
+@app.command()
+def compare(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN_A RUN_B ...")],
+    labels: Annotated[str | None, typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline")] = None,
+    fmt: Format = "table",
+    output: Output = None,
+) -> None:
+    """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
+    render = report.renderer(fmt)
+    summaries = [store.summary(path) for path in runs]
+    names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
+    if labels is not None:
+        names = [label.strip() for label in labels.split(",")]
+        if len(names) != len(runs):
+            raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
+    if fmt == "table" and output is None:
+        console.print(table.build(summaries, names))
+        return
+    _emit(render(summaries, names), output)
+
+
+@app.command()
+def version() -> None:
+    """rtlab's version."""
+    console.print(__version__)
+
+
+def main() -> None:
+    try:
+        app()  # click itself answers bad options with exit code 2
+    except (UsageError, RunFailed) as e:
+        err.print(f"rtlab: {e}", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)

@@ -1,0 +1,13 @@
+"""The two ways rtlab stops early, each with its exit code (see the CLI contract)."""
+
+
+class UsageError(Exception):
+    """Bad input or a missing dependency: one line that names the fix, exit code 2."""
+
+    exit_code = 2
+
+
+class RunFailed(Exception):
+    """The measurement itself failed or was interrupted: exit code 3."""
+
+    exit_code = 3

@@ -1,0 +1,52 @@
+"""What every format shares: the order of loads and how one value is written."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rtlab.analysis.stats import Field
+from rtlab.loads import LOADS
+
+LOWER_BOUND = "≥"
+
+
+def loads_in_order(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """Every load of every run, in catalogue order, then any other in order of appearance."""
+    seen: list[str] = []
+    for summary in summaries:
+        for load in summary["loads"]:
+            if load not in seen:
+                seen.append(load)
+    return sorted(seen, key=lambda n: list(LOADS).index(n) if n in LOADS else len(LOADS))
+
+
+def round_half_up(value: float) -> int:
+    # The seed rounds to the nearest microsecond; Python's round() would send 12.5 to 12.
+    return math.floor(value + 0.5)
+
+
+def value(stats: dict[str, Any] | None, field: Field, rounded: bool = True) -> str:
+    """One statistic as text: '' when unmeasured, '≥' before a lower bound."""
+    if not stats or stats.get(field.key) is None:
+        return ""
+    raw = stats[field.key]
+    if rounded or field.decimals == 0:
+        text = str(round_half_up(float(raw)))
+    else:
+        text = f"{float(raw):.{field.decimals}f}"
+    if field.key in stats.get("lower_bounds", ()):
+        text = LOWER_BOUND + text
+    return text
+
+
+def heading(field: Field) -> str:
+    return f"{field.label} ({field.unit})" if field.unit else field.label
+
+
+def status_mark(entry: dict[str, Any] | None) -> str:
+    """'' for a complete load, its status otherwise."""
+    if entry is None:
+        return "not run"
+    return "" if entry["status"] == "complete" else entry["status"]

@@ -1,0 +1,18 @@
+"""JSON: the summary itself (one run), or every summary with its label (a comparison)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+
+def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+    if len(summaries) == 1:
+        document: Any = summaries[0]
+    else:
+        document = {
+            "schema": "rtlab.compare/1",
+            "runs": [dict(s, label=label) for s, label in zip(summaries, labels, strict=True)],
+        }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,48 @@
+"""The terminal table (rich): Table 5-1 of the StarFive study, one column group per run."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.report import cells
+
+# A single run also shows the tail that decides deadlines.
+SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "samples"))
+
+
+def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
+    fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
+    table = Table(title="Scheduling latency (µs)", title_justify="left")
+    table.add_column("Load", style="bold")
+    for label in labels:
+        for i, field in enumerate(fields):
+            top = label if i == 0 else ""
+            table.add_column(f"{top}\n{field.label}", justify="right")
+    notes: list[str] = []
+    for load in cells.loads_in_order(summaries):
+        row = [load]
+        for summary, label in zip(summaries, labels, strict=True):
+            entry = summary["loads"].get(load)
+            merged = entry["merged"] if entry else None
+            row += [cells.value(merged, f) for f in fields]
+            mark = cells.status_mark(entry)
+            if mark:
+                notes.append(f"{label} {load}: {mark}")
+        table.add_row(*row)
+    if any(cells.LOWER_BOUND in cell for column in table.columns for cell in map(str, column.cells)):
+        notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
+    table.caption = "; ".join(notes) or None
+    table.caption_justify = "left"
+    return table
+
+
+def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(build(summaries, labels))
+    return buffer.getvalue()

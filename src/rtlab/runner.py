@@ -1,0 +1,200 @@
+"""Carries out a plan on a target and leaves a run directory behind.
+
+plan -> agent on the target -> raw run directory -> summary. The host only
+prepares files, streams the agent's progress and records it; it sleeps while
+the agent measures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rtlab import __version__
+from rtlab.analysis.summary import summarize
+from rtlab.errors import RunFailed, UsageError
+from rtlab.plan import Plan
+from rtlab.results import events as ev
+from rtlab.results.rundir import SCHEMA, RunDir, write_json
+from rtlab.system.kernel import preemption
+from rtlab.targets.base import Target
+
+INSTALL_HINT = {
+    "cyclictest": "apt-get install rt-tests (Debian/Ubuntu) or enable rt-tests in Buildroot/Yocto",
+    "stress-ng": "apt-get install stress-ng (Debian/Ubuntu) or enable stress-ng in Buildroot/Yocto",
+}
+
+
+@dataclass
+class Outcome:
+    run: RunDir
+    summary: dict[str, Any]
+    interrupted: bool = False
+
+
+@dataclass
+class _Progress:
+    """What run.json says as the run goes."""
+
+    manifest: dict[str, Any]
+    run: RunDir
+    events: list[ev.Event] = field(default_factory=list)
+
+    def record(self, event: ev.Event) -> None:
+        self.events.append(event)
+        loads = self.manifest["loads"]
+        name = event.get("load")
+        if event.kind == "load-start" and name in loads:
+            loads[name].update(status="running", started=_now())
+        elif event.kind == "load-end" and name in loads:
+            loads[name].update(status=event.get("status"), ended=_now())
+        elif event.kind == "governor":
+            self.manifest["governor"] = event.get("status")
+        else:
+            return
+        self.run.write_manifest(self.manifest)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def preflight(target: Target, plan: Plan) -> dict[str, str]:
+    """Tool versions on the target; a UsageError naming the fix when it cannot measure."""
+    _, out = target.agent(["preflight", str(plan.priority)])
+    found: dict[str, str] = {}
+    for event in filter(None, map(ev.parse, out.splitlines())):
+        if event.kind == "tool":
+            found[event.get("name")] = event.get("version")
+        elif event.kind == "missing":
+            tool = event.get("name")
+            if tool == "cyclictest" or any(load != "idle" for load in plan.loads):
+                raise UsageError(f"{tool} is not installed on {target.name}: {INSTALL_HINT[tool]}")
+        elif event.kind == "privileges" and event.get("status") != "ok":
+            raise UsageError(
+                f"cyclictest may not use SCHED_FIFO priority {plan.priority} and mlock on "
+                f"{target.name}: run as root or grant CAP_SYS_NICE and CAP_IPC_LOCK "
+                f"({event.get('reason').strip()})"
+            )
+    if "cyclictest" not in found:
+        raise RunFailed(f"the agent did not run on {target.name}: {out.strip()[-300:]}")
+    return found
+
+
+def sysinfo(target: Target) -> dict[str, Any]:
+    status, out = target.agent(["sysinfo"])
+    try:
+        data: dict[str, Any] = json.loads(out[out.index("{") :])
+    except ValueError:
+        raise RunFailed(f"the agent's system information was unreadable (exit {status}): {out[-300:]}") from None
+    return data
+
+
+def default_run_path(info: dict[str, Any], base: Path = Path("results")) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    host = info.get("hostname") or "host"
+    release = (info.get("kernel") or {}).get("release") or "kernel"
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", f"{stamp}-{host}-{release}")
+    return base / name
+
+
+def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
+    """The plan as the agent reads it: argument lists, one argument a line."""
+    (run.path / "plan.loads").write_text("".join(f"{load}\n" for load in plan.loads))
+    for load in plan.loads:
+        folder = run.load_dir(load)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
+        stress = plan.stress_argv(load, scratch=f"{remote}/loads/{load}/scratch")
+        if stress is not None:
+            if load == "storage" and plan.storage_dir is None:
+                (folder / "scratch").mkdir(exist_ok=True)
+            (folder / "stress.argv").write_text("\n".join(stress) + "\n")
+
+
+@contextmanager
+def _signals_stop(target: Target) -> Iterator[list[int]]:
+    """SIGINT/SIGTERM ask the agent to stop instead of killing rtlab mid-write."""
+    caught: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        caught.append(signum)
+        target.interrupt()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def execute(
+    plan: Plan,
+    target: Target,
+    out: Path | None = None,
+    name: str | None = None,
+    on_event: Callable[[ev.Event], None] = lambda e: None,
+) -> Outcome:
+    plan.validate()
+    tools = preflight(target, plan)
+    info = sysinfo(target)
+    info["derived"] = {"preemption": preemption(info).to_json()}
+    plan = plan.for_cpus(int((info.get("cpus") or {}).get("count") or 1))
+    run = RunDir.create(out or default_run_path(info))
+    write_json(run.path / "sysinfo.json", info)
+
+    manifest: dict[str, Any] = {
+        "schema": SCHEMA,
+        "id": name or run.path.name,
+        "rtlab_version": __version__,
+        "plan": plan.to_json(),
+        "target": target.describe(),
+        "tools": tools,
+        "started": _now(),
+        "ended": None,
+        "status": "running",
+        "loads": {load: {"status": "not-run"} for load in plan.loads},
+    }
+    run.write_manifest(manifest)
+    remote = target.workdir(run)
+    write_plan_files(run, plan, remote)
+    target.push(run, remote)
+
+    progress = _Progress(manifest, run)
+
+    def on_line(line: str) -> None:
+        event = ev.parse(line)
+        if event is not None:
+            progress.record(event)
+            on_event(event)
+
+    args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
+            "--governor", plan.governor]  # fmt: skip
+    started = time.monotonic()
+    with _signals_stop(target) as caught:
+        target.run_agent(args, on_line)
+    target.collect(run, remote)
+
+    results = {load: run.cyclictest(load) for load in plan.loads}
+    summary = summarize(manifest, info, results, run.events())
+    for load, entry in summary["loads"].items():
+        manifest["loads"][load]["status"] = entry["status"]
+    manifest.update(
+        status=summary["status"],
+        ended=_now(),
+        elapsed_s=round(time.monotonic() - started, 1),
+        interrupted=bool(caught),
+    )
+    run.write_manifest(manifest)
+    write_json(run.path / "summary.json", summary)
+    return Outcome(run, summary, interrupted=bool(caught))

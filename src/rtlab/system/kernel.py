@@ -1,0 +1,103 @@
+"""What a kernel is, from the facts the agent collected (sysinfo.json): pure functions.
+
+Mainline PREEMPT_RT kernels (6.12 and later) have no /sys/kernel/realtime, which only
+the out-of-tree RT patch adds, so RT is recognised from the config and the version
+string too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Options that add latency: fine for a test kernel, not for measurements.
+LATENCY_DEBUG_OPTIONS: dict[str, str] = {
+    "CONFIG_DEBUG_PREEMPT": "checks every preempt count change",
+    "CONFIG_PROVE_LOCKING": "lock dependency validator",
+    "CONFIG_LOCKDEP": "lock dependency tracking",
+    "CONFIG_DEBUG_LOCK_ALLOC": "lock allocation checks",
+    "CONFIG_DEBUG_SPINLOCK": "spinlock checks",
+    "CONFIG_DEBUG_MUTEXES": "mutex checks",
+    "CONFIG_DEBUG_RT_MUTEXES": "rt-mutex checks",
+    "CONFIG_DEBUG_ATOMIC_SLEEP": "sleep-in-atomic checks",
+    "CONFIG_DEBUG_OBJECTS": "object lifetime tracking",
+    "CONFIG_DEBUG_PAGEALLOC": "page unmapping on free",
+    "CONFIG_SLUB_DEBUG_ON": "slab poisoning and red zones",
+    "CONFIG_DEBUG_KMEMLEAK": "memory leak scanner",
+    "CONFIG_KASAN": "address sanitizer",
+    "CONFIG_KCSAN": "data race sanitizer",
+    "CONFIG_KCOV": "coverage collection",
+    "CONFIG_IRQSOFF_TRACER": "irqs-off latency tracer (always on hooks)",
+    "CONFIG_PREEMPT_TRACER": "preempt-off latency tracer (always on hooks)",
+}
+
+_STATIC_MODELS = (
+    ("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
+    ("CONFIG_PREEMPT", "PREEMPT"),
+    ("CONFIG_PREEMPT_VOLUNTARY", "VOLUNTARY"),
+    ("CONFIG_PREEMPT_NONE", "NONE"),
+)
+
+
+@dataclass(frozen=True)
+class Preemption:
+    model: str  # PREEMPT_RT, PREEMPT, VOLUNTARY, NONE, DYNAMIC or unknown
+    mode: str | None  # PREEMPT_DYNAMIC's current mode (none/voluntary/full/lazy)
+    realtime: bool
+    source: str  # what it was read from
+
+    def describe(self) -> str:
+        return f"{self.model} ({self.mode})" if self.mode else self.model
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "mode": self.mode, "realtime": self.realtime, "source": self.source}
+
+
+def config_options(sysinfo: dict[str, Any]) -> dict[str, str]:
+    options = ((sysinfo.get("config") or {}).get("options")) or {}
+    return {str(k): str(v) for k, v in options.items()}
+
+
+def enabled(options: dict[str, str], key: str) -> bool:
+    return options.get(key) in ("y", "m")
+
+
+def preemption(sysinfo: dict[str, Any]) -> Preemption:
+    kernel = sysinfo.get("kernel") or {}
+    version = kernel.get("version") or ""
+    flag = str(kernel.get("realtime") or "").strip() == "1"
+    options = config_options(sysinfo)
+
+    if options:
+        if enabled(options, "CONFIG_PREEMPT_RT"):
+            return Preemption("PREEMPT_RT", None, True, "config")
+        if enabled(options, "CONFIG_PREEMPT_DYNAMIC"):
+            return Preemption("DYNAMIC", _dynamic_mode(kernel, options), flag, "config")
+        for key, model in _STATIC_MODELS:
+            if enabled(options, key):
+                return Preemption(model, None, flag, "config")
+    for word, model in (("PREEMPT_RT", "PREEMPT_RT"), ("PREEMPT_DYNAMIC", "DYNAMIC"), ("PREEMPT", "PREEMPT")):
+        if re.search(rf"\b{word}\b", version):
+            return Preemption(model, None, flag or model == "PREEMPT_RT", "version")
+    return Preemption("unknown", None, flag, "none")
+
+
+def _dynamic_mode(kernel: dict[str, Any], options: dict[str, str]) -> str | None:
+    # debugfs shows the live mode as "none voluntary (full) lazy".
+    live = re.search(r"\((\w+)\)", kernel.get("preempt_mode") or "")
+    if live:
+        return live.group(1)
+    boot = re.search(r"(?:^|\s)preempt=(\w+)", kernel.get("cmdline") or "")
+    if boot:
+        return boot.group(1)
+    for key, mode in (("CONFIG_PREEMPT", "full"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+                      ("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_LAZY", "lazy")):  # fmt: skip
+        if enabled(options, key):
+            return mode
+    return None
+
+
+def latency_debug_options(sysinfo: dict[str, Any]) -> list[str]:
+    options = config_options(sysinfo)
+    return [key for key in LATENCY_DEBUG_OPTIONS if enabled(options, key)]

@@ -1,0 +1,40 @@
+"""How the host reaches a measured system. Nothing above this layer knows which it is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from rtlab.results.rundir import RunDir
+
+
+class Target(Protocol):
+    name: str
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json records about the target."""
+        ...
+
+    def agent(self, args: list[str]) -> tuple[int, str]:
+        """Runs the agent to completion; its exit status and standard output."""
+        ...
+
+    def workdir(self, run: RunDir) -> str:
+        """Where the run folder lives on the target."""
+        ...
+
+    def push(self, run: RunDir, remote: str) -> None:
+        """Copies the run's plan files to `remote` on the target."""
+        ...
+
+    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+        """Runs the agent, handing each output line to `on_line` as it comes."""
+        ...
+
+    def interrupt(self) -> None:
+        """Asks a running agent to stop; it keeps what it measured. Safe from a signal handler."""
+        ...
+
+    def collect(self, run: RunDir, remote: str) -> None:
+        """Brings the results of the run folder `remote` into `run`."""
+        ...
