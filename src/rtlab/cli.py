@@ -91,21 +91,38 @@ def run(
     interval: Annotated[str | None, typer.Option(help="cyclictest interval (default 200us)")] = None,
     priority: Annotated[int | None, typer.Option(help="SCHED_FIFO priority (default 99)")] = None,
     preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
-    out: Annotated[Path | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
     settle: Annotated[str | None, typer.Option(help="load running before measuring (default 5s)")] = None,
     workers: Annotated[int | None, typer.Option(help="stress-ng workers per load (default: CPUs)")] = None,
-    storage_dir: Annotated[Path | None, typer.Option(help="where the storage load writes (default: in the run)")] = None,
+    storage_dir: Annotated[
+        Path | None, typer.Option(help="where the storage load writes (default: in the run)")
+    ] = None,
     histogram_range: Annotated[str | None, typer.Option(help="cyclictest -h range (default 100ms)")] = None,
     governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
-    plan = _plan(preset_name, loads, duration, interval, priority, settle, workers,
-                 storage_dir, histogram_range, governor)  # fmt: skip
+    plan = _plan(
+        preset_name,
+        loads,
+        duration,
+        interval,
+        priority,
+        settle,
+        workers,
+        storage_dir,
+        histogram_range,
+        governor,
+    )
     tgt = open_target(target)
     total = len(plan.loads) * (plan.duration_s + plan.settle_s)
-    err.print(f"measuring {','.join(plan.loads)} on {tgt.name}, {format_duration(plan.duration_s)} each "
-              f"(about {format_duration(total)})", highlight=False)  # fmt: skip
+    err.print(
+        f"measuring {','.join(plan.loads)} on {tgt.name}, {format_duration(plan.duration_s)} each "
+        f"(about {format_duration(total)})",
+        highlight=False,
+    )
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, tgt, out=out, name=name, on_event=progress)
     summary = outcome.summary
@@ -138,7 +155,9 @@ def report_cmd(
 @app.command()
 def compare(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN_A RUN_B ...")],
-    labels: Annotated[str | None, typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline")] = None,
+    labels: Annotated[
+        str | None, typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline")
+    ] = None,
     fmt: Format = "table",
     output: Output = None,
 ) -> None:

@@ -25,17 +25,14 @@ def parse_loads(text: str) -> tuple[str, ...]:
     unknown = [name for name in names if name not in LOADS]
     if unknown or not names:
         raise UsageError(
-            f"unknown load {', '.join(unknown) or '(none given)'}: "
-            f"choose from {','.join(LOADS)}"
+            f"unknown load {', '.join(unknown) or '(none given)'}: choose from {','.join(LOADS)}"
         )
     if len(set(names)) != len(names):
         raise UsageError(f"load listed twice in {text!r}: name each load once")
     return names
 
 
-def stress_argv(
-    load: str, workers: int, timeout_s: int, temp_path: str | None = None
-) -> list[str] | None:
+def stress_argv(load: str, workers: int, timeout_s: int, temp_path: str | None = None) -> list[str] | None:
     """stress-ng's arguments for `load`, or None for a load that runs no stress-ng."""
     option = LOADS[load]
     if option is None:

@@ -16,7 +16,7 @@ from rtlab.results.events import Event
 
 def _elapsed(task: Task) -> float:
     # The clock is read at redraw time: nothing has to wake up to advance the bar.
-    since = task.fields.get("since")
+    since: float | None = task.fields.get("since")
     if task.fields.get("outcome") or since is None:
         return float(task.completed)
     return min(time.monotonic() - since, float(task.total or 0))

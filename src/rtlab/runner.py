@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -65,7 +65,7 @@ class _Progress:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def preflight(target: Target, plan: Plan) -> dict[str, str]:
@@ -95,7 +95,9 @@ def sysinfo(target: Target) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads(out[out.index("{") :])
     except ValueError:
-        raise RunFailed(f"the agent's system information was unreadable (exit {status}): {out[-300:]}") from None
+        raise RunFailed(
+            f"the agent's system information was unreadable (exit {status}): {out[-300:]}"
+        ) from None
     return data
 
 
@@ -178,8 +180,16 @@ def execute(
             progress.record(event)
             on_event(event)
 
-    args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
-            "--governor", plan.governor]  # fmt: skip
+    args = [
+        "run",
+        remote,
+        "--seconds",
+        str(plan.duration_s),
+        "--settle",
+        str(plan.settle_s),
+        "--governor",
+        plan.governor,
+    ]
     started = time.monotonic()
     with _signals_stop(target) as caught:
         target.run_agent(args, on_line)

@@ -60,16 +60,15 @@ json_str() {
 }
 
 MISSING=
-# Reads a file under ROOT; a missing or unreadable one is recorded, not fatal.
-rd() {
-	if [ -r "$ROOT$1" ] && cat "$ROOT$1" 2>/dev/null; then return 0; fi
-	MISSING="$MISSING $1"
-	return 1
-}
-
-# "value" as a JSON string, or null when the file is missing.
+# A file under ROOT as a JSON string, or null: a missing file is recorded, not fatal.
+# (No command substitution around the test: MISSING must change in this shell.)
 json_file() {
-	if v=$(rd "$1"); then json_str "$v"; else printf null; fi
+	if [ -r "$ROOT$1" ]; then
+		json_str "$(cat "$ROOT$1" 2>/dev/null)"
+	else
+		MISSING="$MISSING $1"
+		printf null
+	fi
 }
 
 first_line() { sed -n 1p; }
@@ -132,7 +131,9 @@ cpu_model() {
 cpus_json() {
 	printf '{"online": '
 	json_file /sys/devices/system/cpu/online
-	printf ', "count": %s, "model": ' "$(grep -c '^processor' "$ROOT/proc/cpuinfo" 2>/dev/null || echo 0)"
+	n=$(grep -c '^processor' "$ROOT/proc/cpuinfo" 2>/dev/null)
+	[ "${n:-0}" -gt 0 ] 2>/dev/null || n=$(nproc 2>/dev/null)
+	printf ', "count": %s, "model": ' "${n:-0}"
 	json_str "$(cpu_model)"
 	printf ', "governors": {'
 	sep=

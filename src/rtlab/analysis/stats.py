@@ -49,9 +49,7 @@ FIELDS: tuple[Field, ...] = (
 FIELD_BY_KEY = {f.key: f for f in FIELDS}
 
 # Table 5-1 of the StarFive study: Avg, Stdev, Min, Max, rounded to 1 µs.
-SEED_TABLE: tuple[Field, ...] = tuple(
-    FIELD_BY_KEY[k] for k in ("avg_us", "stdev_us", "min_us", "max_us")
-)
+SEED_TABLE: tuple[Field, ...] = tuple(FIELD_BY_KEY[k] for k in ("avg_us", "stdev_us", "min_us", "max_us"))
 
 PERCENTILES: dict[str, float] = {
     "p50_us": 50.0,
@@ -84,13 +82,6 @@ class LatencyStats:
                 out[key] = round(out[key], 3)
         out["lower_bounds"] = list(self.lower_bounds)
         return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LatencyStats:
-        return cls(
-            **{f.key: data.get(f.key) for f in FIELDS},
-            lower_bounds=tuple(data.get("lower_bounds", ())),
-        )
 
 
 def nearest_rank(q: float, n: int) -> int:

@@ -74,9 +74,7 @@ def summarize(
         entry: dict[str, Any] = {"status": statuses[load], "merged": None, "cpus": {}}
         if data is not None:
             per_thread = cyclictest.threads(data, limit)
-            entry["cpus"] = {
-                str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread
-            }
+            entry["cpus"] = {str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread}
             entry["merged"] = stats.compute(merge(t.histogram for t in per_thread)).to_json()
         loads[load] = entry
     return {

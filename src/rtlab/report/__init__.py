@@ -1,6 +1,6 @@
 """Report formats: one module each, all reading the same summaries.
 
-    render(summaries, labels) -> str
+render(summaries, labels) -> str
 """
 
 from __future__ import annotations

@@ -25,8 +25,12 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
         for load in cells.loads_in_order(summaries)
         if cells.status_mark(s["loads"].get(load))
     ]
-    notes += [f"- {label}: {w['message']}" for s, label in zip(summaries, labels, strict=True)
-              for w in s.get("warnings", []) if w["code"] != "incomplete"]  # fmt: skip
+    notes += [
+        f"- {label}: {w['message']}"
+        for s, label in zip(summaries, labels, strict=True)
+        for w in s.get("warnings", [])
+        if w["code"] != "incomplete"
+    ]
     text = "\n".join(lines) + "\n"
     if notes:
         text += "\n" + "\n".join(notes) + "\n"

@@ -70,7 +70,9 @@ class RunDir:
     @classmethod
     def open(cls, path: Path) -> RunDir:
         if not (path / MANIFEST).is_file():
-            raise UsageError(f"{path} is not an rtlab run (no {MANIFEST}): give a directory made by `rtlab run`")
+            raise UsageError(
+                f"{path} is not an rtlab run (no {MANIFEST}): give a directory made by `rtlab run`"
+            )
         return cls(path)
 
     @property

@@ -91,8 +91,12 @@ def _dynamic_mode(kernel: dict[str, Any], options: dict[str, str]) -> str | None
     boot = re.search(r"(?:^|\s)preempt=(\w+)", kernel.get("cmdline") or "")
     if boot:
         return boot.group(1)
-    for key, mode in (("CONFIG_PREEMPT", "full"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
-                      ("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_LAZY", "lazy")):  # fmt: skip
+    for key, mode in (
+        ("CONFIG_PREEMPT", "full"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT_NONE", "none"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+    ):
         if enabled(options, key):
             return mode
     return None

@@ -1,0 +1,74 @@
+"""Shared helpers: running rtlab as a user does, fake sysfs trees, the process table."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AGENT = Path(__file__).resolve().parents[1] / "src" / "rtlab" / "agent" / "agent.sh"
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO and mlock need root")
+needs_tools = pytest.mark.skipif(
+    not (shutil.which("cyclictest") and shutil.which("stress-ng")),
+    reason="cyclictest and stress-ng are installed by `make setup`",
+)
+
+
+def rtlab(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rtlab", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def fake_sysfs(root: Path, governors: dict[int, str]) -> dict[Path, bytes]:
+    """A fake /sys with cpufreq governors; returns each file's bytes for later comparison."""
+    files = {}
+    for cpu, governor in governors.items():
+        f = root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
+        f.parent.mkdir(parents=True)
+        f.write_bytes(f"{governor}\n".encode())
+        files[f] = f.read_bytes()
+    return files
+
+
+def processes_in(folder: Path) -> list[tuple[int, str]]:
+    """Processes whose working directory lies in `folder` (the agent starts its tools there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+            found.append((int(entry.name), comm))
+    return found
+
+
+def processes_named(*names: str) -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in names:
+                    pids.add(int(entry.name))
+            except OSError:
+                pass
+    return pids

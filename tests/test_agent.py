@@ -1,0 +1,202 @@
+"""The agent alone, under the shells boards have: busybox ash (with only busybox's
+commands on PATH) and dash."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import AGENT, fake_sysfs, needs_root, needs_tools, processes_in
+
+BUSYBOX = shutil.which("busybox")
+
+
+@pytest.fixture(scope="session")
+def busybox_path(tmp_path_factory) -> str:
+    """A PATH of busybox applets plus cyclictest and stress-ng: what a Buildroot board has."""
+    if not BUSYBOX:
+        pytest.skip("busybox is installed by `make setup`")
+    bin_dir = tmp_path_factory.mktemp("busybox-bin")
+    subprocess.run([BUSYBOX, "--install", "-s", str(bin_dir)], check=True)
+    for tool in ("cyclictest", "stress-ng"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).unlink(missing_ok=True)
+            os.symlink(found, bin_dir / tool)
+    return str(bin_dir)
+
+
+SHELLS = ["busybox-ash", "dash"]
+
+
+def agent_cmd(shell: str, busybox_path: str, *args: str) -> tuple[list[str], dict[str, str]]:
+    if shell == "dash":
+        return ["dash", str(AGENT), *args], dict(os.environ)
+    return [BUSYBOX or "busybox", "ash", str(AGENT), *args], {**os.environ, "PATH": busybox_path}
+
+
+def fake_root(root: Path) -> dict[Path, bytes]:
+    """/proc and /sys of a small RT board: realtime flag, version string, two governors."""
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/version").write_text("Linux version 6.6.20-rt25 #1 SMP PREEMPT_RT riscv64\n")
+    (root / "proc/cmdline").write_text('console=ttyS0 isolcpus=1 note="quoted" back\\slash\n')
+    (root / "proc/sys/kernel/hostname").write_text("visionfive2\n")
+    (root / "proc/cpuinfo").write_text(
+        "processor\t: 0\nisa\t: rv64imafdc\nuarch\t: sifive,u74-mc\n\n"
+        "processor\t: 1\nisa\t: rv64imafdc\nuarch\t: sifive,u74-mc\n"
+    )
+    (root / "sys/kernel").mkdir(parents=True)
+    (root / "sys/kernel/realtime").write_text("1\n")
+    (root / "sys/devices/system/cpu").mkdir(parents=True)
+    (root / "sys/devices/system/cpu/online").write_text("0-1\n")
+    return fake_sysfs(root, {0: "powersave", 1: "schedutil"})
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path):
+    fake_root(tmp_path)
+    cmd, env = agent_cmd(shell, busybox_path, "sysinfo")
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["hostname"] == "visionfive2"
+    assert info["kernel"]["realtime"] == "1"
+    assert "PREEMPT_RT" in info["kernel"]["version"]
+    assert info["kernel"]["cmdline"] == 'console=ttyS0 isolcpus=1 note="quoted" back\\slash'
+    assert info["cpus"] == {
+        "online": "0-1",
+        "count": 2,
+        "model": "sifive,u74-mc",
+        "governors": {"0": "powersave", "1": "schedutil"},
+    }
+    # A board without debugfs or a kernel config: recorded, not fatal.
+    assert "/sys/kernel/debug/sched/preempt" in info["missing"]
+    assert "/proc/config.gz" in info["missing"]
+    assert info["kernel"]["preempt_mode"] is None
+
+
+def write_plan(run: Path, loads: dict[str, list[str] | None], seconds: int) -> None:
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "plan.loads").write_text("".join(f"{name}\n" for name in loads))
+    for name, stress in loads.items():
+        folder = run / "loads" / name
+        folder.mkdir(parents=True)
+        argv = [
+            "-m",
+            "-S",
+            "-p",
+            "99",
+            "-i",
+            "200",
+            "-q",
+            "-D",
+            str(seconds),
+            "-h",
+            "100000",
+            "--histfile=/dev/null",
+        ]
+        (folder / "cyclictest.argv").write_text("\n".join(argv) + "\n")
+        if stress is not None:
+            (folder / "stress.argv").write_text("\n".join(stress) + "\n")
+
+
+@needs_root
+@needs_tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
+    root = tmp_path / "root"
+    before = fake_root(root)
+    run = tmp_path / "run"
+    write_plan(run, {"idle": None, "cpu": ["--matrix", "1", "--timeout", "30s"]}, seconds=1)
+    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--seconds", "1", "--settle", "1")
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(root)}, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "@rtlab governor status=set"
+    assert lines[-1] == "@rtlab done status=complete"
+    assert (run / "events").read_text().splitlines() == lines
+    for load in ("idle", "cpu"):
+        data = json.loads((run / "loads" / load / "cyclictest.json").read_text())
+        assert data["num_threads"] == os.cpu_count()
+        assert all(t["cycles"] > 0 for t in data["thread"].values())
+    assert "@rtlab stress-ng exit=0 running_at_end=yes" in (run / "loads/cpu/stress.log").read_text()
+    assert {f: f.read_bytes() for f in before} == before
+    assert not (run / "governors.saved").exists() and not (run / "agent.pid").exists()
+    assert processes_in(run) == []
+
+
+def test_arguments_are_data_not_code(busybox_path, tmp_path):
+    # stress.argv lines reach stress-ng as single arguments; nothing in them is run.
+    run = tmp_path / "run"
+    hostile = ["--dir", "1", "--temp-path", "$(touch pwned)", "; touch pwned2", "`touch pwned3`"]
+    write_plan(run, {"storage": hostile}, seconds=1)
+    (run / "loads/storage/cyclictest.argv").write_text("-l\n1\n-q\n")
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    # A stand-in stress-ng that records its argv: the real one would refuse these paths.
+    (fake_bin / "stress-ng").write_text(
+        '#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done > argv.seen\n'
+    )
+    (fake_bin / "stress-ng").chmod(0o755)
+    cmd, env = agent_cmd("dash", busybox_path, "run", str(run), "--governor", "keep")
+    env["PATH"] = f"{fake_bin}:{env['PATH']}"
+    subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30)
+    seen = (run / "loads/storage/argv.seen").read_text().splitlines()
+    assert seen == hostile
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+@needs_root
+@needs_tools
+def test_stop_after_a_hard_kill_restores_governors(busybox_path, tmp_path):
+    root = tmp_path / "root"
+    before = fake_root(root)
+    run = tmp_path / "run"
+    write_plan(run, {"cpu": ["--matrix", "1", "--timeout", "60s"]}, seconds=60)
+    cmd, env = agent_cmd("dash", busybox_path, "run", str(run), "--settle", "0")
+    env["RTLAB_ROOT"] = str(root)
+    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert agent.stdout is not None
+    for line in agent.stdout:
+        if line.startswith("@rtlab measure-start"):
+            break
+    assert all(f.read_text() == "performance\n" for f in before)
+    agent.send_signal(signal.SIGKILL)  # a crash: no trap runs
+    agent.wait()
+    assert (run / "governors.saved").exists()
+    stop = subprocess.run(
+        [*agent_cmd("dash", busybox_path, "stop", str(run))[0]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert stop.returncode == 0
+    assert {f: f.read_bytes() for f in before} == before
+    assert not (run / "governors.saved").exists()
+    # cyclictest and stress-ng outlive a SIGKILLed agent only until their own -D/--timeout;
+    # end them here rather than wait.
+    for pid, _ in processes_in(run):
+        os.kill(pid, signal.SIGKILL)
+    os.killpg(agent.pid, signal.SIGKILL) if _group_alive(agent.pid) else None
+    deadline = time.monotonic() + 10
+    while processes_in(run) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_in(run) == []
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

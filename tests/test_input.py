@@ -1,0 +1,119 @@
+"""Bad input: one clear line naming the fix, exit code 2, nothing measured or written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root, needs_tools, rtlab
+from rtlab.errors import UsageError
+from rtlab.loads import parse_loads
+from rtlab.units import parse_duration, parse_latency
+
+
+def test_units():
+    assert parse_duration("10s") == 10
+    assert parse_duration("10m") == 600
+    assert parse_duration("1h") == 3600
+    assert parse_duration("45") == 45
+    assert parse_latency("200us") == 200
+    assert parse_latency("1ms") == 1000
+    for bad in ("", "10x", "-5s", "1.5m", "0s"):
+        with pytest.raises(UsageError):
+            parse_duration(bad)
+
+
+def test_loads_pick_subset_and_order():
+    assert parse_loads("storage,idle") == ("storage", "idle")
+    with pytest.raises(UsageError, match="choose from idle,cpu,os,memory,storage"):
+        parse_loads("idle,gpu")
+
+
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (["--loads", "idle,gpu"], "choose from idle,cpu,os,memory,storage"),
+        (["--duration", "ten"], "e.g. 30s or 10m"),
+        (["--interval", "2x"], "e.g. 200us or 1ms"),
+        (["--preset", "nope"], "choose from starfive"),
+        (["--priority", "120"], "1 to 99"),
+        (["--target", "serial:/dev/ttyUSB0"], "use local"),
+    ],
+)
+def test_bad_option_is_one_line_and_exit_2(args, fix, tmp_path):
+    done = rtlab("run", *args, "--out", str(tmp_path / "run"))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fix in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_out_directory_that_is_not_a_run(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    done = rtlab("run", "--duration", "1s", "--loads", "idle", "--out", str(tmp_path))
+    assert done.returncode == 2
+    assert "choose another --out" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_report_of_a_folder_that_is_not_a_run(tmp_path):
+    done = rtlab("report", str(tmp_path))
+    assert done.returncode == 2 and "is not an rtlab run" in done.stderr
+
+
+def test_missing_cyclictest_names_the_package(tmp_path):
+    # A PATH with the shell tools but no rt-tests.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "sed", "tr", "cat", "grep", "uname", "date", "gzip", "hostname", "stress-ng"):
+        found = shutil.which(tool)
+        if found:
+            os.symlink(found, bin_dir / tool)
+    done = rtlab("run", "--duration", "1s", "--out", str(tmp_path / "run"), env={"PATH": str(bin_dir)})
+    assert done.returncode == 2
+    assert "cyclictest is not installed on local: apt-get install rt-tests" in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@needs_root
+@needs_tools
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux)")
+def test_unprivileged_user_is_told_what_is_missing():
+    # Without any capability, cyclictest gets neither SCHED_FIFO nor mlock.
+    drop = [
+        "setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ]
+    out = Path("/tmp/rtlab-unprivileged-never-made")
+    done = subprocess.run(
+        [
+            *drop,
+            sys.executable,
+            "-m",
+            "rtlab",
+            "run",
+            "--duration",
+            "1s",
+            "--loads",
+            "idle",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+        cwd="/tmp",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "SCHED_FIFO" in done.stderr and "run as root" in done.stderr
+    assert not out.exists()

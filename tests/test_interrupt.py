@@ -1,0 +1,113 @@
+"""Ctrl-C and SIGTERM in the middle of a run: stress-ng and cyclictest stop, the
+governor is restored, what was measured stays and `rtlab report` still shows it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import fake_sysfs, needs_root, needs_tools, processes_in, processes_named, read_json, rtlab
+
+pytestmark = [needs_root, needs_tools]
+
+
+def wait_for(predicate, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
+    root = tmp_path / "root"
+    governors = fake_sysfs(root, {0: "powersave", 1: "schedutil"})
+    run = tmp_path / "run"
+    already = processes_named("stress-ng", "cyclictest")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtlab",
+            "run",
+            "--duration",
+            "60s",
+            "--settle",
+            "1s",
+            "--loads",
+            "idle,cpu,memory",
+            "--out",
+            str(run),
+        ],
+        env={**os.environ, "RTLAB_ROOT": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    events = run / "events"
+    # idle measures for a minute; stop it during its measurement.
+    wait_for(lambda: events.exists() and "measure-start load=idle" in events.read_text())
+    time.sleep(1.5)
+    assert all(f.read_text() == "performance\n" for f in governors)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+
+    assert proc.returncode == 3, stderr
+    assert "interrupted" in stderr
+    assert processes_in(run) == []
+    assert processes_named("stress-ng", "cyclictest") - already == set()
+    assert {f: f.read_bytes() for f in governors} == governors
+
+    manifest = read_json(run / "run.json")
+    assert manifest["status"] == "partial"
+    assert {k: v["status"] for k, v in manifest["loads"].items()} == {
+        "idle": "partial",
+        "cpu": "not-run",
+        "memory": "not-run",
+    }
+    # cyclictest wrote what it had measured when it was told to stop.
+    data = read_json(run / "loads/idle/cyclictest.json")
+    assert all(t["cycles"] > 0 for t in data["thread"].values())
+
+    report = rtlab("report", str(run))
+    assert report.returncode == 0
+    assert "idle" in report.stdout and "partial" in report.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_during_a_stress_load(sig, tmp_path):
+    run = tmp_path / "run"
+    already = processes_named("stress-ng", "cyclictest")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtlab",
+            "run",
+            "--duration",
+            "60s",
+            "--settle",
+            "1s",
+            "--loads",
+            "memory",
+            "--out",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    events = run / "events"
+    wait_for(lambda: events.exists() and "measure-start load=memory" in events.read_text())
+    assert processes_named("stress-ng") - already  # the load is really running
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert processes_named("stress-ng", "cyclictest") - already == set()
+    assert "@rtlab stress-ng exit=" in (run / "loads/memory/stress.log").read_text()
+    assert read_json(run / "summary.json")["loads"]["memory"]["status"] == "partial"

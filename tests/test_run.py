@@ -1,0 +1,146 @@
+"""`rtlab run` on this machine with real cyclictest and stress-ng: the statistics must
+equal those recomputed here from cyclictest's raw JSON, and cyclictest's own figures."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import needs_root, needs_tools, processes_in, read_json, rtlab
+from rtlab.analysis.stats import PERCENTILES
+
+pytestmark = [needs_root, needs_tools]
+LOADS = ["idle", "cpu", "os", "memory", "storage"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("runs") / "this-host"
+    done = rtlab("run", "--duration", "2s", "--settle", "1s", "--out", str(out), "--name", "host")
+    assert done.returncode == 0, done.stderr
+    return out, done.stdout
+
+
+def raw_samples(thread: dict) -> np.ndarray:
+    values = np.array([int(v) for v in thread["histogram"]], dtype=np.int64)
+    counts = np.array(list(thread["histogram"].values()), dtype=np.int64)
+    return np.repeat(values, counts)
+
+
+def expected(samples: np.ndarray) -> dict:
+    out = {
+        "samples": len(samples),
+        "min_us": int(samples.min()),
+        "max_us": int(samples.max()),
+        "avg_us": float(samples.mean()),
+        "stdev_us": float(samples.std()),
+    }
+    for key, q in PERCENTILES.items():
+        out[key] = int(np.percentile(samples, q, method="inverted_cdf"))
+    return out
+
+
+def assert_stats(got: dict, want: dict) -> None:
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, abs=1e-3), key
+
+
+def test_every_load_is_measured_on_every_cpu(run):
+    out, stdout = run
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "complete"
+    assert {k: v["status"] for k, v in manifest["loads"].items()} == dict.fromkeys(LOADS, "complete")
+    assert manifest["plan"]["workers"] == os.cpu_count()
+    for load in LOADS:
+        data = read_json(out / "loads" / load / "cyclictest.json")
+        assert data["num_threads"] == os.cpu_count()
+        assert sorted(t["cpu"] for t in data["thread"].values()) == list(range(os.cpu_count()))
+        assert load in stdout
+    # N = online CPUs, as the study's `stress-ng --matrix 4` on a 4-core board.
+    assert f"dispatching hogs: {os.cpu_count()} matrix" in (out / "loads/cpu/stress.log").read_text()
+    assert not (out / "loads/storage/scratch").exists()
+    assert processes_in(out) == []
+
+
+def test_statistics_equal_an_independent_computation(run):
+    out, _ = run
+    summary = read_json(out / "summary.json")
+    for load in LOADS:
+        data = read_json(out / "loads" / load / "cyclictest.json")
+        threads = sorted(data["thread"].values(), key=lambda t: t["cpu"])
+        merged_samples = []
+        for t in threads:
+            got = summary["loads"][load]["cpus"][str(t["cpu"])]
+            samples = raw_samples(t)
+            merged_samples.append(samples)
+            overflows = t["cycles"] - len(samples)
+            assert got["overflows"] == overflows
+            assert got["samples"] == t["cycles"]
+            if overflows:
+                assert "stdev_us" in got["lower_bounds"] and got["max_us"] == t["max"]
+                continue
+            assert_stats(got, expected(samples))
+            # and cyclictest's own figures, which it computes without the histogram
+            assert (got["min_us"], got["max_us"]) == (t["min"], t["max"])
+            assert got["avg_us"] == pytest.approx(t["avg"], abs=0.006)
+        merged = summary["loads"][load]["merged"]
+        if merged["overflows"] == 0:
+            assert_stats(merged, expected(np.concatenate(merged_samples)))
+            assert merged["lower_bounds"] == []
+
+
+def test_sysinfo_describes_this_kernel(run):
+    out, _ = run
+    info = read_json(out / "sysinfo.json")
+    assert info["kernel"]["release"] == os.uname().release
+    assert info["kernel"]["version"] == Path("/proc/version").read_text().strip()
+    assert info["kernel"]["cmdline"] == Path("/proc/cmdline").read_text().strip()
+    assert info["cpus"]["count"] == os.cpu_count()
+    assert info["tools"]["cyclictest"] and info["tools"]["stress-ng"]
+    realtime = Path("/sys/kernel/realtime")
+    if realtime.exists():
+        assert info["kernel"]["realtime"] == realtime.read_text().strip()
+    else:
+        assert info["kernel"]["realtime"] is None and "/sys/kernel/realtime" in info["missing"]
+    assert info["derived"]["preemption"]["model"] in {"PREEMPT_RT", "PREEMPT", "VOLUNTARY", "NONE", "DYNAMIC"}
+
+
+def test_report_formats_agree_with_the_summary(run):
+    out, _ = run
+    summary = read_json(out / "summary.json")
+
+    done = rtlab("report", str(out), "--format", "json")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["loads"] == summary["loads"]
+
+    rows = list(csv.DictReader(io.StringIO(rtlab("report", str(out), "--format", "csv").stdout)))
+    assert len(rows) == len(LOADS) * (1 + os.cpu_count())
+    for row in rows:
+        entry = summary["loads"][row["load"]]
+        stats = entry["merged"] if row["cpu"] == "all" else entry["cpus"][row["cpu"]]
+        assert int(row["max_us"]) == stats["max_us"] and int(row["samples"]) == stats["samples"]
+        assert float(row["stdev_us"]) == pytest.approx(stats["stdev_us"])
+
+    md = rtlab("report", str(out), "--format", "md").stdout.splitlines()
+    for load in LOADS:
+        row = next(line for line in md if line.startswith(f"| {load} |"))
+        m = summary["loads"][load]["merged"]
+        cells = [c.strip().lstrip("≥") for c in row.strip("|").split("|")][1:]
+        want = [int(np.floor(m[k] + 0.5)) for k in ("avg_us", "stdev_us", "min_us", "max_us")]
+        assert [int(c) for c in cells] == want
+
+
+def test_compare_puts_runs_side_by_side(run, tmp_path):
+    out, _ = run
+    done = rtlab("compare", str(out), str(out), "--labels", "Real-time,Mainline", "--format", "md")
+    assert done.returncode == 0
+    head = done.stdout.splitlines()[0]
+    assert "Real-time Avg (µs)" in head and "Mainline Max (µs)" in head
+    bad = rtlab("compare", str(out), str(out), "--labels", "only-one")
+    assert bad.returncode == 2 and "one per run" in bad.stderr
