@@ -1,0 +1,46 @@
+"""Helpers shared by the benchmarks: running rtlab in-process and reading its CPU time."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Runs rtlab's CLI in this interpreter, then prints the CPU time of the rtlab
+# process itself (not of the agent, cyclictest or stress-ng, its children).
+_WRAPPER = """
+import json, resource, sys
+from rtlab.cli import main
+sys.argv = ["rtlab", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime, "exit": code}), file=sys.stderr)
+"""
+
+
+def rtlab_cpu(*args: str) -> tuple[float, int]:
+    """(CPU seconds used by the rtlab process, its exit code)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    data = json.loads(last)
+    return float(data["cpu_s"]), int(data["exit"] or 0)
+
+
+def self_cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime

@@ -1,0 +1,73 @@
+"""Summarising 1,000 saved runs of 5 loads x 2 CPUs from their raw files.
+Target: under 2 s on this 2-CPU machine.
+
+    BENCH_RUNS=1000 .venv/bin/python bench/bench_summarise.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rtlab.loads import LOADS
+from rtlab.plan import Plan
+from rtlab.results import store
+
+RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
+TARGET_S = 2.0
+
+
+def fake_cyclictest(rng: np.random.Generator, cpus: int = 2) -> dict:
+    """A cyclictest JSON of the shape 2.4 writes: 10 minutes at 200 µs per thread."""
+    threads = {}
+    for cpu in range(cpus):
+        samples = (rng.gamma(3.0, 4.0, 3_000_000 // cpus) + 5).astype(np.int64)
+        values, counts = np.unique(samples, return_counts=True)
+        threads[str(cpu)] = {
+            "histogram": {str(v): int(c) for v, c in zip(values, counts, strict=True)},
+            "cycles": int(counts.sum()),
+            "min": int(values[0]),
+            "max": int(values[-1]),
+            "avg": round(float(samples.mean()), 2),
+            "cpu": cpu,
+            "node": 0,
+        }
+    return {"file_version": 1, "num_threads": cpus, "thread": threads}
+
+
+def write_runs(base: Path) -> list[Path]:
+    rng = np.random.default_rng(1)
+    templates = [json.dumps(fake_cyclictest(rng)) for _ in range(5)]
+    plan = Plan(duration_s=600, workers=2).to_json()
+    events = "".join(f"@rtlab load-end load={load} status=complete\n" for load in LOADS)
+    paths = []
+    for i in range(RUNS):
+        run = base / f"run-{i:04d}"
+        for j, load in enumerate(LOADS):
+            (run / "loads" / load).mkdir(parents=True)
+            (run / "loads" / load / "cyclictest.json").write_text(templates[(i + j) % 5])
+        (run / "run.json").write_text(json.dumps({"id": run.name, "plan": plan}))
+        (run / "events").write_text(events + "@rtlab done status=complete\n")
+        paths.append(run)
+    return paths
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_runs(Path(tmp))
+        start = time.perf_counter()
+        summaries = [store.summary(p) for p in paths]
+        wall = time.perf_counter() - start
+    buckets = sum(len(t["histogram"]) for t in fake_cyclictest(np.random.default_rng(1))["thread"].values())
+    assert all(s["status"] == "complete" for s in summaries)
+    print(f"summarised {RUNS} runs x {len(LOADS)} loads x 2 CPUs (~{buckets // 2} buckets per CPU)")
+    print(f"wall time: {wall:.2f} s (target < {TARGET_S:.0f} s), ratio to target {wall / TARGET_S:.2f}")
+
+
+if __name__ == "__main__":
+    main()
