@@ -12,11 +12,12 @@ import typer
 from rich.console import Console
 
 from rtlab import __version__, report
+from rtlab.analysis.verdict import with_deadline
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import LOADS, parse_loads
 from rtlab.plan import Plan, preset
 from rtlab.progress import RunProgress
-from rtlab.report import table
+from rtlab.report import figures, table
 from rtlab.results import store
 from rtlab.runner import execute
 from rtlab.targets import open_target
@@ -31,8 +32,13 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 
-Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv or json")]
+Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
+Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
+Figures = Annotated[
+    Path | None, typer.Option("--figures", help="also write each figure as PNG into this folder")
+]
+Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 
 
 def _plan(
@@ -80,7 +86,40 @@ def _emit(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
-        err.print(f"wrote {output}")
+        err.print(f"wrote {output}", highlight=False)
+
+
+def _present(
+    summaries: list[dict[str, Any]],
+    labels: list[str],
+    fmt: str = "table",
+    output: Path | None = None,
+    deadline: str | None = None,
+    figures_dir: Path | None = None,
+    junit: Path | None = None,
+) -> None:
+    """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
+    render = report.renderer(fmt)
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    summaries = [with_deadline(s, deadline_us) for s in summaries]
+    if fmt == "table" and output is None:
+        console.print(table.build(summaries, labels))
+    else:
+        _emit(render(summaries, labels), output)
+    if junit is not None:
+        _emit(report.renderer("junit")(summaries, labels), junit)
+    if figures_dir is not None:
+        for path in figures.save_png(figures.all_figures(summaries, labels, deadline_us), figures_dir):
+            err.print(f"wrote {path}", highlight=False)
+    if deadline_us is not None and not all(s["deadline"]["pass"] for s in summaries):
+        missed = [
+            f"{label} {load} ({v['max_us']} µs)" if v["max_us"] is not None else f"{label} {load} (no data)"
+            for s, label in zip(summaries, labels, strict=True)
+            for load, v in s["deadline"]["loads"].items()
+            if v["verdict"] != "pass"
+        ]
+        err.print(f"deadline {deadline_us} µs missed: {', '.join(missed)}", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -102,8 +141,12 @@ def run(
     ] = None,
     histogram_range: Annotated[str | None, typer.Option(help="cyclictest -h range (default 100ms)")] = None,
     governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
+    deadline: Deadline = None,
+    junit: Junit = None,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
+    if deadline is not None:
+        parse_latency(deadline)  # bad syntax is found before minutes of measuring
     plan = _plan(
         preset_name,
         loads,
@@ -126,14 +169,16 @@ def run(
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, tgt, out=out, name=name, on_event=progress)
     summary = outcome.summary
-    console.print(table.build([summary], [summary["run"] or outcome.run.path.name]))
     for warning in summary["warnings"]:
         err.print(f"warning: {warning['message']}", highlight=False)
     err.print(f"run saved in {outcome.run.path}", highlight=False)
-    if outcome.interrupted:
-        raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
-    if summary["status"] != "complete":
-        raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")
+    try:
+        _present([summary], [summary["run"] or outcome.run.path.name], deadline=deadline, junit=junit)
+    finally:
+        if outcome.interrupted:
+            raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
+        if summary["status"] != "complete":
+            raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")
 
 
 @app.command("report")
@@ -141,15 +186,13 @@ def report_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
     fmt: Format = "table",
     output: Output = None,
+    deadline: Deadline = None,
+    figures_dir: Figures = None,
 ) -> None:
     """The table of a saved run (also a partial one), in any format."""
-    render = report.renderer(fmt)
+    report.renderer(fmt)
     summary = store.summary(run_dir)
-    label = summary["run"] or run_dir.name
-    if fmt == "table" and output is None:
-        console.print(table.build([summary], [label]))
-        return
-    _emit(render([summary], [label]), output)
+    _present([summary], [summary["run"] or run_dir.name], fmt, output, deadline, figures_dir)
 
 
 @app.command()
@@ -160,19 +203,18 @@ def compare(
     ] = None,
     fmt: Format = "table",
     output: Output = None,
+    deadline: Deadline = None,
+    figures_dir: Figures = None,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
-    render = report.renderer(fmt)
+    report.renderer(fmt)
     summaries = [store.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
     if labels is not None:
         names = [label.strip() for label in labels.split(",")]
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
-    if fmt == "table" and output is None:
-        console.print(table.build(summaries, names))
-        return
-    _emit(render(summaries, names), output)
+    _present(summaries, names, fmt, output, deadline, figures_dir)
 
 
 @app.command()

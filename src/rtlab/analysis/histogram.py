@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,15 @@ class Histogram:
     @property
     def samples(self) -> int:
         return self.binned + self.overflows
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as the summary keeps them, beside the statistics."""
+        return {
+            "limit_us": self.limit_us,
+            "values": self.values.tolist(),
+            "counts": self.counts.tolist(),
+            "overflows": self.overflows,
+        }
 
     def dense(self, upto_us: int | None = None) -> Int64Array:
         """Counts for 0 .. upto_us-1 µs (default: the whole binned range)."""

@@ -71,11 +71,16 @@ def summarize(
     for load in plan.get("loads", []):
         data = results.get(load)
         statuses[load] = load_status(load, events, data is not None)
-        entry: dict[str, Any] = {"status": statuses[load], "merged": None, "cpus": {}}
+        entry: dict[str, Any] = {"status": statuses[load], "merged": None, "cpus": {}, "histograms": None}
         if data is not None:
             per_thread = cyclictest.threads(data, limit)
+            merged = merge(t.histogram for t in per_thread)
             entry["cpus"] = {str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread}
-            entry["merged"] = stats.compute(merge(t.histogram for t in per_thread)).to_json()
+            entry["merged"] = stats.compute(merged).to_json()
+            entry["histograms"] = {
+                "merged": merged.to_json(),
+                "cpus": {str(t.cpu): t.histogram.to_json() for t in per_thread},
+            }
         loads[load] = entry
     return {
         "schema": SCHEMA,

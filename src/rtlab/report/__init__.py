@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rtlab.errors import UsageError
-from rtlab.report import csv_format, json_format, markdown, table
+from rtlab.report import csv_format, html, json_format, junit, markdown, table
 
 Renderer = Callable[[Sequence[dict[str, Any]], Sequence[str]], str]
 
@@ -18,6 +18,8 @@ FORMATS: dict[str, Renderer] = {
     "md": markdown.render,
     "csv": csv_format.render,
     "json": json_format.render,
+    "html": html.render,
+    "junit": junit.render,
 }
 
 

@@ -50,3 +50,15 @@ def status_mark(entry: dict[str, Any] | None) -> str:
     if entry is None:
         return "not run"
     return "" if entry["status"] == "complete" else entry["status"]
+
+
+def verdict(summary: dict[str, Any], load: str) -> str:
+    """'pass (+margin)' / 'MISS (-margin)' against the summary's deadline; '' without one."""
+    deadline = summary.get("deadline")
+    if not deadline:
+        return ""
+    v = deadline["loads"].get(load)
+    if not v or v["verdict"] == "no-data":
+        return "no data"
+    word = "pass" if v["verdict"] == "pass" else "MISS"
+    return f"{word} ({v['margin_us']:+d})"

@@ -18,12 +18,18 @@ SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "sampl
 
 def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
     fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
-    table = Table(title="Scheduling latency (µs)", title_justify="left")
+    title = "Scheduling latency (µs)"
+    deadline = next((s["deadline"]["deadline_us"] for s in summaries if s.get("deadline")), None)
+    if deadline is not None:
+        title += f", deadline {deadline} µs"
+    table = Table(title=title, title_justify="left")
     table.add_column("Load", style="bold")
     for label in labels:
         for i, field in enumerate(fields):
             top = label if i == 0 else ""
             table.add_column(f"{top}\n{field.label}", justify="right")
+        if deadline is not None:
+            table.add_column("\nDeadline", justify="right")
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
         row = [load]
@@ -31,6 +37,8 @@ def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
             entry = summary["loads"].get(load)
             merged = entry["merged"] if entry else None
             row += [cells.value(merged, f) for f in fields]
+            if deadline is not None:
+                row.append(_colour(cells.verdict(summary, load)))
             mark = cells.status_mark(entry)
             if mark:
                 notes.append(f"{label} {load}: {mark}")
@@ -46,3 +54,7 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None).print(build(summaries, labels))
     return buffer.getvalue()
+
+
+def _colour(verdict: str) -> str:
+    return f"[green]{verdict}[/]" if verdict.startswith("pass") else f"[bold red]{verdict}[/]"

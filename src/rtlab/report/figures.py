@@ -1,0 +1,191 @@
+"""Figures as the studies draw them (matplotlib, no global pyplot state).
+
+Latency histograms: x = latency in µs, y = samples on a log scale, one curve per
+load (a single run) or per run (a comparison, one figure per load); the seed's
+200 µs view, and the full range as well when any sample lies beyond it. A bar
+chart of the max per load across runs, with the deadline as a line.
+
+The data handed to matplotlib come straight from the summary's histograms
+(`series`), so a test can compare them without looking at pixels.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from rtlab.loads import LOADS
+from rtlab.report import cells
+
+VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
+
+# One colour per load and one per run, the same in every figure.
+LOAD_COLORS = dict(zip(LOADS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"), strict=True))
+RUN_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink")
+
+
+@dataclass(frozen=True)
+class NamedFigure:
+    name: str  # file stem for --figures
+    title: str
+    figure: Figure
+
+
+def run_color(index: int) -> str:
+    return RUN_COLORS[index % len(RUN_COLORS)]
+
+
+def load_color(load: str) -> str:
+    return LOAD_COLORS.get(load, "tab:gray")
+
+
+def histogram_of(summary: dict[str, Any], load: str, cpu: str | None = None) -> dict[str, Any] | None:
+    entry = summary["loads"].get(load) or {}
+    histograms = entry.get("histograms")
+    if not histograms:
+        return None
+    found: dict[str, Any] | None = histograms["merged"] if cpu is None else histograms["cpus"].get(cpu)
+    return found
+
+
+def series(histogram: dict[str, Any], view_us: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(latency µs, samples): every µs of the view (zeros included), or the sparse full range."""
+    values = np.asarray(histogram["values"], dtype=np.int64)
+    counts = np.asarray(histogram["counts"], dtype=np.int64)
+    if view_us is None:
+        return values, counts
+    dense = np.zeros(view_us, dtype=np.int64)
+    keep = values < view_us
+    dense[values[keep]] = counts[keep]
+    return np.arange(view_us), dense
+
+
+def _beyond_view(summaries: Sequence[dict[str, Any]]) -> bool:
+    return any(
+        (entry.get("merged") or {}).get("max_us", 0) >= VIEW_US
+        for s in summaries
+        for entry in s["loads"].values()
+    )
+
+
+def _axes(title: str, full: bool) -> tuple[Figure, Any]:
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel("samples")
+    ax.set_title(title + ("" if full else f" (0-{VIEW_US} µs)"))
+    ax.grid(True, which="major", alpha=0.3)
+    if not full:
+        ax.set_xlim(0, VIEW_US)
+    return fig, ax
+
+
+def _plot(
+    ax: Any, histogram: dict[str, Any], full: bool, label: str, color: str, dashed: bool = False
+) -> None:
+    x, y = series(histogram, None if full else VIEW_US)
+    style = "--" if dashed else "-"
+    if full:
+        # Sparse buckets far apart: points, not a line drawn across empty ranges.
+        ax.plot(x, y, marker="o", markersize=2.5, linestyle="none", label=label, color=color)
+    else:
+        ax.plot(x, y, drawstyle="steps-mid", linestyle=style, linewidth=1.2, label=label, color=color)
+
+
+def histogram_figures(
+    summaries: Sequence[dict[str, Any]], labels: Sequence[str], per_cpu: bool = False
+) -> list[NamedFigure]:
+    ranges = [False, True] if _beyond_view(summaries) else [False]
+    loads = cells.loads_in_order(summaries)
+    out = []
+    for full in ranges:
+        suffix = "-full" if full else ""
+        if len(summaries) == 1:
+            fig, ax = _axes(f"Latency histogram, {labels[0]}", full)
+            for load in loads:
+                hist = histogram_of(summaries[0], load)
+                if hist is not None:
+                    _plot(ax, hist, full, load, load_color(load))
+                if per_cpu:
+                    for cpu in (summaries[0]["loads"][load].get("histograms") or {}).get("cpus", {}):
+                        h = histogram_of(summaries[0], load, cpu)
+                        if h is not None:
+                            _plot(ax, h, full, f"{load} cpu{cpu}", load_color(load), dashed=True)
+            ax.legend(fontsize="small")
+            out.append(NamedFigure(f"histogram{suffix}", ax.get_title(), fig))
+            continue
+        for load in loads:
+            fig, ax = _axes(f"Latency histogram, {load}", full)
+            for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
+                hist = histogram_of(summary, load)
+                if hist is not None:
+                    _plot(ax, hist, full, label, run_color(i))
+            ax.legend(fontsize="small")
+            out.append(NamedFigure(f"histogram-{_slug(load)}{suffix}", ax.get_title(), fig))
+    return out
+
+
+def max_figure(
+    summaries: Sequence[dict[str, Any]], labels: Sequence[str], deadline_us: int | None
+) -> NamedFigure:
+    loads = cells.loads_in_order(summaries)
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / len(summaries)
+    x = np.arange(len(loads))
+    for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
+        heights = [_max_us(summary, load) for load in loads]
+        ax.bar(x + i * width - 0.4 + width / 2, heights, width, label=label, color=run_color(i))
+    if deadline_us is not None:
+        ax.axhline(
+            deadline_us, color="black", linestyle="--", linewidth=1, label=f"deadline {deadline_us} µs"
+        )
+    ax.set_xticks(x, loads)
+    ax.set_yscale("log")
+    ax.set_ylabel("max latency (µs)")
+    ax.set_title("Maximum latency per load")
+    ax.legend(fontsize="small")
+    return NamedFigure("max-latency", "Maximum latency per load", fig)
+
+
+def _max_us(summary: dict[str, Any], load: str) -> float:
+    merged = (summary["loads"].get(load) or {}).get("merged") or {}
+    return float(merged.get("max_us") or 0)
+
+
+def all_figures(
+    summaries: Sequence[dict[str, Any]], labels: Sequence[str], deadline_us: int | None = None
+) -> list[NamedFigure]:
+    return [max_figure(summaries, labels, deadline_us), *histogram_figures(summaries, labels)]
+
+
+def svg(figure: Figure) -> str:
+    """The figure as an inline <svg> element (text kept as text)."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def save_png(figures: Sequence[NamedFigure], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for named in figures:
+        path = folder / f"{named.name}.png"
+        named.figure.savefig(path, format="png", dpi=150)
+        paths.append(path)
+    return paths
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)

@@ -1,0 +1,102 @@
+"""HTML: one self-contained file (figures inline as SVG, no network) with the verdict,
+Table 5-1, the figures, the per-CPU table, each run's system and the warnings.
+
+Everything from the measured system goes through Jinja's autoescaping: a kernel
+version string with `<script>` in it is shown as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from rtlab import __version__
+from rtlab.analysis import compare
+from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.report import cells, figures
+
+CPU_FIELDS = tuple(
+    FIELD_BY_KEY[k] for k in ("samples", "min_us", "avg_us", "stdev_us", "max_us", "p99_us", "p99_99_us")
+)
+
+_env = Environment(
+    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
+)
+
+
+def _verdict(summary: dict[str, Any], load: str) -> tuple[str, str]:
+    text = cells.verdict(summary, load)
+    return text, "pass" if text.startswith("pass") else "miss"
+
+
+def _system(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    s = summary["system"]
+    governors = (
+        ", ".join(f"cpu{c}: {g}" for c, g in sorted(s.get("governors", {}).items())) or "none (no cpufreq)"
+    )
+    target = summary.get("target") or {}
+    return [
+        ("run", str(summary.get("run"))),
+        ("target", f"{target.get('kind', '?')} {target.get('host', '')}".strip()),
+        ("hostname", str(s.get("hostname"))),
+        ("kernel", str(s.get("kernel_release"))),
+        ("version", str(s.get("kernel_version"))),
+        ("preemption", f"{s.get('preemption')} (realtime: {'yes' if s.get('realtime') else 'no'})"),
+        ("cmdline", str(s.get("cmdline"))),
+        ("CPU", f"{s.get('cpu_count')} x {s.get('cpu_model')}"),
+        ("governors", governors),
+        ("measured", f"{summary['plan'].get('duration_s')} s per load, started {summary.get('started')}"),
+    ]
+
+
+def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str, Any]:
+    rows = {}
+    for load in loads:
+        entry = summary["loads"].get(load)
+        merged = entry["merged"] if entry else None
+        verdict, verdict_class = _verdict(summary, load)
+        rows[load] = {
+            "seed": [cells.value(merged, f) for f in SEED_TABLE],
+            "verdict": verdict,
+            "verdict_class": verdict_class,
+        }
+    cpu_rows = [
+        (load, cpu, [cells.value(stats, f, rounded=False) for f in CPU_FIELDS])
+        for load in loads
+        for cpu, stats in (summary["loads"].get(load) or {}).get("cpus", {}).items()
+    ]
+    incomplete = [(load, cells.status_mark(summary["loads"].get(load))) for load in loads]
+    return {
+        "label": label,
+        "rows": rows,
+        "cpu_rows": cpu_rows,
+        "system": _system(summary),
+        "incomplete": [(load, mark) for load, mark in incomplete if mark],
+    }
+
+
+def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+    loads = cells.loads_in_order(summaries)
+    deadline = next((s["deadline"]["deadline_us"] for s in summaries if s.get("deadline")), None)
+    warnings = [f"{label}: {w['message']}" for s, label in zip(summaries, labels, strict=True)
+                for w in s.get("warnings", [])]  # fmt: skip
+    warnings += [w["message"] for w in compare.warnings(summaries, labels)]
+    maxes = [e["merged"]["max_us"] for s in summaries for e in s["loads"].values() if e.get("merged")]
+    return _env.get_template("report.html.j2").render(
+        version=__version__,
+        labels=list(labels),
+        runs=[_run_view(s, label, loads) for s, label in zip(summaries, labels, strict=True)],
+        loads=loads,
+        seed_fields=SEED_TABLE,
+        cpu_fields=CPU_FIELDS,
+        deadline=deadline,
+        all_pass=all((s.get("deadline") or {}).get("pass") for s in summaries),
+        worst=max(maxes) if maxes else "n/a",
+        warnings=warnings,
+        figures=[
+            {"name": f.name, "svg": figures.svg(f.figure)}
+            for f in figures.all_figures(summaries, labels, deadline)
+        ],
+    )

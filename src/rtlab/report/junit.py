@@ -1,0 +1,53 @@
+"""JUnit XML for CI (Jenkins, GitLab, LAVA): one test case per load and run.
+
+A load fails when its max latency exceeded the deadline (the message gives both),
+and is an error when it has no complete measurement. Without a deadline a
+complete load passes.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import Any
+
+from rtlab.report import cells
+
+
+def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+    root = ET.Element("testsuites", name="rtlab")
+    for summary, label in zip(summaries, labels, strict=True):
+        duration = float(summary["plan"].get("duration_s") or 0)
+        deadline = summary.get("deadline") or {}
+        suite = ET.SubElement(root, "testsuite", name=f"rtlab {label}")
+        failures = errors = 0
+        for load in cells.loads_in_order([summary]):
+            entry = summary["loads"][load]
+            case = ET.SubElement(
+                suite, "testcase", name=load, classname=f"rtlab.{label}", time=f"{duration:.1f}"
+            )
+            merged = entry.get("merged") or {}
+            verdict = (deadline.get("loads") or {}).get(load)
+            if entry["status"] != "complete" or not merged:
+                errors += 1
+                ET.SubElement(case, "error", message=f"{load}: measurement {entry['status']}")
+            elif verdict and verdict["verdict"] == "miss":
+                failures += 1
+                message = (
+                    f"max latency {verdict['max_us']} µs exceeds the deadline "
+                    f"{deadline['deadline_us']} µs by {-verdict['margin_us']} µs"
+                )
+                ET.SubElement(case, "failure", message=message, type="DeadlineMissed").text = (
+                    f"{message}\navg {merged['avg_us']} µs, p99 {merged['p99_us']} µs, "
+                    f"p99.99 {merged['p99_99_us']} µs, {merged['samples']} samples"
+                )
+            props = ET.SubElement(case, "properties")
+            for key in ("max_us", "avg_us", "p99_us", "samples"):
+                if merged.get(key) is not None:
+                    ET.SubElement(props, "property", name=key, value=str(merged[key]))
+        suite.set("tests", str(len(suite.findall("testcase"))))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+        suite.set("time", f"{duration * len(summary['loads']):.1f}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

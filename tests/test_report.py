@@ -1,0 +1,138 @@
+"""Report formats on summaries made by hand: figures, deadlines, JUnit and HTML escaping."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from rtlab.analysis import stats
+from rtlab.analysis.histogram import Histogram
+from rtlab.analysis.verdict import with_deadline
+from rtlab.report import figures, html, junit
+
+
+def entry(counts: dict[int, int], status: str = "complete", overflows: int = 0, cpus: int = 2) -> dict:
+    h = Histogram.from_counts(counts, 100_000, overflows=overflows, reported_max_us=max(counts))
+    per_cpu = {str(c): h.to_json() for c in range(cpus)}
+    return {
+        "status": status,
+        "merged": stats.compute(h).to_json(),
+        "cpus": {str(c): stats.compute(h).to_json() for c in range(cpus)},
+        "histograms": {"merged": h.to_json(), "cpus": per_cpu},
+    }
+
+
+def summary(run: str, loads: dict[str, dict], version: str = "6.12.0-rt #1 SMP PREEMPT_RT") -> dict:
+    return {
+        "schema": "rtlab.summary/1",
+        "run": run,
+        "status": "complete",
+        "started": "2026-11-21T10:00:00+00:00",
+        "target": {"kind": "local", "host": "board"},
+        "plan": {"duration_s": 600, "interval_us": 200, "loads": list(loads)},
+        "system": {
+            "hostname": "board",
+            "kernel_release": "6.12.0-rt",
+            "kernel_version": version,
+            "preemption": "PREEMPT_RT",
+            "realtime": True,
+            "cmdline": "console=ttyS0",
+            "cpu_model": "sifive,u74-mc",
+            "cpu_count": 2,
+            "governors": {"0": "performance"},
+        },
+        "loads": loads,
+        "warnings": [],
+    }
+
+
+RT = summary("rt", {"idle": entry({8: 100, 12: 50, 40: 1}), "cpu": entry({9: 80, 20: 10, 150: 1})})
+MAINLINE = summary("mainline", {"idle": entry({8: 90, 15: 40, 66: 1}), "cpu": entry({10: 70, 900: 2})})
+
+
+def test_deadline_verdict_and_margin():
+    judged = with_deadline(RT, 100)["deadline"]
+    assert judged["loads"]["idle"] == {"verdict": "pass", "max_us": 40, "margin_us": 60}
+    assert judged["loads"]["cpu"] == {"verdict": "miss", "max_us": 150, "margin_us": -50}
+    assert judged["pass"] is False
+    assert with_deadline(RT, 150)["deadline"]["pass"] is True  # equal to the deadline is in time
+
+
+def test_junit_one_failing_one_passing_load():
+    text = junit.render([with_deadline(RT, 100)], ["rt"])
+    root = ET.fromstring(text)
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["idle"].find("failure") is None
+    failure = cases["cpu"].find("failure")
+    assert failure is not None
+    assert "150 µs exceeds the deadline 100 µs by 50 µs" in failure.get("message", "")
+    assert cases["cpu"].get("time") == "600.0"
+
+
+def test_junit_marks_an_unmeasured_load_as_error():
+    broken = summary("x", {"idle": {"status": "failed", "merged": None, "cpus": {}, "histograms": None}})
+    suite = ET.fromstring(junit.render([with_deadline(broken, 100)], ["x"])).find("testsuite")
+    assert suite is not None and suite.get("errors") == "1"
+
+
+def test_histogram_figure_plots_exactly_the_summary_histograms():
+    figs = {f.name: f for f in figures.histogram_figures([RT], ["rt"])}
+    assert set(figs) == {"histogram"}  # nothing beyond 200 µs: no full-range figure
+    lines = {line.get_label(): line for line in figs["histogram"].figure.axes[0].lines}
+    for load in ("idle", "cpu"):
+        hist = RT["loads"][load]["histograms"]["merged"]
+        expected = np.zeros(figures.VIEW_US, dtype=np.int64)
+        expected[hist["values"]] = hist["counts"]
+        assert list(lines[load].get_xdata()) == list(range(figures.VIEW_US))
+        assert list(lines[load].get_ydata()) == expected.tolist()
+        assert lines[load].get_color() == figures.load_color(load)
+
+
+def test_comparison_figures_overlay_runs_with_fixed_colours():
+    figs = {f.name: f for f in figures.histogram_figures([RT, MAINLINE], ["RT", "Mainline"])}
+    # mainline's cpu load reached 900 µs, beyond the 200 µs view: the full range is drawn too
+    assert set(figs) == {"histogram-idle", "histogram-cpu", "histogram-idle-full", "histogram-cpu-full"}
+    full = {line.get_label(): line for line in figs["histogram-cpu-full"].figure.axes[0].lines}
+    assert list(full["Mainline"].get_xdata()) == [10, 900]
+    assert list(full["Mainline"].get_ydata()) == [70, 2]
+    for name in ("histogram-idle", "histogram-cpu"):
+        colours = [line.get_color() for line in figs[name].figure.axes[0].lines]
+        assert colours == [figures.run_color(0), figures.run_color(1)]
+
+
+def test_max_figure_bars_and_deadline_line():
+    fig = figures.max_figure([RT, MAINLINE], ["RT", "Mainline"], deadline_us=100).figure
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [40, 150, 66, 900]
+    assert [line.get_ydata()[0] for line in ax.lines] == [100]
+
+
+def test_html_escapes_what_the_measured_system_says():
+    hostile = summary("evil", {"idle": entry({8: 10})}, version='6.1 <script>alert("x")</script> & co')
+    page = html.render([hostile], ["<b>label</b>"])
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co" in page
+    assert "<b>label</b>" not in page
+
+
+def test_html_is_self_contained():
+    page = html.render([with_deadline(RT, 100), with_deadline(MAINLINE, 100)], ["RT", "Mainline"])
+    assert page.count("<svg") == 1 + 4  # max bars, and 2 loads x (view + full range)
+    # nothing is fetched: no external scripts, styles, images or fonts
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "@import" not in page and "<link" not in page
+    assert "FAIL" in page and "MISS (-50)" in page
+
+
+@pytest.mark.parametrize("load", ["idle", "cpu"])
+def test_comparison_warnings_name_the_difference(load):
+    other = dict(MAINLINE, system=dict(MAINLINE["system"], cpu_model="Cortex-A55"))
+    page = html.render([RT, other], ["RT", "Mainline"])
+    assert "runs come from different machines (RT: sifive,u74-mc, Mainline: Cortex-A55)" in page
