@@ -5,13 +5,21 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
+# What the tests add: a browser for the HTML report, setpriv for the unprivileged case.
+TEST_DEB_PACKAGES := chromium util-linux
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup test-setup apt-install run test lint bench clean
 
 setup: $(BIN)/rtlab
-	@missing=""; for p in $(DEB_PACKAGES); do \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
+
+test-setup: setup
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_DEB_PACKAGES)"
+
+apt-install:
+	@missing=""; for p in $(PACKAGES); do \
 	    dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:$$missing"; \
@@ -36,7 +44,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: lint
+test: lint test-setup
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 bench: setup

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,36 @@ def test_compare_puts_runs_side_by_side(run, tmp_path):
     assert "Real-time Avg (µs)" in head and "Mainline Max (µs)" in head
     bad = rtlab("compare", str(out), str(out), "--labels", "only-one")
     assert bad.returncode == 2 and "one per run" in bad.stderr
+
+
+def test_deadline_gate_exit_code_and_junit(tmp_path):
+    # 1 µs cannot be met: the gate must fail with exit code 1 and say which loads missed.
+    junit = tmp_path / "results.xml"
+    run = tmp_path / "gate"
+    done = rtlab(
+        "run",
+        "--loads",
+        "idle",
+        "--duration",
+        "1s",
+        "--settle",
+        "0s",
+        "--out",
+        str(run),
+        "--deadline",
+        "1us",
+        "--junit",
+        str(junit),
+    )
+    assert done.returncode == 1, done.stderr
+    assert "deadline 1 µs missed: gate idle" in done.stderr
+    case = ET.parse(junit).getroot().find("testsuite/testcase")
+    assert case is not None and case.get("name") == "idle"
+    failure = case.find("failure")
+    max_us = read_json(run / "summary.json")["loads"]["idle"]["merged"]["max_us"]
+    assert failure is not None and f"max latency {max_us} µs exceeds the deadline 1 µs" in failure.get(
+        "message", ""
+    )
+    # the same run against a deadline it meets: exit 0
+    ok = rtlab("report", str(run), "--deadline", f"{max_us}us")
+    assert ok.returncode == 0 and "pass (+0)" in ok.stdout

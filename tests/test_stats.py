@@ -50,8 +50,7 @@ def test_overflow_is_reported_as_lower_bounds():
     # 97 samples binned below 100 µs, 3 beyond it; cyclictest saw a max of 5000 µs.
     true_samples = [10] * 97 + [300, 800, 5000]
     avg = sum(true_samples) / len(true_samples)
-    h = Histogram.from_counts({10: 97}, limit_us=100, overflows=3, reported_max_us=5000,
-                              reported_avg_us=avg)  # fmt: skip
+    h = Histogram.from_counts({10: 97}, limit_us=100, overflows=3, reported_max_us=5000, reported_avg_us=avg)
     s = stats.compute(h)
     assert s.samples == 100 and s.overflows == 3
     assert s.max_us == 5000 and s.avg_us == pytest.approx(avg)
@@ -68,8 +67,12 @@ def test_overflow_stdev_never_exceeds_the_truth(seed):
     samples = np.concatenate([rng.integers(0, limit, 200), rng.integers(limit, 10 * limit, 7)])
     binned = samples[samples < limit]
     values, counts = np.unique(binned, return_counts=True)
-    h = Histogram.from_counts(dict(zip(values.tolist(), counts.tolist(), strict=True)), limit,
-                              overflows=7, reported_max_us=int(samples.max()))  # fmt: skip
+    h = Histogram.from_counts(
+        dict(zip(values.tolist(), counts.tolist(), strict=True)),
+        limit,
+        overflows=7,
+        reported_max_us=int(samples.max()),
+    )
     assert stats.compute(h).stdev_us <= samples.std() + 1e-9
 
 

@@ -82,7 +82,7 @@ def _axes(title: str, full: bool) -> tuple[Figure, Any]:
     ax.set_yscale("log", nonpositive="mask")
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("samples")
-    ax.set_title(title + ("" if full else f" (0-{VIEW_US} µs)"))
+    ax.set_title(title + (" (full range)" if full else f" (0-{VIEW_US} µs)"))
     ax.grid(True, which="major", alpha=0.3)
     if not full:
         ax.set_xlim(0, VIEW_US)
@@ -151,6 +151,7 @@ def max_figure(
         )
     ax.set_xticks(x, loads)
     ax.set_yscale("log")
+    ax.set_ylim(bottom=1)  # bars grow from 1 µs, not from the smallest max
     ax.set_ylabel("max latency (µs)")
     ax.set_title("Maximum latency per load")
     ax.legend(fontsize="small")

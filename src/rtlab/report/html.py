@@ -80,8 +80,11 @@ def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str
 def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     loads = cells.loads_in_order(summaries)
     deadline = next((s["deadline"]["deadline_us"] for s in summaries if s.get("deadline")), None)
-    warnings = [f"{label}: {w['message']}" for s, label in zip(summaries, labels, strict=True)
-                for w in s.get("warnings", [])]  # fmt: skip
+    warnings = [
+        f"{label}: {w['message']}"
+        for s, label in zip(summaries, labels, strict=True)
+        for w in s.get("warnings", [])
+    ]
     warnings += [w["message"] for w in compare.warnings(summaries, labels)]
     maxes = [e["merged"]["max_us"] for s in summaries for e in s["loads"].values() if e.get("merged")]
     return _env.get_template("report.html.j2").render(
