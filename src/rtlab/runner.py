@@ -148,6 +148,19 @@ def execute(
     on_event: Callable[[ev.Event], None] = lambda e: None,
 ) -> Outcome:
     plan.validate()
+    try:
+        return _execute(plan, target, out, name, on_event)
+    finally:
+        target.close()  # never leave a guest or a connection behind
+
+
+def _execute(
+    plan: Plan,
+    target: Target,
+    out: Path | None,
+    name: str | None,
+    on_event: Callable[[ev.Event], None],
+) -> Outcome:
     tools = preflight(target, plan)
     info = sysinfo(target)
     info["derived"] = {"preemption": preemption(info).to_json()}
@@ -173,33 +186,30 @@ def execute(
     target.push(run, remote)
 
     progress = _Progress(manifest, run)
+    streamed: list[str] = []
 
     def on_line(line: str) -> None:
         event = ev.parse(line)
         if event is not None:
+            streamed.append(line.rstrip("\n"))
             progress.record(event)
             on_event(event)
 
-    args = [
-        "run",
-        remote,
-        "--seconds",
-        str(plan.duration_s),
-        "--settle",
-        str(plan.settle_s),
-        "--governor",
-        plan.governor,
-    ]
+    args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
+            "--governor", plan.governor]  # fmt: skip
     started = time.monotonic()
     with _signals_stop(target) as caught:
         target.run_agent(args, on_line)
     target.collect(run, remote)
+    if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed
+        (run.path / "events").write_text("".join(f"{line}\n" for line in streamed))
 
     results = {load: run.cyclictest(load) for load in plan.loads}
     summary = summarize(manifest, info, results, run.events())
     for load, entry in summary["loads"].items():
         manifest["loads"][load]["status"] = entry["status"]
     manifest.update(
+        target=target.describe(),
         status=summary["status"],
         ended=_now(),
         elapsed_s=round(time.monotonic() - started, 1),

@@ -91,7 +91,7 @@ def summarize(
         "plan": plan,
         "system": system_facts(sysinfo),
         "loads": loads,
-        "warnings": warnings(plan, sysinfo, loads, events),
+        "warnings": warnings(plan, sysinfo, loads, events, manifest.get("target") or {}),
     }
 
 
@@ -100,6 +100,7 @@ def warnings(
     sysinfo: Mapping[str, Any] | None,
     loads: Mapping[str, Any],
     events: Sequence[Event],
+    target: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
 
@@ -126,6 +127,15 @@ def warnings(
         found = (system_facts(sysinfo)["governors"] or {}).values()
         if any(g != "performance" for g in found):
             warn("governor", f"governors kept as found ({', '.join(sorted(set(found)))}), not performance")
+    guest = target or {}
+    if guest.get("kind") == "qemu":
+        warn(
+            "emulated",
+            f"measured in a QEMU guest ({guest.get('accel', '?')}): the latencies include the emulator "
+            "and compare only with runs on the same host and accelerator",
+        )
+        if guest.get("accel_note"):
+            warn("accel", str(guest["accel_note"]))
     duration = int(plan.get("duration_s") or 0)
     if 0 < duration < SEED_DURATION_S:
         warn("short", f"{duration} s per load; the StarFive protocol measures 10 minutes per load")

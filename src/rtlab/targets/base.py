@@ -38,3 +38,7 @@ class Target(Protocol):
     def collect(self, run: RunDir, remote: str) -> None:
         """Brings the results of the run folder `remote` into `run`."""
         ...
+
+    def close(self) -> None:
+        """Ends whatever the target started (a guest, a connection). Always called."""
+        ...

@@ -70,3 +70,6 @@ class LocalTarget:
 
     def collect(self, run: RunDir, remote: str) -> None:
         return None  # the agent wrote straight into the run directory
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,333 @@
+"""QEMU targets: real kernels booted in an emulated machine, measured by the same agent.
+
+    qemu:debian-rt                  Debian's PREEMPT_RT kernel (x86_64)
+    qemu:debian                     Debian's standard kernel, same guest
+    qemu:riscv64:debian             Debian trixie's riscv64 kernel (qemu-system-riscv64 virt)
+    qemu:kernel=PATH[,arch=riscv64][,initrd=PATH]   a kernel of the user's own
+  options, after a comma: cpus=2, memory=1G, accel=auto|kvm|tcg, append=KERNEL ARGS,
+  boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take)
+
+The guest gets rtlab's initramfs (busybox, cyclictest, stress-ng from Debian packages
+of its architecture, the agent) and talks over its serial console (see console.py):
+commands go in, the agent's progress comes out, and the results come back as a tar
+archive in base64. Nothing is shared with the host's file system.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import os
+import re
+import shlex
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtlab.cache import cache_dir
+from rtlab.errors import RunFailed, UsageError
+from rtlab.results.rundir import RunDir
+from rtlab.targets.qemu import debian, initramfs, machines
+from rtlab.targets.qemu.console import Console, GuestDied
+
+AGENT = "/rtlab/agent.sh"
+KVM_PROBE_S = 30.0
+CHUNK = 2000  # base64 characters a command: well below the tty's 4096-byte line
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
+_PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv")
+
+
+@dataclass
+class GuestSpec:
+    arch: machines.Arch
+    kernel_name: str | None = None
+    kernel_path: Path | None = None
+    initrd: Path | None = None
+    cpus: int = 2
+    memory: str = "1G"
+    accel: str = "auto"
+    append: str = ""
+    boot_timeout: float = 300.0
+    margin: float = 120.0
+    text: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> GuestSpec:
+        """`debian-rt,cpus=4` or `kernel=PATH,arch=riscv64,...` (what follows `qemu:`)."""
+        name: str | None = None
+        options: dict[str, str] = {}
+        for item in filter(None, text.split(",")):
+            key, eq, value = item.partition("=")
+            if eq:
+                options[key.strip()] = value
+            elif name is None:
+                name = item.strip()
+            else:
+                raise UsageError(f"qemu target {text!r}: one kernel name only, options as key=value")
+        known = {"kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin"}
+        unknown = set(options) - known
+        if unknown:
+            raise UsageError(
+                f"qemu target option {', '.join(sorted(unknown))} unknown: use {', '.join(sorted(known))}"
+            )
+        if name and "kernel" in options:
+            raise UsageError(f"qemu target {text!r}: give a kernel name or kernel=PATH, not both")
+        if name:
+            arch, _ = machines.named_kernel(name)
+            if "arch" in options and options["arch"] != arch.name:
+                raise UsageError(f"qemu:{name} is an {arch.name} kernel, not {options['arch']}")
+            spec = cls(arch, kernel_name=name)
+        elif "kernel" in options:
+            path = Path(options["kernel"]).expanduser()
+            if not path.is_file():
+                raise UsageError(f"kernel image {path} does not exist: give the path of an Image/bzImage")
+            spec = cls(machines.arch(options.get("arch", machines.host_arch())), kernel_path=path.resolve())
+        else:
+            raise UsageError("qemu target needs a kernel: qemu:debian-rt, qemu:debian or qemu:kernel=PATH")
+        spec.text = text
+        if "initrd" in options:
+            spec.initrd = Path(options["initrd"]).expanduser().resolve()
+            if not spec.initrd.is_file():
+                raise UsageError(f"initrd {spec.initrd} does not exist")
+        try:
+            spec.cpus = int(options.get("cpus", spec.cpus))
+            spec.boot_timeout = float(options.get("boot-timeout", spec.boot_timeout))
+            spec.margin = float(options.get("margin", spec.margin))
+        except ValueError as e:
+            raise UsageError(
+                f"qemu target {text!r}: {e}; cpus, boot-timeout and margin are numbers"
+            ) from None
+        if spec.cpus < 1:
+            raise UsageError("qemu target: cpus must be 1 or more")
+        spec.memory = options.get("memory", spec.memory)
+        if not re.fullmatch(r"\d+[MG]?", spec.memory):
+            raise UsageError(f"qemu target memory {spec.memory!r}: write e.g. 1G or 512M")
+        spec.accel = options.get("accel", spec.accel)
+        if spec.accel not in ("auto", "kvm", "tcg"):
+            raise UsageError(f"qemu target accel {spec.accel!r}: use auto, kvm or tcg")
+        spec.append = options.get("append", "")
+        return spec
+
+
+@dataclass
+class _Boot:
+    kernel: Path
+    kernel_info: dict[str, Any]
+    initrd: Path
+    accel: str = "tcg"
+    accel_note: str = ""
+    ready: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+class QemuTarget:
+    def __init__(self, spec: GuestSpec, cache: Path | None = None):
+        self.spec = spec
+        self.name = f"qemu:{spec.text}"
+        self.cache = cache or cache_dir()
+        self.console: Console | None = None
+        self.boot: _Boot | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
+        self._remote: str | None = None
+        self.timed_out = False
+
+    # --- preparing and booting -------------------------------------------
+
+    def _kernel(self) -> tuple[Path, dict[str, Any]]:
+        spec = self.spec
+        if spec.kernel_path is not None:
+            digest = hashlib.sha256(spec.kernel_path.read_bytes()).hexdigest()
+            return spec.kernel_path, {"path": str(spec.kernel_path), "sha256": digest}
+        assert spec.kernel_name is not None
+        arch, meta = machines.named_kernel(spec.kernel_name)
+        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian)
+        image, package, version = debian.fetch_kernel(apt, self.cache, meta)
+        return image, {"package": package, "version": version, "release": arch.release, "path": str(image)}
+
+    @staticmethod
+    def _kernel_config(kernel: Path) -> Path | None:
+        """The config beside the image: /boot/config-RELEASE of a package, .config of a build tree."""
+        release = kernel.name.partition("-")[2]
+        candidates = [kernel.with_name(f"config-{release}")] if release else []
+        candidates.append(kernel.with_name(".config"))
+        return next((c for c in candidates if c.is_file()), None)
+
+    def _initrd(self, kernel: Path) -> Path:
+        arch = self.spec.arch
+        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian)
+        base = initramfs.build_base(
+            apt, self.cache / "initramfs" / f"{arch.release}-{arch.debian}" / "base.cpio"
+        )
+        out = Path(self._tmp.name) / "initrd.cpio"
+        with out.open("wb") as f:
+            with base.open("rb") as b:
+                shutil.copyfileobj(b, f)
+            f.write(initramfs.overlay(self._kernel_config(kernel)))
+            if self.spec.initrd is not None:  # the user's files win
+                f.write(self.spec.initrd.read_bytes())
+        return out
+
+    def _argv(self, boot: _Boot, accel: str) -> list[str]:
+        arch = self.spec.arch
+        cmdline = f"console={arch.console} rdinit=/init panic=-1 quiet loglevel=3 {self.spec.append}".strip()
+        return [
+            arch.qemu, *arch.machine,
+            "-accel", accel,
+            *(("-cpu", "host") if accel == "kvm" else ()),
+            "-smp", str(self.spec.cpus), "-m", self.spec.memory,
+            "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", cmdline,
+            "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
+        ]  # fmt: skip
+
+    def _kvm_marker(self) -> Path:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return self.cache / "qemu" / f"kvm-failed-{boot_id}"
+
+    def _accels(self) -> list[str]:
+        if self.spec.accel != "auto":
+            return [self.spec.accel]
+        usable = self.spec.arch.name == machines.host_arch() and os.access("/dev/kvm", os.R_OK | os.W_OK)
+        if usable and not self._kvm_marker().exists():
+            return ["kvm", "tcg"]
+        return ["tcg"]
+
+    def _ensure_booted(self) -> Console:
+        if self.console is not None:
+            return self.console
+        if shutil.which(self.spec.arch.qemu) is None:
+            packages = machines.QEMU_PACKAGES[self.spec.arch.name]
+            raise UsageError(f"{self.spec.arch.qemu} is not installed: apt-get install {packages}")
+        kernel, info = self._kernel()
+        boot = _Boot(kernel, info, self._initrd(kernel))
+        accels = self._accels()
+        for accel in accels:
+            console = Console(self._argv(boot, accel))
+            timeout = KVM_PROBE_S if accel == "kvm" and len(accels) > 1 else self.spec.boot_timeout
+            try:
+                ready = console.wait_for("@rtlab-ready", timeout)
+            except GuestDied as e:
+                ready, reason = None, str(e)
+            else:
+                reason = f"no shell within {timeout:.0f} s"
+            if ready is not None:
+                boot.accel, boot.ready = accel, ready
+                self.console, self.boot = console, boot
+                return console
+            console.kill()
+            self._save_console(console, self.cache / "qemu" / "last-console.log")
+            if accel == "kvm" and len(accels) > 1:
+                self._kvm_marker().parent.mkdir(parents=True, exist_ok=True)
+                self._kvm_marker().write_text(reason + "\n")
+                boot.accel_note = f"KVM failed ({reason}); software emulation used"
+                continue
+            tail = "\n".join(list(console.tail)[-15:])
+            raise RunFailed(
+                f"the {self.name} guest did not start ({reason}); it was stopped. Console tail "
+                f"(all of it in {self.cache / 'qemu' / 'last-console.log'}):\n{tail}"
+            )
+        raise RunFailed(f"the {self.name} guest did not start")
+
+    @staticmethod
+    def _save_console(console: Console, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(console.tail) + "\n", encoding="utf-8")
+
+    # --- the Target interface ---------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": "qemu",
+            "name": self.name,
+            "arch": self.spec.arch.name,
+            "cpus": self.spec.cpus,
+            "memory": self.spec.memory,
+            "host": os.uname().nodename,
+            "emulated_note": "emulated latencies include the emulator: compare only with runs on the "
+            "same host and accelerator",
+        }
+        if self.boot is not None:
+            data.update(kernel=self.boot.kernel_info, accel=self.boot.accel, accel_note=self.boot.accel_note)
+        return data
+
+    def agent(self, args: list[str]) -> tuple[int, str]:
+        console = self._ensure_booted()
+        status, lines = console.run(f"sh {AGENT} {shlex.join(args)}", timeout=300)
+        return (status if status is not None else 124), "\n".join(lines)
+
+    def workdir(self, run: RunDir) -> str:
+        return f"/tmp/rtlab/{run.path.name}"
+
+    def _must(self, command: str, timeout: float = 60) -> list[str]:
+        status, lines = self._ensure_booted().run(command, timeout)
+        if status != 0:
+            raise RunFailed(f"{self.name}: `{command[:80]}` failed ({status}): {' / '.join(lines[-3:])}")
+        return lines
+
+    def push(self, run: RunDir, remote: str) -> None:
+        self._remote = remote
+        self._must(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}")
+        for path in sorted(run.path.rglob("*")):
+            rel = path.relative_to(run.path).as_posix()
+            target = shlex.quote(f"{remote}/{rel}")
+            if path.is_dir():
+                self._must(f"mkdir -p {target}")
+            elif path.name in _PLAN_FILES:
+                encoded = base64.b64encode(path.read_bytes()).decode()
+                self._must(f": > {target}")
+                for i in range(0, len(encoded), CHUNK):
+                    self._must(f"printf %s {encoded[i : i + CHUNK]} | base64 -d >> {target}")
+
+    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+        console = self._ensure_booted()
+        timeout = self._expected_seconds(args) + self.spec.margin
+        try:
+            status, _ = console.run(f"sh {AGENT} {shlex.join(args)}", timeout, on_line)
+        except GuestDied as e:
+            on_line(f"@rtlab guest-died reason={e}\n")
+            return 125
+        if status is None:  # hung: stop it, keep what the console showed
+            self.timed_out = True
+            on_line(f"@rtlab guest-timeout seconds={timeout:.0f}\n")
+            console.kill()
+            return 124
+        return status
+
+    def _expected_seconds(self, args: list[str]) -> float:
+        opts = dict(zip(args[2::2], args[3::2], strict=False))
+        loads = 1
+        if self._remote is not None:
+            status, lines = self._ensure_booted().run(f"cat {shlex.quote(self._remote)}/plan.loads", 30)
+            loads = max(len([line for line in lines if line.strip()]), 1) if status == 0 else 1
+        per_load = float(opts.get("--seconds", 0)) + float(opts.get("--settle", 0)) + 15
+        return loads * per_load
+
+    def interrupt(self) -> None:
+        if self.console is not None and self._remote is not None:
+            self.console.send(f"sh {AGENT} stop {shlex.quote(self._remote)}")
+
+    def collect(self, run: RunDir, remote: str) -> None:
+        console = self.console
+        try:
+            if console is not None and console.alive():
+                status, lines = console.run(f"cd {shlex.quote(remote)} && tar -cf - . | base64", timeout=300)
+                if status == 0:
+                    data = base64.b64decode("".join(line for line in lines if _BASE64_LINE.match(line)))
+                    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                        tar.extractall(run.path, filter="data")
+        except (GuestDied, binascii.Error, tarfile.TarError) as e:
+            (run.path / "collect-error.txt").write_text(f"{e}\n")
+        finally:
+            if console is not None:
+                self._save_console(console, run.path / "console.log")
+
+    def close(self) -> None:
+        if self.console is not None:
+            self.console.close()
+            self.console = None
+        self._tmp.cleanup()

@@ -1,0 +1,128 @@
+"""A QEMU guest driven over its serial console: commands in, lines out.
+
+QEMU's serial port is its standard input and output. A reader thread turns the
+output into lines (kept, the last ones, for the console log) and a queue; the
+guest's /init (init.sh) runs each `@rtlab-cmd ID ...` line and ends it with
+`@rtlab-exit ID STATUS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    # A guest must never outlive rtlab, even one killed with SIGKILL.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setsid()  # Ctrl-C reaches rtlab, which shuts the guest down in order
+
+
+class GuestDied(Exception):
+    pass
+
+
+class Console:
+    TAIL_LINES = 4000
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.tail: deque[str] = deque(maxlen=self.TAIL_LINES)
+        self._ids = 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")
+            self.tail.append(line)
+            self.lines.put(line)
+        self.lines.put(None)  # the guest is gone
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def next_line(self, deadline: float) -> str | None:
+        """The next line, or None at the deadline; GuestDied when QEMU has exited."""
+        try:
+            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            return None
+        if line is None:
+            raise GuestDied(f"QEMU exited with status {self.proc.wait()}")
+        return line
+
+    def wait_for(self, prefix: str, timeout: float) -> str | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.next_line(deadline)
+            if line is not None and line.startswith(prefix):
+                return line
+        return None
+
+    def send(self, command: str) -> str:
+        """Starts `command` in the guest; its id, which its @rtlab-exit line carries."""
+        self._ids += 1
+        ident = str(self._ids)
+        self.write(f"@rtlab-cmd {ident} {command}\n")
+        return ident
+
+    def write(self, text: str) -> None:
+        # os.write, not a buffered file: also called from a signal handler.
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):  # the guest is gone: nothing to tell it
+            os.write(self.proc.stdin.fileno(), text.encode())
+
+    def run(
+        self, command: str, timeout: float, on_line: Callable[[str], None] | None = None
+    ) -> tuple[int | None, list[str]]:
+        """Runs `command` to its end: (status or None on timeout, output lines)."""
+        ident = self.send(command)
+        deadline = time.monotonic() + timeout
+        out: list[str] = []
+        while time.monotonic() < deadline:
+            line = self.next_line(deadline)
+            if line is None:
+                continue
+            if line.startswith(f"@rtlab-exit {ident} "):
+                return int(line.split()[2]), out
+            if line.startswith("@rtlab-exit ") or line.startswith("@rtlab-cmd "):
+                continue
+            out.append(line)
+            if on_line is not None:
+                on_line(line)
+        return None, out
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self, grace: float = 10.0) -> None:
+        """Powers the guest off, killing QEMU if it does not go in time."""
+        if self.alive():
+            self.send("poweroff -f")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        self.kill()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()

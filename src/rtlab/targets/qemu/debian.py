@@ -1,0 +1,157 @@
+"""Debian packages for guests, fetched with apt into rtlab's cache.
+
+Each (release, architecture) gets an apt configuration directory of its own, with
+an empty package database, so a foreign architecture (riscv64 from trixie) is
+fetched without touching the host's apt. Packages are verified by apt against
+Debian's archive keyring, downloaded once and never rebuilt per run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtlab.errors import UsageError
+
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def host_mirror() -> str:
+    """The Debian mirror the host's apt already uses (so a local proxy or mirror keeps working)."""
+    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in sources:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for uri in re.findall(r"(?:URIs:\s*|^deb\s+(?:\[[^\]]*\]\s+)?)(\S+/debian)/?\s", text, re.M):
+            return str(uri)
+    return DEFAULT_MIRROR
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise UsageError(f"{' '.join(argv[:2])} failed: {' / '.join(tail)}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Apt:
+    """apt for one Debian release and architecture, confined to a folder of the cache."""
+
+    root: Path
+    release: str
+    arch: str
+    mirror: str = DEFAULT_MIRROR
+
+    @classmethod
+    def for_guest(cls, cache: Path, release: str, arch: str) -> Apt:
+        for tool in ("apt-get", "dpkg-deb"):
+            if shutil.which(tool) is None:
+                raise UsageError(
+                    f"{tool} is missing: QEMU targets fetch Debian packages with apt (Debian/Ubuntu hosts)"
+                )
+        return cls(cache / "apt" / f"{release}-{arch}", release, arch, host_mirror())
+
+    def options(self) -> list[str]:
+        r = self.root
+        return [
+            "-o", f"Dir={r}",
+            "-o", f"Dir::State::status={r}/var/lib/dpkg/status",
+            "-o", "Dir::Bin::Methods=/usr/lib/apt/methods",
+            "-o", f"APT::Architecture={self.arch}",
+            "-o", f"APT::Architectures={self.arch}",
+            "-o", "APT::Install-Recommends=false",
+            "-o", "Acquire::Languages=none",
+            "-o", "Debug::NoLocking=true",
+            "-o", "APT::Sandbox::User=root",
+        ]  # fmt: skip
+
+    def update(self, force: bool = False) -> None:
+        lists = self.root / "var/lib/apt/lists"
+        if not force and any(lists.glob("*_Packages*")):
+            return
+        (self.root / "etc/apt/apt.conf.d").mkdir(parents=True, exist_ok=True)
+        (self.root / "etc/apt/preferences.d").mkdir(parents=True, exist_ok=True)
+        (self.root / "var/lib/dpkg").mkdir(parents=True, exist_ok=True)
+        (self.root / "var/lib/dpkg/status").touch()
+        (self.root / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+        lists.joinpath("partial").mkdir(parents=True, exist_ok=True)
+        (self.root / "etc/apt/sources.list").write_text(
+            f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {self.release} main\n"
+        )
+        _run(["apt-get", *self.options(), "update"])
+
+    def depends_on(self, package: str, prefix: str) -> str:
+        """The package a metapackage points to, e.g. linux-image-rt-amd64 -> linux-image-6.1.0-28-rt-amd64."""
+        out = _run(["apt-cache", *self.options(), "depends", package])
+        for name in re.findall(r"Depends:\s*(\S+)", out):
+            if name.startswith(prefix):
+                return str(name)
+        raise UsageError(f"{package} has no {prefix}* dependency in Debian {self.release}/{self.arch}")
+
+    def version(self, package: str) -> str:
+        out = _run(["apt-cache", *self.options(), "show", "--no-all-versions", package])
+        match = re.search(r"^Version:\s*(\S+)", out, re.M)
+        return match.group(1) if match else "unknown"
+
+    def download(self, packages: list[str], into: Path) -> list[Path]:
+        """The .deb files of `packages` (no dependencies), verified by apt."""
+        into.mkdir(parents=True, exist_ok=True)
+        _run(["apt-get", *self.options(), "download", *packages], cwd=into)
+        return sorted(into.glob("*.deb"))
+
+    def download_with_dependencies(self, packages: list[str]) -> list[Path]:
+        """The .deb files of `packages` and everything they depend on (not what they recommend)."""
+        _run(["apt-get", *self.options(), "install", "--download-only", "-y", "-q", *packages])
+        return sorted((self.root / "var/cache/apt/archives").glob("*.deb"))
+
+
+def extract(debs: list[Path], into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for deb in debs:
+        _run(["dpkg-deb", "-x", str(deb), str(into)])
+
+
+def fetch_kernel(apt: Apt, cache: Path, metapackage: str) -> tuple[Path, str, str]:
+    """The kernel image of `metapackage`'s current kernel: (path, package, version), cached."""
+    apt.update()
+    package = apt.depends_on(metapackage, "linux-image-")
+    folder = cache / "kernels" / apt.arch / package
+    image = kernel_image(folder / "root")
+    if image is None:
+        debs = apt.download([package], folder / "debs")
+        _extract_boot(debs[0], folder / "root")
+        (folder / "VERSION").write_text(debs[0].name.split("_")[1] + "\n")
+        shutil.rmtree(folder / "debs")
+        image = kernel_image(folder / "root")
+        if image is None:
+            raise UsageError(f"{package} holds no kernel image under /boot")
+    return image, package, (folder / "VERSION").read_text().strip()
+
+
+def kernel_image(root: Path) -> Path | None:
+    for pattern in ("boot/vmlinuz-*", "boot/vmlinux-*", "boot/Image*"):
+        found = sorted(root.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def _extract_boot(deb: Path, into: Path) -> None:
+    """Only /boot of a kernel package: its modules are not needed and are most of its size."""
+    into.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    with tarfile.open(fileobj=proc.stdout, mode="r|*") as tar:
+        for member in tar:
+            if member.name.lstrip("./").startswith("boot/"):
+                tar.extract(member, into, filter="data")
+    proc.wait()

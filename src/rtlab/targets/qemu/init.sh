@@ -1,0 +1,44 @@
+#!/bin/busybox sh
+# /init of rtlab's QEMU guests: mounts what the agent reads, then runs commands that
+# the host sends over the serial console, one a line:
+#
+#   @rtlab-cmd ID COMMAND...    runs `sh -c COMMAND` in the background, then prints
+#                               @rtlab-exit ID STATUS
+#
+# Commands run in the background so that a `stop` can reach a running measurement.
+/bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp /run
+/bin/busybox --install -s
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TMPDIR=/tmp
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+# Optional: what tracing and tuning use, where the kernel has it.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+hostname rtlab-guest
+if [ -f /boot/config ]; then ln -sf config "/boot/config-$(uname -r)"; fi
+ln -sf /proc/self/fd /dev/fd 2>/dev/null
+
+exec </dev/console >/dev/console 2>&1
+# The host reads what it typed from no one but the agent.
+stty -echo 2>/dev/null
+echo "@rtlab-ready $(uname -r)"
+
+while IFS= read -r line; do
+	case $line in
+	"@rtlab-cmd "*) ;;
+	*) continue ;;
+	esac
+	rest=${line#@rtlab-cmd }
+	id=${rest%% *}
+	cmd=${rest#* }
+	(
+		sh -c "$cmd" </dev/null
+		echo "@rtlab-exit $id $?"
+	) &
+done

@@ -1,0 +1,89 @@
+"""The guest's root file system: busybox, cyclictest, stress-ng and the libraries they
+load, from Debian packages of the guest's architecture, plus the agent and /init.
+
+Two archives concatenated (the kernel unpacks each in turn): a base one cached per
+Debian release and architecture, and a small one with the agent and /init made for
+every run, so a change to either never needs the packages again. A user's own
+initrd may follow; its files win.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+from rtlab.agent import script_path
+from rtlab.targets.qemu import cpio, elfdeps
+from rtlab.targets.qemu.debian import Apt, extract
+
+PACKAGES = ["busybox-static", "rt-tests", "stress-ng"]
+TOOLS = {"busybox": "bin/busybox", "cyclictest": "usr/bin/cyclictest", "stress-ng": "usr/bin/stress-ng"}
+TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+INIT = Path(__file__).with_name("init.sh")
+
+
+def _find_tool(stage: Path, name: str) -> Path:
+    for folder in ("usr/bin", "bin", "usr/sbin", "sbin"):
+        path = stage / folder / name
+        if path.exists():
+            return elfdeps.resolve(stage, path)
+    raise FileNotFoundError(f"{name} is in no package fetched for the guest")
+
+
+def build_base(apt: Apt, out: Path) -> Path:
+    """The cached archive of tools and libraries (built once per release and architecture)."""
+    if out.exists():
+        return out
+    triplet = TRIPLETS[apt.arch]
+    stage = out.parent / "stage"
+    shutil.rmtree(stage, ignore_errors=True)
+    apt.update()
+    extract(apt.download_with_dependencies(PACKAGES), stage)
+    programs = {name: _find_tool(stage, name) for name in TOOLS}
+    search = [f"usr/lib/{triplet}", f"lib/{triplet}", "usr/lib", "lib", "usr/lib64", "lib64"]
+    libraries, interpreter = elfdeps.closure(stage, list(programs.values()), search)
+
+    buffer = io.BytesIO()
+    w = cpio.Writer(buffer)
+    for folder in ("usr", "usr/bin", "usr/sbin", "usr/lib", f"usr/lib/{triplet}", "usr/lib64", "bin", "sbin",
+                   "dev", "proc", "sys", "tmp", "run", "root", "etc", "rtlab"):  # fmt: skip
+        w.directory(folder)
+    # Merged /usr: the interpreter a binary names (/lib/ld-linux-*.so.1) lies under usr/.
+    w.symlink("lib", "usr/lib")
+    w.symlink("lib64", "usr/lib64")
+    w.char_device("dev/console", 5, 1)
+    w.char_device("dev/null", 1, 3, 0o666)
+    for name, path in programs.items():
+        w.file(TOOLS[name], path.read_bytes(), 0o755)
+    for soname, path in sorted(libraries.items()):
+        w.file(f"usr/lib/{triplet}/{soname}", path.read_bytes(), 0o755)
+    if interpreter:
+        real = libraries.get(Path(interpreter).name) or elfdeps.resolve(
+            stage, stage / interpreter.lstrip("/")
+        )
+        w.file(f"usr/{interpreter.lstrip('/').removeprefix('usr/')}", real.read_bytes(), 0o755)
+    w.file("etc/ld.so.conf", f"/usr/lib/{triplet}\n".encode())
+    w.close()
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".part")
+    partial.write_bytes(buffer.getvalue())
+    partial.replace(out)
+    shutil.rmtree(stage, ignore_errors=True)
+    return out
+
+
+def overlay(kernel_config: Path | None = None) -> bytes:
+    """The archive with /init, the agent and the kernel's config, made fresh for every boot."""
+    buffer = io.BytesIO()
+    w = cpio.Writer(buffer)
+    w.file("init", INIT.read_bytes(), 0o755)
+    w.directory("rtlab")
+    w.file("rtlab/agent.sh", script_path().read_bytes(), 0o755)
+    if kernel_config is not None:
+        # /init links it to /boot/config-$(uname -r), where the agent looks.
+        w.directory("boot")
+        w.file("boot/config", kernel_config.read_bytes())
+    w.close()
+    return buffer.getvalue()

@@ -1,0 +1,69 @@
+"""The guests rtlab can boot: machine types per architecture and kernels by name."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+
+from rtlab.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str  # as uname -m says
+    debian: str  # Debian's architecture name
+    release: str  # the Debian release whose packages the guest uses
+    qemu: str  # the emulator
+    machine: tuple[str, ...]  # machine options
+    console: str  # the serial console the kernel writes to
+
+
+ARCHES = {
+    "x86_64": Arch("x86_64", "amd64", "bookworm", "qemu-system-x86_64", ("-machine", "q35"), "ttyS0"),
+    # riscv64 is a Debian release architecture from trixie on.
+    "riscv64": Arch(
+        "riscv64",
+        "riscv64",
+        "trixie",
+        "qemu-system-riscv64",
+        ("-machine", "virt", "-bios", "default"),
+        "ttyS0",
+    ),  # fmt: skip
+}
+
+# name -> (architecture, Debian metapackage of the kernel)
+KERNELS = {
+    "debian-rt": ("x86_64", "linux-image-rt-amd64"),
+    "debian": ("x86_64", "linux-image-amd64"),
+    "x86_64:debian-rt": ("x86_64", "linux-image-rt-amd64"),
+    "x86_64:debian": ("x86_64", "linux-image-amd64"),
+    "riscv64:debian": ("riscv64", "linux-image-riscv64"),
+}
+
+QEMU_PACKAGES = {"x86_64": "qemu-system-x86", "riscv64": "qemu-system-misc opensbi"}
+
+
+def arch(name: str) -> Arch:
+    try:
+        return ARCHES[name]
+    except KeyError:
+        raise UsageError(f"unknown guest architecture {name!r}: choose from {', '.join(ARCHES)}") from None
+
+
+def named_kernel(name: str) -> tuple[Arch, str]:
+    if name == "riscv64:debian-rt":
+        raise UsageError(
+            "Debian has no PREEMPT_RT riscv64 kernel: build one with `rtlab kernel build` and boot it "
+            "with --target qemu:kernel=PATH,arch=riscv64"
+        )
+    try:
+        arch_name, package = KERNELS[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown guest kernel {name!r}: choose from {', '.join(KERNELS)} or kernel=PATH[,arch=...]"
+        ) from None
+    return ARCHES[arch_name], package
+
+
+def host_arch() -> str:
+    return platform.machine()
