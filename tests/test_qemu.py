@@ -1,0 +1,244 @@
+"""QEMU targets with real kernels: Debian's PREEMPT_RT and standard x86_64 kernels, a
+riscv64 guest, and guests that hang or are interrupted (killed, reported, never left)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_named, read_json, rtlab
+from rtlab.errors import UsageError
+from rtlab.targets.qemu import GuestSpec, cpio
+
+LOADS = ["idle", "cpu", "os", "memory", "storage"]
+needs_x86 = pytest.mark.skipif(
+    not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86"
+)
+needs_riscv = pytest.mark.skipif(
+    not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc"
+)
+
+
+def guests() -> set[int]:
+    return processes_named("qemu-system-x86", "qemu-system-x86_64", "qemu-system-riscv64", "qemu-system-ris")
+
+
+@pytest.fixture(scope="module")
+def rt_and_standard(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("qemu")
+    runs = {}
+    for kernel in ("debian-rt", "debian"):
+        out = base / kernel
+        done = rtlab(
+            "run", "--target", f"qemu:{kernel}", "--duration", "2s", "--settle", "1s", "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        runs[kernel] = out
+    return runs
+
+
+@needs_x86
+def test_rt_guest_reports_realtime_and_every_load(rt_and_standard):
+    run = rt_and_standard["debian-rt"]
+    info = read_json(run / "sysinfo.json")
+    assert info["kernel"]["realtime"] == "1"
+    assert "PREEMPT_RT" in info["kernel"]["version"]
+    assert info["derived"]["preemption"]["model"] == "PREEMPT_RT"
+    assert info["hostname"] == "rtlab-guest" and info["cpus"]["count"] == 2
+    # the package's own config reached the guest
+    assert info["config"]["options"]["CONFIG_PREEMPT_RT"] == "y"
+    manifest = read_json(run / "run.json")
+    assert manifest["target"]["kind"] == "qemu"
+    assert manifest["target"]["accel"] in ("kvm", "tcg")
+    assert manifest["target"]["kernel"]["package"].endswith("-rt-amd64")
+    summary = read_json(run / "summary.json")
+    assert list(summary["loads"]) == LOADS
+    assert all(
+        entry["status"] == "complete" and entry["merged"]["samples"] > 0
+        for entry in summary["loads"].values()
+    )
+    assert any(w["code"] == "emulated" for w in summary["warnings"])
+
+
+@needs_x86
+def test_standard_guest_is_not_realtime(rt_and_standard):
+    info = read_json(rt_and_standard["debian"] / "sysinfo.json")
+    assert info["kernel"]["realtime"] is None and "/sys/kernel/realtime" in info["missing"]
+    assert info["derived"]["preemption"]["realtime"] is False
+    assert "PREEMPT_RT" not in info["kernel"]["version"]
+
+
+@needs_x86
+def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
+    done = rtlab(
+        "compare",
+        str(rt_and_standard["debian-rt"]),
+        str(rt_and_standard["debian"]),
+        "--labels",
+        "RT,Standard",
+        "--format",
+        "md",
+    )
+    assert done.returncode == 0
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert [row.split("|")[1].strip() for row in rows[1:]] == LOADS
+    assert guests() == set()
+
+
+@needs_riscv
+def test_riscv64_guest(tmp_path):
+    out = tmp_path / "riscv"
+    done = rtlab(
+        "run",
+        "--target",
+        "qemu:riscv64:debian",
+        "--loads",
+        "idle",
+        "--duration",
+        "2s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    info = read_json(out / "sysinfo.json")
+    assert info["kernel"]["machine"] == "riscv64"
+    assert read_json(out / "summary.json")["loads"]["idle"]["merged"]["samples"] > 0
+    assert guests() == set()
+
+
+def initrd(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A user initrd whose files override rtlab's (the kernel unpacks it last)."""
+    buffer = io.BytesIO()
+    w = cpio.Writer(buffer)
+    for name, text in files.items():
+        parents = list(Path(name).parents)[-2::-1]  # usr, usr/local, usr/local/bin
+        for folder in parents:
+            w.directory(str(folder))
+        w.file(name, text.encode(), 0o755)
+    w.close()
+    path = tmp_path / "extra.cpio"
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+@needs_x86
+def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
+    hang = initrd(tmp_path, {"init": "#!/bin/busybox sh\n/bin/busybox sleep 100000\n"})
+    started = time.monotonic()
+    done = rtlab(
+        "run",
+        "--target",
+        f"qemu:debian,initrd={hang},boot-timeout=20",
+        "--loads",
+        "idle",
+        "--duration",
+        "2s",
+        "--out",
+        str(tmp_path / "run"),
+    )
+    assert done.returncode == 3
+    assert "guest did not start (no shell within 20 s); it was stopped" in done.stderr
+    assert time.monotonic() - started < 120
+    assert guests() == set()
+
+
+@needs_x86
+def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
+    # A cyclictest that never returns from its measurement; every other call is the real one.
+    fake = '#!/bin/sh\ncase " $* " in *" -D "*) exec sleep 100000 ;; esac\nexec /usr/bin/cyclictest "$@"\n'
+    hang = initrd(tmp_path, {"usr/local/bin/cyclictest": fake})
+    out = tmp_path / "run"
+    done = rtlab(
+        "run",
+        "--target",
+        f"qemu:debian,initrd={hang},margin=5",
+        "--loads",
+        "idle",
+        "--duration",
+        "2s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 3
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
+    console = (out / "console.log").read_text()
+    assert "@rtlab load-start load=idle" in console
+    assert "guest-timeout" in (out / "events").read_text()
+    assert guests() == set()
+
+
+@needs_x86
+def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtlab",
+            "run",
+            "--target",
+            "qemu:debian-rt",
+            "--loads",
+            "idle,cpu",
+            "--duration",
+            "60s",
+            "--settle",
+            "0s",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while (
+        not (out / "run.json").exists() or read_json(out / "run.json")["loads"]["idle"]["status"] != "running"
+    ):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "partial"
+    assert manifest["loads"] == {"idle": manifest["loads"]["idle"], "cpu": {"status": "not-run"}}
+    assert manifest["loads"]["idle"]["status"] == "partial"
+    assert read_json(out / "loads/idle/cyclictest.json")["thread"]["0"]["cycles"] > 0
+    assert guests() == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("", "needs a kernel"),
+        ("debian-rt,cpus=zero", "are numbers"),
+        ("debian-rt,colour=red", "unknown"),
+        ("riscv64:debian-rt", "rtlab kernel build"),
+        ("kernel=/nonexistent/Image", "does not exist"),
+        ("debian-rt,memory=lots", "e.g. 1G"),
+    ],
+)
+def test_bad_guest_specs(text, fix):
+    with pytest.raises(UsageError, match=fix):
+        GuestSpec.parse(text)
+    done = rtlab("run", "--target", f"qemu:{text}", "--duration", "1s")
+    assert done.returncode == 2 and fix in done.stderr
+
+
+def test_no_guest_process_survives_the_tests():
+    assert guests() == set() or os.environ.get("RTLAB_KEEP_GUESTS")
