@@ -55,6 +55,8 @@ class _Progress:
         name = event.get("load")
         if event.kind == "load-start" and name in loads:
             loads[name].update(status="running", started=_now())
+        elif event.kind == "measure-start" and name in loads:
+            loads[name].update(measuring_since=_now())
         elif event.kind == "load-end" and name in loads:
             loads[name].update(status=event.get("status"), ended=_now())
         elif event.kind == "governor":
