@@ -31,6 +31,17 @@ def rtlab(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subproces
     )
 
 
+def start_rtlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """rtlab running in the background, as a user's terminal would have it, to be signalled."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "rtlab", *args],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 

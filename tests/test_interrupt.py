@@ -3,15 +3,21 @@ governor is restored, what was measured stays and `rtlab report` still shows it.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import fake_sysfs, needs_root, needs_tools, processes_in, processes_named, read_json, rtlab
+from conftest import (
+    fake_sysfs,
+    needs_root,
+    needs_tools,
+    processes_in,
+    processes_named,
+    read_json,
+    rtlab,
+    start_rtlab,
+)
 
 pytestmark = [needs_root, needs_tools]
 
@@ -29,25 +35,17 @@ def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
     governors = fake_sysfs(root, {0: "powersave", 1: "schedutil"})
     run = tmp_path / "run"
     already = processes_named("stress-ng", "cyclictest")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtlab",
-            "run",
-            "--duration",
-            "60s",
-            "--settle",
-            "1s",
-            "--loads",
-            "idle,cpu,memory",
-            "--out",
-            str(run),
-        ],
-        env={**os.environ, "RTLAB_ROOT": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_rtlab(
+        "run",
+        "--duration",
+        "60s",
+        "--settle",
+        "1s",
+        "--loads",
+        "idle,cpu,memory",
+        "--out",
+        str(run),
+        env={"RTLAB_ROOT": str(root)},
     )
     events = run / "events"
     # idle measures for a minute; stop it during its measurement.
@@ -83,25 +81,7 @@ def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
 def test_interrupt_during_a_stress_load(sig, tmp_path):
     run = tmp_path / "run"
     already = processes_named("stress-ng", "cyclictest")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtlab",
-            "run",
-            "--duration",
-            "60s",
-            "--settle",
-            "1s",
-            "--loads",
-            "memory",
-            "--out",
-            str(run),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_rtlab("run", "--duration", "60s", "--settle", "1s", "--loads", "memory", "--out", str(run))
     events = run / "events"
     wait_for(lambda: events.exists() and "measure-start load=memory" in events.read_text())
     assert processes_named("stress-ng") - already  # the load is really running

@@ -7,14 +7,12 @@ import io
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import processes_named, read_json, rtlab
+from conftest import processes_named, read_json, rtlab, start_rtlab
 from rtlab.errors import UsageError
 from rtlab.targets.qemu import GuestSpec, cpio
 
@@ -183,26 +181,18 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
 @needs_x86
 def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtlab",
-            "run",
-            "--target",
-            "qemu:debian-rt",
-            "--loads",
-            "idle,cpu",
-            "--duration",
-            "60s",
-            "--settle",
-            "0s",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_rtlab(
+        "run",
+        "--target",
+        "qemu:debian-rt",
+        "--loads",
+        "idle,cpu",
+        "--duration",
+        "60s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
     )
     deadline = time.monotonic() + 180
     while (
