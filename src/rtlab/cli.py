@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,9 +18,12 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import LOADS, parse_loads
 from rtlab.plan import Plan, preset
 from rtlab.progress import RunProgress
-from rtlab.report import figures, table
+from rtlab.report import check_table, figures, table
 from rtlab.results import store
-from rtlab.runner import execute
+from rtlab.runner import execute, sysinfo
+from rtlab.system import audit, kernel
+from rtlab.system import tune as tuning
+from rtlab.system.files import Root
 from rtlab.targets import open_target
 from rtlab.units import format_duration, parse_duration, parse_latency
 
@@ -215,6 +219,81 @@ def compare(
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     _present(summaries, names, fmt, output, deadline, figures_dir)
+
+
+@app.command()
+def check(
+    target: Annotated[str, typer.Option(help="local or qemu:... (the system to audit)")] = "local",
+    config: Annotated[
+        Path | None, typer.Option(help="a kernel .config to audit instead of the target's")
+    ] = None,
+    rt_cpus: Annotated[str, typer.Option(help="RT CPUs, for the boot parameter advice, e.g. 2-3")] = "",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+) -> None:
+    """Audit the kernel and the system for real-time: what is right, what is wrong, how to fix it."""
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
+    tgt = open_target(target)
+    try:
+        info = sysinfo(tgt)
+    finally:
+        tgt.close()
+    if config is not None:
+        if not config.is_file():
+            raise UsageError(f"--config {config} does not exist: give the path of a kernel .config")
+        info["config"] = {"source": str(config), "options": kernel.parse_config(config.read_text())}
+    findings = audit.audit(info, rt_cpus=rt_cpus)
+    if fmt == "json":
+        document = {
+            "schema": "rtlab.check/1",
+            "target": tgt.name,
+            "ready": audit.verdict(findings),
+            "findings": [f.to_json() for f in findings],
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        console.print(check_table.build(findings, title=f"rtlab check: {tgt.name}"))
+    if not audit.verdict(findings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def tune(
+    rt_cpus: Annotated[str | None, typer.Option(help="CPUs for real-time work, e.g. 2-3")] = None,
+    housekeeping: Annotated[
+        str | None, typer.Option(help="CPUs for everything else (default: the rest)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show every change and why (the default)")
+    ] = False,
+    apply: Annotated[bool, typer.Option("--apply", help="make the changes, saving what was there")] = False,
+    revert: Annotated[bool, typer.Option("--revert", help="put back exactly what was there before")] = False,
+    target: Annotated[
+        str, typer.Option(help="local (tuning a remote system comes with the SSH target)")
+    ] = "local",
+) -> None:
+    """Tune the system for latency: governor, idle states, IRQs, workqueues, RT throttling, THP, KSM."""
+    if sum((dry_run, apply, revert)) > 1:
+        raise UsageError("give one of --dry-run, --apply, --revert")
+    if target != "local":
+        raise UsageError(f"tune on {target!r}: only the local target can be tuned in this version")
+    root = Root()
+    if revert:
+        results = tuning.revert(root)
+        console.print(
+            check_table.changes([r.change for r in results], [r.outcome for r in results], "reverted")
+        )
+        return
+    cpus = tuning.cpu_plan(root, rt_cpus, housekeeping)
+    changes, unavailable = tuning.plan(root, cpus)
+    if apply:
+        results = tuning.apply(root, cpus, changes)
+        console.print(check_table.changes(changes, [r.outcome for r in results], "applied"))
+        err.print(f"saved the previous state in {root.path(tuning.STATE)}; undo with rtlab tune --revert")
+    else:
+        console.print(check_table.changes(changes, ["would change"] * len(changes), "dry run"))
+    if unavailable:
+        err.print(f"not available on this system: {', '.join(unavailable)}", highlight=False)
 
 
 @app.command()

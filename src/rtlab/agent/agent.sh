@@ -150,6 +150,35 @@ cpus_json() {
 	printf '}'
 }
 
+# Runtime state that decides latency; `rtlab check` audits it.
+RUNTIME_FILES='/proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/sched_rt_period_us
+/proc/sys/kernel/timer_migration /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/ksm/run
+/proc/irq/default_smp_affinity /sys/devices/system/cpu/isolated /sys/devices/system/cpu/nohz_full
+/sys/devices/virtual/workqueue/cpumask /sys/fs/cgroup/cgroup.controllers'
+
+runtime_json() {
+	printf '{"files": {'
+	sep=
+	for f in $RUNTIME_FILES; do
+		printf '%s' "$sep"
+		json_str "$f"
+		printf ': '
+		json_file "$f"
+		sep=', '
+	done
+	printf '}, "irqbalance": '
+	if pidof irqbalance >/dev/null 2>&1; then printf true; else printf false; fi
+	printf ', "cpuidle_states": {'
+	sep=
+	for d in "$ROOT"/sys/devices/system/cpu/cpu0/cpuidle/state[0-9]*; do
+		[ -r "$d/name" ] || continue
+		printf '%s"%s": ' "$sep" "${d##*/state}"
+		json_str "$(cat "$d/name")"
+		sep=', '
+	done
+	printf '}}'
+}
+
 cmd_sysinfo() {
 	printf '{"schema": "rtlab.sysinfo/1", "collected": '
 	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -175,7 +204,9 @@ cmd_sysinfo() {
 	json_str "$(tool_version cyclictest)"
 	printf ', "stress-ng": '
 	json_str "$(tool_version stress-ng)"
-	printf '}, "missing": ['
+	printf '}, "runtime": '
+	runtime_json
+	printf ', "missing": ['
 	sep=
 	for m in $MISSING; do
 		printf '%s' "$sep"

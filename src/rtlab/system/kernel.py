@@ -105,3 +105,16 @@ def _dynamic_mode(kernel: dict[str, Any], options: dict[str, str]) -> str | None
 def latency_debug_options(sysinfo: dict[str, Any]) -> list[str]:
     options = config_options(sysinfo)
     return [key for key in LATENCY_DEBUG_OPTIONS if enabled(options, key)]
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """A kernel .config as {option: value}; `# CONFIG_X is not set` reads as "n"."""
+    options: dict[str, str] = {}
+    for line in text.splitlines():
+        unset = re.match(r"# (CONFIG_\w+) is not set", line)
+        if unset:
+            options[unset.group(1)] = "n"
+        elif line.startswith("CONFIG_") and "=" in line:
+            key, _, value = line.partition("=")
+            options[key] = value.strip('"')
+    return options

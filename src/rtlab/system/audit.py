@@ -1,0 +1,300 @@
+"""`rtlab check`: is this kernel and system ready for real-time? Pure functions over the
+facts the agent collected (sysinfo.json), so it audits any target and any saved run.
+
+Each finding says what was found, whether it is right, and how to fix it. Statuses:
+ok, warn (costs latency or measurement quality), fail (not a real-time system), info.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rtlab.system import kernel
+
+TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")
+
+# Boot parameters for RT CPUs: what each does and what it costs (the Linaro talk's list).
+CMDLINE_ADVICE: tuple[tuple[str, str, str], ...] = (
+    (
+        "isolcpus",
+        "isolcpus=domain,managed_irq,{rt}",
+        "keeps the scheduler's load balancing and managed IRQs off the RT CPUs; cost: those CPUs run only "
+        "what is pinned there (cgroup v2 cpuset partitions do the same at run time)",
+    ),
+    (
+        "nohz_full",
+        "nohz_full={rt}",
+        "stops the scheduler tick on RT CPUs running one task; cost: needs CONFIG_NO_HZ_FULL, slower "
+        "system calls and kernel entry on those CPUs",
+    ),
+    ("rcu_nocbs", "rcu_nocbs={rt}", "moves RCU callbacks off the RT CPUs into kthreads on housekeeping CPUs"),
+    ("rcu_nocb_poll", "rcu_nocb_poll", "RCU callback threads poll instead of being woken from the RT CPUs"),
+    ("irqaffinity", "irqaffinity={hk}", "device interrupts start on housekeeping CPUs from boot on"),
+    ("skew_tick", "skew_tick=1", "offsets the per-CPU ticks so they do not contend for the same locks"),
+    ("nosoftlockup", "nosoftlockup", "no soft-lockup watchdog thread waking on every CPU"),
+    ("nowatchdog", "nowatchdog", "no hard-lockup (NMI) watchdog interrupting the RT CPUs"),
+)
+X86_IDLE_ADVICE = (
+    (
+        "intel_idle.max_cstate",
+        "intel_idle.max_cstate=1",
+        "no deep C-states on Intel CPUs (exit latencies up to hundreds of µs); cost: power and heat",
+    ),
+    ("processor.max_cstate", "processor.max_cstate=1", "the same limit for the ACPI idle driver"),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    area: str  # kernel / config / cmdline / runtime
+    item: str
+    status: str  # ok / warn / fail / info
+    found: str
+    advice: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _cmdline_args(cmdline: str) -> dict[str, str]:
+    args = {}
+    for word in cmdline.split():
+        key, _, value = word.partition("=")
+        args[key] = value
+    return args
+
+
+def audit(sysinfo: dict[str, Any], rt_cpus: str = "", housekeeping: str = "") -> list[Finding]:
+    out: list[Finding] = []
+    k = sysinfo.get("kernel") or {}
+    pre = kernel.preemption(sysinfo)
+    options = kernel.config_options(sysinfo)
+
+    out.append(
+        Finding(
+            "kernel",
+            "realtime flag",
+            "ok" if str(k.get("realtime") or "").strip() == "1" else "info",
+            f"/sys/kernel/realtime = {k.get('realtime') if k.get('realtime') is not None else 'missing'}",
+            ""
+            if k.get("realtime")
+            else "only kernels with the out-of-tree RT patch have it; mainline "
+            "RT (6.12+) is recognised by its config and version string",
+        )
+    )
+    if pre.model == "PREEMPT_RT":
+        out.append(Finding("kernel", "preemption model", "ok", f"PREEMPT_RT (from the {pre.source})"))
+    else:
+        out.append(
+            Finding(
+                "kernel",
+                "preemption model",
+                "fail",
+                pre.describe(),
+                "not a real-time kernel: install linux-image-rt-* or build one with CONFIG_PREEMPT_RT=y "
+                "(rtlab kernel build)",
+            )
+        )
+    if pre.model == "DYNAMIC":
+        out.append(
+            Finding(
+                "kernel",
+                "PREEMPT_DYNAMIC mode",
+                "info",
+                str(pre.mode),
+                "preempt=full on the command line is the closest a non-RT kernel gets",
+            )
+        )
+
+    if not options:
+        out.append(
+            Finding(
+                "config",
+                "kernel config",
+                "warn",
+                "not readable",
+                "no /proc/config.gz or /boot/config-$(uname -r): give the file with --config",
+            )
+        )
+    else:
+        out += _config(options)
+    out += _cmdline(str(k.get("cmdline") or ""), str(k.get("machine") or ""), rt_cpus, housekeeping)
+    out += _runtime(sysinfo)
+    return out
+
+
+def _config(options: dict[str, str]) -> list[Finding]:
+    out = []
+    hz = options.get("CONFIG_HZ", "?")
+    out.append(
+        Finding(
+            "config",
+            "HZ",
+            "ok" if hz == "1000" else "warn",
+            f"CONFIG_HZ={hz}",
+            "" if hz == "1000" else "HZ_1000 (the StarFive kernels) gives 1 ms timer granularity",
+        )
+    )
+    nohz_full = kernel.enabled(options, "CONFIG_NO_HZ_FULL")
+    periodic = kernel.enabled(options, "CONFIG_HZ_PERIODIC")
+    out.append(
+        Finding(
+            "config",
+            "tick",
+            "info",
+            "NO_HZ_FULL" if nohz_full else "HZ_PERIODIC" if periodic else "NO_HZ_IDLE",
+            "" if nohz_full else "nohz_full= on RT CPUs needs CONFIG_NO_HZ_FULL",
+        )
+    )
+    gov = next(
+        (
+            k.removeprefix("CONFIG_CPU_FREQ_DEFAULT_GOV_")
+            for k in options
+            if k.startswith("CONFIG_CPU_FREQ_DEFAULT_GOV_") and kernel.enabled(options, k)
+        ),
+        None,
+    )
+    out.append(
+        Finding(
+            "config",
+            "default governor",
+            "ok" if gov in (None, "PERFORMANCE") else "warn",
+            gov or "no cpufreq",
+            ""
+            if gov in (None, "PERFORMANCE")
+            else "CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE, or `rtlab tune` sets it at run time",
+        )
+    )
+    out.append(
+        Finding(
+            "config",
+            "cpusets",
+            "ok" if kernel.enabled(options, "CONFIG_CPUSETS") else "warn",
+            options.get("CONFIG_CPUSETS", "n"),
+            ""
+            if kernel.enabled(options, "CONFIG_CPUSETS")
+            else "cgroup cpuset partitions need CONFIG_CPUSETS",
+        )
+    )
+    for tracer in TRACERS:
+        on = kernel.enabled(options, tracer)
+        out.append(
+            Finding(
+                "config",
+                tracer.removeprefix("CONFIG_"),
+                "ok" if on else "info",
+                "y" if on else "n",
+                "" if on else "spike hunting (rtla, trace-cmd) needs it",
+            )
+        )
+    for option in kernel.latency_debug_options({"config": {"options": options}}):
+        out.append(
+            Finding(
+                "config",
+                option.removeprefix("CONFIG_"),
+                "warn",
+                "y",
+                f"{kernel.LATENCY_DEBUG_OPTIONS[option]}: fine for a test kernel, not for measurements",
+            )
+        )
+    return out
+
+
+def _cmdline(cmdline: str, machine: str, rt: str, hk: str) -> list[Finding]:
+    args = _cmdline_args(cmdline)
+    advice = CMDLINE_ADVICE + (X86_IDLE_ADVICE if machine in ("x86_64", "i686") else ())
+    out = []
+    for key, suggestion, what in advice:
+        if key in args:
+            value = f"{key}={args[key]}" if args[key] else key
+            out.append(Finding("cmdline", key, "ok", value, what))
+        else:
+            hint = suggestion.format(rt=rt or "<RT CPUs>", hk=hk or "<housekeeping CPUs>")
+            out.append(Finding("cmdline", key, "info", "absent", f"{hint}: {what}"))
+    return out
+
+
+def _runtime(sysinfo: dict[str, Any]) -> list[Finding]:
+    runtime = sysinfo.get("runtime") or {}
+    files = runtime.get("files") or {}
+    out = []
+    governors = (sysinfo.get("cpus") or {}).get("governors") or {}
+    if governors:
+        slow = sorted({g for g in governors.values() if g != "performance"})
+        out.append(
+            Finding(
+                "runtime",
+                "governors",
+                "warn" if slow else "ok",
+                ", ".join(sorted(set(governors.values()))),
+                "rtlab run sets performance for the measurement; rtlab tune --apply keeps it" if slow else "",
+            )
+        )
+    rt_runtime = files.get("/proc/sys/kernel/sched_rt_runtime_us")
+    if rt_runtime is not None:
+        out.append(
+            Finding(
+                "runtime",
+                "RT throttling",
+                "info" if rt_runtime != "-1" else "ok",
+                f"sched_rt_runtime_us={rt_runtime}",
+                "RT tasks may be stopped for 50 ms a second; rtlab tune sets -1"
+                if rt_runtime != "-1"
+                else "",
+            )
+        )
+    thp = files.get("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp is not None:
+        selected = re.search(r"\[(\w+)\]", thp)
+        mode = selected.group(1) if selected else thp
+        out.append(
+            Finding(
+                "runtime",
+                "transparent hugepages",
+                "warn" if mode == "always" else "ok",
+                mode,
+                "compaction stalls: rtlab tune sets never" if mode == "always" else "",
+            )
+        )
+    if files.get("/sys/kernel/mm/ksm/run") == "1":
+        out.append(Finding("runtime", "ksm", "warn", "running", "page merging scans: rtlab tune stops them"))
+    if files.get("/proc/sys/kernel/timer_migration") == "1":
+        out.append(
+            Finding(
+                "runtime",
+                "timer migration",
+                "info",
+                "on",
+                "timers may move onto RT CPUs: rtlab tune turns it off",
+            )
+        )
+    if runtime.get("irqbalance"):
+        out.append(
+            Finding(
+                "runtime",
+                "irqbalance",
+                "warn",
+                "running",
+                "it moves interrupts back onto RT CPUs: stop it (systemctl stop irqbalance)",
+            )
+        )
+    states = runtime.get("cpuidle_states") or {}
+    if len(states) > 1:
+        out.append(
+            Finding(
+                "runtime",
+                "idle states",
+                "info",
+                ", ".join(states.values()),
+                "deeper states add wake-up latency: rtlab tune disables them on RT CPUs",
+            )
+        )
+    isolated = files.get("/sys/devices/system/cpu/isolated")
+    out.append(Finding("runtime", "isolated CPUs", "info", isolated or "none"))
+    return out
+
+
+def verdict(findings: list[Finding]) -> bool:
+    return not any(f.status == "fail" for f in findings)

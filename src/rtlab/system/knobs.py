@@ -1,0 +1,210 @@
+"""Tuning knobs, one small class each: whether it is available here, its state, and the
+changes it wants for a split of the CPUs into housekeeping and real-time ones.
+
+Knobs only read; `tune.py` writes, saving every old value first. Values are kept as
+they must be written back to restore them exactly (the selected word of
+"always [madvise] never", a CPU list, a hex mask).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rtlab.system import cpus as cpulist
+from rtlab.system.files import Root
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    online: frozenset[int]
+    rt: frozenset[int]
+    housekeeping: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Change:
+    knob: str
+    path: str
+    old: str
+    new: str
+    why: str
+
+
+def _selected(value: str) -> str:
+    """'always [madvise] never' -> 'madvise'; anything else unchanged."""
+    match = re.search(r"\[(\w+)\]", value)
+    return match.group(1) if match else value
+
+
+def _mask(value: str) -> int:
+    return int(value.replace(",", "") or "0", 16)
+
+
+class Knob:
+    name = ""
+    why = ""
+    rt_only = False  # meaningful only when some CPUs are reserved for real-time work
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        raise NotImplementedError
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        raise NotImplementedError
+
+    def current(self, root: Root, path: str) -> str | None:
+        value = root.read(path)
+        return None if value is None else value.strip()
+
+    def same(self, old: str, new: str) -> bool:
+        return old == new
+
+    def available(self, root: Root, plan: CpuPlan) -> bool:
+        return bool(self.paths(root, plan))
+
+    def changes(self, root: Root, plan: CpuPlan) -> list[Change]:
+        if self.rt_only and not plan.rt:
+            return []
+        out = []
+        for path in self.paths(root, plan):
+            old = self.current(root, path)
+            new = self.wanted(root, plan, path)
+            if old is not None and not self.same(old, new):
+                out.append(Change(self.name, path, old, new, self.why))
+        return out
+
+
+class Governor(Knob):
+    name = "governor"
+    why = "the highest frequency all the time: no latency from ramping up (the StarFive protocol)"
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        return [
+            p
+            for c in sorted(plan.online)
+            for p in root.glob(f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor")
+        ]
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return "performance"
+
+
+class IdleStates(Knob):
+    name = "cpuidle"
+    why = "no deep idle state on RT CPUs: waking from one takes tens to hundreds of µs"
+    rt_only = True
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        # state0 is polling (x86) or the shallowest WFI: keep it.
+        return [
+            p
+            for c in sorted(plan.rt)
+            for p in root.glob(f"sys/devices/system/cpu/cpu{c}/cpuidle/state*/disable")
+            if not p.endswith("/state0/disable")
+        ]
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return "1"
+
+
+class IrqAffinity(Knob):
+    name = "irq-affinity"
+    why = "device interrupts handled on housekeeping CPUs, not between the RT CPUs' wake-ups"
+    rt_only = True
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        return [p for p in root.glob("proc/irq/*/smp_affinity_list") if p.split("/")[3].isdigit()]
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return cpulist.format_list(plan.housekeeping)
+
+    def same(self, old: str, new: str) -> bool:
+        return cpulist.parse_list(old) == cpulist.parse_list(new)
+
+
+class DefaultIrqAffinity(Knob):
+    name = "default-irq-affinity"
+    why = "interrupts set up from now on start on housekeeping CPUs"
+    rt_only = True
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        return root.glob("proc/irq/default_smp_affinity")
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return cpulist.format_mask(plan.housekeeping)
+
+    def same(self, old: str, new: str) -> bool:
+        return _mask(old) == _mask(new)
+
+
+class Workqueues(Knob):
+    name = "workqueues"
+    why = "unbound kernel work items run on housekeeping CPUs"
+    rt_only = True
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        return root.glob("sys/devices/virtual/workqueue/cpumask") + root.glob(
+            "sys/devices/virtual/workqueue/*/cpumask"
+        )
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return cpulist.format_mask(plan.housekeeping)
+
+    def same(self, old: str, new: str) -> bool:
+        return _mask(old) == _mask(new)
+
+
+class _Sysctl(Knob):
+    path = ""
+    value = ""
+
+    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+        return [self.path] if root.exists(self.path) else []
+
+    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+        return self.value
+
+
+class RtThrottling(_Sysctl):
+    name = "rt-throttling"
+    path = "/proc/sys/kernel/sched_rt_runtime_us"
+    value = "-1"
+    why = "RT tasks are not stopped for 50 ms every second (the cost: a runaway RT task can hang its CPU)"
+
+
+class TimerMigration(_Sysctl):
+    name = "timer-migration"
+    path = "/proc/sys/kernel/timer_migration"
+    value = "0"
+    why = "timers stay on the CPU that armed them instead of moving onto RT CPUs"
+
+
+class Ksm(_Sysctl):
+    name = "ksm"
+    path = "/sys/kernel/mm/ksm/run"
+    value = "0"
+    why = "no page-merging scans (ksmd) competing with RT work"
+
+
+class TransparentHugepages(_Sysctl):
+    name = "thp"
+    path = "/sys/kernel/mm/transparent_hugepage/enabled"
+    value = "never"
+    why = "no huge-page compaction stalls (khugepaged, faults that compact memory)"
+
+    def current(self, root: Root, path: str) -> str | None:
+        value = root.read(path)
+        return None if value is None else _selected(value.strip())
+
+
+KNOBS: tuple[Knob, ...] = (
+    Governor(),
+    IdleStates(),
+    IrqAffinity(),
+    DefaultIrqAffinity(),
+    Workqueues(),
+    RtThrottling(),
+    TimerMigration(),
+    Ksm(),
+    TransparentHugepages(),
+)

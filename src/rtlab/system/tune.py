@@ -1,0 +1,93 @@
+"""Applying and reverting the knobs' changes, with a state file written before anything
+changes, so a crash in the middle can always be reverted, and a second --apply keeps
+the values found before the first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rtlab.errors import UsageError
+from rtlab.results.rundir import write_json
+from rtlab.system import cpus as cpulist
+from rtlab.system.files import Root
+from rtlab.system.knobs import KNOBS, Change, CpuPlan
+
+STATE = "/var/lib/rtlab/tune-state.json"
+SCHEMA = "rtlab.tune/1"
+
+
+@dataclass(frozen=True)
+class Result:
+    change: Change
+    outcome: str  # applied / unchanged / failed: ...
+
+
+def cpu_plan(root: Root, rt: str | None, housekeeping: str | None) -> CpuPlan:
+    online_text = root.read("/sys/devices/system/cpu/online")
+    if online_text is None:
+        raise UsageError(f"{root.path('/sys/devices/system/cpu/online')} is missing: is this a Linux /sys?")
+    online = cpulist.parse_list(online_text)
+    rt_cpus = cpulist.parse_list(rt) if rt else frozenset()
+    house = cpulist.parse_list(housekeeping) if housekeeping else None
+    if not rt_cpus:
+        return CpuPlan(online, frozenset(), online)
+    return CpuPlan(online, rt_cpus, cpulist.split(online, rt_cpus, house))
+
+
+def plan(root: Root, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
+    """The changes to make, and the knobs not available on this system."""
+    changes: list[Change] = []
+    unavailable: list[str] = []
+    for knob in KNOBS:
+        if knob.rt_only and not cpus.rt:
+            continue
+        if not knob.available(root, cpus):
+            unavailable.append(knob.name)
+            continue
+        changes += knob.changes(root, cpus)
+    return changes, unavailable
+
+
+def _load_state(root: Root) -> dict[str, Any] | None:
+    text = root.read(STATE)
+    return json.loads(text) if text else None
+
+
+def apply(root: Root, cpus: CpuPlan, changes: list[Change]) -> list[Result]:
+    state = _load_state(root) or {"schema": SCHEMA, "created": _now(), "changes": []}
+    saved = {c["path"] for c in state["changes"]}
+    # The first value ever seen is the one to restore: a second apply must not overwrite it.
+    state["changes"] += [asdict(c) for c in changes if c.path not in saved]
+    state.update(rt_cpus=cpulist.format_list(cpus.rt), housekeeping=cpulist.format_list(cpus.housekeeping))
+    root.path(STATE).parent.mkdir(parents=True, exist_ok=True)
+    write_json(root.path(STATE), state)
+    return [_write(root, c, c.new) for c in changes]
+
+
+def revert(root: Root) -> list[Result]:
+    state = _load_state(root)
+    if state is None:
+        raise UsageError(
+            f"nothing to revert: {root.path(STATE)} does not exist (no rtlab tune --apply is in force)"
+        )
+    results = [_write(root, Change(**c), c["old"]) for c in reversed(state["changes"])]
+    if all(not r.outcome.startswith("failed") for r in results):
+        root.path(STATE).unlink()
+    return results
+
+
+def _write(root: Root, change: Change, value: str) -> Result:
+    try:
+        root.write(change.path, value)
+    except OSError as e:
+        # e.g. per-CPU timer or IPI interrupts, which the kernel will not move (EIO)
+        return Result(change, f"failed: {e.strerror or e}")
+    return Result(change, "applied")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
