@@ -13,7 +13,7 @@ from rtlab.analysis import stats
 from rtlab.analysis.histogram import merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event
-from rtlab.system import kernel
+from rtlab.system import audit, kernel
 
 SCHEMA = "rtlab.summary/1"
 SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
@@ -91,6 +91,7 @@ def summarize(
         "plan": plan,
         "system": system_facts(sysinfo),
         "loads": loads,
+        "audit": [f.to_json() for f in audit.audit(dict(sysinfo or {}))],
         "warnings": warnings(plan, sysinfo, loads, events, manifest.get("target") or {}),
     }
 

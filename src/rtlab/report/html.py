@@ -73,6 +73,7 @@ def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str
         "rows": rows,
         "cpu_rows": cpu_rows,
         "system": _system(summary),
+        "audit": summary.get("audit", []),
         "incomplete": [(load, mark) for load, mark in incomplete if mark],
     }
 
