@@ -178,3 +178,30 @@ def test_deadline_gate_exit_code_and_junit(tmp_path):
     # the same run against a deadline it meets: exit 0
     ok = rtlab("report", str(run), "--deadline", f"{max_us}us")
     assert ok.returncode == 0 and "pass (+0)" in ok.stdout
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a housekeeping CPU besides the RT one")
+def test_rt_cpus_measure_there_and_load_the_others(tmp_path):
+    last = os.cpu_count() - 1
+    out = tmp_path / "split"
+    done = rtlab(
+        "run",
+        "--rt-cpus",
+        str(last),
+        "--loads",
+        "cpu",
+        "--duration",
+        "1s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    data = read_json(out / "loads/cpu/cyclictest.json")
+    assert [t["cpu"] for t in data["thread"].values()] == [last]
+    assert list(read_json(out / "summary.json")["loads"]["cpu"]["cpus"]) == [str(last)]
+    stress = (out / "loads/cpu/stress.argv").read_text().split()
+    assert stress[stress.index("--taskset") + 1] == ("0" if last == 1 else f"0-{last - 1}")
+    plan = read_json(out / "run.json")["plan"]
+    assert plan["workers"] == last  # N = the housekeeping CPUs

@@ -147,6 +147,10 @@ def run(
     governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
     deadline: Deadline = None,
     junit: Junit = None,
+    rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
+    loads_on: Annotated[
+        str | None, typer.Option(help="with --rt-cpus: housekeeping (default) or all")
+    ] = None,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
     if deadline is not None:
@@ -163,6 +167,8 @@ def run(
         histogram_range,
         governor,
     )
+    if rt_cpus is not None or loads_on is not None:
+        plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping").validate()
     tgt = open_target(target)
     total = len(plan.loads) * (plan.duration_s + plan.settle_s)
     err.print(

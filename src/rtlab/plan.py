@@ -11,6 +11,7 @@ from typing import Any
 
 from rtlab.errors import UsageError
 from rtlab.loads import LOADS, STRESS_TIMEOUT_MARGIN_S, stress_argv
+from rtlab.system import cpus
 
 # Wide enough that nothing overflows: this 2-vCPU VM showed 27 ms under stress-ng.
 # cyclictest keeps one counter per microsecond per thread (8 bytes each).
@@ -29,6 +30,9 @@ class Plan:
     storage_dir: str | None = None  # where `storage` works; None: a scratch folder in the run
     governor: str = "performance"  # or "keep"
     preset: str | None = None
+    rt_cpus: str | None = None  # measure only these CPUs (a kernel CPU list); None: every CPU
+    loads_on: str = "housekeeping"  # with rt_cpus: where stress-ng runs, "housekeeping" or "all"
+    housekeeping_cpus: str | None = None  # resolved against the target: the online CPUs not in rt_cpus
 
     def validate(self) -> Plan:
         if not 1 <= self.priority <= 99:
@@ -39,19 +43,33 @@ class Plan:
             raise UsageError(f"histogram range {self.histogram_us}us is too small: use 1ms or more")
         if self.workers is not None and self.workers < 1:
             raise UsageError(f"bad worker count {self.workers}: use 1 or more")
+        if self.loads_on not in ("housekeeping", "all"):
+            raise UsageError(f"bad --loads-on {self.loads_on!r}: use housekeeping or all")
+        if self.rt_cpus is not None:
+            cpus.parse_list(self.rt_cpus)
         if self.settle_s < 0:
             raise UsageError(f"bad settle time {self.settle_s}s: use 0 or more")
         return self
 
-    def for_cpus(self, cpus: int) -> Plan:
-        """The plan with N, the stress-ng worker count, fixed for a target."""
-        return self if self.workers is not None else replace(self, workers=max(cpus, 1))
+    def for_target(self, online: str, count: int) -> Plan:
+        """The plan fixed for a target: N (stress-ng workers) and the CPU split, checked."""
+        plan = self
+        if self.rt_cpus is not None:
+            all_cpus = cpus.parse_list(online) if online else frozenset(range(count))
+            rt = cpus.parse_list(self.rt_cpus)
+            house = cpus.split(all_cpus, rt, None)
+            plan = replace(plan, rt_cpus=cpus.format_list(rt), housekeeping_cpus=cpus.format_list(house))
+            count = len(house) if self.loads_on == "housekeeping" else count
+        return plan if plan.workers is not None else replace(plan, workers=max(count, 1))
 
     def cyclictest_argv(self) -> list[str]:
         # The seed's `-m -S -p 99 -i 200 -q -D 10m -H 200`, with a wider histogram
         # whose text dump is not wanted: the JSON holds the same counts.
+        # With RT CPUs: one thread pinned to each of them, all at the same priority as -S does.
+        where = (["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
+                 if self.rt_cpus else ["-S"])  # fmt: skip
         return [
-            "-m", "-S",
+            "-m", *where,
             "-p", str(self.priority),
             "-i", str(self.interval_us),
             "-q",
@@ -63,10 +81,13 @@ class Plan:
     def stress_argv(self, load: str, scratch: str) -> list[str] | None:
         """stress-ng's arguments for `load`; `scratch` is the run's own scratch folder."""
         if self.workers is None:
-            raise ValueError("resolve the plan with for_cpus() first")
+            raise ValueError("resolve the plan with for_target() first")
         temp_path = (self.storage_dir or scratch) if load == "storage" else None
         timeout = self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S
-        return stress_argv(load, self.workers, timeout, temp_path)
+        argv = stress_argv(load, self.workers, timeout, temp_path)
+        if argv is not None and self.housekeeping_cpus and self.loads_on == "housekeeping":
+            argv += ["--taskset", self.housekeeping_cpus]
+        return argv
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -166,7 +166,8 @@ def _execute(
     tools = preflight(target, plan)
     info = sysinfo(target)
     info["derived"] = {"preemption": preemption(info).to_json()}
-    plan = plan.for_cpus(int((info.get("cpus") or {}).get("count") or 1))
+    cpu_facts = info.get("cpus") or {}
+    plan = plan.for_target(str(cpu_facts.get("online") or ""), int(cpu_facts.get("count") or 1))
     run = RunDir.create(out or default_run_path(info))
     write_json(run.path / "sysinfo.json", info)
 
