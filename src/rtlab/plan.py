@@ -94,12 +94,6 @@ class Plan:
         data["loads"] = list(self.loads)
         return data
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Plan:
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        fields["loads"] = tuple(fields.get("loads", ()))
-        return cls(**fields)
-
 
 # The StarFive study's protocol (section 5): every load for 10 minutes,
 # `cyclictest -m -S -p 99 -i 200`, N = online CPUs, governor `performance`.

@@ -58,14 +58,6 @@ class Histogram:
             "overflows": self.overflows,
         }
 
-    def dense(self, upto_us: int | None = None) -> Int64Array:
-        """Counts for 0 .. upto_us-1 µs (default: the whole binned range)."""
-        size = self.limit_us if upto_us is None else upto_us
-        out = np.zeros(size, dtype=np.int64)
-        keep = self.values < size
-        out[self.values[keep]] = self.counts[keep]
-        return out
-
 
 def merge(histograms: Iterable[Histogram]) -> Histogram:
     """The system-wide histogram: per-CPU counts summed bucket by bucket (the seed's way)."""
