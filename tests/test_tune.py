@@ -182,15 +182,17 @@ def test_revert_after_a_crash_in_the_middle_of_apply(tmp_path):
         stderr=subprocess.PIPE,
     )
     state = tmp_path / tune.STATE.lstrip("/")
-    deadline = time.monotonic() + 30
-    # wait until it blocks on the FIFO: the governor files (written before KSM) have changed
     governor = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
-    while governor.read_text() != "performance\n":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        # wait until it blocks on the FIFO: the governor files (written before KSM) have changed
+        deadline = time.monotonic() + 30
+        while governor.read_text() != "performance\n":
+            assert time.monotonic() < deadline, "rtlab tune never reached the FIFO"
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     assert state.exists()  # written before anything changed
     assert (tmp_path / "sys/kernel/mm/transparent_hugepage/enabled").read_text() == "always [madvise] never\n"
     stuck.unlink()
