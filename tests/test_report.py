@@ -10,6 +10,7 @@ import pytest
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram
+from rtlab.analysis.summary import warnings as summary_warnings
 from rtlab.analysis.verdict import with_deadline
 from rtlab.report import figures, html, junit
 
@@ -136,3 +137,13 @@ def test_comparison_warnings_name_the_difference(load):
     other = dict(MAINLINE, system=dict(MAINLINE["system"], cpu_model="Cortex-A55"))
     page = html.render([RT, other], ["RT", "Mainline"])
     assert "runs come from different machines (RT: sifive,u74-mc, Mainline: Cortex-A55)" in page
+
+
+def test_missed_periods_are_warned_about():
+    # 10 s at 200 µs on 2 CPUs plans 100,000 samples; 87,000 means periods were skipped.
+    plan = {"duration_s": 10, "interval_us": 200, "histogram_us": 100_000}
+    short = entry({20: 43_500})
+    loads = {"os": {**short, "merged": {**short["merged"], "samples": 87_000}}, "idle": entry({20: 100_000})}
+    found = [w for w in summary_warnings(plan, None, loads, []) if w["code"] == "missed-periods"]
+    assert [w["load"] for w in found] == ["os"]
+    assert "13 % fewer samples than planned (87000 of 100000)" in found[0]["message"]

@@ -96,6 +96,11 @@ def summarize(
     }
 
 
+def _planned_samples(plan: Mapping[str, Any], threads: int) -> int:
+    interval = int(plan.get("interval_us") or 0)
+    return int(plan.get("duration_s") or 0) * 1_000_000 // interval * threads if interval else 0
+
+
 def warnings(
     plan: Mapping[str, Any],
     sysinfo: Mapping[str, Any] | None,
@@ -112,6 +117,15 @@ def warnings(
         if entry["status"] != "complete":
             warn("incomplete", f"{name}: {entry['status']}, statistics cover what was measured", name)
         merged = entry["merged"]
+        planned = _planned_samples(plan, len(entry["cpus"]))
+        if merged and entry["status"] == "complete" and planned and merged["samples"] < 0.95 * planned:
+            short = 100 * (1 - merged["samples"] / planned)
+            warn(
+                "missed-periods",
+                f"{name}: {short:.0f} % fewer samples than planned ({merged['samples']} of {planned}): "
+                "cyclictest skips the periods it overran, so wake-ups were late by more than the interval",
+                name,
+            )
         if merged and merged["overflows"]:
             warn(
                 "overflow",
