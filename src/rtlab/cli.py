@@ -108,6 +108,10 @@ def _present(
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
         console.print(table.build(summaries, labels))
+        for summary, label in zip(summaries, labels, strict=True):
+            for warning in summary["warnings"]:
+                prefix = f"{label}: " if len(summaries) > 1 else ""
+                err.print(f"warning: {prefix}{warning['message']}", highlight=False)
     else:
         _emit(render(summaries, labels), output)
     if junit is not None:
@@ -179,8 +183,6 @@ def run(
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, tgt, out=out, name=name, on_event=progress)
     summary = outcome.summary
-    for warning in summary["warnings"]:
-        err.print(f"warning: {warning['message']}", highlight=False)
     err.print(f"run saved in {outcome.run.path}", highlight=False)
     try:
         _present([summary], [summary["run"] or outcome.run.path.name], deadline=deadline, junit=junit)
