@@ -104,7 +104,7 @@ def test_apply_then_revert_restores_every_file_byte_for_byte(tmp_path):
     thp = tmp_path / "sys/kernel/mm/transparent_hugepage/enabled"
     expected[thp] = b"madvise\n"
     assert snapshot(before) == expected
-    assert not root.path(tune.STATE).exists()
+    assert not root.exists(tune.STATE)
 
 
 def test_applying_twice_keeps_the_first_saved_values(tmp_path):

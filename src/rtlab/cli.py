@@ -23,7 +23,7 @@ from rtlab.results import store
 from rtlab.runner import execute, sysinfo
 from rtlab.system import audit, kernel
 from rtlab.system import tune as tuning
-from rtlab.system.files import Root
+from rtlab.system.files import Files
 from rtlab.targets import open_target
 from rtlab.units import format_duration, parse_duration, parse_latency
 
@@ -277,27 +277,34 @@ def tune(
     apply: Annotated[bool, typer.Option("--apply", help="make the changes, saving what was there")] = False,
     revert: Annotated[bool, typer.Option("--revert", help="put back exactly what was there before")] = False,
     target: Annotated[
-        str, typer.Option(help="local (tuning a remote system comes with the SSH target)")
+        str, typer.Option(help="local or qemu:... (a guest's tuning ends with the guest)")
     ] = "local",
 ) -> None:
     """Tune the system for latency: governor, idle states, IRQs, workqueues, RT throttling, THP, KSM."""
     if sum((dry_run, apply, revert)) > 1:
         raise UsageError("give one of --dry-run, --apply, --revert")
-    if target != "local":
-        raise UsageError(f"tune on {target!r}: only the local target can be tuned in this version")
-    root = Root()
+    tgt = open_target(target)
+    try:
+        _tune(tgt.files(), rt_cpus, housekeeping, apply, revert)
+    finally:
+        tgt.close()
+
+
+def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bool, revert: bool) -> None:
     if revert:
-        results = tuning.revert(root)
+        results = tuning.revert(files)
         console.print(
             check_table.changes([r.change for r in results], [r.outcome for r in results], "reverted")
         )
         return
-    cpus = tuning.cpu_plan(root, rt_cpus, housekeeping)
-    changes, unavailable = tuning.plan(root, cpus)
+    cpus = tuning.cpu_plan(files, rt_cpus, housekeeping)
+    changes, unavailable = tuning.plan(files, cpus)
     if apply:
-        results = tuning.apply(root, cpus, changes)
+        results = tuning.apply(files, cpus, changes)
         console.print(check_table.changes(changes, [r.outcome for r in results], "applied"))
-        err.print(f"saved the previous state in {root.path(tuning.STATE)}; undo with rtlab tune --revert")
+        err.print(
+            f"saved the previous state in {files.describe(tuning.STATE)}; undo with rtlab tune --revert"
+        )
     else:
         console.print(check_table.changes(changes, ["would change"] * len(changes), "dry run"))
     if unavailable:

@@ -9,6 +9,9 @@
 #   agent.sh preflight PRIO       checks cyclictest/stress-ng and SCHED_FIFO+mlock
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid)
+#   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
+#                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
+#                                 remove, mkdir, rmdir (every PATH under RTLAB_ROOT)
 #
 # Layout of DIR read by `run`:
 #   DIR/plan.loads                  load names, one per line, in order
@@ -449,6 +452,30 @@ cmd_stop() {
 	governors_restore
 }
 
+cmd_file() {
+	[ $# -ge 2 ] || die "usage: agent.sh file OP PATH [ARG]"
+	op=$1
+	path=$ROOT$2
+	case $op in
+	read) cat "$path" ;;
+	write) printf '%s\n' "$3" >"$path" ;;
+	exists) [ -e "$path" ] ;;
+	glob)
+		# No word splitting, only pathname expansion of the pattern.
+		IFS=
+		for p in $path; do
+			if [ -e "$p" ]; then printf '%s\n' "${p#"$ROOT"}"; fi
+		done
+		;;
+	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
+	rename) mv -f "$path" "$ROOT$3" ;;
+	remove) rm -f "$path" ;;
+	mkdir) mkdir "$path" ;;
+	rmdir) rmdir "$path" ;;
+	*) die "unknown file operation $op" ;;
+	esac
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
@@ -456,5 +483,6 @@ sysinfo) cmd_sysinfo ;;
 preflight) cmd_preflight "$@" ;;
 run) cmd_run "$@" ;;
 stop) cmd_stop "$@" ;;
-*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR" ;;
+file) cmd_file "$@" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | file OP PATH [ARG]" ;;
 esac

@@ -1,12 +1,52 @@
-"""/proc and /sys under a root path: the real one, or a fake tree made by tests."""
+"""/proc and /sys of a target, for tuning: read and written locally under a root path
+(the real one, or a fake tree made by tests) or through the agent on any other target.
+"""
 
 from __future__ import annotations
 
+import base64
+import errno
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from rtlab.results.rundir import write_atomic
+
+if TYPE_CHECKING:
+    from rtlab.targets.base import Target
+
+
+class Files(Protocol):
+    def read(self, path: str) -> str | None:
+        """The file's text without its trailing newline; None when missing or unreadable."""
+        ...
+
+    def write(self, path: str, value: str) -> None:
+        """`echo value > path`: one write, as sysfs wants. OSError when the kernel refuses."""
+        ...
+
+    def glob(self, pattern: str) -> list[str]: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def write_text(self, path: str, text: str) -> None:
+        """A whole file, replaced atomically, its folder made if needed (rtlab's own state)."""
+        ...
+
+    def remove(self, path: str) -> None: ...
+
+    def mkdir(self, path: str) -> None: ...
+
+    def rmdir(self, path: str) -> None: ...
+
+    def describe(self, path: str) -> str:
+        """Where `path` is, for messages."""
+        ...
 
 
 class Root:
+    """Files on this machine under a root path ($RTLAB_ROOT or /)."""
+
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root if root is not None else os.environ.get("RTLAB_ROOT") or "/")
 
@@ -14,21 +54,85 @@ class Root:
         return self.root / path.lstrip("/")
 
     def read(self, path: str) -> str | None:
-        """The file's text without its trailing newline; None when it is missing or unreadable."""
         try:
             return self.path(path).read_text(errors="replace").rstrip("\n")
         except OSError:
             return None
 
     def write(self, path: str, value: str) -> None:
-        """Writes like `echo value > path` (one write, as sysfs wants)."""
         with self.path(path).open("w") as f:
             f.write(value + "\n")
 
     def glob(self, pattern: str) -> list[str]:
-        """Absolute target paths (as the kernel names them) matching `pattern`."""
-        base = self.root
-        return sorted("/" + str(p.relative_to(base)) for p in base.glob(pattern.lstrip("/")))
+        return sorted("/" + str(p.relative_to(self.root)) for p in self.root.glob(pattern.lstrip("/")))
 
     def exists(self, path: str) -> bool:
         return self.path(path).exists()
+
+    def write_text(self, path: str, text: str) -> None:
+        self.path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path(path), text)
+
+    def remove(self, path: str) -> None:
+        self.path(path).unlink(missing_ok=True)
+
+    def mkdir(self, path: str) -> None:
+        self.path(path).mkdir()
+
+    def rmdir(self, path: str) -> None:
+        self.path(path).rmdir()
+
+    def describe(self, path: str) -> str:
+        return str(self.path(path))
+
+
+class AgentFiles:
+    """Files on a target, through `agent.sh file ...` (a QEMU guest, a board)."""
+
+    CHUNK = 1500  # base64 characters a call: a serial console line holds 4096 bytes
+
+    def __init__(self, target: Target):
+        self.target = target
+
+    def _call(self, op: str, path: str, *arg: str) -> tuple[int, str]:
+        return self.target.agent(["file", op, "/" + path.lstrip("/"), *arg])
+
+    def _must(self, op: str, path: str, *arg: str) -> str:
+        status, out = self._call(op, path, *arg)
+        if status != 0:
+            raise OSError(errno.EIO, out.strip().splitlines()[-1] if out.strip() else f"{op} failed", path)
+        return out
+
+    def read(self, path: str) -> str | None:
+        status, out = self._call("read", path)
+        return out.rstrip("\n") if status == 0 else None
+
+    def write(self, path: str, value: str) -> None:
+        self._must("write", path, value)
+
+    def glob(self, pattern: str) -> list[str]:
+        status, out = self._call("glob", pattern)
+        return sorted(line for line in out.splitlines() if line.startswith("/")) if status == 0 else []
+
+    def exists(self, path: str) -> bool:
+        return self._call("exists", path)[0] == 0
+
+    def write_text(self, path: str, text: str) -> None:
+        partial = path + ".part"
+        self._call("remove", partial)
+        encoded = base64.b64encode(text.encode()).decode()
+        for i in range(0, len(encoded), self.CHUNK):
+            self._must("append64", partial, encoded[i : i + self.CHUNK])
+        self._must("rename", partial, path)
+
+    def remove(self, path: str) -> None:
+        self._must("remove", path)
+
+    def mkdir(self, path: str) -> None:
+        self._must("mkdir", path)
+
+    def rmdir(self, path: str) -> None:
+        self._must("rmdir", path)
+
+    def describe(self, path: str) -> str:
+        return f"{path} on {self.target.name}"

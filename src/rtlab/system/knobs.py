@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from rtlab.system import cpus as cpulist
-from rtlab.system.files import Root
+from rtlab.system.files import Files
 
 
 @dataclass(frozen=True)
@@ -46,23 +46,23 @@ class Knob:
     why = ""
     rt_only = False  # meaningful only when some CPUs are reserved for real-time work
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         raise NotImplementedError
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         raise NotImplementedError
 
-    def current(self, root: Root, path: str) -> str | None:
+    def current(self, root: Files, path: str) -> str | None:
         value = root.read(path)
         return None if value is None else value.strip()
 
     def same(self, old: str, new: str) -> bool:
         return old == new
 
-    def available(self, root: Root, plan: CpuPlan) -> bool:
+    def available(self, root: Files, plan: CpuPlan) -> bool:
         return bool(self.paths(root, plan))
 
-    def changes(self, root: Root, plan: CpuPlan) -> list[Change]:
+    def changes(self, root: Files, plan: CpuPlan) -> list[Change]:
         if self.rt_only and not plan.rt:
             return []
         out = []
@@ -78,14 +78,14 @@ class Governor(Knob):
     name = "governor"
     why = "the highest frequency all the time: no latency from ramping up (the StarFive protocol)"
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [
             p
             for c in sorted(plan.online)
             for p in root.glob(f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor")
         ]
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return "performance"
 
 
@@ -94,7 +94,7 @@ class IdleStates(Knob):
     why = "no deep idle state on RT CPUs: waking from one takes tens to hundreds of µs"
     rt_only = True
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         # state0 is polling (x86) or the shallowest WFI: keep it.
         return [
             p
@@ -103,7 +103,7 @@ class IdleStates(Knob):
             if not p.endswith("/state0/disable")
         ]
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return "1"
 
 
@@ -112,10 +112,10 @@ class IrqAffinity(Knob):
     why = "device interrupts handled on housekeeping CPUs, not between the RT CPUs' wake-ups"
     rt_only = True
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [p for p in root.glob("proc/irq/*/smp_affinity_list") if p.split("/")[3].isdigit()]
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return cpulist.format_list(plan.housekeeping)
 
     def same(self, old: str, new: str) -> bool:
@@ -127,10 +127,10 @@ class DefaultIrqAffinity(Knob):
     why = "interrupts set up from now on start on housekeeping CPUs"
     rt_only = True
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return root.glob("proc/irq/default_smp_affinity")
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return cpulist.format_mask(plan.housekeeping)
 
     def same(self, old: str, new: str) -> bool:
@@ -142,12 +142,12 @@ class Workqueues(Knob):
     why = "unbound kernel work items run on housekeeping CPUs"
     rt_only = True
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return root.glob("sys/devices/virtual/workqueue/cpumask") + root.glob(
             "sys/devices/virtual/workqueue/*/cpumask"
         )
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return cpulist.format_mask(plan.housekeeping)
 
     def same(self, old: str, new: str) -> bool:
@@ -158,10 +158,10 @@ class _Sysctl(Knob):
     path = ""
     value = ""
 
-    def paths(self, root: Root, plan: CpuPlan) -> list[str]:
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [self.path] if root.exists(self.path) else []
 
-    def wanted(self, root: Root, plan: CpuPlan, path: str) -> str:
+    def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return self.value
 
 
@@ -192,7 +192,7 @@ class TransparentHugepages(_Sysctl):
     value = "never"
     why = "no huge-page compaction stalls (khugepaged, faults that compact memory)"
 
-    def current(self, root: Root, path: str) -> str | None:
+    def current(self, root: Files, path: str) -> str | None:
         value = root.read(path)
         return None if value is None else _selected(value.strip())
 

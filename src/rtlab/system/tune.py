@@ -11,9 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rtlab.errors import UsageError
-from rtlab.results.rundir import write_json
 from rtlab.system import cpus as cpulist
-from rtlab.system.files import Root
+from rtlab.system.files import Files
 from rtlab.system.knobs import KNOBS, Change, CpuPlan
 
 STATE = "/var/lib/rtlab/tune-state.json"
@@ -26,10 +25,12 @@ class Result:
     outcome: str  # applied / unchanged / failed: ...
 
 
-def cpu_plan(root: Root, rt: str | None, housekeeping: str | None) -> CpuPlan:
+def cpu_plan(root: Files, rt: str | None, housekeeping: str | None) -> CpuPlan:
     online_text = root.read("/sys/devices/system/cpu/online")
     if online_text is None:
-        raise UsageError(f"{root.path('/sys/devices/system/cpu/online')} is missing: is this a Linux /sys?")
+        raise UsageError(
+            f"{root.describe('/sys/devices/system/cpu/online')} is missing: is this a Linux /sys?"
+        )
     online = cpulist.parse_list(online_text)
     rt_cpus = cpulist.parse_list(rt) if rt else frozenset()
     house = cpulist.parse_list(housekeeping) if housekeeping else None
@@ -38,7 +39,7 @@ def cpu_plan(root: Root, rt: str | None, housekeeping: str | None) -> CpuPlan:
     return CpuPlan(online, rt_cpus, cpulist.split(online, rt_cpus, house))
 
 
-def plan(root: Root, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
+def plan(root: Files, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
     """The changes to make, and the knobs not available on this system."""
     changes: list[Change] = []
     unavailable: list[str] = []
@@ -52,35 +53,34 @@ def plan(root: Root, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
     return changes, unavailable
 
 
-def _load_state(root: Root) -> dict[str, Any] | None:
+def _load_state(root: Files) -> dict[str, Any] | None:
     text = root.read(STATE)
     return json.loads(text) if text else None
 
 
-def apply(root: Root, cpus: CpuPlan, changes: list[Change]) -> list[Result]:
+def apply(root: Files, cpus: CpuPlan, changes: list[Change]) -> list[Result]:
     state = _load_state(root) or {"schema": SCHEMA, "created": _now(), "changes": []}
     saved = {c["path"] for c in state["changes"]}
     # The first value ever seen is the one to restore: a second apply must not overwrite it.
     state["changes"] += [asdict(c) for c in changes if c.path not in saved]
     state.update(rt_cpus=cpulist.format_list(cpus.rt), housekeeping=cpulist.format_list(cpus.housekeeping))
-    root.path(STATE).parent.mkdir(parents=True, exist_ok=True)
-    write_json(root.path(STATE), state)
+    root.write_text(STATE, json.dumps(state, indent=2) + "\n")
     return [_write(root, c, c.new) for c in changes]
 
 
-def revert(root: Root) -> list[Result]:
+def revert(root: Files) -> list[Result]:
     state = _load_state(root)
     if state is None:
         raise UsageError(
-            f"nothing to revert: {root.path(STATE)} does not exist (no rtlab tune --apply is in force)"
+            f"nothing to revert: {root.describe(STATE)} does not exist (no rtlab tune --apply is in force)"
         )
     results = [_write(root, Change(**c), c["old"]) for c in reversed(state["changes"])]
     if all(not r.outcome.startswith("failed") for r in results):
-        root.path(STATE).unlink()
+        root.remove(STATE)
     return results
 
 
-def _write(root: Root, change: Change, value: str) -> Result:
+def _write(root: Files, change: Change, value: str) -> Result:
     try:
         root.write(change.path, value)
     except OSError as e:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rtlab.results.rundir import RunDir
+
+if TYPE_CHECKING:
+    from rtlab.system.files import Files
 
 
 class Target(Protocol):
@@ -37,6 +40,10 @@ class Target(Protocol):
 
     def collect(self, run: RunDir, remote: str) -> None:
         """Brings the results of the run folder `remote` into `run`."""
+        ...
+
+    def files(self) -> Files:
+        """/proc and /sys of the target, for tuning."""
         ...
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from rtlab.agent import script_path
 from rtlab.results.rundir import RunDir
+from rtlab.system.files import Root
 
 
 class LocalTarget:
@@ -70,6 +71,9 @@ class LocalTarget:
 
     def collect(self, run: RunDir, remote: str) -> None:
         return None  # the agent wrote straight into the run directory
+
+    def files(self) -> Root:
+        return Root()
 
     def close(self) -> None:
         return None

@@ -33,6 +33,7 @@ from typing import Any
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results.rundir import RunDir
+from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import debian, initramfs, machines
 from rtlab.targets.qemu.console import Console, GuestDied
 
@@ -331,6 +332,9 @@ class QemuTarget:
         finally:
             if console is not None:
                 self._save_console(console, run.path / "console.log")
+
+    def files(self) -> AgentFiles:
+        return AgentFiles(self)
 
     def close(self) -> None:
         if self.console is not None:
