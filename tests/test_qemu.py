@@ -232,3 +232,39 @@ def test_bad_guest_specs(text, fix):
 
 def test_no_guest_process_survives_the_tests():
     assert guests() == set() or os.environ.get("RTLAB_KEEP_GUESTS")
+
+
+@needs_x86
+def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
+    out = tmp_path / "tuned"
+    done = rtlab(
+        "run",
+        "--target",
+        "qemu:debian-rt",
+        "--rt-cpus",
+        "1",
+        "--tune",
+        "--loads",
+        "idle",
+        "--duration",
+        "2s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    tuning = read_json(out / "tuning.json")
+    applied = {c["path"]: c for c in tuning["applied"]}
+    reverted = {c["path"]: c for c in tuning["reverted"]}
+    runtime = "/proc/sys/kernel/sched_rt_runtime_us"
+    # read back from the guest's own /proc after each step
+    assert applied[runtime]["now"] == "-1" and reverted[runtime]["now"] == applied[runtime]["old"] == "950000"
+    moved = [c for c in applied.values() if c["knob"] == "irq-affinity" and c["outcome"] == "applied"]
+    assert moved and all(c["now"] == "0" for c in moved)  # housekeeping CPU 0
+    assert all(reverted[c["path"]]["now"] == c["old"] for c in moved)
+    # the timer interrupt cannot move: reported per IRQ, the run goes on
+    assert applied["/proc/irq/0/smp_affinity_list"]["outcome"].startswith("failed")
+    data = read_json(out / "loads/idle/cyclictest.json")
+    assert [t["cpu"] for t in data["thread"].values()] == [1]
+    assert guests() == set()

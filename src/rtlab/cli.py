@@ -155,6 +155,9 @@ def run(
     loads_on: Annotated[
         str | None, typer.Option(help="with --rt-cpus: housekeeping (default) or all")
     ] = None,
+    tune_too: Annotated[
+        bool, typer.Option("--tune", help="apply rtlab tune for the run, revert it after")
+    ] = False,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
     if deadline is not None:
@@ -171,8 +174,8 @@ def run(
         histogram_range,
         governor,
     )
-    if rt_cpus is not None or loads_on is not None:
-        plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping").validate()
+    if rt_cpus is not None or loads_on is not None or tune_too:
+        plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     tgt = open_target(target)
     total = len(plan.loads) * (plan.duration_s + plan.settle_s)
     err.print(

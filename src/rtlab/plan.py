@@ -33,6 +33,7 @@ class Plan:
     rt_cpus: str | None = None  # measure only these CPUs (a kernel CPU list); None: every CPU
     loads_on: str = "housekeeping"  # with rt_cpus: where stress-ng runs, "housekeeping" or "all"
     housekeeping_cpus: str | None = None  # resolved against the target: the online CPUs not in rt_cpus
+    tune: bool = False  # apply rtlab tune on the target for the measurement, revert it afterwards
 
     def validate(self) -> Plan:
         if not 1 <= self.priority <= 99:

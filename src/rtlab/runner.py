@@ -25,6 +25,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.results import events as ev
 from rtlab.results.rundir import SCHEMA, RunDir, write_json
+from rtlab.system import tune
 from rtlab.system.kernel import preemption
 from rtlab.targets.base import Target
 
@@ -126,6 +127,29 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
 
 
 @contextmanager
+def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[None]:
+    """With --tune: the target tuned for the measurement and put back afterwards, both recorded
+    in RUN/tuning.json with what each file read after the change."""
+    if not plan.tune:
+        yield
+        return
+    files = target.files()
+    cpus = tune.cpu_plan(files, plan.rt_cpus, plan.housekeeping_cpus)
+    changes, unavailable = tune.plan(files, cpus)
+    record: dict[str, Any] = {
+        "schema": "rtlab.tuning/1",
+        "unavailable": unavailable,
+        "applied": tune.readback(files, tune.apply(files, cpus, changes)),
+    }
+    write_json(run.path / "tuning.json", record)
+    try:
+        yield
+    finally:
+        record["reverted"] = tune.readback(files, tune.revert(files)) if changes else []
+        write_json(run.path / "tuning.json", record)
+
+
+@contextmanager
 def _signals_stop(target: Target) -> Iterator[list[int]]:
     """SIGINT/SIGTERM ask the agent to stop instead of killing rtlab mid-write."""
     caught: list[int] = []
@@ -201,7 +225,7 @@ def _execute(
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
             "--governor", plan.governor]  # fmt: skip
     started = time.monotonic()
-    with _signals_stop(target) as caught:
+    with _tuned(target, plan, run), _signals_stop(target) as caught:
         target.run_agent(args, on_line)
     target.collect(run, remote)
     if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed

@@ -91,3 +91,15 @@ def _write(root: Files, change: Change, value: str) -> Result:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def readback(root: Files, results: list[Result]) -> list[dict[str, Any]]:
+    """Each change with its outcome and what the file says now: the record a run keeps."""
+    return [
+        {**asdict(r.change), "outcome": r.outcome, "now": _now_value(root, r.change.path)} for r in results
+    ]
+
+
+def _now_value(root: Files, path: str) -> str | None:
+    value = root.read(path)
+    return None if value is None else value.strip()
