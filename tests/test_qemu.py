@@ -265,6 +265,13 @@ def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
     assert all(reverted[c["path"]]["now"] == c["old"] for c in moved)
     # the timer interrupt cannot move: reported per IRQ, the run goes on
     assert applied["/proc/irq/0/smp_affinity_list"]["outcome"].startswith("failed")
+    # the RT CPU became a valid cpuset partition, and the group went away again
+    partition = "/sys/fs/cgroup/rtlab-rt/cpuset.cpus.partition"
+    assert applied[partition]["outcome"] == "applied" and applied[partition]["now"] == "root"
+    group = reverted["/sys/fs/cgroup/rtlab-rt"]
+    assert group["outcome"] == "applied" and group["now"] is None
+    # cyclictest measured inside the partition, on the RT CPU only
     data = read_json(out / "loads/idle/cyclictest.json")
     assert [t["cpu"] for t in data["thread"].values()] == [1]
+    assert "ERROR" not in (out / "loads/idle/cyclictest.log").read_text()
     assert guests() == set()

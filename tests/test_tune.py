@@ -57,7 +57,25 @@ def test_every_knob_is_available_on_the_board(tmp_path):
     root = Root(tmp_path)
     plan = tune.cpu_plan(root, "2-3", None)
     assert plan.housekeeping == {0, 1}
-    assert [k.name for k in KNOBS if not k.available(root, plan)] == []
+    # all but the cpuset partition: a fake tree cannot act as cgroupfs (that one is tested in QEMU)
+    assert [k.name for k in KNOBS if not k.available(root, plan)] == ["cpuset-partition"]
+
+
+def test_cpuset_partition_plan_creates_a_group_and_undoes_by_removing_it(tmp_path):
+    board(tmp_path)
+    cgroup = tmp_path / "sys/fs/cgroup"
+    cgroup.mkdir(parents=True)
+    (cgroup / "cgroup.controllers").write_text("cpuset cpu io memory\n")
+    (cgroup / "cgroup.subtree_control").write_text("cpu memory\n")
+    root = Root(tmp_path)
+    changes, _ = tune.plan(root, tune.cpu_plan(root, "2-3", None))
+    partition = [(c.path, c.old, c.new, c.revert_value) for c in changes if c.knob == "cpuset-partition"]
+    assert partition == [
+        ("/sys/fs/cgroup/cgroup.subtree_control", "cpu memory", "+cpuset", "-cpuset"),
+        ("/sys/fs/cgroup/rtlab-rt", "(absent)", "(create)", "(remove)"),
+        ("/sys/fs/cgroup/rtlab-rt/cpuset.cpus", "(absent)", "2-3", "(nothing)"),
+        ("/sys/fs/cgroup/rtlab-rt/cpuset.cpus.partition", "(absent)", "root", "(nothing)"),
+    ]
 
 
 def test_a_minimal_board_reports_missing_knobs_as_unavailable(tmp_path):

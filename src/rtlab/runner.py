@@ -27,6 +27,7 @@ from rtlab.results import events as ev
 from rtlab.results.rundir import SCHEMA, RunDir, write_json
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
+from rtlab.system.knobs import CpusetPartition
 from rtlab.targets.base import Target
 
 INSTALL_HINT = {
@@ -127,11 +128,11 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
 
 
 @contextmanager
-def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[None]:
+def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[list[str]]:
     """With --tune: the target tuned for the measurement and put back afterwards, both recorded
-    in RUN/tuning.json with what each file read after the change."""
+    in RUN/tuning.json with what each file read after the change. Yields more agent options."""
     if not plan.tune:
-        yield
+        yield []
         return
     files = target.files()
     cpus = tune.cpu_plan(files, plan.rt_cpus, plan.housekeeping_cpus)
@@ -142,8 +143,9 @@ def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[None]:
         "applied": tune.readback(files, tune.apply(files, cpus, changes)),
     }
     write_json(run.path / "tuning.json", record)
+    partition = CpusetPartition.group
     try:
-        yield
+        yield ["--cgroup", partition] if files.exists(f"{partition}/cgroup.procs") else []
     finally:
         record["reverted"] = tune.readback(files, tune.revert(files)) if changes else []
         write_json(run.path / "tuning.json", record)
@@ -225,8 +227,8 @@ def _execute(
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
             "--governor", plan.governor]  # fmt: skip
     started = time.monotonic()
-    with _tuned(target, plan, run), _signals_stop(target) as caught:
-        target.run_agent(args, on_line)
+    with _tuned(target, plan, run) as tuned_args, _signals_stop(target) as caught:
+        target.run_agent(args + tuned_args, on_line)
     target.collect(run, remote)
     if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed
         (run.path / "events").write_text("".join(f"{line}\n" for line in streamed))

@@ -7,7 +7,7 @@
 #
 #   agent.sh sysinfo              prints system information as JSON
 #   agent.sh preflight PRIO       checks cyclictest/stress-ng and SCHED_FIFO+mlock
-#   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep]
+#   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid)
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
@@ -369,8 +369,11 @@ run_load() {
 	fi
 	if [ $STOP = 0 ]; then
 		emit measure-start load="$name"
-		(cd "$ld" && run_argv cyclictest.argv cyclictest --json=cyclictest.json.part) \
-			>"$ld/cyclictest.log" 2>&1 &
+		(
+			# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
+			if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
+			cd "$ld" && run_argv cyclictest.argv cyclictest --json=cyclictest.json.part
+		) >"$ld/cyclictest.log" 2>&1 &
 		CT_PID=$!
 		wait_pid "$CT_PID"
 		CT_PID=
@@ -393,14 +396,16 @@ run_load() {
 }
 
 cmd_run() {
-	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep]"
+	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep] [--cgroup PATH]"
 	DIR=$1
 	shift
 	SECS=0
 	SETTLE=0
 	GOVERNOR=performance
+	CGROUP=
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--cgroup) CGROUP=$2 ;;
 		--seconds) SECS=$2 ;;
 		--settle) SETTLE=$2 ;;
 		--governor) GOVERNOR=$2 ;;

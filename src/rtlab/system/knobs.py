@@ -22,6 +22,12 @@ class CpuPlan:
     housekeeping: frozenset[int]
 
 
+ABSENT = "(absent)"
+MKDIR = "(create)"  # new: make the directory
+RMDIR = "(remove)"  # undo: remove the directory
+SKIP = "(nothing)"  # undo: nothing to write (the directory holding the file goes)
+
+
 @dataclass(frozen=True)
 class Change:
     knob: str
@@ -29,6 +35,11 @@ class Change:
     old: str
     new: str
     why: str
+    undo: str | None = None  # what to write to revert, when it is not `old`
+
+    @property
+    def revert_value(self) -> str:
+        return self.old if self.undo is None else self.undo
 
 
 def _selected(value: str) -> str:
@@ -197,6 +208,42 @@ class TransparentHugepages(_Sysctl):
         return None if value is None else _selected(value.strip())
 
 
+class CpusetPartition(Knob):
+    """cgroup v2: a group owning the RT CPUs as a partition root, so nothing outside it is
+    scheduled there. The agent starts cyclictest inside it."""
+
+    name = "cpuset-partition"
+    why = "the RT CPUs belong to the rtlab-rt cpuset partition: no other task is scheduled there"
+    rt_only = True
+    cgroup = "/sys/fs/cgroup"
+    group = "/sys/fs/cgroup/rtlab-rt"
+
+    def paths(self, root: Files, plan: CpuPlan) -> list[str]:
+        controllers = (root.read(f"{self.cgroup}/cgroup.controllers") or "").split()
+        return [self.group] if "cpuset" in controllers else []
+
+    def changes(self, root: Files, plan: CpuPlan) -> list[Change]:
+        if not plan.rt or not self.paths(root, plan):
+            return []
+        out = []
+        subtree = f"{self.cgroup}/cgroup.subtree_control"
+        enabled = (root.read(subtree) or "").split()
+        if "cpuset" not in enabled:
+            out.append(Change(self.name, subtree, " ".join(enabled), "+cpuset", self.why, undo="-cpuset"))
+        wanted = {"cpuset.cpus": cpulist.format_list(plan.rt), "cpuset.cpus.partition": "root"}
+        if root.exists(self.group):
+            for name, value in wanted.items():
+                old = (root.read(f"{self.group}/{name}") or "").strip()
+                if old != value:
+                    out.append(Change(self.name, f"{self.group}/{name}", old, value, self.why))
+            return out
+        out.append(Change(self.name, self.group, ABSENT, MKDIR, self.why, undo=RMDIR))
+        out += [
+            Change(self.name, f"{self.group}/{n}", ABSENT, v, self.why, undo=SKIP) for n, v in wanted.items()
+        ]
+        return out
+
+
 KNOBS: tuple[Knob, ...] = (
     Governor(),
     IdleStates(),
@@ -207,4 +254,5 @@ KNOBS: tuple[Knob, ...] = (
     TimerMigration(),
     Ksm(),
     TransparentHugepages(),
+    CpusetPartition(),
 )

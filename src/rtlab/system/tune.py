@@ -13,7 +13,7 @@ from typing import Any
 from rtlab.errors import UsageError
 from rtlab.system import cpus as cpulist
 from rtlab.system.files import Files
-from rtlab.system.knobs import KNOBS, Change, CpuPlan
+from rtlab.system.knobs import KNOBS, MKDIR, RMDIR, SKIP, Change, CpuPlan
 
 STATE = "/var/lib/rtlab/tune-state.json"
 SCHEMA = "rtlab.tune/1"
@@ -74,7 +74,8 @@ def revert(root: Files) -> list[Result]:
         raise UsageError(
             f"nothing to revert: {root.describe(STATE)} does not exist (no rtlab tune --apply is in force)"
         )
-    results = [_write(root, Change(**c), c["old"]) for c in reversed(state["changes"])]
+    changes = [Change(**c) for c in reversed(state["changes"])]
+    results = [_write(root, c, c.revert_value) for c in changes if c.revert_value != SKIP]
     if all(not r.outcome.startswith("failed") for r in results):
         root.remove(STATE)
     return results
@@ -82,7 +83,13 @@ def revert(root: Files) -> list[Result]:
 
 def _write(root: Files, change: Change, value: str) -> Result:
     try:
-        root.write(change.path, value)
+        if value == MKDIR:
+            root.mkdir(change.path)
+        elif value == RMDIR:
+            if root.exists(change.path):
+                root.rmdir(change.path)
+        else:
+            root.write(change.path, value)
     except OSError as e:
         # e.g. per-CPU timer or IPI interrupts, which the kernel will not move (EIO)
         return Result(change, f"failed: {e.strerror or e}")

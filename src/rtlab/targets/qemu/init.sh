@@ -16,6 +16,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 # Optional: what tracing and tuning use, where the kernel has it.
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
