@@ -96,6 +96,7 @@ def test_a_minimal_board_reports_missing_knobs_as_unavailable(tmp_path):
         "timer-migration",
         "ksm",
         "thp",
+        "cpuset-partition",
     }
 
 
