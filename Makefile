@@ -6,8 +6,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # What the tests add: a browser for the HTML report, setpriv for the unprivileged case,
-# QEMU for the guests that boot real RT and standard kernels.
-TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi
+# QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target.
+TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,11 +23,14 @@ from rtlab.plan import Plan, preset
 from rtlab.progress import RunProgress
 from rtlab.report import check_table, figures, table
 from rtlab.results import store
-from rtlab.runner import execute, sysinfo
+from rtlab.results.events import Event
+from rtlab.runner import Outcome, execute, sysinfo
+from rtlab.runner import collect as collect_run
 from rtlab.system import audit, kernel
 from rtlab.system import tune as tuning
 from rtlab.system.files import Files
 from rtlab.targets import open_target
+from rtlab.targets.base import Target
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 app = typer.Typer(
@@ -41,6 +47,9 @@ Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to th
 Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
 Figures = Annotated[
     Path | None, typer.Option("--figures", help="also write each figure as PNG into this folder")
+]
+AcceptKey = Annotated[
+    bool, typer.Option("--accept-new-host-key", help="trust an SSH host key seen for the first time")
 ]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 
@@ -132,7 +141,10 @@ def _present(
 
 @app.command()
 def run(
-    target: Annotated[str, typer.Option(help="local (more to come: ssh://, qemu:)")] = "local",
+    target: Annotated[
+        list[str] | None,
+        typer.Option(help="local, ssh://[user@]host[:port] or qemu:...; several boards run in parallel"),
+    ] = None,
     loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
     duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,
     interval: Annotated[str | None, typer.Option(help="cyclictest interval (default 200us)")] = None,
@@ -158,6 +170,7 @@ def run(
     tune_too: Annotated[
         bool, typer.Option("--tune", help="apply rtlab tune for the run, revert it after")
     ] = False,
+    accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
     if deadline is not None:
@@ -176,15 +189,23 @@ def run(
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
-    tgt = open_target(target)
+    specs = target or ["local"]
+    targets = [open_target(spec, accept_new_host_key) for spec in specs]
     total = len(plan.loads) * (plan.duration_s + plan.settle_s)
     err.print(
-        f"measuring {','.join(plan.loads)} on {tgt.name}, {format_duration(plan.duration_s)} each "
-        f"(about {format_duration(total)})",
+        f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
+        f"{format_duration(plan.duration_s)} each (about {format_duration(total)})",
         highlight=False,
     )
+    if len(targets) > 1:
+        _run_parallel(plan, targets, out, name, deadline, junit)
+        return
     with RunProgress(plan, err) as progress:
-        outcome = execute(plan, tgt, out=out, name=name, on_event=progress)
+        outcome = execute(plan, targets[0], out=out, name=name, on_event=progress)
+    _conclude(outcome, deadline, junit)
+
+
+def _conclude(outcome: Outcome, deadline: str | None, junit: Path | None) -> None:
     summary = outcome.summary
     err.print(f"run saved in {outcome.run.path}", highlight=False)
     try:
@@ -194,6 +215,72 @@ def run(
             raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
         if summary["status"] != "complete":
             raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")
+
+
+def _run_parallel(
+    plan: Plan,
+    targets: list[Target],
+    out: Path | None,
+    name: str | None,
+    deadline: str | None,
+    junit: Path | None,
+) -> None:
+    """One run per board, all at once; one failing board does not stop the others."""
+    outcomes: dict[str, Outcome | Exception] = {}
+
+    def work(tgt: Target) -> None:
+        def line(event: Event) -> None:
+            if event.kind in ("load-start", "load-end", "done", "connection-lost", "host-timeout"):
+                detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
+                err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
+
+        folder = out / _slug(tgt.name) if out is not None else None
+        try:
+            outcomes[tgt.name] = execute(plan, tgt, out=folder, name=name, on_event=line)
+        except (UsageError, RunFailed) as e:
+            outcomes[tgt.name] = e
+
+    threads = [threading.Thread(target=work, args=(t,), name=t.name) for t in targets]
+
+    def relay(signum: int, _frame: object) -> None:
+        for t in targets:
+            t.interrupt()
+
+    previous = {sig: signal.signal(sig, relay) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    failed = False
+    for t in targets:
+        result = outcomes.get(t.name)
+        if isinstance(result, Outcome):
+            summary = result.summary
+            console.print(table.build([summary], [t.name]))
+            err.print(f"{t.name}: {summary['status']}, saved in {result.run.path}", highlight=False)
+            failed |= summary["status"] != "complete" or result.interrupted
+        else:
+            err.print(f"{t.name}: failed: {result}", highlight=False)
+            failed = True
+    if failed:
+        raise RunFailed("not every board completed its run: see above")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_")
+
+
+@app.command()
+def collect(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Fetch the results of an SSH run whose connection dropped, once the board is reachable."""
+    _conclude(collect_run(run_dir, accept_new_host_key), None, None)
 
 
 @app.command("report")
@@ -234,17 +321,18 @@ def compare(
 
 @app.command()
 def check(
-    target: Annotated[str, typer.Option(help="local or qemu:... (the system to audit)")] = "local",
+    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:... (the system to audit)")] = "local",
     config: Annotated[
         Path | None, typer.Option(help="a kernel .config to audit instead of the target's")
     ] = None,
     rt_cpus: Annotated[str, typer.Option(help="RT CPUs, for the boot parameter advice, e.g. 2-3")] = "",
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Audit the kernel and the system for real-time: what is right, what is wrong, how to fix it."""
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
-    tgt = open_target(target)
+    tgt = open_target(target, accept_new_host_key)
     try:
         info = sysinfo(tgt)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,9 @@ INSTALL_HINT = {
     "cyclictest": "apt-get install rt-tests (Debian/Ubuntu) or enable rt-tests in Buildroot/Yocto",
     "stress-ng": "apt-get install stress-ng (Debian/Ubuntu) or enable stress-ng in Buildroot/Yocto",
 }
+
+
+MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB
 
 
 @dataclass
@@ -74,7 +78,7 @@ def _now() -> str:
 
 def preflight(target: Target, plan: Plan) -> dict[str, str]:
     """Tool versions on the target; a UsageError naming the fix when it cannot measure."""
-    _, out = target.agent(["preflight", str(plan.priority)])
+    _, out = target.agent(["preflight", str(plan.priority), *([target.runs_dir] if target.runs_dir else [])])
     found: dict[str, str] = {}
     for event in filter(None, map(ev.parse, out.splitlines())):
         if event.kind == "tool":
@@ -83,6 +87,16 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
             tool = event.get("name")
             if tool == "cyclictest" or any(load != "idle" for load in plan.loads):
                 raise UsageError(f"{tool} is not installed on {target.name}: {INSTALL_HINT[tool]}")
+        elif event.kind == "busy":
+            raise UsageError(
+                f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
+                f"{target.name}: wait for it to end, or stop it, then run again"
+            )
+        elif event.kind == "space" and event.get("kb").isdigit() and int(event.get("kb")) < MIN_FREE_KB:
+            raise UsageError(
+                f"{target.name} has {event.get('kb')} KiB free in {target.runs_dir}: results need at least "
+                f"{MIN_FREE_KB} KiB; free some space"
+            )
         elif event.kind == "privileges" and event.get("status") != "ok":
             raise UsageError(
                 f"cyclictest may not use SCHED_FIFO priority {plan.priority} and mlock on "
@@ -155,6 +169,9 @@ def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[list[str]]:
 def _signals_stop(target: Target) -> Iterator[list[int]]:
     """SIGINT/SIGTERM ask the agent to stop instead of killing rtlab mid-write."""
     caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught  # several targets at once: the main thread relays signals to each
+        return
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         caught.append(signum)
@@ -233,17 +250,53 @@ def _execute(
     if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed
         (run.path / "events").write_text("".join(f"{line}\n" for line in streamed))
 
-    results = {load: run.cyclictest(load) for load in plan.loads}
-    summary = summarize(manifest, info, results, run.events())
-    for load, entry in summary["loads"].items():
-        manifest["loads"][load]["status"] = entry["status"]
-    manifest.update(
+    summary = _finish(
+        run,
+        manifest,
+        info,
         target=target.describe(),
-        status=summary["status"],
-        ended=_now(),
         elapsed_s=round(time.monotonic() - started, 1),
         interrupted=bool(caught),
     )
+    return Outcome(run, summary, interrupted=bool(caught))
+
+
+def _finish(
+    run: RunDir, manifest: dict[str, Any], info: dict[str, Any] | None, **extra: Any
+) -> dict[str, Any]:
+    """The summary from what the run directory holds now; run.json says how it ended."""
+    loads = manifest["plan"]["loads"]
+    summary = summarize(manifest, info, {load: run.cyclictest(load) for load in loads}, run.events())
+    for load, entry in summary["loads"].items():
+        manifest["loads"][load]["status"] = entry["status"]
+    manifest.update(status=summary["status"], ended=_now(), **extra)
     run.write_manifest(manifest)
     write_json(run.path / "summary.json", summary)
-    return Outcome(run, summary, interrupted=bool(caught))
+    return summary
+
+
+def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
+    """Fetches the results of an SSH run whose connection dropped, once the board is back."""
+    from rtlab.targets.ssh import SshTarget
+
+    run = RunDir.open(path)
+    manifest = run.manifest()
+    described = manifest.get("target") or {}
+    if described.get("kind") != "ssh":
+        raise UsageError(f"{path} was measured on {described.get('name')}: only SSH runs are collected later")
+    target = SshTarget(described["name"], accept_new_host_key=accept_new_host_key)
+    remote = target.workdir(run)
+    try:
+        if target.still_running(remote):
+            done = sum(1 for e in target.events(remote) if e.kind == "load-end")
+            raise RunFailed(
+                f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads done; "
+                "collect again later"
+            )
+        (run.path / "collect-error.txt").unlink(missing_ok=True)  # from the attempt that failed
+        target.collect(run, remote)
+    finally:
+        target.close()
+    if (run.path / "collect-error.txt").exists():
+        raise RunFailed((run.path / "collect-error.txt").read_text().strip())
+    return Outcome(run, _finish(run, manifest, run.sysinfo(), collected=_now()))

@@ -6,7 +6,8 @@
 # (the plan as plain files) and reads back what the agent writes there.
 #
 #   agent.sh sysinfo              prints system information as JSON
-#   agent.sh preflight PRIO       checks cyclictest/stress-ng and SCHED_FIFO+mlock
+#   agent.sh preflight PRIO [RUNS]  checks cyclictest/stress-ng, SCHED_FIFO+mlock, and in RUNS
+#                                 (where runs live) another active run and the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid)
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
@@ -223,7 +224,23 @@ cmd_sysinfo() {
 
 cmd_preflight() {
 	prio=${1:-99}
+	runs=${2:-}
 	ok=0
+	if [ -n "$runs" ] && [ -d "$runs" ]; then
+		for pidfile in "$runs"/*/agent.pid; do
+			[ -f "$pidfile" ] || continue
+			pid=$(cat "$pidfile")
+			if kill -0 "$pid" 2>/dev/null; then
+				run=${pidfile%/agent.pid}
+				printf '@rtlab busy run=%s pid=%s\n' "${run##*/}" "$pid"
+				return 1
+			fi
+		done
+	fi
+	if [ -n "$runs" ]; then
+		mkdir -p "$runs" 2>/dev/null
+		printf '@rtlab space kb=%s\n' "$(df -k "$runs" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+	fi
 	if command -v cyclictest >/dev/null 2>&1; then
 		printf '@rtlab tool name=cyclictest version=%s\n' "$(tool_version cyclictest)"
 	else

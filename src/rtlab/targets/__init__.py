@@ -1,4 +1,4 @@
-"""Targets by name: `local`, `qemu:...`; `ssh://` will share the same interface."""
+"""Targets by name: `local`, `ssh://[user@]host[:port]`, `qemu:...`, one interface (base.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from rtlab.targets.base import Target
 from rtlab.targets.local import LocalTarget
 
 
-def open_target(spec: str) -> Target:
+def open_target(spec: str, accept_new_host_key: bool = False) -> Target:
     if spec in ("", "local"):
         return LocalTarget()
     kind, _, rest = spec.partition(":")
@@ -16,7 +16,7 @@ def open_target(spec: str) -> Target:
 
         return QemuTarget(GuestSpec.parse(rest))
     if kind == "ssh":
-        raise UsageError(
-            f"target {spec!r}: the {kind} target is not available yet; use --target local or qemu:..."
-        )
+        from rtlab.targets.ssh import SshTarget
+
+        return SshTarget(spec, accept_new_host_key=accept_new_host_key)
     raise UsageError(f"unknown target {spec!r}: use local, ssh://user@host or qemu:<kernel>")

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 class Target(Protocol):
     name: str
+    runs_dir: str  # where runs live on the target, "" where that is not the target's business
 
     def describe(self) -> dict[str, Any]:
         """What run.json records about the target."""

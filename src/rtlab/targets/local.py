@@ -16,6 +16,7 @@ from rtlab.system.files import Root
 
 class LocalTarget:
     name = "local"
+    runs_dir = ""
 
     def __init__(self, shell: str = "sh", env: dict[str, str] | None = None):
         self.shell = shell

@@ -128,6 +128,8 @@ class _Boot:
 
 
 class QemuTarget:
+    runs_dir = ""  # every guest is new
+
     def __init__(self, spec: GuestSpec, cache: Path | None = None):
         self.spec = spec
         self.name = f"qemu:{spec.text}"

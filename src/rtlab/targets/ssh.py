@@ -1,0 +1,263 @@
+"""The SSH target: boards measured from a workstation (asyncssh).
+
+The user's ~/.ssh/config, agent and keys are used; host keys are checked against
+~/.ssh/known_hosts and an unknown or changed key is refused with its fingerprint
+(`--accept-new-host-key` trusts an unknown one on first contact, never a changed one).
+
+The agent is copied to the board and started detached (nohup), so a dropped
+connection does not stop the measurement: its progress is streamed from the run
+folder's events file while the connection lasts, and the results are pulled back as
+a tar stream (then removed from the board); `rtlab collect RUN` does that later if
+the connection was lost.
+Every value that reaches the remote shell goes through shlex.quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import shlex
+import tarfile
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncssh
+
+from rtlab.agent import script_path
+from rtlab.errors import RunFailed, UsageError
+from rtlab.results.events import Event
+from rtlab.results.events import parse as parse_event
+from rtlab.results.rundir import RunDir
+from rtlab.system.files import AgentFiles
+
+BASE = "/tmp/rtlab"
+AGENT = f"{BASE}/agent.sh"
+MARGIN_S = 120.0
+T = TypeVar("T")
+_SPEC = re.compile(
+    r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
+)
+
+
+def known_hosts_path() -> Path:
+    return Path("~/.ssh/known_hosts").expanduser()
+
+
+def _as_bytes(data: bytes | str | None) -> bytes:
+    if data is None:
+        return b""
+    return data if isinstance(data, bytes) else data.encode()
+
+
+class _Loop:
+    """An asyncio loop on a thread of its own, so the rest of rtlab stays synchronous."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class SshTarget:
+    runs_dir = f"{BASE}/runs"
+
+    def __init__(self, spec: str, accept_new_host_key: bool = False):
+        match = _SPEC.match(spec)
+        if not match:
+            raise UsageError(f"bad SSH target {spec!r}: write ssh://[user@]host[:port]")
+        self.name = spec
+        self.user = match.group("user")
+        self.host = match.group("host").strip("[]")
+        self.port = int(match.group("port")) if match.group("port") else None
+        self.accept_new_host_key = accept_new_host_key
+        self.host_key_note = ""
+        self._loop: _Loop | None = None
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._seen: tuple[str, str, int | None, bool] | None = None
+
+    # --- connecting --------------------------------------------------------
+
+    def _known_hosts(self, host: str, addr: str, port: int | None) -> tuple[Any, ...]:
+        path = known_hosts_path()
+        found: tuple[Any, ...] = ([], [], [])
+        if path.exists():
+            found = asyncssh.read_known_hosts(str(path)).match(host, addr, port)[:3]
+        self._seen = (host, addr, port, bool(found[0]))
+        return found
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        options: dict[str, Any] = {"known_hosts": self._known_hosts}
+        if self.user:
+            options["username"] = self.user
+        try:
+            return await asyncssh.connect(self.host, port=self.port or (), **options)
+        except asyncssh.HostKeyNotVerifiable:
+            await self._host_key_problem()
+            return await asyncssh.connect(self.host, port=self.port or (), **options)
+        except (OSError, asyncssh.Error) as e:
+            raise UsageError(f"cannot connect to {self.name}: {e}") from None
+
+    async def _host_key_problem(self) -> None:
+        host, _, port, known = self._seen or (self.host, "", self.port, False)
+        key = await asyncssh.get_server_host_key(host, port or ())
+        if key is None:
+            raise UsageError(f"{self.name} offered no host key")
+        fingerprint = key.get_fingerprint("sha256")
+        if known:
+            raise UsageError(
+                f"the host key of {self.name} has CHANGED (now {fingerprint}): it may be a reinstalled board "
+                f"or an attack; check it, then remove the old line from {known_hosts_path()}"
+            )
+        if not self.accept_new_host_key:
+            raise UsageError(
+                f"the host key of {self.name} is unknown ({key.get_algorithm()} {fingerprint}): check it, "
+                "then run again with --accept-new-host-key to trust it"
+            )
+        entry = host if port in (None, 22) else f"[{host}]:{port}"
+        path = known_hosts_path()
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
+        with path.open("a") as f:
+            f.write(f"{entry} {algorithm} {blob}\n")
+        self.host_key_note = f"accepted new host key {fingerprint} into {path}"
+
+    def _conn_ready(self) -> tuple[_Loop, asyncssh.SSHClientConnection]:
+        if self._loop is None:
+            self._loop = _Loop()
+        if self._conn is None:
+            self._conn = self._loop.run(self._connect())
+            self._loop.run(self._install_agent())
+        return self._loop, self._conn
+
+    async def _install_agent(self) -> None:
+        assert self._conn is not None
+        await self._sh(
+            f"mkdir -p {shlex.quote(BASE)} && cat > {shlex.quote(AGENT)}", script_path().read_bytes()
+        )
+
+    async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+        assert self._conn is not None
+        done = await self._conn.run(command, input=data, encoding=None, timeout=timeout)
+        out = _as_bytes(done.stdout) + _as_bytes(done.stderr)
+        return int(done.exit_status if done.exit_status is not None else 255), out
+
+    def _run_sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+        loop, _ = self._conn_ready()
+        try:
+            return loop.run(self._sh(command, data, timeout))
+        except (OSError, asyncssh.Error, TimeoutError) as e:
+            raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
+
+    # --- the Target interface ------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": "ssh",
+            "name": self.name,
+            "host": self.host,
+            "runs_dir": self.runs_dir,
+        }
+        if self.host_key_note:
+            data["host_key"] = self.host_key_note
+        return data
+
+    def agent(self, args: list[str]) -> tuple[int, str]:
+        status, out = self._run_sh(f"sh {shlex.quote(AGENT)} {shlex.join(args)}")
+        return status, out.decode("utf-8", "replace")
+
+    def workdir(self, run: RunDir) -> str:
+        return f"{self.runs_dir}/{run.path.name}"
+
+    def push(self, run: RunDir, remote: str) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for path in sorted(run.path.rglob("*")):
+                if path.is_dir() or path.name in ("plan.loads", "cyclictest.argv", "stress.argv"):
+                    tar.add(path, arcname=path.relative_to(run.path).as_posix(), recursive=False)
+        q = shlex.quote(remote)
+        status, out = self._run_sh(f"rm -rf {q} && mkdir -p {q} && tar -xf - -C {q}", buffer.getvalue())
+        if status != 0:
+            raise RunFailed(
+                f"{self.name}: could not put the plan in {remote}: {out.decode(errors='replace')}"
+            )
+
+    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+        loop, _ = self._conn_ready()
+        remote = args[1]
+        self._remote = remote
+        opts = dict(zip(args[2::2], args[3::2], strict=False))
+        status, out = self._run_sh(f"cat {shlex.quote(remote)}/plan.loads")
+        loads = len([line for line in out.decode().splitlines() if line.strip()]) or 1
+        timeout = loads * (float(opts.get("--seconds", 0)) + float(opts.get("--settle", 0)) + 15) + MARGIN_S
+        try:
+            return loop.run(self._stream(args, remote, on_line), timeout)
+        except TimeoutError:
+            on_line(f"@rtlab host-timeout seconds={timeout:.0f}\n")
+            return 124
+        except (OSError, asyncssh.Error) as e:
+            on_line(f"@rtlab connection-lost reason={e}\n")
+            return 255
+
+    async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
+        assert self._conn is not None
+        q = shlex.quote(remote)
+        # Detached: the measurement goes on if this connection drops.
+        agent = f"nohup sh {shlex.quote(AGENT)} {shlex.join(args)}"
+        start = f"cd {q} && : > events && {agent} > agent.out 2>&1 < /dev/null &"
+        await self._sh(start)
+        async with self._conn.create_process(f"tail -n +1 -f {q}/events") as proc:
+            async for line in proc.stdout:
+                on_line(line)
+                if line.startswith("@rtlab done"):
+                    break
+            proc.terminate()
+        return 0
+
+    def interrupt(self) -> None:
+        if self._loop is not None and self._conn is not None and getattr(self, "_remote", None):
+            self._loop.submit(self._sh(f"sh {shlex.quote(AGENT)} stop {shlex.quote(self._remote)}"))
+
+    def collect(self, run: RunDir, remote: str) -> None:
+        try:
+            status, data = self._run_sh(f"tar -cf - -C {shlex.quote(remote)} .", timeout=600)
+            if status != 0:
+                raise RunFailed(data[-300:].decode(errors="replace"))
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(run.path, filter="data")
+            # Home safe: boards have little storage.
+            self._run_sh(f"rm -rf {shlex.quote(remote)}")
+        except (RunFailed, UsageError, tarfile.TarError) as e:
+            (run.path / "collect-error.txt").write_text(f"{e}\nrun `rtlab collect {run.path}` later\n")
+
+    def still_running(self, remote: str) -> bool:
+        q = shlex.quote(f"{remote}/agent.pid")
+        status, _ = self._run_sh(f'test -f {q} && kill -0 "$(cat {q})"')
+        return status == 0
+
+    def events(self, remote: str) -> list[Event]:
+        _, out = self._run_sh(f"cat {shlex.quote(remote)}/events")
+        return [e for e in map(parse_event, out.decode(errors="replace").splitlines()) if e is not None]
+
+    def files(self) -> AgentFiles:
+        return AgentFiles(self)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._loop.close()
+            self._loop = None

@@ -1,0 +1,332 @@
+"""The SSH target against Debian's sshd on a loopback port, with a throwaway host key
+and user key: a full campaign, a dropped connection and `rtlab collect`, host keys
+unknown and changed, hostile names, a busy board, boards in parallel."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, start_rtlab
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+pytestmark = [
+    needs_root,
+    needs_tools,
+    pytest.mark.skipif(not Path(SSHD).exists(), reason="make test installs openssh-server"),
+]
+RUNS = Path("/tmp/rtlab/runs")
+
+
+@dataclass
+class Board:
+    port: int
+    home: Path
+    keys: Path
+    sshd: subprocess.Popen[bytes]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "SSH_AUTH_SOCK": ""}
+
+    def fingerprint(self) -> str:
+        out = subprocess.run(
+            ["ssh-keygen", "-lf", str(self.keys / "host_key.pub")], capture_output=True, text=True
+        )
+        return out.stdout.split()[1]
+
+
+def keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory) -> Board:
+    keys = tmp_path_factory.mktemp("sshd")
+    keygen(keys / "host_key")
+    keygen(keys / "user_key")
+    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
+    port = free_port()
+    (keys / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys}/host_key\nPidFile {keys}/sshd.pid\n"
+        f"AuthorizedKeysFile {keys}/authorized_keys\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "sshd did not start"
+            time.sleep(0.1)
+    home = keys / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/config").write_text(
+        f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {keys}/user_key\n"
+    )
+    algorithm, blob = (keys / "host_key.pub").read_text().split()[:2]
+    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {algorithm} {blob}\n")
+    yield Board(port, home, keys, sshd)
+    sshd.terminate()
+    sshd.wait()
+
+
+def descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def wait_for(predicate, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def layout(run: Path) -> set[str]:
+    keep = {
+        "run.json",
+        "sysinfo.json",
+        "events",
+        "summary.json",
+        "plan.loads",
+        "cyclictest.json",
+        "stress.log",
+    }
+    return {p.relative_to(run).as_posix() for p in run.rglob("*") if p.name in keep}
+
+
+def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
+    out = tmp_path / "board-run"
+    done = rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--loads",
+        "idle,cpu",
+        "--duration",
+        "2s",
+        "--settle",
+        "1s",
+        "--out",
+        str(out),
+        env=board.env,
+    )
+    assert done.returncode == 0, done.stderr
+    local = tmp_path / "local-run"
+    assert (
+        rtlab(
+            "run", "--loads", "idle,cpu", "--duration", "1s", "--settle", "0s", "--out", str(local)
+        ).returncode
+        == 0
+    )
+    assert layout(out) == layout(local)
+    manifest = read_json(out / "run.json")
+    assert manifest["target"]["kind"] == "ssh" and manifest["status"] == "complete"
+    summary = read_json(out / "summary.json")
+    for load in ("idle", "cpu"):
+        data = read_json(out / "loads" / load / "cyclictest.json")
+        threads = data["thread"].values()
+        assert summary["loads"][load]["merged"]["samples"] == sum(t["cycles"] for t in threads)
+        assert summary["loads"][load]["merged"]["max_us"] == max(t["max"] for t in threads)
+    assert processes_in(RUNS / out.name) == [] and not (RUNS / out.name).exists()
+
+
+def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_path):
+    out = tmp_path / "dropped"
+    shutil.rmtree(RUNS / out.name, ignore_errors=True)
+    proc = start_rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--loads",
+        "idle,cpu",
+        "--duration",
+        "4s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+        env=board.env,
+    )
+    remote = RUNS / out.name
+    wait_for(
+        lambda: (remote / "events").exists() and "measure-start load=idle" in (remote / "events").read_text()
+    )
+    # drop the connection: kill every process serving it (the listener stays, and the
+    # detached agent is no longer among sshd's descendants)
+    serving = descendants(board.sshd.pid)
+    assert serving, "no sshd process serves rtlab's connection"
+    for pid in serving:
+        os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert read_json(out / "run.json")["status"] != "complete"
+    # the board finishes on its own
+    wait_for(lambda: "@rtlab done status=complete" in (remote / "events").read_text(), 60)
+    done = rtlab("collect", str(out), env=board.env)
+    assert done.returncode == 0, done.stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "complete" and "collected" in manifest
+    assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
+    assert read_json(out / "loads/cpu/cyclictest.json")["thread"]
+
+
+def test_collect_while_the_board_still_measures(board, tmp_path):
+    out = tmp_path / "busy"
+    shutil.rmtree(RUNS / out.name, ignore_errors=True)
+    proc = start_rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--loads",
+        "idle",
+        "--duration",
+        "8s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+        env=board.env,
+    )
+    remote = RUNS / out.name
+    wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
+    # another run on the same board is refused while this one measures
+    other = rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--loads",
+        "idle",
+        "--duration",
+        "1s",
+        "--out",
+        str(tmp_path / "other"),
+        env=board.env,
+    )
+    assert other.returncode == 2 and f"another rtlab run ({out.name}" in other.stderr
+    early = rtlab("collect", str(out), env=board.env)
+    assert early.returncode == 3 and "still measuring" in early.stderr
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+
+
+def test_unknown_host_key_is_refused_with_its_fingerprint_then_accepted(board, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    shutil.copy(board.home / ".ssh/config", home / ".ssh/config")
+    env = {"HOME": str(home), "SSH_AUTH_SOCK": ""}
+    refused = rtlab("check", "--target", "ssh://board", env=env)
+    assert refused.returncode == 2
+    assert "unknown" in refused.stderr and board.fingerprint() in refused.stderr
+    assert "--accept-new-host-key" in refused.stderr
+    accepted = rtlab("check", "--target", "ssh://board", "--accept-new-host-key", "--format", "json", env=env)
+    assert accepted.returncode in (0, 1), accepted.stderr  # the audit's verdict on this kernel
+    line = (home / ".ssh/known_hosts").read_text().split()
+    assert (
+        line[0] == f"[127.0.0.1]:{board.port}"
+        and line[2] == (board.keys / "host_key.pub").read_text().split()[1]
+    )
+    again = rtlab("check", "--target", "ssh://board", env=env)
+    assert again.returncode in (0, 1)
+
+
+def test_changed_host_key_is_refused_even_with_accept(board, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    shutil.copy(board.home / ".ssh/config", home / ".ssh/config")
+    keygen(tmp_path / "impostor")
+    algorithm, blob = (tmp_path / "impostor.pub").read_text().split()[:2]
+    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{board.port} {algorithm} {blob}\n")
+    done = rtlab("check", "--target", "ssh://board", "--accept-new-host-key", env={"HOME": str(home)})
+    assert done.returncode == 2 and "CHANGED" in done.stderr and board.fingerprint() in done.stderr
+
+
+def test_hostile_names_are_quoted_not_run(board, tmp_path):
+    name = "run $(touch PWNED1); 'q' `touch PWNED2` ;touch PWNED3"
+    out = tmp_path / name
+    done = rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--loads",
+        "idle",
+        "--duration",
+        "1s",
+        "--settle",
+        "0s",
+        "--out",
+        str(out),
+        "--storage-dir",
+        str(tmp_path),
+        env=board.env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "loads/idle/cyclictest.json").exists()
+    assert not (RUNS / name).exists()  # removed from the board once home
+    for folder in (tmp_path, Path("/tmp/rtlab"), RUNS, Path.home(), board.home):
+        assert not list(folder.glob("PWNED*"))
+
+
+def test_boards_in_parallel_one_failing(board, tmp_path):
+    dead = free_port()  # nothing listens there
+    done = rtlab(
+        "run",
+        "--target",
+        "ssh://board",
+        "--target",
+        f"ssh://root@127.0.0.1:{dead}",
+        "--loads",
+        "idle",
+        "--duration",
+        "1s",
+        "--settle",
+        "0s",
+        "--out",
+        str(tmp_path / "fleet"),
+        env=board.env,
+    )
+    assert done.returncode == 3
+    assert "ssh://board: complete" in done.stderr
+    assert f"ssh://root@127.0.0.1:{dead}: failed: cannot connect" in done.stderr
+    assert read_json(tmp_path / "fleet/ssh_board/run.json")["status"] == "complete"
+
+
+def test_no_rtlab_agent_left_on_the_board():
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_agent(p)]
+    assert leftovers == []
+
+
+def _is_agent(proc: Path) -> bool:
+    try:
+        return "/tmp/rtlab/agent.sh" in (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
