@@ -17,7 +17,10 @@ from rich.console import Console
 
 from rtlab import __version__, report
 from rtlab.analysis.verdict import with_deadline
+from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
+from rtlab.kernel import fragments, recipe
+from rtlab.kernel import verify as kernel_verify_checks
 from rtlab.loads import LOADS, parse_loads
 from rtlab.plan import Plan, preset
 from rtlab.progress import RunProgress
@@ -400,6 +403,125 @@ def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bo
         console.print(check_table.changes(changes, ["would change"] * len(changes), "dry run"))
     if unavailable:
         err.print(f"not available on this system: {', '.join(unavailable)}", highlight=False)
+
+
+kernel_app = typer.Typer(help="RT kernels: config fragments, builds and their verification (RISC-V first).")
+app.add_typer(kernel_app, name="kernel")
+Board = Annotated[str, typer.Option(help="visionfive2 or qemu-virt")]
+Preempt = Annotated[str, typer.Option(help="rt (PREEMPT_RT) or lowlatency (its CONFIG_PREEMPT twin)")]
+Tick = Annotated[str, typer.Option(help="periodic (the study's) or nohz-full")]
+Debug = Annotated[bool, typer.Option("--debug", help="the lock and atomic-sleep checks (not for measuring)")]
+
+
+@kernel_app.command("fragments")
+def kernel_fragments(
+    board: Board = "visionfive2",
+    preempt: Preempt = "rt",
+    tick: Tick = "periodic",
+    debug: Debug = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write the fragments into this folder")
+    ] = None,
+) -> None:
+    """Print (or write) the config fragments a kernel is made of, in merge order."""
+    names = fragments.select(board, preempt, tick, debug)
+    for name in names:
+        text = fragments.path(name).read_text()
+        if output is None:
+            sys.stdout.write(f"# ---- {name}.config\n{text}\n")
+        else:
+            output.mkdir(parents=True, exist_ok=True)
+            (output / f"{name}.config").write_text(text)
+    if output is not None:
+        err.print(f"wrote {', '.join(f'{n}.config' for n in names)} into {output}", highlight=False)
+
+
+@kernel_app.command("build")
+def kernel_build(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="where Image, dtbs, .config and the manifest go")
+    ],
+    board: Board = "visionfive2",
+    preempt: Preempt = "rt",
+    tick: Tick = "periodic",
+    debug: Debug = False,
+    source: Annotated[
+        Path | None, typer.Option(help="a kernel tree (default: Debian's linux-source-6.12)")
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="parallel jobs (default: the CPU count)")] = None,
+    config_only: Annotated[
+        bool, typer.Option("--config-only", help="merge and check the config, no build")
+    ] = False,
+) -> None:
+    """Cross-build the kernel (riscv64): defconfig + fragments, every option checked, Image + dtbs."""
+    request = recipe.Request(board, preempt, tick, debug)
+    fragments.select(board, preempt, tick, debug)  # bad names are found before anything runs
+    manifest = recipe.build(
+        request,
+        output,
+        cache_dir(),
+        source,
+        jobs,
+        config_only,
+        phase=lambda p: err.print(f"kernel build: {p}", highlight=False),
+    )
+    err.print(
+        f"{manifest['source']['version']} {preempt}: {', '.join(manifest['outputs'])} in {output} "
+        f"({manifest['seconds']} s; log in {output / 'build.log'})",
+        highlight=False,
+    )
+
+
+@kernel_app.command("verify")
+def kernel_verify(
+    configs: Annotated[list[Path] | None, typer.Argument(metavar="[CONFIG [TWIN_CONFIG]]")] = None,
+    target: Annotated[str | None, typer.Option(help="verify the running kernel of a target instead")] = None,
+    expect: Annotated[
+        str | None, typer.Option(help="rt or lowlatency (default: what the config says)")
+    ] = None,
+) -> None:
+    """The StarFive study's Appendix A checks; with two configs, that they differ only in the model."""
+    files = configs or []
+    if len(files) > 2 or (not files and target is None):
+        raise UsageError("give one .config, two (the RT kernel and its twin), or --target")
+    options_list: list[tuple[str, dict[str, str]]] = []
+    for path in files:
+        if not path.is_file():
+            raise UsageError(f"{path} does not exist: give the path of a kernel .config")
+        options_list.append((str(path), kernel.parse_config(path.read_text())))
+    if target is not None:
+        tgt = open_target(target)
+        try:
+            info = sysinfo(tgt)
+        finally:
+            tgt.close()
+        options_list.append((tgt.name, kernel.config_options(info)))
+    ok = True
+    for name, options in options_list:
+        if not options:
+            raise UsageError(f"{name}: no kernel config found (enable CONFIG_IKCONFIG_PROC or give the file)")
+        for c in kernel_verify_checks.checks(options, expect if len(options_list) == 1 else None):
+            ok &= c.ok
+            console.print(f"{name}: {c.item}: {c.found} [{'green]ok' if c.ok else 'red]want ' + c.want}[/]")
+    if len(options_list) == 2:
+        model, derived, other = kernel_verify_checks.twin_diff(options_list[0][1], options_list[1][1])
+        for title, diff in (
+            ("preemption model", model),
+            ("derived from it by Kconfig", derived),
+            ("OTHER", other),
+        ):
+            for option, (a, b) in diff.items():
+                console.print(f"differs ({title}): {option}: {a} / {b}", highlight=False)
+        if other:
+            ok = False
+            err.print(
+                f"the twins differ in {len(other)} options besides the preemption model", highlight=False
+            )
+        if kernel_verify_checks.model(options_list[0][1]) == kernel_verify_checks.model(options_list[1][1]):
+            ok = False
+            err.print("both configs have the same preemption model: they are not twins", highlight=False)
+    if not ok:
+        raise typer.Exit(1)
 
 
 @app.command()

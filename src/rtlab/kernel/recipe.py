@@ -1,0 +1,190 @@
+"""Building an RT kernel: source, merged config (checked), Image and device trees.
+
+Debian's `linux-source-6.12` is unpacked into the cache once (or `--source DIR` is
+used as it is); objects live in a build folder of the cache per board and model, so
+a rebuild is incremental. The fragments are merged onto the architecture's
+defconfig with the kernel's own scripts/kconfig/merge_config.sh, then every option
+they ask for is checked in the resulting .config: one the kernel dropped (a
+dependency not met) is an error that names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtlab.errors import RunFailed, UsageError
+from rtlab.kernel import fragments
+from rtlab.results.rundir import write_json
+from rtlab.system.kernel import parse_config
+
+DEBIAN_SOURCE = Path("/usr/src/linux-source-6.12.tar.xz")
+ARCH = "riscv"
+CROSS = "riscv64-linux-gnu-"
+IMAGE = "arch/riscv/boot/Image"
+DTB_DIR = "arch/riscv/boot/dts/starfive"
+TOOLS = {"make": "make", "flex": "flex", "bison": "bison", "bc": "bc", f"{CROSS}gcc": "gcc-riscv64-linux-gnu"}
+
+
+@dataclass(frozen=True)
+class Request:
+    board: str
+    preempt: str
+    tick: str = "periodic"
+    debug: bool = False
+
+    @property
+    def fragments(self) -> list[str]:
+        return fragments.select(self.board, self.preempt, self.tick, self.debug)
+
+    @property
+    def slug(self) -> str:
+        return f"{self.board}-{self.preempt}-{self.tick}{'-debug' if self.debug else ''}"
+
+
+def check_tools() -> None:
+    missing = sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None})
+    if missing:
+        raise UsageError(f"kernel builds need {', '.join(missing)}: apt-get install {' '.join(missing)}")
+
+
+def source(cache: Path, given: Path | None) -> Path:
+    """The kernel tree: `given`, or Debian's linux-source-6.12 unpacked into the cache once."""
+    if given is not None:
+        if not (given / "Makefile").is_file() or not (given / "scripts/kconfig/merge_config.sh").is_file():
+            raise UsageError(f"--source {given} is not a kernel source tree (no Makefile or merge_config.sh)")
+        return given.resolve()
+    tree = cache / "kernel-src" / "linux-source-6.12"
+    if (tree / "Makefile").is_file():
+        return tree
+    if not DEBIAN_SOURCE.is_file():
+        raise UsageError("no kernel source: apt-get install linux-source-6.12, or give --source DIR")
+    partial = tree.parent / ".unpacking"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    # tar itself: several times faster than Python's tarfile on this 150 MB .tar.xz
+    subprocess.run(["tar", "-xf", str(DEBIAN_SOURCE), "-C", str(partial)], check=True)
+    (partial / "linux-source-6.12").rename(tree)
+    partial.rmdir()
+    return tree
+
+
+def _make(tree: Path, build: Path, *targets: str, log: Path, jobs: int | None = None) -> None:
+    argv = ["make", "-C", str(tree), f"O={build}", f"ARCH={ARCH}", f"CROSS_COMPILE={CROSS}"]
+    argv += [f"-j{jobs}"] if jobs else []
+    with log.open("a") as f:
+        f.write(f"$ {' '.join(argv + list(targets))}\n")
+        f.flush()
+        done = subprocess.run([*argv, *targets], stdout=f, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise RunFailed(f"make {' '.join(targets)} failed; the last errors:\n{last_errors(log)}")
+
+
+def last_errors(log: Path, lines: int = 15) -> str:
+    text = log.read_text(errors="replace").splitlines()
+    errors = [line for line in text if re.search(r"\berror\b|Error \d", line)]
+    return "\n".join((errors or text)[-lines:])
+
+
+def configure(tree: Path, build: Path, request: Request, log: Path) -> dict[str, str]:
+    """defconfig + fragments (merge_config.sh) + olddefconfig; the checked .config's options."""
+    build.mkdir(parents=True, exist_ok=True)
+    _make(tree, build, "defconfig", log=log)
+    paths = [str(fragments.path(name)) for name in request.fragments]
+    env = {**os.environ, "ARCH": ARCH, "CROSS_COMPILE": CROSS}
+    with log.open("a") as f:
+        merge = [
+            str(tree / "scripts/kconfig/merge_config.sh"),
+            "-m",
+            "-O",
+            str(build),
+            str(build / ".config"),
+            *paths,
+        ]
+        f.write(f"$ {' '.join(merge)}\n")
+        f.flush()
+        done = subprocess.run(merge, cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise RunFailed(f"merge_config.sh failed:\n{last_errors(log)}")
+    _make(tree, build, "olddefconfig", log=log)
+    actual = parse_config((build / ".config").read_text())
+    lost = fragments.dropped(fragments.requested(request.fragments), actual)
+    if lost:
+        detail = ", ".join(f"{option}={want} (got {got})" for option, want, got in lost)
+        raise RunFailed(f"the kernel's Kconfig did not keep: {detail}; a dependency is not met")
+    return actual
+
+
+def build(
+    request: Request,
+    out: Path,
+    cache: Path,
+    given_source: Path | None = None,
+    jobs: int | None = None,
+    config_only: bool = False,
+    phase: Callable[[str], None] = lambda p: None,
+) -> dict[str, Any]:
+    """Configures (and builds) the kernel; OUT gets .config, Image, dtbs and build-manifest.json."""
+    check_tools()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "build.log"
+    log.write_text("")
+    phase("source")
+    tree = source(cache, given_source)
+    build_dir = cache / "kernel-build" / request.slug
+    phase("config")
+    started = time.monotonic()
+    configure(tree, build_dir, request, log)
+    shutil.copy2(build_dir / ".config", out / ".config")
+    outputs = [out / ".config"]
+    if not config_only:
+        phase("build")
+        _make(tree, build_dir, "Image", "dtbs", log=log, jobs=jobs or os.cpu_count())
+        shutil.copy2(build_dir / IMAGE, out / "Image")
+        outputs.append(out / "Image")
+        dtbs = sorted((build_dir / DTB_DIR).glob("jh7110-*.dtb"))
+        if dtbs:
+            (out / "dtbs").mkdir(exist_ok=True)
+            for dtb in dtbs:
+                shutil.copy2(dtb, out / "dtbs" / dtb.name)
+                outputs.append(out / "dtbs" / dtb.name)
+    manifest = {
+        "schema": "rtlab.kernel-build/1",
+        "request": {
+            "board": request.board,
+            "preempt": request.preempt,
+            "tick": request.tick,
+            "debug": request.debug,
+        },
+        "source": {"path": str(tree), "version": _kernel_version(tree, build_dir)},
+        "fragments": {name: _sha256(fragments.path(name)) for name in request.fragments},
+        "compiler": _compiler(),
+        "seconds": round(time.monotonic() - started, 1),
+        "outputs": {p.relative_to(out).as_posix(): _sha256(p) for p in outputs},
+    }
+    write_json(out / "build-manifest.json", manifest)
+    return manifest
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _kernel_version(tree: Path, build: Path) -> str:
+    done = subprocess.run(
+        ["make", "-s", "-C", str(tree), f"O={build}", "kernelversion"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def _compiler() -> str:
+    done = subprocess.run([f"{CROSS}gcc", "--version"], capture_output=True, text=True)
+    return done.stdout.splitlines()[0] if done.stdout else "unknown"

@@ -1,0 +1,76 @@
+"""The StarFive study's Appendix A checks on a kernel config, and the twin comparison:
+the RT kernel and its low-latency twin must differ in the preemption model only.
+Pure functions over parsed configs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The preemption model and what the kernel's Kconfig derives from it by itself; a
+# difference here between the twins is the point of the comparison.
+MODEL_OPTIONS = frozenset({
+    "CONFIG_PREEMPT_RT", "CONFIG_PREEMPT", "CONFIG_PREEMPT_NONE", "CONFIG_PREEMPT_VOLUNTARY",
+    "CONFIG_PREEMPT_LAZY", "CONFIG_PREEMPT_DYNAMIC", "CONFIG_PREEMPT_BUILD", "CONFIG_PREEMPTION",
+    "CONFIG_PREEMPT_COUNT", "CONFIG_PREEMPT_RCU", "CONFIG_PREEMPT_NOTIFIERS",
+})  # fmt: skip
+
+
+# Options that Kconfig itself sets from PREEMPT_RT (checked in linux 6.12): they follow
+# from the model, so the twins may differ in them too.
+DERIVED_FROM_RT = {
+    "CONFIG_COMPACT_UNEVICTABLE_DEFAULT": "mm/Kconfig: default 0 if PREEMPT_RT",
+    "CONFIG_QUEUED_RWLOCKS": "kernel/Kconfig.locks: depends on !PREEMPT_RT",
+    "CONFIG_RCU_BOOST": "kernel/rcu/Kconfig: default y if PREEMPT_RT",
+    "CONFIG_RCU_BOOST_DELAY": "kernel/rcu/Kconfig: exists with RCU_BOOST",
+    "CONFIG_SOFTIRQ_ON_OWN_STACK": "arch/Kconfig: def_bool ... && !PREEMPT_RT",
+    "CONFIG_DEBUG_MUTEXES": "lib/Kconfig.debug: depends on !PREEMPT_RT",
+    "CONFIG_DEBUG_RWSEMS": "lib/Kconfig.debug: depends on !PREEMPT_RT",
+    "CONFIG_DEBUG_VM_IRQSOFF": "lib/Kconfig.debug: def_bool DEBUG_VM && !PREEMPT_RT",
+    "CONFIG_UNINLINE_SPIN_UNLOCK": "kernel/Kconfig.preempt: selected by PREEMPT_BUILD (CONFIG_PREEMPT)",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    item: str
+    ok: bool
+    found: str
+    want: str
+
+
+def model(options: dict[str, str]) -> str:
+    if options.get("CONFIG_PREEMPT_RT") == "y":
+        return "rt"
+    if options.get("CONFIG_PREEMPT") == "y":
+        return "lowlatency"
+    return "other"
+
+
+def checks(options: dict[str, str], expect: str | None = None) -> list[Check]:
+    found = model(options)
+    want = expect or ("rt" if found == "rt" else "lowlatency")
+    governor = next(
+        (k.removeprefix("CONFIG_CPU_FREQ_DEFAULT_GOV_") for k, v in options.items()
+         if k.startswith("CONFIG_CPU_FREQ_DEFAULT_GOV_") and v == "y"),
+        "none",
+    )  # fmt: skip
+    return [
+        Check("preemption model", found == want, found, want),
+        Check("HZ", options.get("CONFIG_HZ") == "1000", options.get("CONFIG_HZ", "unset"), "1000"),
+        Check("default governor", governor == "PERFORMANCE", governor, "PERFORMANCE"),
+    ]
+
+
+Diff = dict[str, tuple[str, str]]
+
+
+def twin_diff(a: dict[str, str], b: dict[str, str]) -> tuple[Diff, Diff, Diff]:
+    """Differences between two configs, option -> (a, b): the model, what Kconfig derives
+    from it, and anything else (which makes the twins unequal)."""
+    keys = sorted(set(a) | set(b))
+    diff = {k: (a.get(k, "n"), b.get(k, "n")) for k in keys if a.get(k, "n") != b.get(k, "n")}
+    return (
+        {k: v for k, v in diff.items() if k in MODEL_OPTIONS},
+        {k: v for k, v in diff.items() if k in DERIVED_FROM_RT},
+        {k: v for k, v in diff.items() if k not in MODEL_OPTIONS and k not in DERIVED_FROM_RT},
+    )
