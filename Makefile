@@ -6,8 +6,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # What the tests add: a browser for the HTML report, setpriv for the unprivileged case,
-# QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target.
-TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps
+# QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target,
+# the 6.12 source and the riscv64 cross compiler for the kernel config merge.
+TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps \
+    linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 
