@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +40,11 @@ def rtlab_cpu(*args: str) -> tuple[float, int]:
     return float(data["cpu_s"]), int(data["exit"] or 0)
 
 
-def self_cpu() -> float:
-    u = resource.getrusage(resource.RUSAGE_SELF)
-    return u.ru_utime + u.ru_stime
+def start_rtlab(*args: str) -> subprocess.Popen[bytes]:
+    """rtlab from this checkout, in the background, its output discarded."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "rtlab", *args],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

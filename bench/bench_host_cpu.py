@@ -11,13 +11,11 @@ not counted. Target: under 0.5 % of one CPU.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import SRC
+from _common import start_rtlab
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "60"))
 TARGET = 0.005
@@ -37,24 +35,8 @@ def wait_for(events: Path, text: str) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rtlab",
-                "run",
-                "--loads",
-                "idle",
-                "--duration",
-                f"{SECONDS}s",
-                "--settle",
-                "0s",
-                "--out",
-                str(run),
-            ],
-            env={**os.environ, "PYTHONPATH": str(SRC)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        proc = start_rtlab(
+            "run", "--loads", "idle", "--duration", f"{SECONDS}s", "--settle", "0s", "--out", str(run)
         )
         wait_for(run / "events", "measure-start")
         cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import SRC
+from _common import start_rtlab
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 TARGET = os.environ.get("BENCH_TARGET", "qemu:debian-rt")
@@ -26,26 +24,8 @@ TARGET = os.environ.get("BENCH_TARGET", "qemu:debian-rt")
 def first_sample(folder: Path) -> float:
     run = folder / "run"
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtlab",
-            "run",
-            "--target",
-            TARGET,
-            "--loads",
-            "idle",
-            "--duration",
-            "1s",
-            "--settle",
-            "0s",
-            "--out",
-            str(run),
-        ],
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proc = start_rtlab(
+        "run", "--target", TARGET, "--loads", "idle", "--duration", "1s", "--settle", "0s", "--out", str(run)
     )
     while True:
         manifest = run / "run.json"

@@ -187,7 +187,8 @@ def test_stop_after_a_hard_kill_restores_governors(busybox_path, tmp_path):
     # end them here rather than wait.
     for pid, _ in processes_in(run):
         os.kill(pid, signal.SIGKILL)
-    os.killpg(agent.pid, signal.SIGKILL) if _group_alive(agent.pid) else None
+    if _group_alive(agent.pid):
+        os.killpg(agent.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while processes_in(run) and time.monotonic() < deadline:
         time.sleep(0.1)

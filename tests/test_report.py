@@ -6,7 +6,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram
@@ -132,8 +131,7 @@ def test_html_is_self_contained():
     assert "FAIL" in page and "MISS (-50)" in page
 
 
-@pytest.mark.parametrize("load", ["idle", "cpu"])
-def test_comparison_warnings_name_the_difference(load):
+def test_comparison_warnings_name_the_difference():
     other = dict(MAINLINE, system=dict(MAINLINE["system"], cpu_model="Cortex-A55"))
     page = html.render([RT, other], ["RT", "Mainline"])
     assert "runs come from different machines (RT: sifive,u74-mc, Mainline: Cortex-A55)" in page

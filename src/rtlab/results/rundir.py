@@ -24,6 +24,8 @@ from rtlab.results import events
 
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
+# What the agent reads from a run folder (the plan); everything else in it the agent writes.
+PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -88,6 +90,10 @@ class RunDir:
 
     def load_dir(self, load: str) -> Path:
         return self.path / "loads" / load
+
+    def planned_loads(self) -> list[str]:
+        path = self.path / "plan.loads"
+        return [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
     def sysinfo(self) -> dict[str, Any] | None:
         path = self.path / "sysinfo.json"

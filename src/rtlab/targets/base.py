@@ -10,6 +10,15 @@ from rtlab.results.rundir import RunDir
 if TYPE_CHECKING:
     from rtlab.system.files import Files
 
+STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
+
+
+def planned_seconds(loads: int, agent_args: list[str]) -> float:
+    """How long `agent.sh run ... --seconds S --settle T` should take for `loads` loads."""
+    options = dict(zip(agent_args[2::2], agent_args[3::2], strict=False))
+    per_load = float(options.get("--seconds", 0)) + float(options.get("--settle", 0)) + STOP_ALLOWANCE_S
+    return max(loads, 1) * per_load
+
 
 class Target(Protocol):
     name: str

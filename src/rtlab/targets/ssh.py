@@ -30,8 +30,9 @@ from rtlab.agent import script_path
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results.events import Event
 from rtlab.results.events import parse as parse_event
-from rtlab.results.rundir import RunDir
+from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.system.files import AgentFiles
+from rtlab.targets.base import planned_seconds
 
 BASE = "/tmp/rtlab"
 AGENT = f"{BASE}/agent.sh"
@@ -87,6 +88,7 @@ class SshTarget:
         self._loop: _Loop | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
         self._seen: tuple[str, str, int | None, bool] | None = None
+        self._loads = 0
 
     # --- connecting --------------------------------------------------------
 
@@ -185,9 +187,10 @@ class SshTarget:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             for path in sorted(run.path.rglob("*")):
-                if path.is_dir() or path.name in ("plan.loads", "cyclictest.argv", "stress.argv"):
+                if path.is_dir() or path.name in PLAN_FILES:
                     tar.add(path, arcname=path.relative_to(run.path).as_posix(), recursive=False)
         q = shlex.quote(remote)
+        self._loads = len(run.planned_loads())
         status, out = self._run_sh(f"rm -rf {q} && mkdir -p {q} && tar -xf - -C {q}", buffer.getvalue())
         if status != 0:
             raise RunFailed(
@@ -198,10 +201,7 @@ class SshTarget:
         loop, _ = self._conn_ready()
         remote = args[1]
         self._remote = remote
-        opts = dict(zip(args[2::2], args[3::2], strict=False))
-        status, out = self._run_sh(f"cat {shlex.quote(remote)}/plan.loads")
-        loads = len([line for line in out.decode().splitlines() if line.strip()]) or 1
-        timeout = loads * (float(opts.get("--seconds", 0)) + float(opts.get("--settle", 0)) + 15) + MARGIN_S
+        timeout = planned_seconds(self._loads, args) + MARGIN_S
         try:
             return loop.run(self._stream(args, remote, on_line), timeout)
         except TimeoutError:

@@ -32,8 +32,9 @@ from typing import Any
 
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results.rundir import RunDir
+from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.system.files import AgentFiles
+from rtlab.targets.base import planned_seconds
 from rtlab.targets.qemu import debian, initramfs, machines
 from rtlab.targets.qemu.console import Console, GuestDied
 
@@ -41,7 +42,6 @@ AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
 CHUNK = 2000  # base64 characters a command: well below the tty's 4096-byte line
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
-_PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv")
 
 
 @dataclass
@@ -138,7 +138,7 @@ class QemuTarget:
         self.boot: _Boot | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
         self._remote: str | None = None
-        self.timed_out = False
+        self._loads = 0
 
     # --- preparing and booting -------------------------------------------
 
@@ -279,13 +279,14 @@ class QemuTarget:
 
     def push(self, run: RunDir, remote: str) -> None:
         self._remote = remote
+        self._loads = len(run.planned_loads())
         self._must(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}")
         for path in sorted(run.path.rglob("*")):
             rel = path.relative_to(run.path).as_posix()
             target = shlex.quote(f"{remote}/{rel}")
             if path.is_dir():
                 self._must(f"mkdir -p {target}")
-            elif path.name in _PLAN_FILES:
+            elif path.name in PLAN_FILES:
                 encoded = base64.b64encode(path.read_bytes()).decode()
                 self._must(f": > {target}")
                 for i in range(0, len(encoded), CHUNK):
@@ -293,27 +294,17 @@ class QemuTarget:
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
         console = self._ensure_booted()
-        timeout = self._expected_seconds(args) + self.spec.margin
+        timeout = planned_seconds(self._loads, args) + self.spec.margin
         try:
             status, _ = console.run(f"sh {AGENT} {shlex.join(args)}", timeout, on_line)
         except GuestDied as e:
             on_line(f"@rtlab guest-died reason={e}\n")
             return 125
         if status is None:  # hung: stop it, keep what the console showed
-            self.timed_out = True
             on_line(f"@rtlab guest-timeout seconds={timeout:.0f}\n")
             console.kill()
             return 124
         return status
-
-    def _expected_seconds(self, args: list[str]) -> float:
-        opts = dict(zip(args[2::2], args[3::2], strict=False))
-        loads = 1
-        if self._remote is not None:
-            status, lines = self._ensure_booted().run(f"cat {shlex.quote(self._remote)}/plan.loads", 30)
-            loads = max(len([line for line in lines if line.strip()]), 1) if status == 0 else 1
-        per_load = float(opts.get("--seconds", 0)) + float(opts.get("--settle", 0)) + 15
-        return loads * per_load
 
     def interrupt(self) -> None:
         if self.console is not None and self._remote is not None:
