@@ -7,13 +7,15 @@ BIN    := $(VENV)/bin
 DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # What the tests add: a browser for the HTML report, setpriv for the unprivileged case,
 # QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target,
-# the 6.12 source and the riscv64 cross compiler for the kernel config merge.
+# the 6.12 source, the riscv64 cross compiler and patch for the kernel builds.
 TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps \
-    linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make
+    linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make patch xz-utils
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
+# `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
+PYTEST_ARGS ?= -m "not slow"
 
-.PHONY: setup test-setup apt-install run test lint bench clean
+.PHONY: setup test-setup apt-install run test test-slow lint bench clean
 
 setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
@@ -49,6 +51,9 @@ lint: setup
 
 test: lint test-setup
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-slow: lint test-setup
+	$(BIN)/pytest -q -m slow
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -4,20 +4,24 @@ of the fragments onto riscv's defconfig for both twins."""
 
 from __future__ import annotations
 
+import hashlib
+import lzma
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import rtlab
-from rtlab.kernel import fragments, recipe
+from conftest import read_json, rtlab
+from rtlab.errors import RunFailed
+from rtlab.kernel import fragments, patches, recipe
 from rtlab.kernel.verify import checks, twin_diff
 from rtlab.system.kernel import parse_config
 
 
 def test_twin_fragments_differ_only_in_the_preemption_model():
-    rt = fragments.requested(["rt"])
-    low = fragments.requested(["lowlatency"])
+    rt = fragments.requested([fragments.path("rt")])
+    low = fragments.requested([fragments.path("lowlatency")])
     differing = {k for k in set(rt) | set(low) if rt.get(k) != low.get(k)}
     assert differing == {"CONFIG_PREEMPT_RT", "CONFIG_PREEMPT"}
     assert rt["CONFIG_HZ"] == "1000" and rt["CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE"] == "y"
@@ -25,6 +29,7 @@ def test_twin_fragments_differ_only_in_the_preemption_model():
 
 def test_selection_and_bad_names():
     assert fragments.select("visionfive2", "rt") == [
+        "small",
         "rt",
         "tick-periodic",
         "visionfive2",
@@ -32,6 +37,10 @@ def test_selection_and_bad_names():
         "measurement",
     ]
     assert fragments.select("qemu-virt", "lowlatency", "nohz-full", debug=True)[-1] == "rt-debug"
+    assert fragments.select("visionfive2", "rt", base="defconfig")[0] == "rt"
+    # lazy preemption goes with PREEMPT_RT only: the twin stays plain CONFIG_PREEMPT
+    assert fragments.select("qemu-virt", "rt", lazy=True)[:3] == ["small", "rt", "lazy"]
+    assert "lazy" not in fragments.select("qemu-virt", "lowlatency", lazy=True)
     done = rtlab("kernel", "fragments", "--board", "pi4")
     assert done.returncode == 2 and "choose from visionfive2, qemu-virt" in done.stderr
 
@@ -93,3 +102,142 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     assert configs["rt"].get("CONFIG_DEBUG_PAGEALLOC", "n") == "n"
     assert configs["lowlatency"].get("CONFIG_DEBUG_SPINLOCK", "n") == "n"
     assert Path(tmp_path / "cache/kernel-src/linux-source-6.12/Makefile").exists()
+    # the small base: other SoCs and ACPI gone, the board's own drivers and the PMIC kept
+    for gone in ("CONFIG_ACPI", "CONFIG_ARCH_SUNXI", "CONFIG_SOUND", "CONFIG_NETFILTER"):
+        assert configs["rt"].get(gone, "n") == "n", gone
+    for kept in (
+        "CONFIG_SOC_STARFIVE",
+        "CONFIG_DWMAC_STARFIVE",
+        "CONFIG_REGULATOR_AXP20X",
+        "CONFIG_VIRTIO_BLK",
+    ):
+        assert configs["rt"][kept] == "y", kept
+
+    # a fragment of the user's own is merged last and checked like the others
+    own = tmp_path / "own.config"
+    own.write_text("# CONFIG_HWLAT_TRACER is not set\n")
+    env = {"RTLAB_CACHE": str(tmp_path / "cache")}
+    done = rtlab(
+        "kernel", "build", "--config-only", "--fragment", str(own), "-o", str(tmp_path / "own"), env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert parse_config((tmp_path / "own/.config").read_text()).get("CONFIG_HWLAT_TRACER", "n") == "n"
+    # KVM needs VIRTUALIZATION, which the small base leaves out: named, not silently lost
+    own.write_text("CONFIG_KVM=y\n")
+    done = rtlab(
+        "kernel", "build", "--config-only", "--fragment", str(own), "-o", str(tmp_path / "kvm"), env=env
+    )
+    assert done.returncode == 3 and "CONFIG_KVM=y (got n)" in done.stderr
+
+
+def _fake_source(tmp_path: Path) -> Path:
+    """A stand-in for /usr/src/linux-source-6.12.tar.xz: the few files the patches touch."""
+    top = tmp_path / "src" / "linux-source-6.12"
+    (top / "kernel").mkdir(parents=True)
+    (top / "arch/riscv").mkdir(parents=True)
+    (top / "Makefile").write_text("VERSION = 6\n")
+    (top / "kernel/Kconfig.preempt").write_text("config PREEMPT\n\tbool\n")
+    (top / "arch/riscv/Kconfig").write_text("config RISCV\n\tdef_bool y\n")
+    tarball = tmp_path / "linux-source-6.12.tar.xz"
+    subprocess.run(
+        ["tar", "-cJf", str(tarball), "-C", str(tmp_path / "src"), "linux-source-6.12"], check=True
+    )
+    return tarball
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    """A unified diff replacing a one-line-or-more file's text."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    body = [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
+    hunk = f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n"
+    return f"--- a/{path}\n+++ b/{path}\n{hunk}" + "\n".join(body) + "\n"
+
+
+def test_rt_patch_series_makes_a_tree_of_its_own(tmp_path, monkeypatch):
+    # Debian's source archives are not reachable from every machine: the series here is
+    # a stand-in with the shape of debian/patches-rt (quilt, one patch compressed)
+    monkeypatch.setattr(recipe, "DEBIAN_SOURCE", _fake_source(tmp_path))
+    series = tmp_path / "patches-rt"
+    series.mkdir()
+    (series / "0001-lazy-core.patch").write_text(
+        _diff(
+            "kernel/Kconfig.preempt",
+            "config PREEMPT\n\tbool\n",
+            "config PREEMPT\n\tbool\nconfig PREEMPT_LAZY\n\tbool\n",
+        )
+    )
+    riscv = _diff(
+        "arch/riscv/Kconfig", "config RISCV\n\tdef_bool y\n", "config RISCV\n\tselect ARCH_HAS_PREEMPT_LAZY\n"
+    )
+    (series / "0002-riscv-lazy.patch.xz").write_bytes(lzma.compress(riscv.encode()))
+    (series / "series").write_text("# the RT series\n0001-lazy-core.patch\n\n0002-riscv-lazy.patch.xz\n")
+    cache = tmp_path / "cache"
+    log = tmp_path / "log"
+
+    plain = recipe.source(cache, None)
+    chosen = patches.resolve(str(series), cache)
+    patched = recipe.source(cache, None, chosen, log)
+    assert patched != plain and patched.name == f"linux-source-6.12+rt-{chosen.digest}"
+    assert fragments.source_has_lazy(patched) and not fragments.source_has_lazy(plain)
+    assert (plain / "kernel/Kconfig.preempt").read_text() == "config PREEMPT\n\tbool\n"
+    assert recipe.source(cache, None, chosen, log) == patched  # cached: applied once
+
+    # a patch that does not apply is named, and leaves no tree that looks ready
+    (series / "0003-broken.patch").write_text(_diff("Makefile", "VERSION = 5\n", "VERSION = 7\n"))
+    (series / "series").write_text("0001-lazy-core.patch\n0003-broken.patch\n")
+    broken = patches.resolve(str(series), cache)
+    with pytest.raises(RunFailed, match=r"0003-broken.patch \(2 of 2\) does not apply"):
+        recipe.source(cache, None, broken, log)
+    assert not (cache / f"kernel-src/linux-source-6.12+rt-{broken.digest}").exists()
+
+    (series / "series").write_text("0001-lazy-core.patch\nmissing.patch\n")
+    done = rtlab("kernel", "build", "--config-only", "--rt-patches", str(series), "-o", str(tmp_path / "o"))
+    assert done.returncode == 2 and "missing.patch" in done.stderr
+
+
+@pytest.mark.slow
+@needs_source
+@pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
+def test_full_rt_build_boots_in_qemu_and_measures(tmp_path):
+    """The whole path of docs/riscv-rt-kernel.md: ~8 min from a clean cache on 2 CPUs
+    (incremental afterwards: the default cache is used), then a short run in the guest."""
+    out = tmp_path / "rt"
+    done = rtlab("kernel", "build", "--board", "visionfive2", "--preempt", "rt", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    manifest = read_json(out / "build-manifest.json")
+    board_dtbs = {f"dtbs/jh7110-starfive-visionfive-2-v1.{rev}.dtb" for rev in ("2a", "3b")}
+    assert {"Image", ".config"} | board_dtbs <= set(manifest["outputs"])
+    for name, digest in manifest["outputs"].items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
+
+    run = tmp_path / "run"
+    target = f"qemu:kernel={out / 'Image'},arch=riscv64"
+    done = rtlab(
+        "run",
+        "--target",
+        target,
+        "--loads",
+        "idle,cpu",
+        "--duration",
+        "5s",
+        "--settle",
+        "1s",
+        "--out",
+        str(run),
+    )
+    assert done.returncode == 0, done.stderr
+    info = read_json(run / "sysinfo.json")
+    assert "SMP PREEMPT_RT" in info["kernel"]["version"] and info["kernel"]["machine"] == "riscv64"
+    assert info["derived"]["preemption"] == {
+        "model": "PREEMPT_RT",
+        "mode": None,
+        "realtime": True,
+        "source": "config",
+    }
+    assert info["config"]["options"]["CONFIG_HZ"] == "1000"  # the Image's own config reached the guest
+    for load in ("idle", "cpu"):
+        entry = read_json(run / "summary.json")["loads"][load]
+        histogram = entry["histograms"]["merged"]
+        assert entry["status"] == "complete"
+        assert entry["merged"]["samples"] == sum(histogram["counts"]) > 0
+        assert entry["merged"]["min_us"] == histogram["values"][0]

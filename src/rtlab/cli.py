@@ -411,6 +411,7 @@ Board = Annotated[str, typer.Option(help="visionfive2 or qemu-virt")]
 Preempt = Annotated[str, typer.Option(help="rt (PREEMPT_RT) or lowlatency (its CONFIG_PREEMPT twin)")]
 Tick = Annotated[str, typer.Option(help="periodic (the study's) or nohz-full")]
 Debug = Annotated[bool, typer.Option("--debug", help="the lock and atomic-sleep checks (not for measuring)")]
+Base = Annotated[str, typer.Option(help="small (riscv defconfig trimmed for measuring) or defconfig")]
 
 
 @kernel_app.command("fragments")
@@ -419,12 +420,13 @@ def kernel_fragments(
     preempt: Preempt = "rt",
     tick: Tick = "periodic",
     debug: Debug = False,
+    base: Base = "small",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the fragments into this folder")
     ] = None,
 ) -> None:
     """Print (or write) the config fragments a kernel is made of, in merge order."""
-    names = fragments.select(board, preempt, tick, debug)
+    names = fragments.select(board, preempt, tick, debug, base)
     for name in names:
         text = fragments.path(name).read_text()
         if output is None:
@@ -445,8 +447,20 @@ def kernel_build(
     preempt: Preempt = "rt",
     tick: Tick = "periodic",
     debug: Debug = False,
+    base: Base = "small",
+    fragment: Annotated[
+        list[Path] | None, typer.Option(help="a fragment of your own, merged last (repeatable)")
+    ] = None,
     source: Annotated[
         Path | None, typer.Option(help="a kernel tree (default: Debian's linux-source-6.12)")
+    ] = None,
+    rt_patches: Annotated[
+        str | None,
+        typer.Option(
+            metavar="debian|FOLDER|FILE",
+            help="patch Debian's source first: its 6.12 RT series (riscv lazy preemption), "
+            "a quilt folder, or one patch",
+        ),
     ] = None,
     jobs: Annotated[int | None, typer.Option(help="parallel jobs (default: the CPU count)")] = None,
     config_only: Annotated[
@@ -454,8 +468,12 @@ def kernel_build(
     ] = False,
 ) -> None:
     """Cross-build the kernel (riscv64): defconfig + fragments, every option checked, Image + dtbs."""
-    request = recipe.Request(board, preempt, tick, debug)
-    fragments.select(board, preempt, tick, debug)  # bad names are found before anything runs
+    for path in fragment or []:
+        if not path.is_file():
+            raise UsageError(f"--fragment {path} does not exist: give the path of a Kconfig fragment")
+    own = tuple(p.resolve() for p in fragment or [])
+    request = recipe.Request(board, preempt, tick, debug, base, own, rt_patches)
+    request.names()  # bad names are found before anything runs
     manifest = recipe.build(
         request,
         output,
@@ -470,6 +488,12 @@ def kernel_build(
         f"({manifest['seconds']} s; log in {output / 'build.log'})",
         highlight=False,
     )
+    if preempt == "rt" and not manifest["source"]["lazy_preemption"]:
+        err.print(
+            "no lazy preemption in this source: riscv gets it from Debian's 6.12 RT series "
+            "(--rt-patches debian) or from linux 6.13",
+            highlight=False,
+        )
 
 
 @kernel_app.command("verify")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -15,28 +16,51 @@ BOARDS = {
 }
 PREEMPT = ("rt", "lowlatency")
 TICKS = {"periodic": "tick-periodic", "nohz-full": "tick-nohz-full"}
+# what the fragments are merged onto: riscv's defconfig trimmed by small.config, or all of it
+BASES = ("small", "defconfig")
 
 
 def path(name: str) -> Path:
     return Path(str(resources.files(__name__.rsplit(".", 1)[0]) / "fragments" / f"{name}.config"))
 
 
-def select(board: str, preempt: str, tick: str = "periodic", debug: bool = False) -> list[str]:
-    """The fragments, in merge order (later ones win)."""
-    if board not in BOARDS:
-        raise UsageError(f"unknown board {board!r}: choose from {', '.join(BOARDS)}")
-    if preempt not in PREEMPT:
-        raise UsageError(f"unknown preemption model {preempt!r}: choose from {', '.join(PREEMPT)}")
-    if tick not in TICKS:
-        raise UsageError(f"unknown tick {tick!r}: choose from {', '.join(TICKS)}")
-    return [preempt, TICKS[tick], *BOARDS[board], "rt-debug" if debug else "measurement"]
+def select(
+    board: str,
+    preempt: str,
+    tick: str = "periodic",
+    debug: bool = False,
+    base: str = "small",
+    lazy: bool = False,
+) -> list[str]:
+    """The fragments, in merge order (later ones win). `lazy`: the source offers PREEMPT_LAZY."""
+    for value, allowed, what in (
+        (board, BOARDS, "board"),
+        (preempt, PREEMPT, "preemption model"),
+        (tick, TICKS, "tick"),
+        (base, BASES, "base"),
+    ):
+        if value not in allowed:
+            raise UsageError(f"unknown {what} {value!r}: choose from {', '.join(allowed)}")
+    trim = ["small"] if base == "small" else []
+    model = [preempt, "lazy"] if lazy and preempt == "rt" else [preempt]
+    return [*trim, *model, TICKS[tick], *BOARDS[board], "rt-debug" if debug else "measurement"]
 
 
-def requested(names: list[str]) -> dict[str, str]:
+def source_has_lazy(tree: Path) -> bool:
+    """Whether the tree offers lazy preemption on riscv (mainline 6.13+, or the 6.12 RT series)."""
+    try:
+        preempt = (tree / "kernel/Kconfig.preempt").read_text()
+        riscv = (tree / "arch/riscv/Kconfig").read_text()
+    except OSError:
+        return False
+    return bool(re.search(r"^config PREEMPT_LAZY$", preempt, re.M)) and "ARCH_HAS_PREEMPT_LAZY" in riscv
+
+
+def requested(paths: list[Path]) -> dict[str, str]:
     """Every option the fragments ask for, with its value ("n" for `is not set`)."""
     options: dict[str, str] = {}
-    for name in names:
-        options.update(parse_config(path(name).read_text()))
+    for fragment in paths:
+        options.update(parse_config(fragment.read_text()))
     return options
 
 

@@ -10,19 +10,21 @@ dependency not met) is an error that names it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rtlab.errors import RunFailed, UsageError
-from rtlab.kernel import fragments
+from rtlab.kernel import fragments, patches
 from rtlab.results.rundir import write_json
 from rtlab.system.kernel import parse_config
 
@@ -31,7 +33,15 @@ ARCH = "riscv"
 CROSS = "riscv64-linux-gnu-"
 IMAGE = "arch/riscv/boot/Image"
 DTB_DIR = "arch/riscv/boot/dts/starfive"
-TOOLS = {"make": "make", "flex": "flex", "bison": "bison", "bc": "bc", f"{CROSS}gcc": "gcc-riscv64-linux-gnu"}
+TOOLS = {
+    "make": "make",
+    "flex": "flex",
+    "bison": "bison",
+    "bc": "bc",
+    "patch": "patch",
+    "xz": "xz-utils",
+    f"{CROSS}gcc": "gcc-riscv64-linux-gnu",
+}
 
 
 @dataclass(frozen=True)
@@ -40,14 +50,22 @@ class Request:
     preempt: str
     tick: str = "periodic"
     debug: bool = False
+    base: str = "small"
+    extra: tuple[Path, ...] = ()  # the user's own fragments, merged last
+    rt_patches: str | None = None  # see patches.resolve
 
-    @property
-    def fragments(self) -> list[str]:
-        return fragments.select(self.board, self.preempt, self.tick, self.debug)
+    def names(self, lazy: bool = False) -> list[str]:
+        return fragments.select(self.board, self.preempt, self.tick, self.debug, self.base, lazy)
+
+    def fragment_paths(self, lazy: bool = False) -> list[Path]:
+        return [*(fragments.path(name) for name in self.names(lazy)), *self.extra]
 
     @property
     def slug(self) -> str:
-        return f"{self.board}-{self.preempt}-{self.tick}{'-debug' if self.debug else ''}"
+        # user fragments stay out of the name: changing one rebuilds incrementally
+        debug = "-debug" if self.debug else ""
+        base = "" if self.base == "small" else f"-{self.base}"
+        return f"{self.board}-{self.preempt}-{self.tick}{debug}{base}"
 
 
 def check_tools() -> None:
@@ -56,25 +74,48 @@ def check_tools() -> None:
         raise UsageError(f"kernel builds need {', '.join(missing)}: apt-get install {' '.join(missing)}")
 
 
-def source(cache: Path, given: Path | None) -> Path:
-    """The kernel tree: `given`, or Debian's linux-source-6.12 unpacked into the cache once."""
+def source(
+    cache: Path,
+    given: Path | None,
+    series: patches.Series | None = None,
+    log: Path | None = None,
+    phase: Callable[[str], None] = lambda p: None,
+) -> Path:
+    """The kernel tree: `given`, or Debian's linux-source-6.12 unpacked into the cache once
+    (with `series` applied: a tree of its own, renamed into place only once all applied)."""
     if given is not None:
+        if series is not None:
+            raise UsageError(
+                "--rt-patches patches Debian's source: apply them to your --source tree yourself"
+            )
         if not (given / "Makefile").is_file() or not (given / "scripts/kconfig/merge_config.sh").is_file():
             raise UsageError(f"--source {given} is not a kernel source tree (no Makefile or merge_config.sh)")
         return given.resolve()
-    tree = cache / "kernel-src" / "linux-source-6.12"
-    if (tree / "Makefile").is_file():
-        return tree
-    if not DEBIAN_SOURCE.is_file():
-        raise UsageError("no kernel source: apt-get install linux-source-6.12, or give --source DIR")
-    partial = tree.parent / ".unpacking"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    # tar itself: several times faster than Python's tarfile on this 150 MB .tar.xz
-    subprocess.run(["tar", "-xf", str(DEBIAN_SOURCE), "-C", str(partial)], check=True)
-    (partial / "linux-source-6.12").rename(tree)
-    partial.rmdir()
+    name = "linux-source-6.12" + (f"+rt-{series.digest}" if series else "")
+    tree = cache / "kernel-src" / name
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(tree.parent / ".lock"):  # two builds at once unpack it once
+        if (tree / "Makefile").is_file():
+            return tree
+        if not DEBIAN_SOURCE.is_file():
+            raise UsageError("no kernel source: apt-get install linux-source-6.12, or give --source DIR")
+        partial = tree.parent / f".{name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        # tar itself: several times faster than Python's tarfile on this 150 MB .tar.xz
+        subprocess.run(["tar", "-xf", str(DEBIAN_SOURCE), "-C", str(partial)], check=True)
+        if series is not None:
+            patches.apply(series, partial / "linux-source-6.12", log or Path(os.devnull), phase)
+        (partial / "linux-source-6.12").rename(tree)
+        partial.rmdir()
     return tree
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _make(tree: Path, build: Path, *targets: str, log: Path, jobs: int | None = None) -> None:
@@ -98,7 +139,8 @@ def configure(tree: Path, build: Path, request: Request, log: Path) -> dict[str,
     """defconfig + fragments (merge_config.sh) + olddefconfig; the checked .config's options."""
     build.mkdir(parents=True, exist_ok=True)
     _make(tree, build, "defconfig", log=log)
-    paths = [str(fragments.path(name)) for name in request.fragments]
+    wanted = request.fragment_paths(fragments.source_has_lazy(tree))
+    paths = [str(p) for p in wanted]
     env = {**os.environ, "ARCH": ARCH, "CROSS_COMPILE": CROSS}
     with log.open("a") as f:
         merge = [
@@ -116,7 +158,7 @@ def configure(tree: Path, build: Path, request: Request, log: Path) -> dict[str,
         raise RunFailed(f"merge_config.sh failed:\n{last_errors(log)}")
     _make(tree, build, "olddefconfig", log=log)
     actual = parse_config((build / ".config").read_text())
-    lost = fragments.dropped(fragments.requested(request.fragments), actual)
+    lost = fragments.dropped(fragments.requested(wanted), actual)
     if lost:
         detail = ", ".join(f"{option}={want} (got {got})" for option, want, got in lost)
         raise RunFailed(f"the kernel's Kconfig did not keep: {detail}; a dependency is not met")
@@ -138,8 +180,11 @@ def build(
     log = out / "build.log"
     log.write_text("")
     phase("source")
-    tree = source(cache, given_source)
-    build_dir = cache / "kernel-build" / request.slug
+    series = patches.resolve(request.rt_patches, cache) if request.rt_patches else None
+    tree = source(cache, given_source, series, log, phase)
+    lazy = fragments.source_has_lazy(tree)
+    # a patched tree's objects never share a folder with the plain tree's
+    build_dir = cache / "kernel-build" / (request.slug + (f"-rt-{series.digest}" if series else ""))
     phase("config")
     started = time.monotonic()
     configure(tree, build_dir, request, log)
@@ -163,9 +208,17 @@ def build(
             "preempt": request.preempt,
             "tick": request.tick,
             "debug": request.debug,
+            "base": request.base,
         },
-        "source": {"path": str(tree), "version": _kernel_version(tree, build_dir)},
-        "fragments": {name: _sha256(fragments.path(name)) for name in request.fragments},
+        "source": {
+            "path": str(tree),
+            "version": _kernel_version(tree, build_dir),
+            "rt_patches": None
+            if series is None
+            else {"series": series.label, "patches": len(series.patches), "digest": series.digest},
+            "lazy_preemption": lazy,
+        },
+        "fragments": {p.name: _sha256(p) for p in request.fragment_paths(lazy)},
         "compiler": _compiler(),
         "seconds": round(time.monotonic() - started, 1),
         "outputs": {p.relative_to(out).as_posix(): _sha256(p) for p in outputs},

@@ -23,15 +23,35 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 def host_mirror() -> str:
     """The Debian mirror the host's apt already uses (so a local proxy or mirror keeps working)."""
-    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for path in sources:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        for uri in re.findall(r"(?:URIs:\s*|^deb\s+(?:\[[^\]]*\]\s+)?)(\S+/debian)/?\s", text, re.M):
+    for path in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
+        for uri in re.findall(r"(?:URIs:\s*|^deb\s+(?:\[[^\]]*\]\s+)?)(\S+/debian)/?\s", _read(path), re.M):
             return str(uri)
     return DEFAULT_MIRROR
+
+
+def host_source_lines() -> tuple[tuple[str, str], ...]:
+    """The host's Debian apt sources as deb-src entries: the same mirrors and suites (security too)."""
+    debian = re.compile(r"\S+/debian(-security)?/?(\s|$)")
+    one_line, deb822 = [], []
+    lists = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]
+    for path in lists:
+        for line in _read(path).splitlines():
+            if line.startswith("deb ") and debian.search(line):
+                one_line.append("deb-src " + line[4:] + "\n")
+    for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        for stanza in re.split(r"\n\s*\n", _read(path)):
+            uris = re.search(r"^URIs:(.*)$", stanza, re.M)
+            if uris and debian.search(uris.group(1).strip()):
+                deb822.append(re.sub(r"^Types:.*$", "Types: deb-src", stanza.strip(), flags=re.M) + "\n")
+    files = (("host.list", "".join(one_line)), ("host.sources", "\n".join(deb822)))
+    return tuple((name, text) for name, text in files if text)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def _run(argv: list[str], cwd: Path | None = None) -> str:
@@ -50,6 +70,8 @@ class Apt:
     release: str
     arch: str
     mirror: str = DEFAULT_MIRROR
+    # (file name, text) for sources.list.d, instead of one release of `mirror`
+    sources: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def for_guest(cls, cache: Path, release: str, arch: str) -> Apt:
@@ -59,6 +81,12 @@ class Apt:
                     f"{tool} is missing: QEMU targets fetch Debian packages with apt (Debian/Ubuntu hosts)"
                 )
         return cls(cache / "apt" / f"{release}-{arch}", release, arch, host_mirror())
+
+    @classmethod
+    def for_host_sources(cls, cache: Path) -> Apt:
+        """apt over the host's mirrors and suites, for source packages only."""
+        arch = _run(["dpkg", "--print-architecture"]).strip()
+        return cls(cache / "apt" / "host-sources", "host", arch, sources=host_source_lines())
 
     def options(self) -> list[str]:
         r = self.root
@@ -76,7 +104,7 @@ class Apt:
 
     def update(self, force: bool = False) -> None:
         lists = self.root / "var/lib/apt/lists"
-        if not force and any(lists.glob("*_Packages*")):
+        if not force and any(lists.glob("*_Sources*" if self.sources else "*_Packages*")):
             return
         (self.root / "etc/apt/apt.conf.d").mkdir(parents=True, exist_ok=True)
         (self.root / "etc/apt/preferences.d").mkdir(parents=True, exist_ok=True)
@@ -85,8 +113,13 @@ class Apt:
         (self.root / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
         lists.joinpath("partial").mkdir(parents=True, exist_ok=True)
         (self.root / "etc/apt/sources.list").write_text(
-            f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {self.release} main\n"
+            ""
+            if self.sources
+            else f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {self.release} main\n"
         )
+        (self.root / "etc/apt/sources.list.d").mkdir(exist_ok=True)
+        for name, text in self.sources:
+            (self.root / "etc/apt/sources.list.d" / name).write_text(text)
         _run(["apt-get", *self.options(), "update"])
 
     def depends_on(self, package: str, prefix: str) -> str:
@@ -101,6 +134,18 @@ class Apt:
         out = _run(["apt-cache", *self.options(), "show", "--no-all-versions", package])
         match = re.search(r"^Version:\s*(\S+)", out, re.M)
         return match.group(1) if match else "unknown"
+
+    def source_file(self, package: str, version: str, suffix: str) -> tuple[str, str, str]:
+        """(URI, file name, "SHA256:...") of one file of a source package, from apt's signed index."""
+        out = _run(["apt-get", *self.options(), "--print-uris", "source", f"{package}={version}"])
+        for uri, name, _size, digest in re.findall(r"^'(\S+)' (\S+) (\d+) (\S+)$", out, re.M):
+            if name.endswith(suffix):
+                return uri, name, digest
+        raise UsageError(f"Debian's {package} {version} source has no *{suffix}")
+
+    def fetch(self, uri: str, into: Path, digest: str) -> None:
+        """One file with apt's own downloader, checked against `digest` (e.g. from source_file)."""
+        _run(["/usr/lib/apt/apt-helper", *self.options(), "download-file", uri, str(into), digest])
 
     def download(self, packages: list[str], into: Path) -> list[Path]:
         """The .deb files of `packages` (no dependencies), verified by apt."""
