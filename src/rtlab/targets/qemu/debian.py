@@ -58,7 +58,9 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise UsageError(f"{' '.join(argv[:2])} failed: {' / '.join(tail)}")
+        # the tool and its command (apt-get update, apt-helper download-file), not its -o options
+        words = [a for a in argv[1:] if not a.startswith("-") and "=" not in a][:1]
+        raise UsageError(f"{' '.join([Path(argv[0]).name, *words])} failed: {' / '.join(tail)}")
     return done.stdout
 
 
