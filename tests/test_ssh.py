@@ -269,6 +269,23 @@ def test_changed_host_key_is_refused_even_with_accept(board, tmp_path):
     assert done.returncode == 2 and "CHANGED" in done.stderr and board.fingerprint() in done.stderr
 
 
+def test_user_known_hosts_file_from_ssh_config_is_honoured(board, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    config = (board.home / ".ssh/config").read_text() + "  UserKnownHostsFile ~/boards/known\n"
+    (home / ".ssh/config").write_text(config)
+    env = {"HOME": str(home), "SSH_AUTH_SOCK": ""}
+    # the key sits in ~/.ssh/known_hosts only: the config points elsewhere, so it is unknown
+    shutil.copy(board.home / ".ssh/known_hosts", home / ".ssh/known_hosts")
+    refused = rtlab("check", "--target", "ssh://board", env=env)
+    assert refused.returncode == 2 and "unknown" in refused.stderr
+    accepted = rtlab("check", "--target", "ssh://board", "--accept-new-host-key", env=env)
+    assert accepted.returncode in (0, 1), accepted.stderr
+    assert (home / "boards/known").read_text().split()[0] == f"[127.0.0.1]:{board.port}"
+    assert (home / ".ssh/known_hosts").read_text() == (board.home / ".ssh/known_hosts").read_text()
+    assert rtlab("check", "--target", "ssh://board", env=env).returncode in (0, 1)
+
+
 def test_hostile_names_are_quoted_not_run(board, tmp_path):
     name = "run $(touch PWNED1); 'q' `touch PWNED2` ;touch PWNED3"
     out = tmp_path / name

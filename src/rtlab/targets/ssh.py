@@ -1,8 +1,9 @@
 """The SSH target: boards measured from a workstation (asyncssh).
 
 The user's ~/.ssh/config, agent and keys are used; host keys are checked against
-~/.ssh/known_hosts and an unknown or changed key is refused with its fingerprint
-(`--accept-new-host-key` trusts an unknown one on first contact, never a changed one).
+~/.ssh/known_hosts (or the files the config's UserKnownHostsFile names) and an unknown
+or changed key is refused with its fingerprint (`--accept-new-host-key` trusts an
+unknown one on first contact, never a changed one).
 
 The agent is copied to the board and started detached (nohup), so a dropped
 connection does not stop the measurement: its progress is streamed from the run
@@ -43,8 +44,21 @@ _SPEC = re.compile(
 )
 
 
-def known_hosts_path() -> Path:
-    return Path("~/.ssh/known_hosts").expanduser()
+def known_hosts_files(host: str, port: int | None) -> list[Path]:
+    """The files ~/.ssh/config's UserKnownHostsFile names for this host (read by asyncssh, as
+    it reads the rest of the config), else ~/.ssh/known_hosts. New keys go into the first."""
+    config = Path("~/.ssh/config").expanduser()
+    files: Any = None
+    if config.is_file():
+        try:
+            files = asyncssh.SSHClientConnectionOptions(
+                host=host, port=port or (), config=[str(config)]
+            ).known_hosts
+        except (OSError, ValueError, asyncssh.Error) as e:
+            raise UsageError(f"{config}: {e}") from None
+    if isinstance(files, list) and files:
+        return [Path(str(f)).expanduser() for f in files]
+    return [Path("~/.ssh/known_hosts").expanduser()]
 
 
 def _as_bytes(data: bytes | str | None) -> bytes:
@@ -93,10 +107,10 @@ class SshTarget:
     # --- connecting --------------------------------------------------------
 
     def _known_hosts(self, host: str, addr: str, port: int | None) -> tuple[Any, ...]:
-        path = known_hosts_path()
         found: tuple[Any, ...] = ([], [], [])
-        if path.exists():
-            found = asyncssh.read_known_hosts(str(path)).match(host, addr, port)[:3]
+        readable = [str(p) for p in known_hosts_files(self.host, self.port) if p.is_file()]
+        if readable:
+            found = asyncssh.read_known_hosts(readable).match(host, addr, port)[:3]
         self._seen = (host, addr, port, bool(found[0]))
         return found
 
@@ -121,7 +135,8 @@ class SshTarget:
         if known:
             raise UsageError(
                 f"the host key of {self.name} has CHANGED (now {fingerprint}): it may be a reinstalled board "
-                f"or an attack; check it, then remove the old line from {known_hosts_path()}"
+                "or an attack; check it, then remove the old line from "
+                f"{' or '.join(str(p) for p in known_hosts_files(self.host, self.port))}"
             )
         if not self.accept_new_host_key:
             raise UsageError(
@@ -129,7 +144,7 @@ class SshTarget:
                 "then run again with --accept-new-host-key to trust it"
             )
         entry = host if port in (None, 22) else f"[{host}]:{port}"
-        path = known_hosts_path()
+        path = known_hosts_files(self.host, self.port)[0]
         path.parent.mkdir(mode=0o700, exist_ok=True)
         algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
         with path.open("a") as f:
