@@ -42,6 +42,11 @@ def start_rtlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Pop
     )
 
 
+def run_args(out: Path, loads: str, duration: str, *more: str, settle: str = "0s") -> list[str]:
+    """`rtlab run` measuring LOADS for DURATION each into OUT, then any MORE options."""
+    return ["run", "--loads", loads, "--duration", duration, "--settle", settle, "--out", str(out), *more]
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 

@@ -12,7 +12,7 @@ import pytest
 from matplotlib import colors
 from matplotlib.image import imread
 
-from conftest import needs_root, needs_tools, rtlab
+from conftest import needs_root, needs_tools, rtlab, run_args
 from rtlab.report import figures
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,7 +36,7 @@ def chromium(*args: str) -> subprocess.CompletedProcess[str]:
 def page(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("html")
     run = base / "run"
-    done = rtlab("run", "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s", "--out", str(run))
+    done = rtlab(*run_args(run, "idle,cpu", "2s", settle="1s"))
     assert done.returncode == 0, done.stderr
     out = base / "report.html"
     done = rtlab("report", str(run), "--format", "html", "-o", str(out), "--deadline", "100ms")

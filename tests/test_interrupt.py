@@ -16,6 +16,7 @@ from conftest import (
     processes_named,
     read_json,
     rtlab,
+    run_args,
     start_rtlab,
 )
 
@@ -35,18 +36,7 @@ def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
     governors = fake_sysfs(root, {0: "powersave", 1: "schedutil"})
     run = tmp_path / "run"
     already = processes_named("stress-ng", "cyclictest")
-    proc = start_rtlab(
-        "run",
-        "--duration",
-        "60s",
-        "--settle",
-        "1s",
-        "--loads",
-        "idle,cpu,memory",
-        "--out",
-        str(run),
-        env={"RTLAB_ROOT": str(root)},
-    )
+    proc = start_rtlab(*run_args(run, "idle,cpu,memory", "60s", settle="1s"), env={"RTLAB_ROOT": str(root)})
     events = run / "events"
     # idle measures for a minute; stop it during its measurement.
     wait_for(lambda: events.exists() and "measure-start load=idle" in events.read_text())
@@ -81,7 +71,7 @@ def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
 def test_interrupt_during_a_stress_load(sig, tmp_path):
     run = tmp_path / "run"
     already = processes_named("stress-ng", "cyclictest")
-    proc = start_rtlab("run", "--duration", "60s", "--settle", "1s", "--loads", "memory", "--out", str(run))
+    proc = start_rtlab(*run_args(run, "memory", "60s", settle="1s"))
     events = run / "events"
     wait_for(lambda: events.exists() and "measure-start load=memory" in events.read_text())
     assert processes_named("stress-ng") - already  # the load is really running

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_json, rtlab
+from conftest import read_json, rtlab, run_args
 from rtlab.errors import RunFailed
 from rtlab.kernel import fragments, patches, recipe
 from rtlab.kernel.verify import checks, twin_diff
@@ -193,6 +193,10 @@ def test_rt_patch_series_makes_a_tree_of_its_own(tmp_path, monkeypatch):
     (series / "series").write_text("0001-lazy-core.patch\nmissing.patch\n")
     done = rtlab("kernel", "build", "--config-only", "--rt-patches", str(series), "-o", str(tmp_path / "o"))
     assert done.returncode == 2 and "missing.patch" in done.stderr
+    done = rtlab(
+        "kernel", "build", "--rt-patches", "debian", "--source", str(tmp_path), "-o", str(tmp_path / "o")
+    )
+    assert done.returncode == 2 and "apply them to your --source tree yourself" in done.stderr
 
 
 @pytest.mark.slow
@@ -212,19 +216,7 @@ def test_full_rt_build_boots_in_qemu_and_measures(tmp_path):
 
     run = tmp_path / "run"
     target = f"qemu:kernel={out / 'Image'},arch=riscv64"
-    done = rtlab(
-        "run",
-        "--target",
-        target,
-        "--loads",
-        "idle,cpu",
-        "--duration",
-        "5s",
-        "--settle",
-        "1s",
-        "--out",
-        str(run),
-    )
+    done = rtlab(*run_args(run, "idle,cpu", "5s", "--target", target, settle="1s"))
     assert done.returncode == 0, done.stderr
     info = read_json(run / "sysinfo.json")
     assert "SMP PREEMPT_RT" in info["kernel"]["version"] and info["kernel"]["machine"] == "riscv64"

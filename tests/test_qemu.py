@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import processes_named, read_json, rtlab, start_rtlab
+from conftest import processes_named, read_json, rtlab, run_args, start_rtlab
 from rtlab.errors import UsageError
 from rtlab.targets.qemu import GuestSpec, cpio
 
@@ -94,19 +94,7 @@ def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
 @needs_riscv
 def test_riscv64_guest(tmp_path):
     out = tmp_path / "riscv"
-    done = rtlab(
-        "run",
-        "--target",
-        "qemu:riscv64:debian",
-        "--loads",
-        "idle",
-        "--duration",
-        "2s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-    )
+    done = rtlab(*run_args(out, "idle", "2s", "--target", "qemu:riscv64:debian"))
     assert done.returncode == 0, done.stderr
     info = read_json(out / "sysinfo.json")
     assert info["kernel"]["machine"] == "riscv64"
@@ -156,19 +144,7 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     fake = '#!/bin/sh\ncase " $* " in *" -D "*) exec sleep 100000 ;; esac\nexec /usr/bin/cyclictest "$@"\n'
     hang = initrd(tmp_path, {"usr/local/bin/cyclictest": fake})
     out = tmp_path / "run"
-    done = rtlab(
-        "run",
-        "--target",
-        f"qemu:debian,initrd={hang},margin=5",
-        "--loads",
-        "idle",
-        "--duration",
-        "2s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-    )
+    done = rtlab(*run_args(out, "idle", "2s", "--target", f"qemu:debian,initrd={hang},margin=5"))
     assert done.returncode == 3
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
@@ -181,19 +157,7 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
 @needs_x86
 def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     out = tmp_path / "run"
-    proc = start_rtlab(
-        "run",
-        "--target",
-        "qemu:debian-rt",
-        "--loads",
-        "idle,cpu",
-        "--duration",
-        "60s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-    )
+    proc = start_rtlab(*run_args(out, "idle,cpu", "60s", "--target", "qemu:debian-rt"))
     deadline = time.monotonic() + 180
     while (
         not (out / "run.json").exists() or read_json(out / "run.json")["loads"]["idle"]["status"] != "running"
@@ -237,22 +201,7 @@ def test_no_guest_process_survives_the_tests():
 @needs_x86
 def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
     out = tmp_path / "tuned"
-    done = rtlab(
-        "run",
-        "--target",
-        "qemu:debian-rt",
-        "--rt-cpus",
-        "1",
-        "--tune",
-        "--loads",
-        "idle",
-        "--duration",
-        "2s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-    )
+    done = rtlab(*run_args(out, "idle", "2s", "--target", "qemu:debian-rt", "--rt-cpus", "1", "--tune"))
     assert done.returncode == 0, done.stderr
     tuning = read_json(out / "tuning.json")
     applied = {c["path"]: c for c in tuning["applied"]}

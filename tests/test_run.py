@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import needs_root, needs_tools, processes_in, read_json, rtlab
+from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, run_args
 from rtlab.analysis.stats import PERCENTILES
 
 pytestmark = [needs_root, needs_tools]
@@ -151,21 +151,7 @@ def test_deadline_gate_exit_code_and_junit(tmp_path):
     # 1 µs cannot be met: the gate must fail with exit code 1 and say which loads missed.
     junit = tmp_path / "results.xml"
     run = tmp_path / "gate"
-    done = rtlab(
-        "run",
-        "--loads",
-        "idle",
-        "--duration",
-        "1s",
-        "--settle",
-        "0s",
-        "--out",
-        str(run),
-        "--deadline",
-        "1us",
-        "--junit",
-        str(junit),
-    )
+    done = rtlab(*run_args(run, "idle", "1s", "--deadline", "1us", "--junit", str(junit)))
     assert done.returncode == 1, done.stderr
     assert "deadline 1 µs missed: gate idle" in done.stderr
     case = ET.parse(junit).getroot().find("testsuite/testcase")
@@ -184,19 +170,7 @@ def test_deadline_gate_exit_code_and_junit(tmp_path):
 def test_rt_cpus_measure_there_and_load_the_others(tmp_path):
     last = os.cpu_count() - 1
     out = tmp_path / "split"
-    done = rtlab(
-        "run",
-        "--rt-cpus",
-        str(last),
-        "--loads",
-        "cpu",
-        "--duration",
-        "1s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-    )
+    done = rtlab(*run_args(out, "cpu", "1s", "--rt-cpus", str(last)))
     assert done.returncode == 0, done.stderr
     data = read_json(out / "loads/cpu/cyclictest.json")
     assert [t["cpu"] for t in data["thread"].values()] == [last]

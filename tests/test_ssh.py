@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, start_rtlab
+from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, run_args, start_rtlab
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
@@ -125,28 +125,10 @@ def layout(run: Path) -> set[str]:
 
 def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
     out = tmp_path / "board-run"
-    done = rtlab(
-        "run",
-        "--target",
-        "ssh://board",
-        "--loads",
-        "idle,cpu",
-        "--duration",
-        "2s",
-        "--settle",
-        "1s",
-        "--out",
-        str(out),
-        env=board.env,
-    )
+    done = rtlab(*run_args(out, "idle,cpu", "2s", "--target", "ssh://board", settle="1s"), env=board.env)
     assert done.returncode == 0, done.stderr
     local = tmp_path / "local-run"
-    assert (
-        rtlab(
-            "run", "--loads", "idle,cpu", "--duration", "1s", "--settle", "0s", "--out", str(local)
-        ).returncode
-        == 0
-    )
+    assert rtlab(*run_args(local, "idle,cpu", "1s")).returncode == 0
     assert layout(out) == layout(local)
     manifest = read_json(out / "run.json")
     assert manifest["target"]["kind"] == "ssh" and manifest["status"] == "complete"
@@ -162,20 +144,7 @@ def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
 def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_path):
     out = tmp_path / "dropped"
     shutil.rmtree(RUNS / out.name, ignore_errors=True)
-    proc = start_rtlab(
-        "run",
-        "--target",
-        "ssh://board",
-        "--loads",
-        "idle,cpu",
-        "--duration",
-        "4s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-        env=board.env,
-    )
+    proc = start_rtlab(*run_args(out, "idle,cpu", "4s", "--target", "ssh://board"), env=board.env)
     remote = RUNS / out.name
     wait_for(
         lambda: (remote / "events").exists() and "measure-start load=idle" in (remote / "events").read_text()
@@ -202,20 +171,7 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
 def test_collect_while_the_board_still_measures(board, tmp_path):
     out = tmp_path / "busy"
     shutil.rmtree(RUNS / out.name, ignore_errors=True)
-    proc = start_rtlab(
-        "run",
-        "--target",
-        "ssh://board",
-        "--loads",
-        "idle",
-        "--duration",
-        "8s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-        env=board.env,
-    )
+    proc = start_rtlab(*run_args(out, "idle", "8s", "--target", "ssh://board"), env=board.env)
     remote = RUNS / out.name
     wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
     # another run on the same board is refused while this one measures
@@ -290,19 +246,7 @@ def test_hostile_names_are_quoted_not_run(board, tmp_path):
     name = "run $(touch PWNED1); 'q' `touch PWNED2` ;touch PWNED3"
     out = tmp_path / name
     done = rtlab(
-        "run",
-        "--target",
-        "ssh://board",
-        "--loads",
-        "idle",
-        "--duration",
-        "1s",
-        "--settle",
-        "0s",
-        "--out",
-        str(out),
-        "--storage-dir",
-        str(tmp_path),
+        *run_args(out, "idle", "1s", "--target", "ssh://board", "--storage-dir", str(tmp_path)),
         env=board.env,
         cwd=tmp_path,
     )
@@ -316,19 +260,15 @@ def test_hostile_names_are_quoted_not_run(board, tmp_path):
 def test_boards_in_parallel_one_failing(board, tmp_path):
     dead = free_port()  # nothing listens there
     done = rtlab(
-        "run",
-        "--target",
-        "ssh://board",
-        "--target",
-        f"ssh://root@127.0.0.1:{dead}",
-        "--loads",
-        "idle",
-        "--duration",
-        "1s",
-        "--settle",
-        "0s",
-        "--out",
-        str(tmp_path / "fleet"),
+        *run_args(
+            tmp_path / "fleet",
+            "idle",
+            "1s",
+            "--target",
+            "ssh://board",
+            "--target",
+            f"ssh://root@127.0.0.1:{dead}",
+        ),
         env=board.env,
     )
     assert done.returncode == 3

@@ -81,8 +81,8 @@ def source(
     log: Path | None = None,
     phase: Callable[[str], None] = lambda p: None,
 ) -> Path:
-    """The kernel tree: `given`, or Debian's linux-source-6.12 unpacked into the cache once
-    (with `series` applied: a tree of its own, renamed into place only once all applied)."""
+    """The kernel tree: `given` as it is, or Debian's linux-source-6.12 unpacked into the cache
+    once (with `series` applied: a tree of its own, renamed into place only once all applied)."""
     if given is not None:
         if series is not None:
             raise UsageError(
@@ -135,11 +135,11 @@ def last_errors(log: Path, lines: int = 15) -> str:
     return "\n".join((errors or text)[-lines:])
 
 
-def configure(tree: Path, build: Path, request: Request, log: Path) -> dict[str, str]:
-    """defconfig + fragments (merge_config.sh) + olddefconfig; the checked .config's options."""
+def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool = False) -> None:
+    """defconfig + fragments (merge_config.sh) + olddefconfig, every requested option checked."""
     build.mkdir(parents=True, exist_ok=True)
     _make(tree, build, "defconfig", log=log)
-    wanted = request.fragment_paths(fragments.source_has_lazy(tree))
+    wanted = request.fragment_paths(lazy)
     paths = [str(p) for p in wanted]
     env = {**os.environ, "ARCH": ARCH, "CROSS_COMPILE": CROSS}
     with log.open("a") as f:
@@ -162,7 +162,6 @@ def configure(tree: Path, build: Path, request: Request, log: Path) -> dict[str,
     if lost:
         detail = ", ".join(f"{option}={want} (got {got})" for option, want, got in lost)
         raise RunFailed(f"the kernel's Kconfig did not keep: {detail}; a dependency is not met")
-    return actual
 
 
 def build(
@@ -175,6 +174,8 @@ def build(
     phase: Callable[[str], None] = lambda p: None,
 ) -> dict[str, Any]:
     """Configures (and builds) the kernel; OUT gets .config, Image, dtbs and build-manifest.json."""
+    if given_source is not None and request.rt_patches:
+        raise UsageError("--rt-patches patches Debian's source: apply them to your --source tree yourself")
     check_tools()
     out.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
@@ -187,7 +188,7 @@ def build(
     build_dir = cache / "kernel-build" / (request.slug + (f"-rt-{series.digest}" if series else ""))
     phase("config")
     started = time.monotonic()
-    configure(tree, build_dir, request, log)
+    configure(tree, build_dir, request, log, lazy)
     shutil.copy2(build_dir / ".config", out / ".config")
     outputs = [out / ".config"]
     if not config_only:

@@ -29,7 +29,7 @@ def host_mirror() -> str:
     return DEFAULT_MIRROR
 
 
-def host_source_lines() -> tuple[tuple[str, str], ...]:
+def host_deb_src_files() -> tuple[tuple[str, str], ...]:
     """The host's Debian apt sources as deb-src entries: the same mirrors and suites (security too)."""
     debian = re.compile(r"\S+/debian(-security)?/?(\s|$)")
     one_line, deb822 = [], []
@@ -88,7 +88,7 @@ class Apt:
     def for_host_sources(cls, cache: Path) -> Apt:
         """apt over the host's mirrors and suites, for source packages only."""
         arch = _run(["dpkg", "--print-architecture"]).strip()
-        return cls(cache / "apt" / "host-sources", "host", arch, sources=host_source_lines())
+        return cls(cache / "apt" / "host-sources", "host", arch, sources=host_deb_src_files())
 
     def options(self) -> list[str]:
         r = self.root
