@@ -14,8 +14,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from rtlab import __version__, report
+from rtlab.analysis import compare as fairness
 from rtlab.analysis.verdict import with_deadline
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
@@ -42,8 +44,9 @@ app = typer.Typer(
     help="Measure, compare and explain the scheduling latency of real-time Linux.",
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+# No console markup anywhere: names, paths and what targets report are data ("[/x]" is a name).
+console = Console(markup=False)
+err = Console(stderr=True, markup=False)
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
@@ -100,9 +103,13 @@ def _plan(
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         output.write_text(text, encoding="utf-8")
-        err.print(f"wrote {output}", highlight=False)
+    except OSError as e:
+        fix = "create its folder first" if not output.parent.is_dir() else "choose a file you can write"
+        raise UsageError(f"cannot write {output}: {e.strerror}: {fix}") from None
+    err.print(f"wrote {output}", highlight=False)
 
 
 def _present(
@@ -124,6 +131,8 @@ def _present(
             for warning in summary["warnings"]:
                 prefix = f"{label}: " if len(summaries) > 1 else ""
                 err.print(f"warning: {prefix}{warning['message']}", highlight=False)
+        for warning in fairness.warnings(summaries, labels):
+            err.print(f"warning: {warning['message']}", highlight=False)
     else:
         _emit(render(summaries, labels), output)
     if junit is not None:
@@ -154,7 +163,7 @@ def run(
     priority: Annotated[int | None, typer.Option(help="SCHED_FIFO priority (default 99)")] = None,
     preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
+        str | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
     ] = None,
     name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
     settle: Annotated[str | None, typer.Option(help="load running before measuring (default 5s)")] = None,
@@ -178,6 +187,7 @@ def run(
     """Measure latency under each load, one after another, and print the table."""
     if deadline is not None:
         parse_latency(deadline)  # bad syntax is found before minutes of measuring
+    out_dir = _out_dir(out)
     plan = _plan(
         preset_name,
         loads,
@@ -201,11 +211,25 @@ def run(
         highlight=False,
     )
     if len(targets) > 1:
-        _run_parallel(plan, targets, out, name, deadline, junit)
+        _run_parallel(plan, targets, out_dir, name, deadline, junit)
         return
     with RunProgress(plan, err) as progress:
-        outcome = execute(plan, targets[0], out=out, name=name, on_event=progress)
+        outcome = execute(plan, targets[0], out=out_dir, name=name, on_event=progress)
     _conclude(outcome, deadline, junit)
+
+
+def _out_dir(out: str | None) -> Path | None:
+    if out is None:
+        return None
+    if not out.strip():
+        raise UsageError("--out is empty: give the run directory's path, or leave --out out for the default")
+    path = Path(out)
+    for parent in (path, *path.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--out {out}: {parent} is a file, not a folder: choose another --out")
+            break
+    return path
 
 
 def _conclude(outcome: Outcome, deadline: str | None, junit: Path | None) -> None:
@@ -297,7 +321,7 @@ def report_cmd(
     """The table of a saved run (also a partial one), in any format."""
     report.renderer(fmt)
     summary = store.summary(run_dir)
-    _present([summary], [summary["run"] or run_dir.name], fmt, output, deadline, figures_dir)
+    _present([summary], [str(summary["run"] or run_dir.name)], fmt, output, deadline, figures_dir)
 
 
 @app.command()
@@ -526,7 +550,8 @@ def kernel_verify(
             raise UsageError(f"{name}: no kernel config found (enable CONFIG_IKCONFIG_PROC or give the file)")
         for c in kernel_verify_checks.checks(options, expect if len(options_list) == 1 else None):
             ok &= c.ok
-            console.print(f"{name}: {c.item}: {c.found} [{'green]ok' if c.ok else 'red]want ' + c.want}[/]")
+            verdict = Text("ok", "green") if c.ok else Text(f"want {c.want}", "red")
+            console.print(Text(f"{name}: {c.item}: {c.found} ").append_text(verdict))
     if len(options_list) == 2:
         model, derived, other = kernel_verify_checks.twin_diff(options_list[0][1], options_list[1][1])
         for title, diff in (

@@ -17,6 +17,13 @@ from rtlab.system import cpus
 # cyclictest keeps one counter per microsecond per thread (8 bytes each).
 DEFAULT_HISTOGRAM_US = 100_000
 
+# What cyclictest can do: it keeps -D in a C int of seconds and -i, -h in ints of µs, and
+# locks one 8-byte counter per histogram µs per thread into memory. Bounded well inside.
+MAX_DURATION_S = 366 * 86400  # a year: longer soaks are several runs
+MAX_INTERVAL_US = 1_000_000  # one wake-up a second; longer and too few samples mean anything
+MAX_HISTOGRAM_US = 1_000_000  # 8 MB locked per measured CPU
+MAX_SETTLE_S = 3600
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -36,6 +43,23 @@ class Plan:
     tune: bool = False  # apply rtlab tune on the target for the measurement, revert it afterwards
 
     def validate(self) -> Plan:
+        if not 1 <= self.duration_s <= MAX_DURATION_S:
+            raise UsageError(
+                f"duration {self.duration_s}s is out of range: use 1s to {MAX_DURATION_S // 86400}d"
+            )
+        if self.interval_us > MAX_INTERVAL_US:
+            raise UsageError(
+                f"interval {self.interval_us}us is too long: use 1s or less (200us is the study's)"
+            )
+        if self.interval_us > self.duration_s * 1_000_000:
+            raise UsageError(
+                f"interval {self.interval_us}us is longer than the duration {self.duration_s}s: no sample "
+                "would be taken; measure longer"
+            )
+        if self.histogram_us > MAX_HISTOGRAM_US:
+            raise UsageError(f"histogram range {self.histogram_us}us is too large: use 1s or less")
+        if self.settle_s > MAX_SETTLE_S:
+            raise UsageError(f"settle time {self.settle_s}s is too long: use 1h or less")
         if not 1 <= self.priority <= 99:
             raise UsageError(f"bad priority {self.priority}: SCHED_FIFO priorities are 1 to 99")
         if self.interval_us < 50:

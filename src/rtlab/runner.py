@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +27,8 @@ from rtlab.analysis.summary import summarize
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.results import events as ev
-from rtlab.results.rundir import SCHEMA, RunDir, write_json
+from rtlab.results import liveness, store
+from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, write_json
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
 from rtlab.system.knobs import CpusetPartition
@@ -38,6 +41,7 @@ INSTALL_HINT = {
 
 
 MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB
+GRACE_S = 30  # a load with no result this long after its planned end is killed and failed
 
 
 @dataclass
@@ -54,6 +58,7 @@ class _Progress:
     manifest: dict[str, Any]
     run: RunDir
     events: list[ev.Event] = field(default_factory=list)
+    write_error: RunFailed | None = None  # run.json could not be updated (a full disk): said at the end
 
     def record(self, event: ev.Event) -> None:
         self.events.append(event)
@@ -65,11 +70,16 @@ class _Progress:
             loads[name].update(measuring_since=_now())
         elif event.kind == "load-end" and name in loads:
             loads[name].update(status=event.get("status"), ended=_now())
+            if event.get("reason"):
+                loads[name]["reason"] = event.get("reason")
         elif event.kind == "governor":
             self.manifest["governor"] = event.get("status")
         else:
             return
-        self.run.write_manifest(self.manifest)
+        try:
+            self.run.write_manifest(self.manifest)
+        except RunFailed as e:  # the measurement goes on; the end says what could not be written
+            self.write_error = e
 
 
 def _now() -> str:
@@ -165,21 +175,39 @@ def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[list[str]]:
         write_json(run.path / "tuning.json", record)
 
 
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP before the agent started measuring."""
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP (a closed terminal) for the whole run: before the agent
+    starts they stop rtlab at once (Interrupted); while it runs they ask it to stop, so it
+    keeps what it measured; afterwards they are only noted."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.caught: list[int] = []
+        self.phase = "before"  # before -> measuring -> after
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.caught.append(signum)
+        if self.phase == "before":
+            raise Interrupted(signum)
+        if self.phase == "measuring":
+            self.target.interrupt()
+
+
 @contextmanager
-def _signals_stop(target: Target) -> Iterator[list[int]]:
-    """SIGINT/SIGTERM ask the agent to stop instead of killing rtlab mid-write."""
-    caught: list[int] = []
+def _signals(target: Target) -> Iterator[_Signals]:
+    guard = _Signals(target)
     if threading.current_thread() is not threading.main_thread():
-        yield caught  # several targets at once: the main thread relays signals to each
+        guard.phase = "relayed"  # several targets at once: the main thread relays signals to each
+        yield guard
         return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        caught.append(signum)
-        target.interrupt()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, guard) for s in wanted}
     try:
-        yield caught
+        yield guard
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
@@ -194,9 +222,22 @@ def execute(
 ) -> Outcome:
     plan.validate()
     try:
-        return _execute(plan, target, out, name, on_event)
+        with _signals(target) as guard:
+            return _execute(plan, target, out, name, on_event, guard)
+    except Interrupted:
+        raise RunFailed("interrupted before measuring began: nothing was measured") from None
     finally:
         target.close()  # never leave a guest or a connection behind
+
+
+def _check_space(run: RunDir) -> None:
+    free_kb = shutil.disk_usage(run.path).free // 1024
+    if free_kb < MIN_FREE_KB:
+        shutil.rmtree(run.path, ignore_errors=True)  # made a moment ago, empty
+        raise UsageError(
+            f"{run.path.parent} has {free_kb} KiB free: results need at least {MIN_FREE_KB} KiB; "
+            "free some space or choose another --out"
+        )
 
 
 def _execute(
@@ -205,29 +246,55 @@ def _execute(
     out: Path | None,
     name: str | None,
     on_event: Callable[[ev.Event], None],
+    guard: _Signals,
 ) -> Outcome:
     tools = preflight(target, plan)
     info = sysinfo(target)
     info["derived"] = {"preemption": preemption(info).to_json()}
     cpu_facts = info.get("cpus") or {}
     plan = plan.for_target(str(cpu_facts.get("online") or ""), int(cpu_facts.get("count") or 1))
-    run = RunDir.create(out or default_run_path(info))
+    run = RunDir.create(out) if out is not None else RunDir.create_new(default_run_path(info))
+    _check_space(run)
     write_json(run.path / "sysinfo.json", info)
 
+    uid = uuid.uuid4().hex[:12]
     manifest: dict[str, Any] = {
         "schema": SCHEMA,
         "id": name or run.path.name,
+        "uid": uid,
         "rtlab_version": __version__,
         "plan": plan.to_json(),
         "target": target.describe(),
         "tools": tools,
+        "host_process": liveness.this_process(),
         "started": _now(),
         "ended": None,
         "status": "running",
         "loads": {load: {"status": "not-run"} for load in plan.loads},
     }
     run.write_manifest(manifest)
-    remote = target.workdir(run)
+    try:
+        return _measure(plan, target, run, manifest, info, uid, on_event, guard)
+    except Interrupted:
+        _finish_quietly(run, manifest, info, reason="interrupted before the agent started measuring")
+        raise RunFailed(f"interrupted before measuring began: {run.path} says so") from None
+    except (RunFailed, UsageError, OSError) as e:
+        _finish_quietly(run, manifest, info, reason=str(e))
+        raise
+
+
+def _measure(
+    plan: Plan,
+    target: Target,
+    run: RunDir,
+    manifest: dict[str, Any],
+    info: dict[str, Any],
+    uid: str,
+    on_event: Callable[[ev.Event], None],
+    guard: _Signals,
+) -> Outcome:
+    remote = target.workdir(run, uid)
+    manifest["remote"] = remote
     write_plan_files(run, plan, remote)
     target.push(run, remote)
 
@@ -242,10 +309,14 @@ def _execute(
             on_event(event)
 
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
-            "--governor", plan.governor]  # fmt: skip
+            "--governor", plan.governor, "--grace", str(GRACE_S)]  # fmt: skip
     started = time.monotonic()
-    with _tuned(target, plan, run) as tuned_args, _signals_stop(target) as caught:
-        target.run_agent(args + tuned_args, on_line)
+    with _tuned(target, plan, run) as tuned_args:
+        guard.phase = "measuring" if guard.phase == "before" else guard.phase
+        try:
+            target.run_agent(args + tuned_args, on_line)
+        finally:
+            guard.phase = "after" if guard.phase == "measuring" else guard.phase
     target.collect(run, remote)
     if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed
         (run.path / "events").write_text("".join(f"{line}\n" for line in streamed))
@@ -256,9 +327,11 @@ def _execute(
         info,
         target=target.describe(),
         elapsed_s=round(time.monotonic() - started, 1),
-        interrupted=bool(caught),
+        interrupted=bool(guard.caught),
     )
-    return Outcome(run, summary, interrupted=bool(caught))
+    if progress.write_error is not None:
+        raise RunFailed(f"{progress.write_error}; what was measured is in {run.path}")
+    return Outcome(run, summary, interrupted=bool(guard.caught))
 
 
 def _finish(
@@ -266,13 +339,26 @@ def _finish(
 ) -> dict[str, Any]:
     """The summary from what the run directory holds now; run.json says how it ended."""
     loads = manifest["plan"]["loads"]
-    summary = summarize(manifest, info, {load: run.cyclictest(load) for load in loads}, run.events())
+    try:
+        events = run.events()
+        problems = []
+    except UnreadableFile as e:
+        events, problems = [], [str(e)]
+    summary = summarize(manifest, info, {load: run.raw_load(load) for load in loads}, events, problems)
     for load, entry in summary["loads"].items():
-        manifest["loads"][load]["status"] = entry["status"]
+        manifest["loads"].setdefault(load, {})["status"] = entry["status"]
+        if entry.get("reason"):
+            manifest["loads"][load]["reason"] = entry["reason"]
     manifest.update(status=summary["status"], ended=_now(), **extra)
     run.write_manifest(manifest)
     write_json(run.path / "summary.json", summary)
     return summary
+
+
+def _finish_quietly(run: RunDir, manifest: dict[str, Any], info: dict[str, Any] | None, reason: str) -> None:
+    """run.json says how a run that stopped on an error ended, as far as the disk lets it."""
+    with suppress(RunFailed, OSError):
+        _finish(run, manifest, info, reason=reason)
 
 
 def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
@@ -280,13 +366,23 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     from rtlab.targets.ssh import SshTarget
 
     run = RunDir.open(path)
-    manifest = run.manifest()
+    try:
+        manifest = run.manifest()
+    except UnreadableFile as e:
+        raise UsageError(f"{e}: without it rtlab cannot tell which board holds the run") from None
     described = manifest.get("target") or {}
     if described.get("kind") != "ssh":
         raise UsageError(f"{path} was measured on {described.get('name')}: only SSH runs are collected later")
     target = SshTarget(described["name"], accept_new_host_key=accept_new_host_key)
-    remote = target.workdir(run)
+    remote = str(manifest.get("remote") or target.workdir(run, str(manifest.get("uid") or run.path.name)))
     try:
+        if not target.holds(remote):
+            held = [load for load in manifest["plan"]["loads"] if run.raw_load(load).cyclictest is not None]
+            raise RunFailed(
+                f"{target.name} has no {remote} (the board rebooted, or it was collected or removed): "
+                f"its results are gone; this run holds {', '.join(held) or 'no load'} "
+                f"of {', '.join(manifest['plan']['loads'])}"
+            )
         if target.still_running(remote):
             done = sum(1 for e in target.events(remote) if e.kind == "load-end")
             raise RunFailed(
@@ -299,4 +395,5 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
         target.close()
     if (run.path / "collect-error.txt").exists():
         raise RunFailed((run.path / "collect-error.txt").read_text().strip())
-    return Outcome(run, _finish(run, manifest, run.sysinfo(), collected=_now()))
+    _, info, _, _ = store.read(run)
+    return Outcome(run, _finish(run, manifest, info, collected=_now()))

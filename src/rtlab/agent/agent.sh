@@ -6,13 +6,18 @@
 # (the plan as plain files) and reads back what the agent writes there.
 #
 #   agent.sh sysinfo              prints system information as JSON
-#   agent.sh preflight PRIO [RUNS]  checks cyclictest/stress-ng, SCHED_FIFO+mlock, and in RUNS
-#                                 (where runs live) another active run and the free space
+#   agent.sh preflight PRIO [RUNS]  checks cyclictest/stress-ng, SCHED_FIFO+mlock, another
+#                                 active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
-#   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid)
+#                    [--grace S] [--stream-results]
+#   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
 #                                 remove, mkdir, rmdir (every PATH under RTLAB_ROOT)
+#
+# One run measures at a time on a system: `run` holds the lock $RTLAB_TARGET_DIR/lock (a
+# folder made with mkdir, atomic everywhere; its `owner` file says "PID START DIR"). A lock
+# whose owner is gone, or whose PID now belongs to a process started at another time, is stale.
 #
 # Layout of DIR read by `run`:
 #   DIR/plan.loads                  load names, one per line, in order
@@ -20,17 +25,26 @@
 #   DIR/loads/L/stress.argv         stress-ng arguments, one per line (absent: no load)
 # and written by `run`:
 #   DIR/events                      the @rtlab lines below, one per line
-#   DIR/loads/L/cyclictest.json     cyclictest's own JSON (renamed into place when whole)
-#   DIR/loads/L/cyclictest.log      cyclictest's stdout and stderr
+#   DIR/loads/L/cyclictest.json     cyclictest's own JSON, renamed into place only when
+#                                   cyclictest exited 0 (otherwise left as cyclictest.json.part)
+#   DIR/loads/L/cyclictest.log      cyclictest's stdout and stderr, then its exit status
 #   DIR/loads/L/stress.log          stress-ng's output, then its exit status
+#   DIR/loads/L/*.pid               the process groups of cyclictest and stress-ng
 #   DIR/governors.saved             "value path" lines; present while governors are changed
 #
 # Progress lines (stdout and DIR/events):
 #   @rtlab governor status=set|unavailable|kept|failed
 #   @rtlab load-start load=L seconds=S
 #   @rtlab measure-start load=L
-#   @rtlab load-end load=L status=complete|partial|failed
-#   @rtlab done status=complete|partial|failed
+#   @rtlab load-end load=L status=complete|partial|failed [reason=TEXT]
+#   @rtlab done status=complete|partial|failed [reason=TEXT]
+# and on stdout only, with --stream-results (targets that cannot copy files back later):
+#   @rtlab result load=L, base64 lines of loads/L as a gzipped tar, @rtlab result-end load=L
+#
+# A measurement never outlives its plan: cyclictest that has not ended GRACE seconds
+# (default 30) after its planned end, or that ignores SIGTERM for STOP_GRACE seconds, is
+# killed with its process group; so is a stress-ng that ignores SIGTERM. A load whose
+# stress-ng ends before cyclictest does is stopped at once and failed: it measured no load.
 
 set -u
 # A host that went away must not take the measurement with it.
@@ -45,6 +59,11 @@ CT_PID=
 SLEEP_PID=
 STRESS_PID=
 GOVSAVE=
+LOCK=
+GRACE=30
+STOP_GRACE=10
+STREAM=0
+BASE_DIR=${RTLAB_TARGET_DIR:-/tmp/rtlab}
 
 emit() {
 	printf '@rtlab %s\n' "$*"
@@ -108,7 +127,7 @@ config_text() {
 
 config_json() {
 	CONFIG_SOURCE=
-	tmp=${TMPDIR:-/tmp}/rtlab-config.$$
+	tmp=$(mktemp "${TMPDIR:-/tmp}/rtlab-config.XXXXXX") || tmp=/dev/null
 	config_text >"$tmp"
 	printf '{"source": '
 	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
@@ -123,7 +142,7 @@ config_json() {
 			sep=', '
 		done
 	printf '}}'
-	rm -f "$tmp"
+	[ "$tmp" = /dev/null ] || rm -f "$tmp"
 }
 
 cpu_model() {
@@ -212,12 +231,69 @@ cmd_sysinfo() {
 	runtime_json
 	printf ', "missing": ['
 	sep=
+	set -f # the missing paths hold patterns (cpu*): list them, do not expand them
 	for m in $MISSING; do
 		printf '%s' "$sep"
 		json_str "$m"
 		sep=', '
 	done
+	set +f
 	printf ']}\n'
+}
+
+# --- processes and the lock ---------------------------------------------------
+
+# Field 22 of /proc/PID/stat (its start time in clock ticks): a PID and its start time name
+# one process for good, even after the PID is reused.
+proc_start() {
+	sed -n 's/.*) //p' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
+}
+
+# A process that exists and is not a zombie (an ended child nobody has waited for yet).
+alive() {
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+	state=$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
+	[ "$state" != Z ]
+}
+
+# The live owner of the lock as "PID DIR", or nothing when the lock is free or stale.
+lock_holder() {
+	lock=$BASE_DIR/lock
+	[ -d "$lock" ] || return 0
+	if [ ! -f "$lock/owner" ]; then
+		# Taken a moment ago and its owner not yet written, unless that was long ago.
+		age=$(($(date +%s) - $(stat -c %Y "$lock" 2>/dev/null || echo 0)))
+		if [ "$age" -lt 60 ]; then printf '%s %s\n' "?" "?"; fi
+		return 0
+	fi
+	read -r pid start dir <"$lock/owner" || return 0
+	if alive "$pid" && [ "$(proc_start "$pid")" = "$start" ]; then printf '%s %s\n' "$pid" "$dir"; fi
+}
+
+# Takes the lock for this run, or prints who holds it; a stale lock is moved away first.
+lock_take() {
+	mkdir -p "$BASE_DIR" 2>/dev/null
+	lock=$BASE_DIR/lock
+	tries=0
+	while ! mkdir "$lock" 2>/dev/null; do
+		holder=$(lock_holder)
+		if [ -n "$holder" ] || [ $tries -ge 3 ]; then
+			set -- $holder
+			emit busy pid="${1:-?}" run="${2##*/}"
+			return 1
+		fi
+		mv "$lock" "$lock.stale.$$" 2>/dev/null && rm -rf "$lock.stale.$$"
+		tries=$((tries + 1))
+	done
+	printf '%s %s %s\n' "$$" "$(proc_start $$)" "$DIR" >"$lock/owner.part" &&
+		mv "$lock/owner.part" "$lock/owner"
+	LOCK=$lock
+}
+
+lock_release() {
+	[ -n "$LOCK" ] || return 0
+	rm -rf "$LOCK"
+	LOCK=
 }
 
 # --- preflight -------------------------------------------------------------
@@ -226,16 +302,11 @@ cmd_preflight() {
 	prio=${1:-99}
 	runs=${2:-}
 	ok=0
-	if [ -n "$runs" ] && [ -d "$runs" ]; then
-		for pidfile in "$runs"/*/agent.pid; do
-			[ -f "$pidfile" ] || continue
-			pid=$(cat "$pidfile")
-			if kill -0 "$pid" 2>/dev/null; then
-				run=${pidfile%/agent.pid}
-				printf '@rtlab busy run=%s pid=%s\n' "${run##*/}" "$pid"
-				return 1
-			fi
-		done
+	holder=$(lock_holder)
+	if [ -n "$holder" ]; then
+		set -- $holder
+		printf '@rtlab busy run=%s pid=%s\n' "${2##*/}" "$1"
+		return 1
 	fi
 	if [ -n "$runs" ]; then
 		mkdir -p "$runs" 2>/dev/null
@@ -297,7 +368,7 @@ governors_restore() {
 	rm -f "$GOVSAVE"
 }
 
-# --- processes -------------------------------------------------------------
+# --- measuring -------------------------------------------------------------
 
 on_signal() {
 	GOT_SIGNAL=1
@@ -327,6 +398,12 @@ pause() {
 	SLEEP_PID=
 }
 
+# Seconds since boot: the clock the watchdog counts on (busybox has /proc/uptime too).
+now_s() {
+	read -r up _ </proc/uptime
+	echo "${up%.*}"
+}
+
 # Reads one argument a line from $1 into the positional parameters of `$2 ...`.
 # No eval: arguments arrive as data, whatever quotes or $(...) they contain.
 run_argv() {
@@ -336,37 +413,119 @@ run_argv() {
 	exec "$@"
 }
 
-stress_start() {
-	ld=$1
-	if command -v setsid >/dev/null 2>&1; then
-		# Its own process group, so every worker can be stopped with one signal.
-		(cd "$ld" && run_argv stress.argv setsid stress-ng) >"$ld/stress.log" 2>&1 &
-	else
-		(cd "$ld" && run_argv stress.argv stress-ng) >"$ld/stress.log" 2>&1 &
-	fi
-	STRESS_PID=$!
+# A process group of its own (setsid), so one signal reaches every process it starts.
+SETSID=
+if command -v setsid >/dev/null 2>&1; then SETSID=setsid; fi
+
+signal_group() {
+	kill "-$1" "-$2" 2>/dev/null || kill "-$1" "$2" 2>/dev/null
 }
 
+# How a process ended, from the status `wait` gave.
+exit_text() {
+	if [ "$2" -gt 128 ]; then
+		printf '%s exited with signal %s' "$1" $(($2 - 128))
+	else
+		printf '%s exited with status %s' "$1" "$2"
+	fi
+}
+
+# The line of a tool's log that says why it stopped: its last error, else its last line.
+last_words() {
+	line=$(grep -i -E 'error|fail|must|invalid|cannot|denied' "$1" 2>/dev/null | grep -v '^@rtlab' | tail -n 1)
+	[ -n "$line" ] || line=$(grep -v '^@rtlab' "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1)
+	printf '%s' "$line" | tr -d '\000-\037' | cut -c1-200
+}
+
+stress_start() {
+	ld=$1
+	(cd "$ld" && run_argv stress.argv $SETSID stress-ng) >"$ld/stress.log" 2>&1 &
+	STRESS_PID=$!
+	echo "$STRESS_PID" >"$ld/stress.pid"
+}
+
+# Ends stress-ng: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds.
 stress_stop() {
 	ld=$1
 	[ -n "$STRESS_PID" ] || return 0
 	running=no
-	if kill -0 "$STRESS_PID" 2>/dev/null; then running=yes; fi
-	kill -TERM -"$STRESS_PID" 2>/dev/null || kill -TERM "$STRESS_PID" 2>/dev/null
+	if alive "$STRESS_PID"; then running=yes; fi
+	signal_group TERM "$STRESS_PID"
+	since=$(now_s)
+	while alive "$STRESS_PID" && [ $(($(now_s) - since)) -lt $STOP_GRACE ]; do sleep 1; done
+	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.
+	signal_group KILL "$STRESS_PID"
 	wait_pid "$STRESS_PID"
-	# Workers that outlived their parent still belong to its group.
-	kill -KILL -"$STRESS_PID" 2>/dev/null
 	printf '@rtlab stress-ng exit=%s running_at_end=%s\n' "$WAIT_RC" "$running" >>"$ld/stress.log"
 	STRESS_PID=
 }
 
-cleanup() {
-	if [ -n "$CT_PID" ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
-	if [ -n "$STRESS_PID" ]; then
-		kill -KILL -"$STRESS_PID" 2>/dev/null || kill -KILL "$STRESS_PID" 2>/dev/null
+# Runs cyclictest for load folder $1 while watching it, stress-ng and the clock.
+# Sets REASON when the measurement cannot be vouched for.
+measure() {
+	ld=$1
+	(
+		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
+		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
+		cd "$ld" && run_argv cyclictest.argv $SETSID cyclictest --json=cyclictest.json.part
+	) >"$ld/cyclictest.log" 2>&1 &
+	CT_PID=$!
+	echo "$CT_PID" >"$ld/cyclictest.pid"
+	start=$(now_s)
+	stop_sent=
+	killed=
+	while alive "$CT_PID"; do
+		t=$(($(now_s) - start))
+		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
+			REASON="stress-ng ended after ${t} s of measuring: $(last_words "$ld/stress.log")"
+			kill -TERM "$CT_PID" 2>/dev/null
+			stop_sent=$t
+		elif [ -z "$REASON" ] && [ "$t" -ge $((SECS + GRACE)) ]; then
+			REASON="no result ${GRACE} s after its planned end: cyclictest was killed"
+			signal_group KILL "$CT_PID"
+			killed=1
+		fi
+		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
+		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
+			[ -n "$REASON" ] || REASON="cyclictest did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
+			signal_group KILL "$CT_PID"
+			killed=1
+		fi
+		# A second's sleep: the watch costs one wake-up a second, on the housekeeping side.
+		sleep 1 &
+		SLEEP_PID=$!
+		wait_pid "$SLEEP_PID"
+		SLEEP_PID=
+	done
+	wait_pid "$CT_PID"
+	CT_PID=
+	rc=$WAIT_RC
+	# Whatever cyclictest started goes with it.
+	signal_group KILL "$(cat "$ld/cyclictest.pid")"
+	printf '@rtlab cyclictest exit=%s\n' "$rc" >>"$ld/cyclictest.log"
+	if [ "$rc" = 0 ] && [ -s "$ld/cyclictest.json.part" ]; then
+		mv "$ld/cyclictest.json.part" "$ld/cyclictest.json"
+	elif [ -z "$REASON" ]; then
+		REASON="$(exit_text cyclictest "$rc")"
+		words=$(last_words "$ld/cyclictest.log")
+		if [ -n "$words" ]; then REASON="$REASON: $words"; fi
 	fi
+}
+
+# The load folder as a gzipped tar in base64, for targets that cannot fetch files later.
+stream_result() {
+	[ $STREAM = 1 ] || return 0
+	printf '@rtlab result load=%s\n' "$1"
+	(cd "$DIR" && tar -cf - "loads/$1" 2>/dev/null | gzip | base64)
+	printf '@rtlab result-end load=%s\n' "$1"
+}
+
+cleanup() {
+	if [ -n "$CT_PID" ]; then signal_group KILL "$CT_PID"; fi
+	if [ -n "$STRESS_PID" ]; then signal_group KILL "$STRESS_PID"; fi
 	governors_restore
 	if [ -n "${DIR:-}" ]; then rm -f "$DIR/agent.pid"; fi
+	lock_release
 }
 
 # --- run -------------------------------------------------------------------
@@ -374,8 +533,9 @@ cleanup() {
 run_load() {
 	name=$1
 	ld=$DIR/loads/$name
+	REASON=
 	[ -f "$ld/cyclictest.argv" ] || {
-		emit load-end load="$name" status=failed reason=no-plan
+		emit load-end load="$name" status=failed reason=no plan for this load
 		return 1
 	}
 	emit load-start load="$name" seconds="$SECS"
@@ -383,37 +543,38 @@ run_load() {
 	if [ -f "$ld/stress.argv" ]; then
 		stress_start "$ld"
 		pause "$SETTLE"
+		if ! alive "$STRESS_PID"; then
+			wait_pid "$STRESS_PID"
+			REASON="$(exit_text stress-ng "$WAIT_RC") before measuring: $(last_words "$ld/stress.log")"
+		fi
 	fi
-	if [ $STOP = 0 ]; then
+	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
 		emit measure-start load="$name"
-		(
-			# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
-			if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
-			cd "$ld" && run_argv cyclictest.argv cyclictest --json=cyclictest.json.part
-		) >"$ld/cyclictest.log" 2>&1 &
-		CT_PID=$!
-		wait_pid "$CT_PID"
-		CT_PID=
-		printf '@rtlab cyclictest exit=%s\n' "$WAIT_RC" >>"$ld/cyclictest.log"
+		measure "$ld"
 	fi
 	stress_stop "$ld"
 	rm -rf "$ld/scratch"
-	if [ -s "$ld/cyclictest.json.part" ]; then
-		mv "$ld/cyclictest.json.part" "$ld/cyclictest.json"
-	fi
-	if [ ! -f "$ld/cyclictest.json" ]; then
+	if [ -n "$REASON" ]; then
 		status=failed
+	elif [ ! -f "$ld/cyclictest.json" ]; then
+		status=failed
+		REASON="stopped before measuring"
 	elif [ $STOP = 1 ]; then
 		status=partial
 	else
 		status=complete
 	fi
-	emit load-end load="$name" status=$status
+	if [ -n "$REASON" ]; then
+		emit load-end load="$name" status=$status reason="$REASON"
+	else
+		emit load-end load="$name" status=$status
+	fi
+	stream_result "$name"
 	[ $status = complete ]
 }
 
 cmd_run() {
-	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep] [--cgroup PATH]"
+	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep] [--cgroup PATH] [--grace S] [--stream-results]"
 	DIR=$1
 	shift
 	SECS=0
@@ -422,10 +583,16 @@ cmd_run() {
 	CGROUP=
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--stream-results)
+			STREAM=1
+			shift
+			continue
+			;;
 		--cgroup) CGROUP=$2 ;;
 		--seconds) SECS=$2 ;;
 		--settle) SETTLE=$2 ;;
 		--governor) GOVERNOR=$2 ;;
+		--grace) GRACE=$2 ;;
 		*) die "unknown option $1" ;;
 		esac
 		shift 2
@@ -433,9 +600,13 @@ cmd_run() {
 	[ -f "$DIR/plan.loads" ] || die "$DIR/plan.loads is missing"
 	EVENTS=$DIR/events
 	GOVSAVE=$DIR/governors.saved
-	echo $$ >"$DIR/agent.pid"
 	trap on_signal INT TERM HUP
 	trap cleanup EXIT
+	if ! lock_take; then
+		emit done status=failed reason=another rtlab run is measuring on this system
+		exit 1
+	fi
+	echo $$ >"$DIR/agent.pid"
 
 	governors_set "$GOVERNOR"
 	ran=0
@@ -457,6 +628,8 @@ cmd_run() {
 	fi
 }
 
+# Ends the run in DIR: its agent first (it stops in order), then any cyclictest or stress-ng
+# group it left behind (an agent killed with SIGKILL cannot), then the saved governors.
 cmd_stop() {
 	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
 	DIR=$1
@@ -464,11 +637,21 @@ cmd_stop() {
 		pid=$(cat "$DIR/agent.pid")
 		kill -TERM "$pid" 2>/dev/null
 		n=0
-		while kill -0 "$pid" 2>/dev/null && [ $n -lt 60 ]; do
+		while alive "$pid" && [ $n -lt 60 ]; do
 			sleep 1
 			n=$((n + 1))
 		done
 	fi
+	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/stress.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		tool=${f##*/}
+		tool=${tool%.pid}
+		# Only a group still led by the tool this run started: a reused PID is left alone.
+		if alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$tool" ]; then
+			signal_group KILL "$pid"
+		fi
+	done
 	# An agent that died hard left its saved governors behind: put them back.
 	GOVSAVE=$DIR/governors.saved
 	governors_restore

@@ -7,33 +7,59 @@ document that every report format reads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event
+from rtlab.results.rundir import RawLoad
 from rtlab.system import audit, kernel
 
 SCHEMA = "rtlab.summary/1"
 SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
 
 
-def load_status(load: str, events: Sequence[Event], has_data: bool) -> str:
-    """complete / partial / failed as the agent said; what the files show otherwise."""
+ENDINGS = ("complete", "partial", "failed")
+# Fewer merged samples than this and the tail percentiles say nothing: p99.99 needs 10,000.
+FEW_SAMPLES = 10_000
+
+
+def load_status(load: str, events: Sequence[Event], has_data: bool) -> tuple[str, str | None]:
+    """(status, reason) as the agent said; what the files show when it never said."""
     for event in reversed(events):
-        if event.kind == "load-end" and event.get("load") == load:
-            return event.get("status", "failed")
+        # A cut-off line ("status=comp") is no ending: the file was damaged mid-write.
+        if event.kind == "load-end" and event.get("load") == load and event.get("status") in ENDINGS:
+            return event.get("status"), event.get("reason") or None
     started = any(e.kind == "load-start" and e.get("load") == load for e in events)
     if has_data:
-        return "partial"
-    return "failed" if started else "not-run"
+        return "partial", "the events file does not say how this load ended"
+    return ("failed", "started but never ended") if started else ("not-run", None)
+
+
+def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[str, str | None]:
+    """The agent's word checked against the files: a load is complete only when cyclictest's
+    output is valid and its stress-ng ran until the measurement ended."""
+    if status == "not-run":
+        return status, reason
+    if raw.problem is not None:
+        return "failed", reason or raw.problem
+    if raw.cyclictest is None:
+        return "failed", reason or f"no {cyclictest.FILE}"
+    if status == "complete" and raw.stressed:
+        end = raw.stress_end or {}
+        if end.get("running_at_end") != "yes":
+            words = f": {raw.stress_words}" if raw.stress_words else ""
+            return "failed", f"stress-ng was not running when the measurement ended{words}"
+    return status, reason
 
 
 def run_status(load_statuses: Mapping[str, str], events: Sequence[Event]) -> str:
-    for event in reversed(events):
-        if event.kind == "done":
-            return event.get("status", "failed")
+    if all(s == "complete" for s in load_statuses.values()) and load_statuses:
+        for event in reversed(events):
+            if event.kind == "done" and event.get("status") in ENDINGS:
+                return event.get("status")
     if any(s in ("complete", "partial") for s in load_statuses.values()):
         return "partial"
     return "failed"
@@ -61,19 +87,33 @@ def system_facts(sysinfo: Mapping[str, Any] | None) -> dict[str, Any]:
 def summarize(
     manifest: Mapping[str, Any],
     sysinfo: Mapping[str, Any] | None,
-    results: Mapping[str, dict[str, Any] | None],
+    raw: Mapping[str, RawLoad],
     events: Sequence[Event],
+    problems: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """`problems`: files of the run that could not be read, each one line naming it."""
     plan = manifest.get("plan") or {}
     limit = int(plan.get("histogram_us", 0))
     loads: dict[str, Any] = {}
     statuses: dict[str, str] = {}
     for load in plan.get("loads", []):
-        data = results.get(load)
-        statuses[load] = load_status(load, events, data is not None)
-        entry: dict[str, Any] = {"status": statuses[load], "merged": None, "cpus": {}, "histograms": None}
-        if data is not None:
-            per_thread = cyclictest.threads(data, limit)
+        files = raw.get(load) or RawLoad()
+        per_thread: list[cyclictest.ThreadResult] = []
+        if files.cyclictest is not None and files.problem is None:
+            try:
+                per_thread = cyclictest.threads(files.cyclictest, limit)
+            except cyclictest.InvalidResult as e:
+                files = replace(files, problem=str(e))
+        status, reason = verify(load, files, *load_status(load, events, files.cyclictest is not None))
+        statuses[load] = status
+        entry: dict[str, Any] = {
+            "status": status,
+            "reason": reason,
+            "merged": None,
+            "cpus": {},
+            "histograms": None,
+        }
+        if status in ("complete", "partial") and per_thread:
             merged = merge(t.histogram for t in per_thread)
             entry["cpus"] = {str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread}
             entry["merged"] = stats.compute(merged).to_json()
@@ -82,6 +122,8 @@ def summarize(
                 "cpus": {str(t.cpu): t.histogram.to_json() for t in per_thread},
             }
         loads[load] = entry
+    found = warnings(plan, sysinfo, loads, events, manifest.get("target") or {})
+    found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
     return {
         "schema": SCHEMA,
         "run": manifest.get("id"),
@@ -92,7 +134,7 @@ def summarize(
         "system": system_facts(sysinfo),
         "loads": loads,
         "audit": [f.to_json() for f in audit.audit(dict(sysinfo or {}))],
-        "warnings": warnings(plan, sysinfo, loads, events, manifest.get("target") or {}),
+        "warnings": found,
     }
 
 
@@ -114,9 +156,19 @@ def warnings(
         out.append({"code": code, "load": load, "message": message})
 
     for name, entry in loads.items():
-        if entry["status"] != "complete":
-            warn("incomplete", f"{name}: {entry['status']}, statistics cover what was measured", name)
+        if entry["status"] == "failed":
+            warn("failed", f"{name}: failed: {entry.get('reason') or 'no reason given'}", name)
+        elif entry["status"] == "partial":
+            reason = f" ({entry['reason']})" if entry.get("reason") else ""
+            warn("incomplete", f"{name}: partial{reason}, statistics cover what was measured", name)
         merged = entry["merged"]
+        if merged and merged["samples"] < FEW_SAMPLES:
+            warn(
+                "few-samples",
+                f"{name}: only {merged['samples']} samples; the tail percentiles (p99.99 needs "
+                f"{FEW_SAMPLES}) mean little: measure longer or at a shorter interval",
+                name,
+            )
         planned = _planned_samples(plan, len(entry["cpus"]))
         if merged and entry["status"] == "complete" and planned and merged["samples"] < 0.95 * planned:
             short = 100 * (1 - merged["samples"] / planned)

@@ -46,10 +46,12 @@ def heading(field: Field) -> str:
 
 
 def status_mark(entry: dict[str, Any] | None) -> str:
-    """'' for a complete load, its status otherwise."""
+    """'' for a complete load, its status (and why) otherwise."""
     if entry is None:
         return "not run"
-    return "" if entry["status"] == "complete" else entry["status"]
+    if entry["status"] == "complete":
+        return ""
+    return f"{entry['status']}: {entry['reason']}" if entry.get("reason") else entry["status"]
 
 
 def verdict(summary: dict[str, Any], load: str) -> str:

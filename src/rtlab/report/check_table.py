@@ -1,10 +1,12 @@
-"""Terminal tables for `rtlab check` findings and `rtlab tune` changes."""
+"""Terminal tables for `rtlab check` findings and `rtlab tune` changes. Every cell is a
+Text: what the target reported is data, never console markup."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from rtlab.system.audit import Finding
 from rtlab.system.knobs import Change
@@ -17,7 +19,9 @@ def build(findings: Sequence[Finding], title: str) -> Table:
     for heading in ("Area", "Item", "Status", "Found", "Advice"):
         table.add_column(heading, overflow="fold")
     for f in findings:
-        table.add_row(f.area, f.item, f"[{STYLE[f.status]}]{f.status}[/]", f.found, f.advice)
+        table.add_row(
+            *map(Text, (f.area, f.item)), Text(f.status, STYLE[f.status]), Text(f.found), Text(f.advice)
+        )
     return table
 
 
@@ -27,5 +31,9 @@ def changes(items: Sequence[Change], outcomes: Sequence[str], title: str) -> Tab
         table.add_column(heading, overflow="fold")
     for change, outcome in zip(items, outcomes, strict=True):
         style = "red" if outcome.startswith("failed") else "green"
-        table.add_row(change.knob, change.path, change.old, change.new, f"[{style}]{outcome}[/]", change.why)
+        table.add_row(
+            *map(Text, (change.knob, change.path, change.old, change.new)),
+            Text(outcome, style),
+            Text(change.why),
+        )
     return table

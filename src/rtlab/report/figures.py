@@ -166,7 +166,9 @@ def _max_us(summary: dict[str, Any], load: str) -> float:
 def all_figures(
     summaries: Sequence[dict[str, Any]], labels: Sequence[str], deadline_us: int | None = None
 ) -> list[NamedFigure]:
-    return [max_figure(summaries, labels, deadline_us), *histogram_figures(summaries, labels)]
+    # Names are data: `$\foo$` in a run's name is text, never mathtext.
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return [max_figure(summaries, labels, deadline_us), *histogram_figures(summaries, labels)]
 
 
 def svg(figure: Figure) -> str:

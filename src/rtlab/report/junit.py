@@ -7,11 +7,19 @@ complete load passes.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
 from rtlab.report import cells
+
+# Characters XML 1.0 forbids even as references: shown as \xNN so the file stays valid.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
@@ -19,18 +27,20 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     for summary, label in zip(summaries, labels, strict=True):
         duration = float(summary["plan"].get("duration_s") or 0)
         deadline = summary.get("deadline") or {}
+        label = clean(label)
         suite = ET.SubElement(root, "testsuite", name=f"rtlab {label}")
         failures = errors = 0
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
             case = ET.SubElement(
-                suite, "testcase", name=load, classname=f"rtlab.{label}", time=f"{duration:.1f}"
+                suite, "testcase", name=clean(load), classname=f"rtlab.{label}", time=f"{duration:.1f}"
             )
             merged = entry.get("merged") or {}
             verdict = (deadline.get("loads") or {}).get(load)
             if entry["status"] != "complete" or not merged:
                 errors += 1
-                ET.SubElement(case, "error", message=f"{load}: measurement {entry['status']}")
+                why = f": {entry['reason']}" if entry.get("reason") else ""
+                ET.SubElement(case, "error", message=clean(f"{load}: measurement {entry['status']}{why}"))
             elif verdict and verdict["verdict"] == "miss":
                 failures += 1
                 message = (

@@ -1,35 +1,47 @@
-"""Markdown: Table 5-1 with one column group per run, for READMEs and merge requests."""
+"""Markdown: Table 5-1 with one column group per run, for READMEs and merge requests.
+Every name and message is escaped: Markdown renderers pass raw HTML through."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.report import cells
 
+# What means something inside a line; a name never starts a line here, so # + - do not.
+_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
+
+
+def escape(text: str) -> str:
+    """Text as Markdown shows it literally: HTML characters as entities, the rest backslashed."""
+    text = html.escape(" ".join(str(text).split()), quote=False)
+    return _SPECIAL.sub(r"\\\1", text)
+
 
 def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
-    head = ["Load"] + [f"{label} {cells.heading(f)}" for label in labels for f in SEED_TABLE]
+    head = ["Load"] + [f"{escape(label)} {cells.heading(f)}" for label in labels for f in SEED_TABLE]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for load in cells.loads_in_order(summaries):
-        row = [load]
+        row = [escape(load)]
         for summary in summaries:
             entry = summary["loads"].get(load)
             merged = entry["merged"] if entry else None
             row += [cells.value(merged, f) for f in SEED_TABLE]
         lines.append("| " + " | ".join(row) + " |")
     notes = [
-        f"- {label} {load}: {cells.status_mark(s['loads'].get(load))}"
+        f"- {escape(label)} {escape(load)}: {escape(cells.status_mark(s['loads'].get(load)))}"
         for s, label in zip(summaries, labels, strict=True)
         for load in cells.loads_in_order(summaries)
         if cells.status_mark(s["loads"].get(load))
     ]
     notes += [
-        f"- {label}: {w['message']}"
+        f"- {escape(label)}: {escape(w['message'])}"
         for s, label in zip(summaries, labels, strict=True)
         for w in s.get("warnings", [])
-        if w["code"] != "incomplete"
+        if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
     if notes:

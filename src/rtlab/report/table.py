@@ -1,4 +1,5 @@
-"""The terminal table (rich): Table 5-1 of the StarFive study, one column group per run."""
+"""The terminal table (rich): Table 5-1 of the StarFive study, one column group per run.
+Labels, load names and notes are Text, never console markup: a run named `[/x]` is a name."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.report import cells
@@ -27,12 +29,12 @@ def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
     for label in labels:
         for i, field in enumerate(fields):
             top = label if i == 0 else ""
-            table.add_column(f"{top}\n{field.label}", justify="right")
+            table.add_column(Text(f"{top}\n{field.label}"), justify="right")
         if deadline is not None:
             table.add_column("\nDeadline", justify="right")
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
-        row = [load]
+        row: list[str | Text] = [Text(load)]
         for summary, label in zip(summaries, labels, strict=True):
             entry = summary["loads"].get(load)
             merged = entry["merged"] if entry else None
@@ -43,9 +45,9 @@ def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
             if mark:
                 notes.append(f"{label} {load}: {mark}")
         table.add_row(*row)
-    if any(cells.LOWER_BOUND in cell for column in table.columns for cell in map(str, column.cells)):
+    if any(cells.LOWER_BOUND in str(cell) for column in table.columns for cell in column.cells):
         notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
-    table.caption = "; ".join(notes) or None
+    table.caption = Text("; ".join(notes)) if notes else None
     table.caption_justify = "left"
     return table
 
@@ -56,5 +58,5 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     return buffer.getvalue()
 
 
-def _colour(verdict: str) -> str:
-    return f"[green]{verdict}[/]" if verdict.startswith("pass") else f"[bold red]{verdict}[/]"
+def _colour(verdict: str) -> Text:
+    return Text(verdict, "green" if verdict.startswith("pass") else "bold red")

@@ -1,16 +1,30 @@
-"""cyclictest's `--json` output, read as it was written (rt-tests 2.x, file_version 1).
+"""cyclictest's `--json` output, read as it was written (rt-tests 2.x, file_version 1), and
+checked before it counts.
 
 Each measurement thread reports its CPU, the sparse histogram ({"µs": count}),
 cycles, min, max and avg. cyclictest counts every cycle but bins only those below
 the `-h` range, so cycles minus the binned total is the overflow count.
+
+A file that is cut off, not JSON (cyclictest writes `"avg": -nan` for a thread that
+measured nothing), or whose values are not what cyclictest writes is an InvalidResult
+whose message says what is wrong: such a load is failed, never reported with numbers.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rtlab.analysis.histogram import Histogram
+
+FILE = "cyclictest.json"
+
+
+class InvalidResult(ValueError):
+    """cyclictest's output cannot be vouched for; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -23,28 +37,79 @@ class ThreadResult:
     histogram: Histogram
 
 
-def threads(data: dict[str, Any], limit_us: int) -> list[ThreadResult]:
-    """One result per measurement thread, in CPU order."""
-    out = []
-    for thread in (data.get("thread") or {}).values():
-        counts = {int(v): int(c) for v, c in (thread.get("histogram") or {}).items()}
-        cycles = int(thread.get("cycles", 0))
-        binned = sum(counts.values())
-        histogram = Histogram.from_counts(
-            counts,
-            limit_us=limit_us,
-            overflows=max(cycles - binned, 0),
-            reported_max_us=int(thread["max"]) if cycles else None,
-            reported_avg_us=float(thread["avg"]) if cycles else None,
-        )
-        out.append(
-            ThreadResult(
-                cpu=int(thread.get("cpu", -1)),
-                cycles=cycles,
-                min_us=int(thread.get("min", 0)),
-                max_us=int(thread.get("max", 0)),
-                avg_us=float(thread.get("avg", 0.0)),
-                histogram=histogram,
+def read(path: Path) -> dict[str, Any]:
+    """The parsed file; InvalidResult when it is not a JSON object."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InvalidResult(f"{FILE} cannot be read: {e.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidResult(f"{FILE} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise InvalidResult(f"{FILE} holds {json.dumps(data)[:40]}, not cyclictest's results object")
+    return data
+
+
+def _count(thread: dict[str, Any], key: str, where: str) -> int:
+    value = thread.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidResult(f"{FILE}: {where} has {key} {json.dumps(value)[:40]}, not a count")
+    return value
+
+
+def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
+    where = f"thread {name}"
+    if not isinstance(thread, dict):
+        raise InvalidResult(f"{FILE}: {where} is {type(thread).__name__}, not an object")
+    cpu = _count(thread, "cpu", where)
+    cycles = _count(thread, "cycles", where)
+    if cycles == 0:
+        raise InvalidResult(f"{FILE}: {where} (CPU {cpu}) measured no samples")
+    min_us, max_us = _count(thread, "min", where), _count(thread, "max", where)
+    if min_us > max_us:
+        raise InvalidResult(f"{FILE}: {where} has min {min_us} above max {max_us}")
+    avg = thread.get("avg")
+    if isinstance(avg, bool) or not isinstance(avg, int | float) or not math.isfinite(avg):
+        raise InvalidResult(f"{FILE}: {where} has avg {json.dumps(avg)[:40]}, not a number")
+    raw = thread.get("histogram")
+    if not isinstance(raw, dict):
+        raise InvalidResult(f"{FILE}: {where} has no histogram object")
+    counts: dict[int, int] = {}
+    for key, count in raw.items():
+        if not (isinstance(key, str) and key.isdigit() and int(key) < limit_us):
+            raise InvalidResult(
+                f"{FILE}: {where} has histogram key {key!r}, not a latency below {limit_us} µs"
             )
-        )
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidResult(f"{FILE}: {where} has {json.dumps(count)[:40]} samples at {key} µs")
+        counts[int(key)] = count
+    binned = sum(counts.values())
+    if binned > cycles:
+        raise InvalidResult(f"{FILE}: {where} binned {binned} samples but counted only {cycles} cycles")
+    seen = [v for v, c in counts.items() if c]
+    if seen and (min(seen) < min_us or max(seen) > max_us):
+        raise InvalidResult(f"{FILE}: {where} has histogram samples outside its own min..max")
+    histogram = Histogram.from_counts(
+        counts,
+        limit_us=limit_us,
+        overflows=cycles - binned,
+        reported_max_us=max_us,
+        reported_avg_us=float(avg),
+    )
+    return ThreadResult(cpu, cycles, min_us, max_us, float(avg), histogram)
+
+
+def threads(data: Any, limit_us: int) -> list[ThreadResult]:
+    """One checked result per measurement thread, in CPU order."""
+    if not isinstance(data, dict):
+        raise InvalidResult(f"{FILE} is not cyclictest's results object")
+    raw = data.get("thread")
+    if not isinstance(raw, dict) or not raw:
+        raise InvalidResult(f"{FILE} has no measurement threads")
+    out = [_thread(thread, str(name), limit_us) for name, thread in raw.items()]
+    cpus = [t.cpu for t in out]
+    if len(set(cpus)) != len(cpus):
+        raise InvalidResult(f"{FILE}: two threads report the same CPU ({sorted(cpus)})")
     return sorted(out, key=lambda t: t.cpu)

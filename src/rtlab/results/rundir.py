@@ -13,14 +13,17 @@ still says how far it got: status `running` then means it never finished.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtlab.errors import UsageError
-from rtlab.results import events
+from rtlab.errors import RunFailed, UsageError
+from rtlab.results import cyclictest, events
 
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
@@ -29,17 +32,32 @@ PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of either."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Readers see the old file or the new one, never half of either. A file that cannot be
+    written (a full disk, a read-only folder) is a RunFailed naming it; the old one stays."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise RunFailed(f"cannot write {path}: {e.strerror}{_fix(e)}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise RunFailed(f"cannot write {path}: {e.strerror}{_fix(e)}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _fix(e: OSError) -> str:
+    if e.errno == errno.ENOSPC:
+        return ": free some space"
+    if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return ": choose a folder you can write"
+    return ""
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -51,6 +69,25 @@ def read_json(path: Path) -> Any:
         return json.load(f)
 
 
+@dataclass(frozen=True)
+class RawLoad:
+    """What a load's folder holds, read but not yet analysed."""
+
+    cyclictest: dict[str, Any] | None = None  # cyclictest's JSON, None when absent or unreadable
+    problem: str | None = None  # why cyclictest's JSON cannot be used
+    stressed: bool = False  # the plan ran stress-ng under this load
+    stress_end: dict[str, str] | None = None  # the agent's last stress.log line: exit, running_at_end
+    stress_words: str = ""  # stress-ng's last error line
+
+
+_STRESS_END = re.compile(r"^@rtlab stress-ng (.*)$", re.MULTILINE)
+_STRESS_ERROR = re.compile(r"^.*(?:error|fail|must|invalid|cannot).*$", re.MULTILINE | re.IGNORECASE)
+
+
+class UnreadableFile(ValueError):
+    """A run file that is there but cannot be read: one line naming it."""
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = path
@@ -58,16 +95,39 @@ class RunDir:
     @classmethod
     def create(cls, path: Path) -> RunDir:
         """A new run directory; refuses one that holds anything, so nothing is overwritten."""
-        if path.exists():
-            if not path.is_dir():
-                raise UsageError(f"{path} exists and is not a directory: choose another --out")
-            if (path / MANIFEST).exists():
-                raise UsageError(f"{path} already holds a run: choose another --out")
-            if any(path.iterdir()):
-                raise UsageError(f"{path} exists and is not an empty run directory: choose another --out")
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "loads").mkdir(exist_ok=True)
+        try:
+            if path.exists():
+                if not path.is_dir():
+                    raise UsageError(f"{path} exists and is not a directory: choose another --out")
+                if (path / MANIFEST).exists():
+                    raise UsageError(f"{path} already holds a run: choose another --out")
+                if any(path.iterdir()):
+                    raise UsageError(f"{path} exists and is not an empty run directory: choose another --out")
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "loads").mkdir(exist_ok=True)
+        except OSError as e:
+            raise UsageError(
+                f"cannot make the run directory {path}: {e.strerror}; choose another --out"
+            ) from None
         return cls(path)
+
+    @classmethod
+    def create_new(cls, path: Path) -> RunDir:
+        """A run directory at `path`, or `path-2`, `path-3`... when another run took it first
+        (two runs started in the same second): mkdir decides atomically who gets which."""
+        for n in range(1, 1000):
+            candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
+            try:
+                candidate.parent.mkdir(parents=True, exist_ok=True)
+                candidate.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise UsageError(
+                    f"cannot make the run directory {candidate}: {e.strerror}; choose another --out"
+                ) from None
+            return cls.create(candidate)
+        raise UsageError(f"{path}: a thousand runs with this name already: choose another --out")
 
     @classmethod
     def open(cls, path: Path) -> RunDir:
@@ -82,8 +142,17 @@ class RunDir:
         return self.path / MANIFEST
 
     def manifest(self) -> dict[str, Any]:
-        data: dict[str, Any] = read_json(self.manifest_path)
+        data = self._json(self.manifest_path)
+        if not isinstance(data, dict):
+            raise UnreadableFile(f"{self.manifest_path} holds no run manifest")
         return data
+
+    @staticmethod
+    def _json(path: Path) -> Any:
+        try:
+            return read_json(path)
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UnreadableFile(f"{path} is unreadable ({e}): it was cut off or damaged") from None
 
     def write_manifest(self, data: dict[str, Any]) -> None:
         write_json(self.manifest_path, data)
@@ -96,23 +165,46 @@ class RunDir:
         return [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
     def sysinfo(self) -> dict[str, Any] | None:
+        """What the agent found on the target; UnreadableFile when the file is damaged."""
         path = self.path / "sysinfo.json"
-        return read_json(path) if path.is_file() else None
-
-    def cyclictest(self, load: str) -> dict[str, Any] | None:
-        """cyclictest's JSON for `load`, or None when it never finished writing it."""
-        path = self.load_dir(load) / "cyclictest.json"
         if not path.is_file():
             return None
-        try:
-            data: dict[str, Any] = read_json(path)
-        except json.JSONDecodeError:
-            return None
+        data = self._json(path)
+        if not isinstance(data, dict):
+            raise UnreadableFile(f"{path} holds no system information")
         return data
+
+    def raw_load(self, load: str) -> RawLoad:
+        """The files of one load as the agent left them, each read defensively."""
+        folder = self.load_dir(load)
+        data: dict[str, Any] | None = None
+        problem = None
+        path = folder / cyclictest.FILE
+        if path.is_file():
+            try:
+                data = cyclictest.read(path)
+            except cyclictest.InvalidResult as e:
+                problem = str(e)
+        elif (folder / f"{cyclictest.FILE}.part").is_file():
+            problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {cyclictest.FILE}.part)"
+        stress_end = None
+        words = ""
+        log = folder / "stress.log"
+        if log.is_file():
+            text = log.read_text(encoding="utf-8", errors="replace")
+            ends = _STRESS_END.findall(text)
+            if ends:
+                stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
+            errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
+            words = errors[-1].strip()[:200] if errors else ""
+        return RawLoad(data, problem, (folder / "stress.argv").is_file(), stress_end, words)
 
     def events(self) -> list[events.Event]:
         path = self.path / "events"
         if not path.is_file():
             return []
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as e:
+            raise UnreadableFile(f"{path} is unreadable ({e.strerror})") from None
         return [e for e in map(events.parse, lines) if e is not None]

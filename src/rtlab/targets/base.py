@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -11,6 +12,13 @@ if TYPE_CHECKING:
     from rtlab.system.files import Files
 
 STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
+HOST_MARGIN_S = 120.0  # past the planned end, the host stops waiting for the agent
+
+
+def target_dir() -> str:
+    """rtlab's folder on a target (agent, runs, the lock): $RTLAB_TARGET_DIR, else /tmp/rtlab.
+    The local agent reads the same variable itself."""
+    return os.environ.get("RTLAB_TARGET_DIR") or "/tmp/rtlab"
 
 
 def planned_seconds(loads: int, agent_args: list[str]) -> float:
@@ -32,8 +40,9 @@ class Target(Protocol):
         """Runs the agent to completion; its exit status and standard output."""
         ...
 
-    def workdir(self, run: RunDir) -> str:
-        """Where the run folder lives on the target."""
+    def workdir(self, run: RunDir, uid: str) -> str:
+        """Where the run folder lives on the target; `uid` is unique to the run, so no two runs
+        share a folder on a board."""
         ...
 
     def push(self, run: RunDir, remote: str) -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from rtlab.agent import script_path
 from rtlab.results.rundir import RunDir
 from rtlab.system.files import Root
+from rtlab.targets.base import HOST_MARGIN_S, planned_seconds
+from rtlab.targets.lifetime import die_with_parent
 
 
 class LocalTarget:
@@ -22,6 +26,7 @@ class LocalTarget:
         self.shell = shell
         self.env = env
         self._proc: subprocess.Popen[str] | None = None
+        self._loads = 0
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "local", "name": self.name, "host": platform.node(), "shell": self.shell}
@@ -35,16 +40,17 @@ class LocalTarget:
         )
         return done.returncode, done.stdout + done.stderr
 
-    def workdir(self, run: RunDir) -> str:
+    def workdir(self, run: RunDir, uid: str) -> str:
         return str(run.path.resolve())
 
     def push(self, run: RunDir, remote: str) -> None:
-        return None  # the agent reads the run directory itself
+        self._loads = len(run.planned_loads())  # the agent reads the run directory itself
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
-        # A session of its own: Ctrl-C reaches rtlab only, which then stops the
-        # agent in order (cyclictest writes its JSON, the governor is restored).
-        self._proc = subprocess.Popen(
+        # A session of its own: Ctrl-C reaches rtlab only, which then stops the agent in order
+        # (cyclictest writes its JSON, the governor is restored). If rtlab dies, even by SIGKILL,
+        # the kernel sends the agent SIGTERM, and it stops the same way.
+        self._proc = proc = subprocess.Popen(
             self._argv(args),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -52,18 +58,37 @@ class LocalTarget:
             text=True,
             errors="replace",
             env=self.env,
-            start_new_session=True,
+            preexec_fn=lambda: die_with_parent(signal.SIGTERM),
         )
-        assert self._proc.stdout is not None
+        assert proc.stdout is not None
+        # The agent stops every load that overruns; this is for an agent that itself hangs.
+        timeout = planned_seconds(self._loads, args) + HOST_MARGIN_S
+        expired = threading.Event()
+
+        def overdue() -> None:
+            expired.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        watchdog = threading.Timer(timeout, overdue)
+        watchdog.daemon = True
+        watchdog.start()
         try:
-            for line in self._proc.stdout:
+            for line in proc.stdout:
                 on_line(line)
-            return self._proc.wait()
+            status = proc.wait()
         finally:
-            if self._proc.poll() is None:  # only when the host itself is failing
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait()
+            watchdog.cancel()
+            if proc.poll() is None:  # only when the host itself is failing
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait()
             self._proc = None
+        if expired.is_set():
+            on_line(f"@rtlab host-timeout seconds={timeout:.0f}\n")
+        if status < 0 or expired.is_set():
+            # Killed: what it started (cyclictest, stress-ng) and the governors are put right.
+            self.agent(["stop", args[1]])
+        return status
 
     def interrupt(self) -> None:
         proc = self._proc

@@ -33,10 +33,8 @@ from rtlab.results.events import Event
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.system.files import AgentFiles
-from rtlab.targets.base import planned_seconds
+from rtlab.targets.base import planned_seconds, target_dir
 
-BASE = "/tmp/rtlab"
-AGENT = f"{BASE}/agent.sh"
 MARGIN_S = 120.0
 T = TypeVar("T")
 _SPEC = re.compile(
@@ -87,9 +85,11 @@ class _Loop:
 
 
 class SshTarget:
-    runs_dir = f"{BASE}/runs"
-
     def __init__(self, spec: str, accept_new_host_key: bool = False):
+        # rtlab's folder on the board: the agent, the runs and the lock that keeps runs apart.
+        self.base = target_dir()
+        self.runs_dir = f"{self.base}/runs"
+        self._agent = f"{self.base}/agent.sh"
         match = _SPEC.match(spec)
         if not match:
             raise UsageError(f"bad SSH target {spec!r}: write ssh://[user@]host[:port]")
@@ -162,8 +162,12 @@ class SshTarget:
     async def _install_agent(self) -> None:
         assert self._conn is not None
         await self._sh(
-            f"mkdir -p {shlex.quote(BASE)} && cat > {shlex.quote(AGENT)}", script_path().read_bytes()
+            f"mkdir -p {shlex.quote(self.base)} && cat > {shlex.quote(self._agent)}",
+            script_path().read_bytes(),
         )
+
+    def _agent_command(self, args: list[str]) -> str:
+        return f"RTLAB_TARGET_DIR={shlex.quote(self.base)} sh {shlex.quote(self._agent)} {shlex.join(args)}"
 
     async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
         assert self._conn is not None
@@ -192,11 +196,11 @@ class SshTarget:
         return data
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        status, out = self._run_sh(f"sh {shlex.quote(AGENT)} {shlex.join(args)}")
+        status, out = self._run_sh(self._agent_command(args))
         return status, out.decode("utf-8", "replace")
 
-    def workdir(self, run: RunDir) -> str:
-        return f"{self.runs_dir}/{run.path.name}"
+    def workdir(self, run: RunDir, uid: str) -> str:
+        return f"{self.runs_dir}/{uid}"
 
     def push(self, run: RunDir, remote: str) -> None:
         buffer = io.BytesIO()
@@ -206,7 +210,9 @@ class SshTarget:
                     tar.add(path, arcname=path.relative_to(run.path).as_posix(), recursive=False)
         q = shlex.quote(remote)
         self._loads = len(run.planned_loads())
-        status, out = self._run_sh(f"rm -rf {q} && mkdir -p {q} && tar -xf - -C {q}", buffer.getvalue())
+        # mkdir without -p: a folder that is already there is another run's, never replaced.
+        runs = shlex.quote(self.runs_dir)
+        status, out = self._run_sh(f"mkdir -p {runs} && mkdir {q} && tar -xf - -C {q}", buffer.getvalue())
         if status != 0:
             raise RunFailed(
                 f"{self.name}: could not put the plan in {remote}: {out.decode(errors='replace')}"
@@ -230,7 +236,7 @@ class SshTarget:
         assert self._conn is not None
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops.
-        agent = f"nohup sh {shlex.quote(AGENT)} {shlex.join(args)}"
+        agent = f"nohup {self._agent_command(args)}"
         start = f"cd {q} && : > events && {agent} > agent.out 2>&1 < /dev/null &"
         await self._sh(start)
         async with self._conn.create_process(f"tail -n +1 -f {q}/events") as proc:
@@ -243,7 +249,7 @@ class SshTarget:
 
     def interrupt(self) -> None:
         if self._loop is not None and self._conn is not None and getattr(self, "_remote", None):
-            self._loop.submit(self._sh(f"sh {shlex.quote(AGENT)} stop {shlex.quote(self._remote)}"))
+            self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
 
     def collect(self, run: RunDir, remote: str) -> None:
         try:
@@ -256,6 +262,11 @@ class SshTarget:
             self._run_sh(f"rm -rf {shlex.quote(remote)}")
         except (RunFailed, UsageError, tarfile.TarError) as e:
             (run.path / "collect-error.txt").write_text(f"{e}\nrun `rtlab collect {run.path}` later\n")
+
+    def holds(self, remote: str) -> bool:
+        """Whether the board still has the run folder `remote`."""
+        status, _ = self._run_sh(f"test -d {shlex.quote(remote)}")
+        return status == 0
 
     def still_running(self, remote: str) -> bool:
         q = shlex.quote(f"{remote}/agent.pid")

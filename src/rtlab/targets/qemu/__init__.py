@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import io
 import os
@@ -139,6 +140,7 @@ class QemuTarget:
         self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
         self._remote: str | None = None
         self._loads = 0
+        self._results: dict[str, bytes] = {}  # each finished load's folder, as the agent streamed it
 
     # --- preparing and booting -------------------------------------------
 
@@ -268,8 +270,8 @@ class QemuTarget:
         status, lines = console.run(f"sh {AGENT} {shlex.join(args)}", timeout=300)
         return (status if status is not None else 124), "\n".join(lines)
 
-    def workdir(self, run: RunDir) -> str:
-        return f"/tmp/rtlab/{run.path.name}"
+    def workdir(self, run: RunDir, uid: str) -> str:
+        return f"/tmp/rtlab/runs/{uid}"
 
     def _must(self, command: str, timeout: float = 60) -> list[str]:
         status, lines = self._ensure_booted().run(command, timeout)
@@ -295,8 +297,26 @@ class QemuTarget:
     def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
         console = self._ensure_booted()
         timeout = planned_seconds(self._loads, args) + self.spec.margin
+        # Each load's files come back over the console as soon as it ends, so a guest that
+        # hangs or dies later costs only the loads it had not finished.
+        receiving: list[str] = []
+        chunks: list[str] = []
+
+        def line(text: str) -> None:
+            if text.startswith("@rtlab result load="):
+                receiving[:] = [text.split("=", 1)[1].strip()]
+                chunks.clear()
+            elif text.startswith("@rtlab result-end") and receiving:
+                with contextlib.suppress(binascii.Error):
+                    self._results[receiving[0]] = base64.b64decode("".join(chunks))
+                receiving.clear()
+            elif receiving and _BASE64_LINE.match(text):
+                chunks.append(text)
+            else:
+                on_line(text)
+
         try:
-            status, _ = console.run(f"sh {AGENT} {shlex.join(args)}", timeout, on_line)
+            status, _ = console.run(f"sh {AGENT} {shlex.join([*args, '--stream-results'])}", timeout, line)
         except GuestDied as e:
             on_line(f"@rtlab guest-died reason={e}\n")
             return 125
@@ -311,6 +331,12 @@ class QemuTarget:
             self.console.send(f"sh {AGENT} stop {shlex.quote(self._remote)}")
 
     def collect(self, run: RunDir, remote: str) -> None:
+        for load, data in self._results.items():  # the loads that ended, whatever came later
+            try:
+                with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                    tar.extractall(run.path, filter="data")
+            except tarfile.TarError as e:
+                (run.path / "collect-error.txt").write_text(f"{load}: {e}\n")
         console = self.console
         try:
             if console is not None and console.alive():

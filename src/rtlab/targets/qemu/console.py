@@ -9,7 +9,6 @@ guest's /init (init.sh) runs each `@rtlab-cmd ID ...` line and ends it with
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import queue
 import signal
@@ -19,13 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    # A guest must never outlive rtlab, even one killed with SIGKILL.
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.setsid()  # Ctrl-C reaches rtlab, which shuts the guest down in order
+from rtlab.targets.lifetime import die_with_parent
 
 
 class GuestDied(Exception):
@@ -42,7 +35,7 @@ class Console:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            preexec_fn=lambda: die_with_parent(signal.SIGKILL),  # a guest never outlives rtlab
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.tail: deque[str] = deque(maxlen=self.TAIL_LINES)
