@@ -7,12 +7,22 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 AGENT = Path(__file__).resolve().parents[1] / "src" / "rtlab" / "agent" / "agent.sh"
+
+# This test session's own rtlab folder (lock, board runs) and a mark in the environment of
+# every process it starts: the tests look only at what they started, so another rtlab on
+# the same machine neither blocks them nor fails them.
+TARGET_DIR = Path(tempfile.mkdtemp(prefix="rtlab-tests-"))
+os.environ["RTLAB_TARGET_DIR"] = str(TARGET_DIR)
+SESSION_MARK = f"RTLAB_TEST_SESSION={uuid.uuid4().hex}"
+os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO and mlock need root")
 needs_tools = pytest.mark.skipif(
@@ -78,13 +88,24 @@ def processes_in(folder: Path) -> list[tuple[int, str]]:
     return found
 
 
+def ours(entry: Path) -> bool:
+    """A process this test session started (it carries the session's mark)."""
+    try:
+        return SESSION_MARK.encode() in (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
 def processes_named(*names: str) -> set[int]:
+    """This session's processes with these names (comm), live ones only."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "comm").read_text().strip() in names:
-                    pids.add(int(entry.name))
+                if (entry / "comm").read_text().strip() in names and ours(entry):
+                    state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+                    if state != "Z":
+                        pids.add(int(entry.name))
             except OSError:
                 pass
     return pids

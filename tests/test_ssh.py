@@ -16,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, run_args, start_rtlab
+from conftest import (
+    TARGET_DIR,
+    needs_root,
+    needs_tools,
+    processes_in,
+    read_json,
+    rtlab,
+    run_args,
+    start_rtlab,
+)
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
@@ -24,7 +33,13 @@ pytestmark = [
     needs_tools,
     pytest.mark.skipif(not Path(SSHD).exists(), reason="make test installs openssh-server"),
 ]
-RUNS = Path("/tmp/rtlab/runs")
+RUNS = TARGET_DIR / "runs"  # the session's own folder on the loopback "board"
+
+
+def remote_of(out: Path) -> Path:
+    """The run's folder on the board, once run.json names it."""
+    wait_for(lambda: (out / "run.json").exists() and "remote" in (out / "run.json").read_text())
+    return Path(read_json(out / "run.json")["remote"])
 
 
 @dataclass
@@ -138,14 +153,15 @@ def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
         threads = data["thread"].values()
         assert summary["loads"][load]["merged"]["samples"] == sum(t["cycles"] for t in threads)
         assert summary["loads"][load]["merged"]["max_us"] == max(t["max"] for t in threads)
-    assert processes_in(RUNS / out.name) == [] and not (RUNS / out.name).exists()
+    remote = Path(manifest["remote"])
+    assert remote.parent == RUNS and remote.name == manifest["uid"]
+    assert processes_in(remote) == [] and not remote.exists()
 
 
 def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_path):
     out = tmp_path / "dropped"
-    shutil.rmtree(RUNS / out.name, ignore_errors=True)
     proc = start_rtlab(*run_args(out, "idle,cpu", "4s", "--target", "ssh://board"), env=board.env)
-    remote = RUNS / out.name
+    remote = remote_of(out)
     wait_for(
         lambda: (remote / "events").exists() and "measure-start load=idle" in (remote / "events").read_text()
     )
@@ -170,9 +186,8 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
 
 def test_collect_while_the_board_still_measures(board, tmp_path):
     out = tmp_path / "busy"
-    shutil.rmtree(RUNS / out.name, ignore_errors=True)
     proc = start_rtlab(*run_args(out, "idle", "8s", "--target", "ssh://board"), env=board.env)
-    remote = RUNS / out.name
+    remote = remote_of(out)
     wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
     # another run on the same board is refused while this one measures
     other = rtlab(
@@ -187,7 +202,8 @@ def test_collect_while_the_board_still_measures(board, tmp_path):
         str(tmp_path / "other"),
         env=board.env,
     )
-    assert other.returncode == 2 and f"another rtlab run ({out.name}" in other.stderr
+    uid = read_json(out / "run.json")["uid"]
+    assert other.returncode == 2 and f"another rtlab run ({uid}" in other.stderr, other.stderr
     early = rtlab("collect", str(out), env=board.env)
     assert early.returncode == 3 and "still measuring" in early.stderr
     proc.communicate(timeout=60)
@@ -252,8 +268,8 @@ def test_hostile_names_are_quoted_not_run(board, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (out / "loads/idle/cyclictest.json").exists()
-    assert not (RUNS / name).exists()  # removed from the board once home
-    for folder in (tmp_path, Path("/tmp/rtlab"), RUNS, Path.home(), board.home):
+    assert not Path(read_json(out / "run.json")["remote"]).exists()  # removed from the board once home
+    for folder in (tmp_path, TARGET_DIR, RUNS, Path.home(), board.home):
         assert not list(folder.glob("PWNED*"))
 
 
@@ -284,6 +300,6 @@ def test_no_rtlab_agent_left_on_the_board():
 
 def _is_agent(proc: Path) -> bool:
     try:
-        return "/tmp/rtlab/agent.sh" in (proc / "cmdline").read_bytes().decode(errors="replace")
+        return f"{TARGET_DIR}/agent.sh" in (proc / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False

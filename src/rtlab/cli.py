@@ -46,7 +46,7 @@ app = typer.Typer(
 )
 # No console markup anywhere: names, paths and what targets report are data ("[/x]" is a name).
 console = Console(markup=False)
-err = Console(stderr=True, markup=False)
+err = Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]

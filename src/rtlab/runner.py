@@ -295,6 +295,7 @@ def _measure(
 ) -> Outcome:
     remote = target.workdir(run, uid)
     manifest["remote"] = remote
+    run.write_manifest(manifest)
     write_plan_files(run, plan, remote)
     target.push(run, remote)
 

@@ -441,7 +441,7 @@ stress_start() {
 	ld=$1
 	(cd "$ld" && run_argv stress.argv $SETSID stress-ng) >"$ld/stress.log" 2>&1 &
 	STRESS_PID=$!
-	echo "$STRESS_PID" >"$ld/stress.pid"
+	echo "$STRESS_PID" >"$ld/stress-ng.pid"
 }
 
 # Ends stress-ng: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds.
@@ -505,6 +505,9 @@ measure() {
 	printf '@rtlab cyclictest exit=%s\n' "$rc" >>"$ld/cyclictest.log"
 	if [ "$rc" = 0 ] && [ -s "$ld/cyclictest.json.part" ]; then
 		mv "$ld/cyclictest.json.part" "$ld/cyclictest.json"
+	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
+		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
+		REASON="stopped before cyclictest had measured anything"
 	elif [ -z "$REASON" ]; then
 		REASON="$(exit_text cyclictest "$rc")"
 		words=$(last_words "$ld/cyclictest.log")
@@ -642,7 +645,7 @@ cmd_stop() {
 			n=$((n + 1))
 		done
 	fi
-	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/stress.pid; do
+	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}

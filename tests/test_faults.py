@@ -1,0 +1,452 @@
+"""A result is either verified or visibly failed, with its reason: cyclictest crashing or
+writing damaged JSON, stress-ng failing or ignoring SIGTERM, hangs, signals, a killed host,
+concurrent runs, full and read-only disks, damaged run files, edge inputs, hostile names.
+
+Real cyclictest and stress-ng wherever they can misbehave for real; small fakes (fakes.py)
+first in PATH where they cannot. Every check of "nothing left running" looks only at the
+processes this test session started (conftest.processes_named)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import fakes
+from conftest import (
+    TARGET_DIR,
+    fake_sysfs,
+    needs_root,
+    needs_tools,
+    processes_named,
+    read_json,
+    rtlab,
+    run_args,
+    start_rtlab,
+)
+from rtlab.results.rundir import RunDir
+
+pytestmark = [needs_root, needs_tools]
+TOOLS = ("cyclictest", "stress-ng")
+
+
+def wait_for(predicate, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def events_say(run: Path, text: str) -> bool:
+    return (run / "events").exists() and text in (run / "events").read_text()
+
+
+def statuses(run: Path) -> dict[str, tuple[str, str | None]]:
+    loads = read_json(run / "summary.json")["loads"]
+    return {name: (entry["status"], entry["reason"]) for name, entry in loads.items()}
+
+
+# --- 1, 2: cyclictest's output is checked before it counts ---------------------------
+
+
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("segv", "cyclictest exited with signal 11"),
+        ("truncated", "cyclictest.json is not valid JSON"),
+        ("null", "cyclictest.json holds null"),
+        ("nan", "cyclictest.json is not valid JSON"),
+        ("bad-key", "histogram key 'abc'"),
+        ("bad-cpu", 'has cpu "zero", not a count'),
+        ("thread-list", "thread 0 is list, not an object"),
+    ],
+)
+def test_bad_cyclictest_output_fails_its_load_and_spares_the_others(mode, reason, tmp_path):
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", cyclictest=mode), "FAKE_LOAD": "cpu"}
+    done = rtlab(*run_args(run, "idle,cpu", "1s"), env=env)
+
+    assert done.returncode == 3, done.stderr
+    got = statuses(run)
+    assert got["idle"] == ("complete", None)
+    assert got["cpu"][0] == "failed" and reason in got["cpu"][1], got["cpu"]
+    summary = read_json(run / "summary.json")
+    assert summary["loads"]["cpu"]["merged"] is None  # no number it cannot vouch for
+    assert summary["loads"]["idle"]["merged"]["samples"] > 0
+    manifest = read_json(run / "run.json")
+    assert manifest["status"] == "partial"
+    assert manifest["loads"]["cpu"]["status"] == "failed" and reason in manifest["loads"]["cpu"]["reason"]
+    assert reason in done.stdout + done.stderr
+    # every later report of the run works and says why
+    for fmt in ("table", "md", "csv", "json", "html", "junit"):
+        again = rtlab("report", str(run), "--format", fmt)
+        assert again.returncode == 0, (fmt, again.stderr)
+        assert "failed" in again.stdout + again.stderr, fmt
+    assert reason in rtlab("report", str(run)).stderr
+    assert processes_named(*TOOLS) == set()
+
+
+def test_a_crashed_cyclictest_keeps_its_partial_file_apart(tmp_path):
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", cyclictest="segv"), "FAKE_LOAD": "idle"}
+    assert rtlab(*run_args(run, "idle", "1s"), env=env).returncode == 3
+    assert not (run / "loads/idle/cyclictest.json").exists()
+    assert (run / "loads/idle/cyclictest.json.part").read_text().startswith('{"file_version"')
+    assert "@rtlab cyclictest exit=139" in (run / "loads/idle/cyclictest.log").read_text()
+
+
+# --- 3: a load whose stressor did not run is never complete ----------------------------
+
+
+def test_stress_ng_refusing_its_arguments_fails_the_load_with_its_message(tmp_path):
+    run = tmp_path / "run"
+    done = rtlab(*run_args(run, "cpu", "5s", "--workers", "100000"))
+    assert done.returncode == 3
+    status, reason = statuses(run)["cpu"]
+    assert status == "failed"
+    assert "must be between 0 and 8192" in reason  # stress-ng's own words
+    assert read_json(run / "summary.json")["loads"]["cpu"]["merged"] is None
+    # caught while measuring: the 5 s measurement was stopped at once
+    assert "stress-ng ended after" in reason or "before measuring" in reason
+    assert processes_named(*TOOLS) == set()
+
+
+def test_stress_ng_dying_during_the_measurement_stops_it(tmp_path):
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", stress="die-after-2s"), "FAKE_LOAD": "memory"}
+    started = time.monotonic()
+    done = rtlab(*run_args(run, "memory", "30s"), env=env)
+    assert done.returncode == 3
+    assert time.monotonic() - started < 25  # not the whole 30 s of a load that was not there
+    status, reason = statuses(run)["memory"]
+    assert status == "failed" and "stress-ng ended after" in reason and "worker died" in reason
+
+
+# --- 6: nothing hangs: watchdogs on every target ---------------------------------------
+
+
+def test_a_cyclictest_that_never_ends_is_killed_and_the_next_load_goes_on(tmp_path):
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", cyclictest="hang"), "FAKE_LOAD": "idle"}
+    done = rtlab(*run_args(run, "idle,cpu", "1s"), env=env, timeout=180)
+    assert done.returncode == 3
+    got = statuses(run)
+    assert got["idle"][0] == "failed" and "no result 30 s after its planned end" in got["idle"][1]
+    assert got["cpu"] == ("complete", None)
+    assert processes_named(*TOOLS) == set()
+
+
+def test_ctrl_c_reaches_a_run_whose_tools_ignore_sigterm(tmp_path):
+    run = tmp_path / "run"
+    env = {
+        **fakes.install(tmp_path / "bin", cyclictest="hang", stress="ignore-term"),
+        "FAKE_LOAD": "cpu",
+    }
+    proc = start_rtlab(*run_args(run, "cpu,idle", "60s"), env=env)
+    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)  # SIGTERM ignored: SIGKILL after 10 s each
+    assert proc.returncode == 3 and "interrupted" in stderr
+    assert read_json(run / "run.json")["status"] in ("partial", "failed")
+    assert statuses(run)["cpu"][0] == "failed"
+    assert statuses(run)["idle"][0] == "not-run"
+    assert processes_named(*TOOLS) == set()
+
+
+# --- 7, 8: every exit path leaves a run directory that says how it ended ----------------
+
+
+def test_sigkill_of_rtlab_ends_the_measurement_and_report_says_so(tmp_path):
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "cpu,idle", "60s"))
+    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    time.sleep(1.5)
+    proc.kill()
+    proc.communicate(timeout=10)
+    # the agent is told by the kernel (parent-death signal) and stops in order
+    wait_for(lambda: events_say(run, "@rtlab done"), 30)
+    wait_for(lambda: not _agents_of(run) and not processes_named(*TOOLS), 30)
+    assert read_json(run / "run.json")["status"] == "running"  # nobody was left to write it
+    report = rtlab("report", str(run))
+    assert report.returncode == 0
+    assert "the host process ended without finishing this run" in report.stderr
+    assert "cpu" in report.stdout and "partial" in report.stdout
+
+
+def _agents_of(run: Path) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(run) in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.add(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_sigkill_of_the_agent_leaves_no_tool_running(tmp_path):
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "cpu,idle", "60s"))
+    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    agent = int((run / "agent.pid").read_text())
+    os.kill(agent, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert processes_named(*TOOLS) == set()
+    assert read_json(run / "run.json")["status"] != "running"
+
+
+def test_sighup_is_treated_like_sigterm(tmp_path):
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "idle", "60s"))
+    wait_for(lambda: events_say(run, "measure-start load=idle"))
+    time.sleep(1)
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "interrupted" in stderr
+    assert read_json(run / "run.json")["status"] == "partial"
+    assert statuses(run)["idle"][0] == "partial"
+    assert processes_named(*TOOLS) == set()
+
+
+def test_sigint_before_the_agent_starts_says_so(tmp_path):
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    real = shutil.which("cyclictest")
+    # the preflight asks cyclictest its version: make that slow enough to interrupt
+    (slow / "cyclictest").write_text(
+        f'#!/bin/sh\ncase "$*" in *--help*) sleep 30 ;; esac\nexec {real} "$@"\n'
+    )
+    (slow / "cyclictest").chmod(0o755)
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "idle", "5s"), env={"PATH": f"{slow}:{os.environ['PATH']}"})
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert "interrupted before measuring began" in stderr
+    assert not (run / "run.json").exists() or read_json(run / "run.json")["status"] != "running"
+
+
+# --- 9: one run measures at a time -------------------------------------------------------
+
+
+def test_a_second_run_is_refused_while_one_measures(tmp_path):
+    first = tmp_path / "first"
+    proc = start_rtlab(*run_args(first, "idle", "6s"))
+    wait_for(lambda: events_say(first, "measure-start"))
+    second = rtlab(*run_args(tmp_path / "second", "idle", "1s"))
+    assert second.returncode == 2
+    assert f"another rtlab run (first, pid {int((first / 'agent.pid').read_text())})" in second.stderr
+    assert not (tmp_path / "second").exists()
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert not (TARGET_DIR / "lock").exists()  # released
+
+
+def test_a_stale_lock_is_not_busy(tmp_path):
+    lock = TARGET_DIR / "lock"
+    lock.mkdir()
+    try:
+        # a PID that is alive (this test) but started at another time than recorded: reused
+        (lock / "owner").write_text(f"{os.getpid()} 1 /somewhere/old-run\n")
+        done = rtlab(*run_args(tmp_path / "run", "idle", "1s"))
+        assert done.returncode == 0, done.stderr
+        # and one whose PID is gone
+        lock.mkdir()
+        (lock / "owner").write_text("999999999 1 /somewhere/older-run\n")
+        done = rtlab(*run_args(tmp_path / "run2", "idle", "1s"))
+        assert done.returncode == 0, done.stderr
+    finally:
+        shutil.rmtree(lock, ignore_errors=True)
+
+
+def test_default_run_folders_started_in_the_same_second_do_not_collide(tmp_path):
+    base = tmp_path / "results" / "20261122-101010-host-6.1.0"
+    made: list[Path] = []
+    threads = [threading.Thread(target=lambda: made.append(RunDir.create_new(base).path)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(made)) == 8
+    assert sorted(p.name for p in made)[0] == base.name
+
+
+# --- 10: disks that are full, read-only or not folders -----------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 6 MiB tmpfs of the test's own."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "rtlab-test", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_too_little_space_is_refused_before_measuring(small_disk):
+    (small_disk / "filler").write_bytes(b"\0" * (4 * 1024 * 1024))
+    done = rtlab(*run_args(small_disk / "run", "idle", "1s"))
+    assert done.returncode == 2
+    assert "KiB free" in done.stderr and "free some space" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (small_disk / "run").exists()
+
+
+def test_disk_full_mid_run_fails_with_what_was_measured_kept(small_disk):
+    run = small_disk / "run"
+    proc = start_rtlab(*run_args(run, "idle,cpu", "3s"))
+    wait_for(lambda: events_say(run, "load-end load=idle"))
+    with (small_disk / "filler").open("wb") as f:  # fill the disk to the last byte
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert "Traceback" not in stderr
+    assert "No space left on device" in stderr or "failed" in stderr
+    (small_disk / "filler").unlink()
+    # what was measured before the disk filled is still reportable
+    report = rtlab("report", str(run), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["loads"]["idle"]["merged"]["samples"] > 0
+
+
+def test_read_only_folder_and_out_under_a_file(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "rtlab-test", str(ro)], check=True)
+    try:
+        done = rtlab(*run_args(ro / "run", "idle", "1s"))
+        assert done.returncode == 2 and "Read-only file system" in done.stderr and "--out" in done.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+    (tmp_path / "file").write_text("x")
+    done = rtlab(*run_args(tmp_path / "file" / "run", "idle", "1s"))
+    assert done.returncode == 2 and "is a file, not a folder" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- a finished run, for the report cases ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("finished") / "run"
+    done = rtlab(*run_args(run, "idle,cpu", "1s"))
+    assert done.returncode == 0, done.stderr
+    return run
+
+
+def test_report_into_a_missing_folder_is_one_line(finished, tmp_path):
+    done = rtlab("report", str(finished), "--format", "html", "-o", str(tmp_path / "nope" / "r.html"))
+    assert done.returncode == 2
+    assert "create its folder first" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- 11: damaged run files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        ("run.json", "run.json is unreadable"),
+        ("sysinfo.json", "sysinfo.json is unreadable"),
+        ("events", None),
+    ],
+)
+def test_a_damaged_file_is_named_and_the_loads_still_reported(finished, tmp_path, damage, named):
+    run = tmp_path / "copy"
+    shutil.copytree(finished, run)
+    text = (run / damage).read_text()
+    (run / damage).write_text(text[: len(text) // 2])  # cut off in the middle
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["loads"]["idle"]["merged"]["samples"] > 0
+    assert summary["loads"]["cpu"]["merged"]["samples"] > 0
+    if named:
+        assert any(named in w["message"] for w in summary["warnings"])
+    else:  # a cut-off events file: no load is "comp"lete; the cut one is partial, and says why
+        assert {e["status"] for e in summary["loads"].values()} <= {"complete", "partial"}
+        assert all(e["status"] in ("complete", "partial", "failed") for e in summary["loads"].values())
+    table = rtlab("report", str(run))
+    assert table.returncode == 0 and "Traceback" not in table.stderr
+
+
+# --- 12: edge inputs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--duration", "99999999999999999999h"], "out of range"),
+        (["--duration", "4294967297s"], "out of range"),
+        (["--interval", "5s"], "too long"),
+        (["--duration", "1s", "--interval", "2s"], "too long"),
+        (["--histogram-range", "100s"], "too large"),
+        (["--out", ""], "--out is empty"),
+    ],
+)
+def test_edge_inputs_are_refused_with_the_fix(args, message, tmp_path):
+    done = rtlab("run", "--loads", "idle", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_too_few_samples_are_warned_about(finished):
+    summary = read_json(finished / "summary.json")
+    samples = summary["loads"]["idle"]["merged"]["samples"]
+    codes = {w["code"] for w in summary["warnings"]}
+    assert ("few-samples" in codes) == (samples < 10_000)
+    done = rtlab(*run_args(finished.parent / "slow", "idle", "2s", "--interval", "100ms"))
+    assert done.returncode == 0
+    assert "only 40 samples" in done.stderr or "only 20 samples" in done.stderr
+
+
+# --- 13: every string is data ---------------------------------------------------------------
+
+
+def test_hostile_names_are_shown_as_written(tmp_path):
+    root = tmp_path / "root"
+    fake_sysfs(root, {0: "[/x]", 1: "[red]gov"})
+    run = tmp_path / "[red]runs" / "r"
+    name = "[/x] $\\foo$ <script>alert(1)</script> \x1b[31m"
+    done = rtlab(*run_args(run, "idle", "1s", "--name", name), env={"RTLAB_ROOT": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert f"run saved in {run}" in done.stderr
+    assert read_json(run / "sysinfo.json")["cpus"]["governors"]["0"] == "[/x]"
+    for fmt in ("table", "md", "html", "junit", "csv", "json"):
+        out = tmp_path / f"report.{fmt}"
+        shown = rtlab("report", str(run), "--format", fmt, "-o", str(out))
+        assert shown.returncode == 0, (fmt, shown.stderr)
+    assert "[/x]" in rtlab("report", str(run)).stdout
+    md = (tmp_path / "report.md").read_text()
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    html = (tmp_path / "report.html").read_text()
+    assert "<script>alert" not in html and "\\foo" in html
+    junit = ET.parse(tmp_path / "report.junit")  # well-formed despite the ESC character
+    assert junit.getroot().find("testsuite").get("name").startswith("rtlab [/x]")
+
+
+def test_terminal_compare_warns_about_different_loads(finished, tmp_path):
+    other = tmp_path / "other"
+    assert rtlab(*run_args(other, "idle", "1s")).returncode == 0
+    done = rtlab("compare", str(finished), str(other))
+    assert done.returncode == 0
+    assert "runs measured different loads" in done.stderr
