@@ -23,19 +23,24 @@ setup: $(BIN)/rtlab
 test-setup: setup
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_DEB_PACKAGES)"
 
+# A package counts as installed only when dpkg says "install ok installed": one left
+# unpacked by an interrupted apt run is installed again (after dpkg --configure -a).
 apt-install:
 	@missing=""; for p in $(PACKAGES); do \
-	    dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	    [ "$$(dpkg-query -W -f '$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:$$missing"; \
+	    $(SUDO) dpkg --configure -a; \
 	    $(SUDO) apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
 # The virtualenv is rebuilt only when the project's dependencies change.
 $(BIN)/rtlab: pyproject.toml
-	@dpkg -s python3-venv >/dev/null 2>&1 || $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
-	    { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv; }
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	    { $(SUDO) apt-get update -qq && \
+	      DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

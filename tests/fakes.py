@@ -16,7 +16,7 @@ CYCLICTEST_MODES = {
     # partial JSON, then a real SIGSEGV: what a crash in the middle of the write leaves
     "segv": 'printf \'{"file_version": 1, "thread": {"0": {"histogram": {"7": 3\' > "$json"; kill -SEGV $$',
     "truncated": 'printf \'{"file_version": 1, "thread": {"0": {"histo\' > "$json"; exit 0',
-    "null": "printf null > \"$json\"; exit 0",
+    "null": 'printf null > "$json"; exit 0',
     # what real cyclictest writes for a thread that measured 0 cycles
     "nan": 'printf \'{"file_version": 1, "num_threads": 1, "thread": {"0": {"histogram": {}, '
     '"cycles": 0, "min": 1000000, "max": 0, "avg": -nan, "cpu": 0, "node": 0}}}\' > "$json"; exit 0',

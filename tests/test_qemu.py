@@ -155,6 +155,25 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
 
 
 @needs_x86
+def test_a_guest_that_dies_keeps_the_loads_it_finished(tmp_path):
+    # The second load's stress-ng crashes the guest's kernel (sysrq c): QEMU is gone, as a
+    # board that lost power would be. The first load came back as soon as it ended.
+    crash = '#!/bin/sh\ncase " $* " in *" --timeout "*) echo c > /proc/sysrq-trigger ;; esac\n'
+    crash += 'exec /usr/bin/stress-ng "$@"\n'
+    extra = initrd(tmp_path, {"usr/local/bin/stress-ng": crash})
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "idle,cpu", "2s", "--target", f"qemu:debian,initrd={extra}"))
+    assert done.returncode == 3, done.stderr
+    summary = read_json(out / "summary.json")
+    assert summary["loads"]["idle"]["status"] == "complete"
+    assert summary["loads"]["idle"]["merged"]["samples"] > 0
+    assert summary["loads"]["cpu"]["status"] == "failed"
+    assert summary["status"] == "partial"
+    assert "guest-died" in (out / "events").read_text()
+    assert guests() == set()
+
+
+@needs_x86
 def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     out = tmp_path / "run"
     proc = start_rtlab(*run_args(out, "idle,cpu", "60s", "--target", "qemu:debian-rt"))

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,9 @@ def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
     assert layout(out) == layout(local)
     manifest = read_json(out / "run.json")
     assert manifest["target"]["kind"] == "ssh" and manifest["status"] == "complete"
+    # progress streamed live: cpu started after idle had measured its 2 s
+    started = [datetime.fromisoformat(manifest["loads"][load]["started"]) for load in ("idle", "cpu")]
+    assert (started[1] - started[0]).total_seconds() >= 2
     summary = read_json(out / "summary.json")
     for load in ("idle", "cpu"):
         data = read_json(out / "loads" / load / "cyclictest.json")
@@ -176,6 +180,13 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
     assert read_json(out / "run.json")["status"] != "complete"
     # the board finishes on its own
     wait_for(lambda: "@rtlab done status=complete" in (remote / "events").read_text(), 60)
+    # another run with the same --out basename gets a folder of its own on the board and
+    # leaves the uncollected one alone
+    twin = tmp_path / "elsewhere" / "dropped"
+    again = rtlab(*run_args(twin, "idle", "1s", "--target", "ssh://board"), env=board.env)
+    assert again.returncode == 0, again.stderr
+    assert read_json(twin / "run.json")["remote"] != str(remote)
+    assert (remote / "loads/cpu/cyclictest.json").exists()
     done = rtlab("collect", str(out), env=board.env)
     assert done.returncode == 0, done.stderr
     manifest = read_json(out / "run.json")
@@ -303,3 +314,42 @@ def _is_agent(proc: Path) -> bool:
         return f"{TARGET_DIR}/agent.sh" in (proc / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
+
+
+def test_out_dot_never_touches_other_runs_on_the_board(board, tmp_path):
+    others = RUNS / "someone-elses-run"
+    others.mkdir(parents=True, exist_ok=True)
+    (others / "events").write_text("@rtlab load-start load=idle seconds=600\n")
+    here = tmp_path / "empty"
+    here.mkdir()
+    done = rtlab(*run_args(Path("."), "idle", "1s", "--target", "ssh://board"), env=board.env, cwd=here)
+    assert done.returncode == 0, done.stderr
+    assert (here / "loads/idle/cyclictest.json").exists()
+    assert (others / "events").read_text() == "@rtlab load-start load=idle seconds=600\n"
+
+
+def test_collect_says_exactly_what_is_missing(board, tmp_path):
+    out = tmp_path / "home-already"
+    assert rtlab(*run_args(out, "idle", "1s", "--target", "ssh://board"), env=board.env).returncode == 0
+    remote = read_json(out / "run.json")["remote"]
+    done = rtlab("collect", str(out), env=board.env)
+    assert done.returncode == 3
+    assert f"has no {remote}" in done.stderr and "this run holds idle of idle" in done.stderr
+    assert "tar" not in done.stderr and "again later" not in done.stderr
+
+
+def test_ctrl_c_over_ssh_stops_the_board_cleanly(board, tmp_path):
+    out = tmp_path / "stopped"
+    proc = start_rtlab(*run_args(out, "idle,cpu", "30s", "--target", "ssh://board"), env=board.env)
+    remote = remote_of(out)
+    wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 3, stderr
+    assert "Task was destroyed" not in stderr and "Traceback" not in stderr
+    manifest = read_json(out / "run.json")
+    assert (
+        manifest["loads"]["idle"]["status"] == "partial" and manifest["loads"]["cpu"]["status"] == "not-run"
+    )
+    assert read_json(out / "loads/idle/cyclictest.json")["thread"]

@@ -16,6 +16,7 @@ Every value that reaches the remote shell goes through shlex.quote.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import re
 import shlex
@@ -80,8 +81,20 @@ class _Loop:
         asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self) -> None:
+        # Tasks still pending (a stream cut short by Ctrl-C) are cancelled and awaited first,
+        # so none is destroyed pending when the loop goes.
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 class SshTarget:
@@ -167,7 +180,9 @@ class SshTarget:
         )
 
     def _agent_command(self, args: list[str]) -> str:
-        return f"RTLAB_TARGET_DIR={shlex.quote(self.base)} sh {shlex.quote(self._agent)} {shlex.join(args)}"
+        return (
+            f"env RTLAB_TARGET_DIR={shlex.quote(self.base)} sh {shlex.quote(self._agent)} {shlex.join(args)}"
+        )
 
     async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
         assert self._conn is not None
@@ -237,9 +252,18 @@ class SshTarget:
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops.
         agent = f"nohup {self._agent_command(args)}"
-        start = f"cd {q} && : > events && {agent} > agent.out 2>&1 < /dev/null &"
-        await self._sh(start)
-        async with self._conn.create_process(f"tail -n +1 -f {q}/events") as proc:
+        # `;`, not `&&`: only the agent goes to the background, so this session ends at once
+        # instead of waiting, with its output pipe, for the whole measurement.
+        _, out = await self._sh(
+            f"cd {q} || exit 1; : > events; {agent} > agent.out 2>&1 < /dev/null & echo $!"
+        )
+        pid = out.decode(errors="replace").strip().splitlines()[-1:] or ["0"]
+        # The events as the agent appends them, until it ends: with or without its `done` line.
+        follow = (
+            f"cd {q} && {{ tail -n +1 -f events & t=$!; "
+            f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
+        )
+        async with self._conn.create_process(follow) as proc:
             async for line in proc.stdout:
                 on_line(line)
                 if line.startswith("@rtlab done"):
