@@ -24,6 +24,14 @@ os.environ["RTLAB_TARGET_DIR"] = str(TARGET_DIR)
 SESSION_MARK = f"RTLAB_TEST_SESSION={uuid.uuid4().hex}"
 os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
+
+@pytest.fixture(autouse=True)
+def _test_mark() -> Any:
+    """Each test's processes carry a mark of their own too (RTLAB_TEST_CASE)."""
+    os.environ["RTLAB_TEST_CASE"] = uuid.uuid4().hex
+    yield
+    os.environ.pop("RTLAB_TEST_CASE", None)
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO and mlock need root")
 needs_tools = pytest.mark.skipif(
     not (shutil.which("cyclictest") and shutil.which("stress-ng")),
@@ -88,21 +96,23 @@ def processes_in(folder: Path) -> list[tuple[int, str]]:
     return found
 
 
-def ours(entry: Path) -> bool:
-    """A process this test session started (it carries the session's mark)."""
+def ours(entry: Path, session: bool = False) -> bool:
+    """A process the running test (or, with `session`, any test of this session) started."""
+    mark = SESSION_MARK if session else f"RTLAB_TEST_CASE={os.environ.get('RTLAB_TEST_CASE')}"
     try:
-        return SESSION_MARK.encode() in (entry / "environ").read_bytes().split(b"\0")
+        return mark.encode() in (entry / "environ").read_bytes().split(b"\0")
     except OSError:
         return False
 
 
-def processes_named(*names: str) -> set[int]:
-    """This session's processes with these names (comm), live ones only."""
+def processes_named(*names: str, session: bool = False) -> set[int]:
+    """The running test's processes with these names (comm), live ones only; with `session`,
+    those of every test of this session."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "comm").read_text().strip() in names and ours(entry):
+                if (entry / "comm").read_text().strip() in names and ours(entry, session):
                     state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
                     if state != "Z":
                         pids.add(int(entry.name))

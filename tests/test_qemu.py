@@ -26,7 +26,8 @@ needs_riscv = pytest.mark.skipif(
 
 
 def guests() -> set[int]:
-    return processes_named("qemu-system-x86", "qemu-system-x86_64", "qemu-system-riscv64", "qemu-system-ris")
+    names = ("qemu-system-x86", "qemu-system-x86_64", "qemu-system-riscv64", "qemu-system-ris")
+    return processes_named(*names, session=True)
 
 
 @pytest.fixture(scope="module")

@@ -263,12 +263,16 @@ class SshTarget:
             f"cd {q} && {{ tail -n +1 -f events & t=$!; "
             f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
         )
+        done = False
         async with self._conn.create_process(follow) as proc:
             async for line in proc.stdout:
                 on_line(line)
                 if line.startswith("@rtlab done"):
+                    done = True
                     break
             proc.terminate()
+        if not done:  # the agent died (killed?): end what it left running, put governors back
+            await self._sh(self._agent_command(["stop", remote]))
         return 0
 
     def interrupt(self) -> None:
