@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ def _test_mark() -> Any:
     os.environ["RTLAB_TEST_CASE"] = uuid.uuid4().hex
     yield
     os.environ.pop("RTLAB_TEST_CASE", None)
+
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO and mlock need root")
 needs_tools = pytest.mark.skipif(
@@ -63,6 +65,13 @@ def start_rtlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Pop
 def run_args(out: Path, loads: str, duration: str, *more: str, settle: str = "0s") -> list[str]:
     """`rtlab run` measuring LOADS for DURATION each into OUT, then any MORE options."""
     return ["run", "--loads", loads, "--duration", duration, "--settle", settle, "--out", str(out), *more]
+
+
+def wait_for(predicate: Any, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
 
 
 def read_json(path: Path) -> Any:

@@ -58,16 +58,15 @@ esac
 def install(folder: Path, cyclictest: str | None = None, stress: str | None = None) -> dict[str, str]:
     """Writes the fakes into `folder`; returns the environment that puts them first in PATH."""
     folder.mkdir(parents=True, exist_ok=True)
-    if cyclictest is not None:
-        real = shutil.which("cyclictest")
-        assert real, "cyclictest is installed by make setup"
-        path = folder / "cyclictest"
-        path.write_text(_script(real, cyclictest, CYCLICTEST_MODES[cyclictest], True))
-        path.chmod(0o755)
-    if stress is not None:
-        real = shutil.which("stress-ng")
-        assert real, "stress-ng is installed by make setup"
-        path = folder / "stress-ng"
-        path.write_text(_script(real, stress, STRESS_MODES[stress], False))
+    for tool, mode, modes in (
+        ("cyclictest", cyclictest, CYCLICTEST_MODES),
+        ("stress-ng", stress, STRESS_MODES),
+    ):
+        if mode is None:
+            continue
+        real = shutil.which(tool)
+        assert real, f"{tool} is installed by make setup"
+        path = folder / tool
+        path.write_text(_script(real, mode, modes[mode], json_from_args=tool == "cyclictest"))
         path.chmod(0o755)
     return {"PATH": f"{folder}:{os.environ['PATH']}"}

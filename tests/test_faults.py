@@ -31,18 +31,12 @@ from conftest import (
     rtlab,
     run_args,
     start_rtlab,
+    wait_for,
 )
 from rtlab.results.rundir import RunDir
 
 pytestmark = [needs_root, needs_tools]
 TOOLS = ("cyclictest", "stress-ng")
-
-
-def wait_for(predicate, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 def events_say(run: Path, text: str) -> bool:

@@ -18,16 +18,10 @@ from conftest import (
     rtlab,
     run_args,
     start_rtlab,
+    wait_for,
 )
 
 pytestmark = [needs_root, needs_tools]
-
-
-def wait_for(predicate, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -26,6 +26,7 @@ from conftest import (
     rtlab,
     run_args,
     start_rtlab,
+    wait_for,
 )
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -117,13 +118,6 @@ def descendants(root: int) -> list[int]:
         found += children
         frontier = children
     return found
-
-
-def wait_for(predicate, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 def layout(run: Path) -> set[str]:

@@ -10,33 +10,25 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from rtlab import __version__, report
-from rtlab.analysis import compare as fairness
-from rtlab.analysis.verdict import with_deadline
-from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.kernel import fragments, recipe
-from rtlab.kernel import verify as kernel_verify_checks
 from rtlab.loads import LOADS, parse_loads
 from rtlab.plan import Plan, preset
-from rtlab.progress import RunProgress
-from rtlab.report import check_table, figures, table
-from rtlab.results import store
-from rtlab.results.events import Event
-from rtlab.runner import Outcome, execute, sysinfo
-from rtlab.runner import collect as collect_run
-from rtlab.system import audit, kernel
-from rtlab.system import tune as tuning
-from rtlab.system.files import Files
-from rtlab.targets import open_target
-from rtlab.targets.base import Target
 from rtlab.units import format_duration, parse_duration, parse_latency
+
+# Everything else is imported by the command that needs it: `rtlab --help` must not pay
+# for numpy, matplotlib, asyncssh or the kernel builder (bench/bench_startup.py).
+if TYPE_CHECKING:
+    from rtlab.results.events import Event
+    from rtlab.runner import Outcome
+    from rtlab.system.files import Files
+    from rtlab.targets.base import Target
 
 app = typer.Typer(
     add_completion=False,
@@ -122,6 +114,10 @@ def _present(
     junit: Path | None = None,
 ) -> None:
     """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
+    from rtlab.analysis import compare as fairness
+    from rtlab.analysis.verdict import with_deadline
+    from rtlab.report import table
+
     render = report.renderer(fmt)
     deadline_us = parse_latency(deadline) if deadline is not None else None
     summaries = [with_deadline(s, deadline_us) for s in summaries]
@@ -138,6 +134,8 @@ def _present(
     if junit is not None:
         _emit(report.renderer("junit")(summaries, labels), junit)
     if figures_dir is not None:
+        from rtlab.report import figures
+
         for path in figures.save_png(figures.all_figures(summaries, labels, deadline_us), figures_dir):
             err.print(f"wrote {path}", highlight=False)
     if deadline_us is not None and not all(s["deadline"]["pass"] for s in summaries):
@@ -185,6 +183,10 @@ def run(
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
+    from rtlab.progress import RunProgress
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
     if deadline is not None:
         parse_latency(deadline)  # bad syntax is found before minutes of measuring
     out_dir = _out_dir(out)
@@ -253,6 +255,9 @@ def _run_parallel(
     junit: Path | None,
 ) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
+    from rtlab.report import table
+    from rtlab.runner import Outcome, execute
+
     outcomes: dict[str, Outcome | Exception] = {}
 
     def work(tgt: Target) -> None:
@@ -307,6 +312,8 @@ def collect(
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Fetch the results of an SSH run whose connection dropped, once the board is reachable."""
+    from rtlab.runner import collect as collect_run
+
     _conclude(collect_run(run_dir, accept_new_host_key), None, None)
 
 
@@ -319,6 +326,8 @@ def report_cmd(
     figures_dir: Figures = None,
 ) -> None:
     """The table of a saved run (also a partial one), in any format."""
+    from rtlab.results import store
+
     report.renderer(fmt)
     summary = store.summary(run_dir)
     _present([summary], [str(summary["run"] or run_dir.name)], fmt, output, deadline, figures_dir)
@@ -336,6 +345,8 @@ def compare(
     figures_dir: Figures = None,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
+    from rtlab.results import store
+
     report.renderer(fmt)
     summaries = [store.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
@@ -357,6 +368,11 @@ def check(
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Audit the kernel and the system for real-time: what is right, what is wrong, how to fix it."""
+    from rtlab.report import check_table
+    from rtlab.runner import sysinfo
+    from rtlab.system import audit, kernel
+    from rtlab.targets import open_target
+
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
     tgt = open_target(target, accept_new_host_key)
@@ -399,6 +415,8 @@ def tune(
     ] = "local",
 ) -> None:
     """Tune the system for latency: governor, idle states, IRQs, workqueues, RT throttling, THP, KSM."""
+    from rtlab.targets import open_target
+
     if sum((dry_run, apply, revert)) > 1:
         raise UsageError("give one of --dry-run, --apply, --revert")
     tgt = open_target(target)
@@ -409,6 +427,9 @@ def tune(
 
 
 def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bool, revert: bool) -> None:
+    from rtlab.report import check_table
+    from rtlab.system import tune as tuning
+
     if revert:
         results = tuning.revert(files)
         console.print(
@@ -450,6 +471,8 @@ def kernel_fragments(
     ] = None,
 ) -> None:
     """Print (or write) the config fragments a kernel is made of, in merge order."""
+    from rtlab.kernel import fragments
+
     names = fragments.select(board, preempt, tick, debug, base)
     for name in names:
         text = fragments.path(name).read_text()
@@ -492,6 +515,9 @@ def kernel_build(
     ] = False,
 ) -> None:
     """Cross-build the kernel (riscv64): defconfig + fragments, every option checked, Image + dtbs."""
+    from rtlab.cache import cache_dir
+    from rtlab.kernel import recipe
+
     for path in fragment or []:
         if not path.is_file():
             raise UsageError(f"--fragment {path} does not exist: give the path of a Kconfig fragment")
@@ -529,6 +555,11 @@ def kernel_verify(
     ] = None,
 ) -> None:
     """The StarFive study's Appendix A checks; with two configs, that they differ only in the model."""
+    from rtlab.kernel import verify as kernel_verify_checks
+    from rtlab.runner import sysinfo
+    from rtlab.system import kernel
+    from rtlab.targets import open_target
+
     files = configs or []
     if len(files) > 2 or (not files and target is None):
         raise UsageError("give one .config, two (the RT kernel and its twin), or --target")

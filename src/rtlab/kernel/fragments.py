@@ -21,7 +21,7 @@ BASES = ("small", "defconfig")
 
 
 def path(name: str) -> Path:
-    return Path(str(resources.files(__name__.rsplit(".", 1)[0]) / "fragments" / f"{name}.config"))
+    return Path(str(resources.files(__name__.rsplit(".", 1)[0]) / "kconfig" / f"{name}.config"))
 
 
 def select(

@@ -1,30 +1,33 @@
 """Report formats: one module each, all reading the same summaries.
 
 render(summaries, labels) -> str
+
+A format's module (html brings matplotlib) is imported only when that format is asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from rtlab.errors import UsageError
-from rtlab.report import csv_format, html, json_format, junit, markdown, table
 
 Renderer = Callable[[Sequence[dict[str, Any]], Sequence[str]], str]
 
-FORMATS: dict[str, Renderer] = {
-    "table": table.render,
-    "md": markdown.render,
-    "csv": csv_format.render,
-    "json": json_format.render,
-    "html": html.render,
-    "junit": junit.render,
+# format name -> the module under rtlab.report whose render() writes it
+FORMATS: dict[str, str] = {
+    "table": "table",
+    "md": "markdown",
+    "csv": "csv_format",
+    "json": "json_format",
+    "html": "html",
+    "junit": "junit",
 }
 
 
 def renderer(name: str) -> Renderer:
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise UsageError(f"unknown format {name!r}: choose from {', '.join(FORMATS)}") from None
+    if name not in FORMATS:
+        raise UsageError(f"unknown format {name!r}: choose from {', '.join(FORMATS)}")
+    render: Renderer = importlib.import_module(f"{__name__}.{FORMATS[name]}").render
+    return render
