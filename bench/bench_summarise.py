@@ -40,21 +40,24 @@ def fake_cyclictest(rng: np.random.Generator, cpus: int = 2) -> dict:
     return {"file_version": 1, "num_threads": cpus, "thread": threads}
 
 
+def write_run(base: Path, i: int, templates: list[str] | None = None) -> Path:
+    """One saved run of the 5 loads x 2 CPUs, as rtlab would have left it."""
+    templates = templates or [json.dumps(fake_cyclictest(np.random.default_rng(1)))]
+    plan = Plan(duration_s=600, workers=2).to_json()
+    events = "".join(f"@rtlab load-end load={load} status=complete\n" for load in LOADS)
+    run = base / f"run-{i:04d}"
+    for j, load in enumerate(LOADS):
+        (run / "loads" / load).mkdir(parents=True)
+        (run / "loads" / load / "cyclictest.json").write_text(templates[(i + j) % len(templates)])
+    (run / "run.json").write_text(json.dumps({"id": run.name, "plan": plan}))
+    (run / "events").write_text(events + "@rtlab done status=complete\n")
+    return run
+
+
 def write_runs(base: Path) -> list[Path]:
     rng = np.random.default_rng(1)
     templates = [json.dumps(fake_cyclictest(rng)) for _ in range(5)]
-    plan = Plan(duration_s=600, workers=2).to_json()
-    events = "".join(f"@rtlab load-end load={load} status=complete\n" for load in LOADS)
-    paths = []
-    for i in range(RUNS):
-        run = base / f"run-{i:04d}"
-        for j, load in enumerate(LOADS):
-            (run / "loads" / load).mkdir(parents=True)
-            (run / "loads" / load / "cyclictest.json").write_text(templates[(i + j) % 5])
-        (run / "run.json").write_text(json.dumps({"id": run.name, "plan": plan}))
-        (run / "events").write_text(events + "@rtlab done status=complete\n")
-        paths.append(run)
-    return paths
+    return [write_run(base, i, templates) for i in range(RUNS)]
 
 
 def main() -> None:

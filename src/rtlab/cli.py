@@ -31,11 +31,28 @@ if TYPE_CHECKING:
     from rtlab.targets.base import Target
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     no_args_is_help=True,
     help="Measure, compare and explain the scheduling latency of real-time Linux.",
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        print(f"rtlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version")
+    ] = False,
+) -> None:
+    """Measure, compare and explain the scheduling latency of real-time Linux."""
+
+
 # No console markup anywhere: names, paths and what targets report are data ("[/x]" is a name).
 console = Console(markup=False)
 err = Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
