@@ -50,6 +50,8 @@ run: setup
 	$(BIN)/rtlab run $(RUN_ARGS)
 
 lint: setup
+	@$(MAKE) --no-print-directory apt-install PACKAGES=shellcheck
+	shellcheck -s sh src/rtlab/agent/agent.sh src/rtlab/targets/qemu/init.sh
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy

@@ -278,6 +278,7 @@ lock_take() {
 	while ! mkdir "$lock" 2>/dev/null; do
 		holder=$(lock_holder)
 		if [ -n "$holder" ] || [ $tries -ge 3 ]; then
+			# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
 			set -- $holder
 			emit busy pid="${1:-?}" run="${2##*/}"
 			return 1
@@ -304,6 +305,7 @@ cmd_preflight() {
 	ok=0
 	holder=$(lock_holder)
 	if [ -n "$holder" ]; then
+		# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
 		set -- $holder
 		printf '@rtlab busy run=%s pid=%s\n' "${2##*/}" "$1"
 		return 1
@@ -353,7 +355,7 @@ governors_set() {
 	fi
 	# Saved before anything changes, so a crash can always be undone.
 	mv "$GOVSAVE.part" "$GOVSAVE"
-	status=set
+	status='set'
 	while read -r _old path; do
 		printf '%s\n' "$want" >"$path" 2>/dev/null || status=failed
 	done <"$GOVSAVE"
@@ -606,7 +608,7 @@ cmd_run() {
 	trap on_signal INT TERM HUP
 	trap cleanup EXIT
 	if ! lock_take; then
-		emit done status=failed reason=another rtlab run is measuring on this system
+		emit 'done' status=failed reason=another rtlab run is measuring on this system
 		exit 1
 	fi
 	echo $$ >"$DIR/agent.pid"
@@ -623,11 +625,11 @@ cmd_run() {
 	governors_restore
 
 	if [ $complete -gt 0 ] && [ $complete = "$ran" ] && [ $STOP = 0 ]; then
-		emit done status=complete
+		emit 'done' status=complete
 	elif ls "$DIR"/loads/*/cyclictest.json >/dev/null 2>&1; then
-		emit done status=partial
+		emit 'done' status=partial
 	else
-		emit done status=failed
+		emit 'done' status=failed
 	fi
 }
 
