@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AGENT, fake_sysfs, needs_root, needs_tools, processes_in
+from rtlab.results.events import Kind
 
 BUSYBOX = shutil.which("busybox")
 
@@ -201,3 +203,11 @@ def _group_alive(pgid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
+    text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
+    printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
+    trailers = {"stress-ng", "cyclictest"}  # the exit-status lines closing stress.log and cyclictest.log
+    assert printed - trailers <= {kind.value for kind in Kind}
+    assert {"load-start", "load-end", "done", "busy", "result"} <= printed

@@ -273,13 +273,20 @@ def _run_parallel(
 ) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
     from rtlab.report import table
+    from rtlab.results.events import Kind
     from rtlab.runner import Outcome, execute
 
     outcomes: dict[str, Outcome | Exception] = {}
 
     def work(tgt: Target) -> None:
         def line(event: Event) -> None:
-            if event.kind in ("load-start", "load-end", "done", "connection-lost", "host-timeout"):
+            if event.kind in (
+                Kind.LOAD_START,
+                Kind.LOAD_END,
+                Kind.DONE,
+                Kind.CONNECTION_LOST,
+                Kind.HOST_TIMEOUT,
+            ):
                 detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
                 err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
 

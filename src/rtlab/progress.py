@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from rtlab.plan import Plan
-from rtlab.results.events import Event
+from rtlab.results.events import Event, Kind
 
 
 def _elapsed(task: Task) -> float:
@@ -70,15 +70,15 @@ class RunProgress:
 
     def __call__(self, event: Event) -> None:
         load = event.get("load")
-        if event.kind == "governor":
+        if event.kind == Kind.GOVERNOR:
             self.say(f"governor: {event.get('status')}")
-        elif event.kind == "load-start":
+        elif event.kind == Kind.LOAD_START:
             label = f"{load} {len(self.tasks) + 1}/{len(self.plan.loads)}"
             self.tasks[load] = self.progress.add_task(label, total=self.plan.duration_s, since=None)
             self.say(f"{label}: settling {self.plan.settle_s} s, then measuring {self.plan.duration_s} s")
-        elif event.kind == "measure-start" and load in self.tasks:
+        elif event.kind == Kind.MEASURE_START and load in self.tasks:
             self.progress.update(self.tasks[load], since=time.monotonic())
-        elif event.kind == "load-end" and load in self.tasks:
+        elif event.kind == Kind.LOAD_END and load in self.tasks:
             status = event.get("status")
             task = next(t for t in self.progress.tasks if t.id == self.tasks[load])
             self.progress.update(task.id, completed=_elapsed(task), outcome=status)

@@ -64,15 +64,15 @@ class _Progress:
         self.events.append(event)
         loads = self.manifest["loads"]
         name = event.get("load")
-        if event.kind == "load-start" and name in loads:
+        if event.kind == ev.Kind.LOAD_START and name in loads:
             loads[name].update(status="running", started=_now())
-        elif event.kind == "measure-start" and name in loads:
+        elif event.kind == ev.Kind.MEASURE_START and name in loads:
             loads[name].update(measuring_since=_now())
-        elif event.kind == "load-end" and name in loads:
+        elif event.kind == ev.Kind.LOAD_END and name in loads:
             loads[name].update(status=event.get("status"), ended=_now())
             if event.get("reason"):
                 loads[name]["reason"] = event.get("reason")
-        elif event.kind == "governor":
+        elif event.kind == ev.Kind.GOVERNOR:
             self.manifest["governor"] = event.get("status")
         else:
             return
@@ -91,23 +91,23 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     _, out = target.agent(["preflight", str(plan.priority), *([target.runs_dir] if target.runs_dir else [])])
     found: dict[str, str] = {}
     for event in filter(None, map(ev.parse, out.splitlines())):
-        if event.kind == "tool":
+        if event.kind == ev.Kind.TOOL:
             found[event.get("name")] = event.get("version")
-        elif event.kind == "missing":
+        elif event.kind == ev.Kind.MISSING:
             tool = event.get("name")
             if tool == "cyclictest" or any(load != "idle" for load in plan.loads):
                 raise UsageError(f"{tool} is not installed on {target.name}: {INSTALL_HINT[tool]}")
-        elif event.kind == "busy":
+        elif event.kind == ev.Kind.BUSY:
             raise UsageError(
                 f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
                 f"{target.name}: wait for it to end, or stop it, then run again"
             )
-        elif event.kind == "space" and event.get("kb").isdigit() and int(event.get("kb")) < MIN_FREE_KB:
+        elif event.kind == ev.Kind.SPACE and event.get("kb").isdigit() and int(event.get("kb")) < MIN_FREE_KB:
             raise UsageError(
                 f"{target.name} has {event.get('kb')} KiB free in {target.runs_dir}: results need at least "
                 f"{MIN_FREE_KB} KiB; free some space"
             )
-        elif event.kind == "privileges" and event.get("status") != "ok":
+        elif event.kind == ev.Kind.PRIVILEGES and event.get("status") != "ok":
             raise UsageError(
                 f"cyclictest may not use SCHED_FIFO priority {plan.priority} and mlock on "
                 f"{target.name}: run as root or grant CAP_SYS_NICE and CAP_IPC_LOCK "
@@ -385,7 +385,7 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
                 f"of {', '.join(manifest['plan']['loads'])}"
             )
         if target.still_running(remote):
-            done = sum(1 for e in target.events(remote) if e.kind == "load-end")
+            done = sum(1 for e in target.events(remote) if e.kind == ev.Kind.LOAD_END)
             raise RunFailed(
                 f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads done; "
                 "collect again later"

@@ -13,7 +13,7 @@ from typing import Any
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import merge
 from rtlab.results import cyclictest
-from rtlab.results.events import Event
+from rtlab.results.events import Event, Kind
 from rtlab.results.rundir import RawLoad
 from rtlab.system import audit, kernel
 
@@ -30,9 +30,9 @@ def load_status(load: str, events: Sequence[Event], has_data: bool) -> tuple[str
     """(status, reason) as the agent said; what the files show when it never said."""
     for event in reversed(events):
         # A cut-off line ("status=comp") is no ending: the file was damaged mid-write.
-        if event.kind == "load-end" and event.get("load") == load and event.get("status") in ENDINGS:
+        if event.kind == Kind.LOAD_END and event.get("load") == load and event.get("status") in ENDINGS:
             return event.get("status"), event.get("reason") or None
-    started = any(e.kind == "load-start" and e.get("load") == load for e in events)
+    started = any(e.kind == Kind.LOAD_START and e.get("load") == load for e in events)
     if has_data:
         return "partial", "the events file does not say how this load ended"
     return ("failed", "started but never ended") if started else ("not-run", None)
@@ -58,7 +58,7 @@ def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[st
 def run_status(load_statuses: Mapping[str, str], events: Sequence[Event]) -> str:
     if all(s == "complete" for s in load_statuses.values()) and load_statuses:
         for event in reversed(events):
-            if event.kind == "done" and event.get("status") in ENDINGS:
+            if event.kind == Kind.DONE and event.get("status") in ENDINGS:
                 return event.get("status")
     if any(s in ("complete", "partial") for s in load_statuses.values()):
         return "partial"
@@ -185,7 +185,7 @@ def warnings(
                 f"histogram range; {', '.join(merged['lower_bounds'])} are lower bounds",
                 name,
             )
-    governor = next((e.get("status") for e in events if e.kind == "governor"), None)
+    governor = next((e.get("status") for e in events if e.kind == Kind.GOVERNOR), None)
     if governor == "unavailable":
         warn("governor", "no cpufreq governor on the target: frequency scaling was not controlled")
     elif governor == "failed":

@@ -3,8 +3,42 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 PREFIX = "@rtlab "
+
+
+class Kind(StrEnum):
+    """Every kind of line: from the agent (agent.sh), and from the host's targets about it."""
+
+    # preflight
+    BUSY = "busy"
+    SPACE = "space"
+    TOOL = "tool"
+    MISSING = "missing"
+    PRIVILEGES = "privileges"
+    # run
+    GOVERNOR = "governor"
+    LOAD_START = "load-start"
+    MEASURE_START = "measure-start"
+    LOAD_END = "load-end"
+    DONE = "done"
+    RESULT = "result"  # a finished load's files follow, base64 (--stream-results)
+    RESULT_END = "result-end"
+    # said by the host, not the agent
+    HOST_TIMEOUT = "host-timeout"
+    CONNECTION_LOST = "connection-lost"
+    GUEST_TIMEOUT = "guest-timeout"
+    GUEST_DIED = "guest-died"
+
+
+def line(kind: Kind, **fields: object) -> str:
+    """An event line as the agent writes it (`reason` last: it is free text)."""
+    reason = fields.pop("reason", None)
+    parts = [f"{PREFIX}{kind}", *(f"{k}={v}" for k, v in fields.items())]
+    if reason is not None:
+        parts.append(f"reason={reason}")
+    return " ".join(parts) + "\n"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rtlab.agent import script_path
+from rtlab.results.events import Kind, line
 from rtlab.results.rundir import RunDir
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S, planned_seconds
@@ -74,8 +75,8 @@ class LocalTarget:
         watchdog.daemon = True
         watchdog.start()
         try:
-            for line in proc.stdout:
-                on_line(line)
+            for text in proc.stdout:
+                on_line(text)
             status = proc.wait()
         finally:
             watchdog.cancel()
@@ -84,7 +85,7 @@ class LocalTarget:
                 proc.wait()
             self._proc = None
         if expired.is_set():
-            on_line(f"@rtlab host-timeout seconds={timeout:.0f}\n")
+            on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
         if status < 0 or expired.is_set():
             # Killed: what it started (cyclictest, stress-ng) and the governors are put right.
             self.agent(["stop", args[1]])

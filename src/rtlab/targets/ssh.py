@@ -30,7 +30,7 @@ import asyncssh
 
 from rtlab.agent import script_path
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results.events import Event
+from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.system.files import AgentFiles
@@ -241,10 +241,10 @@ class SshTarget:
         try:
             return loop.run(self._stream(args, remote, on_line), timeout)
         except TimeoutError:
-            on_line(f"@rtlab host-timeout seconds={timeout:.0f}\n")
+            on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
             return 124
         except (OSError, asyncssh.Error) as e:
-            on_line(f"@rtlab connection-lost reason={e}\n")
+            on_line(line(Kind.CONNECTION_LOST, reason=e))
             return 255
 
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
@@ -265,9 +265,10 @@ class SshTarget:
         )
         done = False
         async with self._conn.create_process(follow) as proc:
-            async for line in proc.stdout:
-                on_line(line)
-                if line.startswith("@rtlab done"):
+            async for text in proc.stdout:
+                on_line(text)
+                event = parse_event(text)
+                if event is not None and event.kind == Kind.DONE:
                     done = True
                     break
             proc.terminate()

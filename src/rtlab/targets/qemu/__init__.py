@@ -33,6 +33,7 @@ from typing import Any
 
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
+from rtlab.results.events import Kind, line, parse
 from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import planned_seconds
@@ -302,11 +303,12 @@ class QemuTarget:
         receiving: list[str] = []
         chunks: list[str] = []
 
-        def line(text: str) -> None:
-            if text.startswith("@rtlab result load="):
-                receiving[:] = [text.split("=", 1)[1].strip()]
+        def receive(text: str) -> None:
+            event = parse(text)
+            if event is not None and event.kind == Kind.RESULT:
+                receiving[:] = [event.get("load")]
                 chunks.clear()
-            elif text.startswith("@rtlab result-end") and receiving:
+            elif event is not None and event.kind == Kind.RESULT_END and receiving:
                 with contextlib.suppress(binascii.Error):
                     self._results[receiving[0]] = base64.b64decode("".join(chunks))
                 receiving.clear()
@@ -316,12 +318,12 @@ class QemuTarget:
                 on_line(text)
 
         try:
-            status, _ = console.run(f"sh {AGENT} {shlex.join([*args, '--stream-results'])}", timeout, line)
+            status, _ = console.run(f"sh {AGENT} {shlex.join([*args, '--stream-results'])}", timeout, receive)
         except GuestDied as e:
-            on_line(f"@rtlab guest-died reason={e}\n")
+            on_line(line(Kind.GUEST_DIED, reason=e))
             return 125
         if status is None:  # hung: stop it, keep what the console showed
-            on_line(f"@rtlab guest-timeout seconds={timeout:.0f}\n")
+            on_line(line(Kind.GUEST_TIMEOUT, seconds=f"{timeout:.0f}"))
             console.kill()
             return 124
         return status
