@@ -27,6 +27,7 @@ from rtlab.units import format_duration, parse_duration, parse_latency
 if TYPE_CHECKING:
     from rtlab.results.events import Event
     from rtlab.runner import Outcome
+    from rtlab.shapes import Summary
     from rtlab.system.files import Files
     from rtlab.targets.base import Target
 
@@ -122,7 +123,7 @@ def _emit(text: str, output: Path | None) -> None:
 
 
 def _present(
-    summaries: list[dict[str, Any]],
+    summaries: list[Summary],
     labels: list[str],
     fmt: str = "table",
     output: Path | None = None,

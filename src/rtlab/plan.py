@@ -7,10 +7,11 @@ many CPUs it has) and written into the run directory for the agent as plain file
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import cast
 
 from rtlab.errors import UsageError
 from rtlab.loads import LOADS, STRESS_TIMEOUT_MARGIN_S, stress_argv
+from rtlab.shapes import PlanJSON
 from rtlab.system import cpus
 
 # Wide enough that nothing overflows: this 2-vCPU VM showed 27 ms under stress-ng.
@@ -114,10 +115,10 @@ class Plan:
             argv += ["--taskset", self.housekeeping_cpus]
         return argv
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PlanJSON:
         data = asdict(self)
         data["loads"] = list(self.loads)
-        return data
+        return cast(PlanJSON, data)  # the fields are PlanJSON's (a test compares them)
 
 
 # The StarFive study's protocol (section 5): every load for 10 minutes,

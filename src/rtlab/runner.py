@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from rtlab import __version__
 from rtlab.analysis.summary import summarize
@@ -29,6 +29,7 @@ from rtlab.plan import Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, store
 from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, write_json
+from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
 from rtlab.system.knobs import CpusetPartition
@@ -47,7 +48,7 @@ GRACE_S = 30  # a load with no result this long after its planned end is killed 
 @dataclass
 class Outcome:
     run: RunDir
-    summary: dict[str, Any]
+    summary: Summary
     interrupted: bool = False
 
 
@@ -55,7 +56,7 @@ class Outcome:
 class _Progress:
     """What run.json says as the run goes."""
 
-    manifest: dict[str, Any]
+    manifest: Manifest
     run: RunDir
     events: list[ev.Event] = field(default_factory=list)
     write_error: RunFailed | None = None  # run.json could not be updated (a full disk): said at the end
@@ -65,11 +66,11 @@ class _Progress:
         loads = self.manifest["loads"]
         name = event.get("load")
         if event.kind == ev.Kind.LOAD_START and name in loads:
-            loads[name].update(status="running", started=_now())
+            loads[name].update({"status": "running", "started": _now()})
         elif event.kind == ev.Kind.MEASURE_START and name in loads:
-            loads[name].update(measuring_since=_now())
+            loads[name]["measuring_since"] = _now()
         elif event.kind == ev.Kind.LOAD_END and name in loads:
-            loads[name].update(status=event.get("status"), ended=_now())
+            loads[name].update({"status": event.get("status"), "ended": _now()})
             if event.get("reason"):
                 loads[name]["reason"] = event.get("reason")
         elif event.kind == ev.Kind.GOVERNOR:
@@ -118,18 +119,18 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     return found
 
 
-def sysinfo(target: Target) -> dict[str, Any]:
+def sysinfo(target: Target) -> Sysinfo:
     status, out = target.agent(["sysinfo"])
     try:
-        data: dict[str, Any] = json.loads(out[out.index("{") :])
+        data = json.loads(out[out.index("{") :])
     except ValueError:
-        raise RunFailed(
-            f"the agent's system information was unreadable (exit {status}): {out[-300:]}"
-        ) from None
-    return data
+        data = None
+    if not isinstance(data, dict):
+        raise RunFailed(f"the agent's system information was unreadable (exit {status}): {out[-300:]}")
+    return cast(Sysinfo, data)
 
 
-def default_run_path(info: dict[str, Any], base: Path = Path("results")) -> Path:
+def default_run_path(info: Sysinfo, base: Path = Path("results")) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     host = info.get("hostname") or "host"
     release = (info.get("kernel") or {}).get("release") or "kernel"
@@ -258,7 +259,7 @@ def _execute(
     write_json(run.path / "sysinfo.json", info)
 
     uid = uuid.uuid4().hex[:12]
-    manifest: dict[str, Any] = {
+    manifest: Manifest = {
         "schema": SCHEMA,
         "id": name or run.path.name,
         "uid": uid,
@@ -287,8 +288,8 @@ def _measure(
     plan: Plan,
     target: Target,
     run: RunDir,
-    manifest: dict[str, Any],
-    info: dict[str, Any],
+    manifest: Manifest,
+    info: Sysinfo,
     uid: str,
     on_event: Callable[[ev.Event], None],
     guard: _Signals,
@@ -335,9 +336,7 @@ def _measure(
     return Outcome(run, summary, interrupted=bool(guard.caught))
 
 
-def _finish(
-    run: RunDir, manifest: dict[str, Any], info: dict[str, Any] | None, **extra: Any
-) -> dict[str, Any]:
+def _finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) -> Summary:
     """The summary from what the run directory holds now; run.json says how it ended."""
     loads = manifest["plan"]["loads"]
     try:
@@ -347,16 +346,18 @@ def _finish(
         events, problems = [], [str(e)]
     summary = summarize(manifest, info, {load: run.raw_load(load) for load in loads}, events, problems)
     for load, entry in summary["loads"].items():
-        manifest["loads"].setdefault(load, {})["status"] = entry["status"]
-        if entry.get("reason"):
-            manifest["loads"][load]["reason"] = entry["reason"]
-    manifest.update(status=summary["status"], ended=_now(), **extra)
+        record = manifest["loads"].setdefault(load, {})
+        record["status"] = entry["status"]
+        if entry["reason"]:
+            record["reason"] = entry["reason"]
+    manifest.update({"status": summary["status"], "ended": _now()})
+    manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
     write_json(run.path / "summary.json", summary)
     return summary
 
 
-def _finish_quietly(run: RunDir, manifest: dict[str, Any], info: dict[str, Any] | None, reason: str) -> None:
+def _finish_quietly(run: RunDir, manifest: Manifest, info: Sysinfo | None, reason: str) -> None:
     """run.json says how a run that stopped on an error ended, as far as the disk lets it."""
     with suppress(RunFailed, OSError):
         _finish(run, manifest, info, reason=reason)

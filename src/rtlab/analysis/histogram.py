@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from rtlab.shapes import HistogramJSON
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -49,7 +50,7 @@ class Histogram:
     def samples(self) -> int:
         return self.binned + self.overflows
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HistogramJSON:
         """The counts as the summary keeps them, beside the statistics."""
         return {
             "limit_us": self.limit_us,

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from rtlab.analysis.histogram import Histogram
+from rtlab.shapes import StatsJSON
 
 
 @dataclass(frozen=True)
@@ -75,13 +75,25 @@ class LatencyStats:
     overflows: int
     lower_bounds: tuple[str, ...] = field(default=())
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f.key: getattr(self, f.key) for f in FIELDS}
-        for key in ("avg_us", "stdev_us"):
-            if out[key] is not None:
-                out[key] = round(out[key], 3)
-        out["lower_bounds"] = list(self.lower_bounds)
-        return out
+    def to_json(self) -> StatsJSON:
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
+
+        # The order of FIELDS (a test checks that the keys are exactly FIELDS').
+        return {
+            "samples": self.samples,
+            "min_us": self.min_us,
+            "avg_us": rounded(self.avg_us),
+            "stdev_us": rounded(self.stdev_us),
+            "max_us": self.max_us,
+            "p50_us": self.p50_us,
+            "p90_us": self.p90_us,
+            "p99_us": self.p99_us,
+            "p99_9_us": self.p99_9_us,
+            "p99_99_us": self.p99_99_us,
+            "overflows": self.overflows,
+            "lower_bounds": list(self.lower_bounds),
+        }
 
 
 def nearest_rank(q: float, n: int) -> int:

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
 from rtlab.results.rundir import RawLoad
+from rtlab.shapes import (
+    CpuFacts,
+    KernelFacts,
+    LoadEntry,
+    Manifest,
+    PlanJSON,
+    Summary,
+    Sysinfo,
+    SystemJSON,
+    TargetJSON,
+    WarningJSON,
+)
 from rtlab.system import audit, kernel
 
 SCHEMA = "rtlab.summary/1"
@@ -65,11 +76,11 @@ def run_status(load_statuses: Mapping[str, str], events: Sequence[Event]) -> str
     return "failed"
 
 
-def system_facts(sysinfo: Mapping[str, Any] | None) -> dict[str, Any]:
-    info = dict(sysinfo or {})
-    k = info.get("kernel") or {}
-    cpus = info.get("cpus") or {}
-    pre = kernel.preemption(info)
+def system_facts(sysinfo: Sysinfo | None) -> SystemJSON:
+    info = sysinfo or Sysinfo()
+    k = info.get("kernel") or KernelFacts()
+    cpus = info.get("cpus") or CpuFacts()
+    pre = kernel.preemption(dict(info))
     return {
         "hostname": info.get("hostname"),
         "kernel_release": k.get("release"),
@@ -85,18 +96,18 @@ def system_facts(sysinfo: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def summarize(
-    manifest: Mapping[str, Any],
-    sysinfo: Mapping[str, Any] | None,
+    manifest: Manifest,
+    sysinfo: Sysinfo | None,
     raw: Mapping[str, RawLoad],
     events: Sequence[Event],
     problems: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> Summary:
     """`problems`: files of the run that could not be read, each one line naming it."""
-    plan = manifest.get("plan") or {}
-    limit = int(plan.get("histogram_us", 0))
-    loads: dict[str, Any] = {}
+    plan = manifest["plan"]
+    limit = plan["histogram_us"]
+    loads: dict[str, LoadEntry] = {}
     statuses: dict[str, str] = {}
-    for load in plan.get("loads", []):
+    for load in plan["loads"]:
         files = raw.get(load) or RawLoad()
         per_thread: list[cyclictest.ThreadResult] = []
         if files.cyclictest is not None and files.problem is None:
@@ -106,7 +117,7 @@ def summarize(
                 files = replace(files, problem=str(e))
         status, reason = verify(load, files, *load_status(load, events, files.cyclictest is not None))
         statuses[load] = status
-        entry: dict[str, Any] = {
+        entry: LoadEntry = {
             "status": status,
             "reason": reason,
             "merged": None,
@@ -122,14 +133,14 @@ def summarize(
                 "cpus": {str(t.cpu): t.histogram.to_json() for t in per_thread},
             }
         loads[load] = entry
-    found = warnings(plan, sysinfo, loads, events, manifest.get("target") or {})
+    found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
     return {
         "schema": SCHEMA,
         "run": manifest.get("id"),
         "status": run_status(statuses, events),
         "started": manifest.get("started"),
-        "target": manifest.get("target"),
+        "target": manifest.get("target") or TargetJSON(),
         "plan": plan,
         "system": system_facts(sysinfo),
         "loads": loads,
@@ -138,19 +149,19 @@ def summarize(
     }
 
 
-def _planned_samples(plan: Mapping[str, Any], threads: int) -> int:
-    interval = int(plan.get("interval_us") or 0)
-    return int(plan.get("duration_s") or 0) * 1_000_000 // interval * threads if interval else 0
+def _planned_samples(plan: PlanJSON, threads: int) -> int:
+    interval = plan["interval_us"]
+    return plan["duration_s"] * 1_000_000 // interval * threads if interval else 0
 
 
 def warnings(
-    plan: Mapping[str, Any],
-    sysinfo: Mapping[str, Any] | None,
-    loads: Mapping[str, Any],
+    plan: PlanJSON,
+    sysinfo: Sysinfo | None,
+    loads: Mapping[str, LoadEntry],
     events: Sequence[Event],
-    target: Mapping[str, Any] | None = None,
-) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
+    target: TargetJSON | None = None,
+) -> list[WarningJSON]:
+    out: list[WarningJSON] = []
 
     def warn(code: str, message: str, load: str = "") -> None:
         out.append({"code": code, "load": load, "message": message})

@@ -6,16 +6,16 @@ so the verdict never rests on a lower bound. A load without data cannot pass.
 
 from __future__ import annotations
 
-from typing import Any
+from rtlab.shapes import Deadline, LoadVerdict, Summary
 
 
-def judge(summary: dict[str, Any], deadline_us: int) -> dict[str, Any]:
+def judge(summary: Summary, deadline_us: int) -> Deadline:
     """The `deadline` block of a summary: per load pass/fail and margin (deadline - max)."""
-    loads: dict[str, Any] = {}
+    loads: dict[str, LoadVerdict] = {}
     for load, entry in summary["loads"].items():
-        merged = entry.get("merged") or {}
-        worst = merged.get("max_us")
-        if worst is None or "max_us" in merged.get("lower_bounds", ()):
+        merged = entry["merged"]
+        worst = merged["max_us"] if merged else None
+        if merged is None or worst is None or "max_us" in merged["lower_bounds"]:
             loads[load] = {"verdict": "no-data", "max_us": worst, "margin_us": None}
             continue
         loads[load] = {
@@ -30,7 +30,9 @@ def judge(summary: dict[str, Any], deadline_us: int) -> dict[str, Any]:
     }
 
 
-def with_deadline(summary: dict[str, Any], deadline_us: int | None) -> dict[str, Any]:
+def with_deadline(summary: Summary, deadline_us: int | None) -> Summary:
     if deadline_us is None:
         return summary
-    return {**summary, "deadline": judge(summary, deadline_us)}
+    judged = summary.copy()
+    judged["deadline"] = judge(summary, deadline_us)
+    return judged

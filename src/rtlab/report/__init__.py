@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from rtlab.errors import UsageError
+from rtlab.shapes import Summary
 
-Renderer = Callable[[Sequence[dict[str, Any]], Sequence[str]], str]
+Renderer = Callable[[Sequence[Summary], Sequence[str]], str]
 
 # format name -> the module under rtlab.report whose render() writes it
 FORMATS: dict[str, str] = {

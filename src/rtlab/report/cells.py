@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from rtlab.analysis.stats import Field
 from rtlab.loads import LOADS
+from rtlab.shapes import LoadEntry, StatsJSON, Summary
 
 LOWER_BOUND = "≥"
 
 
-def loads_in_order(summaries: Sequence[dict[str, Any]]) -> list[str]:
+def loads_in_order(summaries: Sequence[Summary]) -> list[str]:
     """Every load of every run, in catalogue order, then any other in order of appearance."""
     seen: list[str] = []
     for summary in summaries:
@@ -27,16 +27,17 @@ def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def value(stats: dict[str, Any] | None, field: Field, rounded: bool = True) -> str:
+def value(stats: StatsJSON | None, field: Field, rounded: bool = True) -> str:
     """One statistic as text: '' when unmeasured, '≥' before a lower bound."""
-    if not stats or stats.get(field.key) is None:
+    raw = stats.get(field.key) if stats else None
+    if stats is None or raw is None:
         return ""
-    raw = stats[field.key]
+    assert isinstance(raw, int | float)
     if rounded or field.decimals == 0:
         text = str(round_half_up(float(raw)))
     else:
         text = f"{float(raw):.{field.decimals}f}"
-    if field.key in stats.get("lower_bounds", ()):
+    if field.key in stats["lower_bounds"]:
         text = LOWER_BOUND + text
     return text
 
@@ -45,22 +46,22 @@ def heading(field: Field) -> str:
     return f"{field.label} ({field.unit})" if field.unit else field.label
 
 
-def status_mark(entry: dict[str, Any] | None) -> str:
+def status_mark(entry: LoadEntry | None) -> str:
     """'' for a complete load, its status (and why) otherwise."""
     if entry is None:
         return "not run"
     if entry["status"] == "complete":
         return ""
-    return f"{entry['status']}: {entry['reason']}" if entry.get("reason") else entry["status"]
+    return f"{entry['status']}: {entry['reason']}" if entry["reason"] else entry["status"]
 
 
-def verdict(summary: dict[str, Any], load: str) -> str:
+def verdict(summary: Summary, load: str) -> str:
     """'pass (+margin)' / 'MISS (-margin)' against the summary's deadline; '' without one."""
     deadline = summary.get("deadline")
     if not deadline:
         return ""
     v = deadline["loads"].get(load)
-    if not v or v["verdict"] == "no-data":
+    if not v or v["verdict"] == "no-data" or v["margin_us"] is None:
         return "no data"
     word = "pass" if v["verdict"] == "pass" else "MISS"
     return f"{word} ({v['margin_us']:+d})"

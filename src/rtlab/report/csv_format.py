@@ -5,25 +5,26 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from typing import Any
 
 from rtlab.analysis.stats import FIELDS
 from rtlab.report import cells
+from rtlab.shapes import StatsJSON, Summary
 
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["run", "label", "load", "status", "cpu", *(f.key for f in FIELDS), "lower_bounds"])
+    head = ["run", "label", "load", "status", "cpu", *(f.key for f in FIELDS), "lower_bounds", "reason"]
+    writer.writerow(head)
     for summary, label in zip(summaries, labels, strict=True):
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
-            scopes = [("all", entry["merged"])] + list(entry["cpus"].items())
+            scopes: list[tuple[str, StatsJSON | None]] = [("all", entry["merged"]), *entry["cpus"].items()]
             for cpu, stats in scopes:
-                stats = stats or {}
+                values = [stats.get(f.key) if stats else None for f in FIELDS]
                 writer.writerow(
                     [summary["run"], label, load, entry["status"], cpu]
-                    + [stats.get(f.key, "") if stats.get(f.key) is not None else "" for f in FIELDS]
-                    + [" ".join(stats.get("lower_bounds", []))]
+                    + ["" if v is None else v for v in values]
+                    + [" ".join(stats["lower_bounds"]) if stats else "", entry["reason"] or ""]
                 )
     return buffer.getvalue()

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from rtlab.loads import LOADS
 from rtlab.report import cells
+from rtlab.shapes import HistogramJSON, Summary
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
 
@@ -47,16 +48,15 @@ def load_color(load: str) -> str:
     return LOAD_COLORS.get(load, "tab:gray")
 
 
-def histogram_of(summary: dict[str, Any], load: str, cpu: str | None = None) -> dict[str, Any] | None:
-    entry = summary["loads"].get(load) or {}
-    histograms = entry.get("histograms")
+def histogram_of(summary: Summary, load: str, cpu: str | None = None) -> HistogramJSON | None:
+    entry = summary["loads"].get(load)
+    histograms = entry["histograms"] if entry else None
     if not histograms:
         return None
-    found: dict[str, Any] | None = histograms["merged"] if cpu is None else histograms["cpus"].get(cpu)
-    return found
+    return histograms["merged"] if cpu is None else histograms["cpus"].get(cpu)
 
 
-def series(histogram: dict[str, Any], view_us: int | None) -> tuple[np.ndarray, np.ndarray]:
+def series(histogram: HistogramJSON, view_us: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(latency µs, samples): every µs of the view (zeros included), or the sparse full range."""
     values = np.asarray(histogram["values"], dtype=np.int64)
     counts = np.asarray(histogram["counts"], dtype=np.int64)
@@ -68,11 +68,12 @@ def series(histogram: dict[str, Any], view_us: int | None) -> tuple[np.ndarray, 
     return np.arange(view_us), dense
 
 
-def _beyond_view(summaries: Sequence[dict[str, Any]]) -> bool:
+def _beyond_view(summaries: Sequence[Summary]) -> bool:
     return any(
-        (entry.get("merged") or {}).get("max_us", 0) >= VIEW_US
+        (entry["merged"]["max_us"] or 0) >= VIEW_US
         for s in summaries
         for entry in s["loads"].values()
+        if entry["merged"]
     )
 
 
@@ -90,7 +91,7 @@ def _axes(title: str, full: bool) -> tuple[Figure, Any]:
 
 
 def _plot(
-    ax: Any, histogram: dict[str, Any], full: bool, label: str, color: str, dashed: bool = False
+    ax: Any, histogram: HistogramJSON, full: bool, label: str, color: str, dashed: bool = False
 ) -> None:
     x, y = series(histogram, None if full else VIEW_US)
     style = "--" if dashed else "-"
@@ -102,7 +103,7 @@ def _plot(
 
 
 def histogram_figures(
-    summaries: Sequence[dict[str, Any]], labels: Sequence[str], per_cpu: bool = False
+    summaries: Sequence[Summary], labels: Sequence[str], per_cpu: bool = False
 ) -> list[NamedFigure]:
     ranges = [False, True] if _beyond_view(summaries) else [False]
     loads = cells.loads_in_order(summaries)
@@ -116,7 +117,7 @@ def histogram_figures(
                 if hist is not None:
                     _plot(ax, hist, full, load, load_color(load))
                 if per_cpu:
-                    for cpu in (summaries[0]["loads"][load].get("histograms") or {}).get("cpus", {}):
+                    for cpu in (summaries[0]["loads"][load]["histograms"] or {"cpus": {}})["cpus"]:
                         h = histogram_of(summaries[0], load, cpu)
                         if h is not None:
                             _plot(ax, h, full, f"{load} cpu{cpu}", load_color(load), dashed=True)
@@ -134,9 +135,7 @@ def histogram_figures(
     return out
 
 
-def max_figure(
-    summaries: Sequence[dict[str, Any]], labels: Sequence[str], deadline_us: int | None
-) -> NamedFigure:
+def max_figure(summaries: Sequence[Summary], labels: Sequence[str], deadline_us: int | None) -> NamedFigure:
     loads = cells.loads_in_order(summaries)
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -158,13 +157,14 @@ def max_figure(
     return NamedFigure("max-latency", "Maximum latency per load", fig)
 
 
-def _max_us(summary: dict[str, Any], load: str) -> float:
-    merged = (summary["loads"].get(load) or {}).get("merged") or {}
-    return float(merged.get("max_us") or 0)
+def _max_us(summary: Summary, load: str) -> float:
+    entry = summary["loads"].get(load)
+    merged = entry["merged"] if entry else None
+    return float(merged["max_us"] or 0) if merged else 0.0
 
 
 def all_figures(
-    summaries: Sequence[dict[str, Any]], labels: Sequence[str], deadline_us: int | None = None
+    summaries: Sequence[Summary], labels: Sequence[str], deadline_us: int | None = None
 ) -> list[NamedFigure]:
     # Names are data: `$\foo$` in a run's name is text, never mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):

@@ -8,7 +8,7 @@ version string with `<script>` in it is shown as text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -16,6 +16,7 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.report import cells, figures
+from rtlab.shapes import FindingJSON, Summary
 
 CPU_FIELDS = tuple(
     FIELD_BY_KEY[k] for k in ("samples", "min_us", "avg_us", "stdev_us", "max_us", "p99_us", "p99_99_us")
@@ -26,33 +27,48 @@ _env = Environment(
 )
 
 
-def _verdict(summary: dict[str, Any], load: str) -> tuple[str, str]:
+def _verdict(summary: Summary, load: str) -> tuple[str, str]:
     text = cells.verdict(summary, load)
     return text, "pass" if text.startswith("pass") else "miss"
 
 
-def _system(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def _system(summary: Summary) -> list[tuple[str, str]]:
     s = summary["system"]
-    governors = (
-        ", ".join(f"cpu{c}: {g}" for c, g in sorted(s.get("governors", {}).items())) or "none (no cpufreq)"
-    )
-    target = summary.get("target") or {}
+    governors = ", ".join(f"cpu{c}: {g}" for c, g in sorted(s["governors"].items())) or "none (no cpufreq)"
+    target = summary["target"]
     return [
-        ("run", str(summary.get("run"))),
+        ("run", str(summary["run"])),
         ("target", f"{target.get('kind', '?')} {target.get('host', '')}".strip()),
-        ("hostname", str(s.get("hostname"))),
-        ("kernel", str(s.get("kernel_release"))),
-        ("version", str(s.get("kernel_version"))),
-        ("preemption", f"{s.get('preemption')} (realtime: {'yes' if s.get('realtime') else 'no'})"),
-        ("cmdline", str(s.get("cmdline"))),
-        ("CPU", f"{s.get('cpu_count')} x {s.get('cpu_model')}"),
+        ("hostname", str(s["hostname"])),
+        ("kernel", str(s["kernel_release"])),
+        ("version", str(s["kernel_version"])),
+        ("preemption", f"{s['preemption']} (realtime: {'yes' if s['realtime'] else 'no'})"),
+        ("cmdline", str(s["cmdline"])),
+        ("CPU", f"{s['cpu_count']} x {s['cpu_model']}"),
         ("governors", governors),
-        ("measured", f"{summary['plan'].get('duration_s')} s per load, started {summary.get('started')}"),
+        ("measured", f"{summary['plan']['duration_s']} s per load, started {summary['started']}"),
     ]
 
 
-def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str, Any]:
-    rows = {}
+class _Row(TypedDict):
+    seed: list[str]
+    verdict: str
+    verdict_class: str
+
+
+class _RunView(TypedDict):
+    """What the template shows of one run."""
+
+    label: str
+    rows: dict[str, _Row]
+    cpu_rows: list[tuple[str, str, list[str]]]
+    system: list[tuple[str, str]]
+    audit: list[FindingJSON]
+    incomplete: list[tuple[str, str]]
+
+
+def _run_view(summary: Summary, label: str, loads: list[str]) -> _RunView:
+    rows: dict[str, _Row] = {}
     for load in loads:
         entry = summary["loads"].get(load)
         merged = entry["merged"] if entry else None
@@ -65,7 +81,7 @@ def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str
     cpu_rows = [
         (load, cpu, [cells.value(stats, f, rounded=False) for f in CPU_FIELDS])
         for load in loads
-        for cpu, stats in (summary["loads"].get(load) or {}).get("cpus", {}).items()
+        for cpu, stats in (summary["loads"][load]["cpus"] if load in summary["loads"] else {}).items()
     ]
     incomplete = [(load, cells.status_mark(summary["loads"].get(load))) for load in loads]
     return {
@@ -73,21 +89,24 @@ def _run_view(summary: dict[str, Any], label: str, loads: list[str]) -> dict[str
         "rows": rows,
         "cpu_rows": cpu_rows,
         "system": _system(summary),
-        "audit": summary.get("audit", []),
+        "audit": summary["audit"],
         "incomplete": [(load, mark) for load, mark in incomplete if mark],
     }
 
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     loads = cells.loads_in_order(summaries)
-    deadline = next((s["deadline"]["deadline_us"] for s in summaries if s.get("deadline")), None)
+    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
     warnings = [
-        f"{label}: {w['message']}"
-        for s, label in zip(summaries, labels, strict=True)
-        for w in s.get("warnings", [])
+        f"{label}: {w['message']}" for s, label in zip(summaries, labels, strict=True) for w in s["warnings"]
     ]
     warnings += [w["message"] for w in compare.warnings(summaries, labels)]
-    maxes = [e["merged"]["max_us"] for s in summaries for e in s["loads"].values() if e.get("merged")]
+    maxes = [
+        m
+        for s in summaries
+        for e in s["loads"].values()
+        if e["merged"] and (m := e["merged"]["max_us"]) is not None
+    ]
     return _env.get_template("report.html.j2").render(
         version=__version__,
         labels=list(labels),
@@ -96,7 +115,7 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
         seed_fields=SEED_TABLE,
         cpu_fields=CPU_FIELDS,
         deadline=deadline,
-        all_pass=all((s.get("deadline") or {}).get("pass") for s in summaries),
+        all_pass=all("deadline" in s and s["deadline"]["pass"] for s in summaries),
         worst=max(maxes) if maxes else "n/a",
         warnings=warnings,
         figures=[

@@ -6,13 +6,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rtlab.shapes import Summary
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     if len(summaries) == 1:
         document: Any = summaries[0]
     else:
         document = {
             "schema": "rtlab.compare/1",
-            "runs": [dict(s, label=label) for s, label in zip(summaries, labels, strict=True)],
+            "runs": [{**s, "label": label} for s, label in zip(summaries, labels, strict=True)],
         }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any
 
 from rtlab.report import cells
+from rtlab.shapes import Summary
 
 # Characters XML 1.0 forbids even as references: shown as \xNN so the file stays valid.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -22,11 +22,11 @@ def clean(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     root = ET.Element("testsuites", name="rtlab")
     for summary, label in zip(summaries, labels, strict=True):
-        duration = float(summary["plan"].get("duration_s") or 0)
-        deadline = summary.get("deadline") or {}
+        duration = float(summary["plan"]["duration_s"] or 0)
+        deadline = summary.get("deadline")
         label = clean(label)
         suite = ET.SubElement(root, "testsuite", name=f"rtlab {label}")
         failures = errors = 0
@@ -35,13 +35,13 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
             case = ET.SubElement(
                 suite, "testcase", name=clean(load), classname=f"rtlab.{label}", time=f"{duration:.1f}"
             )
-            merged = entry.get("merged") or {}
-            verdict = (deadline.get("loads") or {}).get(load)
+            merged = entry["merged"]
+            verdict = deadline["loads"].get(load) if deadline else None
             if entry["status"] != "complete" or not merged:
                 errors += 1
-                why = f": {entry['reason']}" if entry.get("reason") else ""
+                why = f": {entry['reason']}" if entry["reason"] else ""
                 ET.SubElement(case, "error", message=clean(f"{load}: measurement {entry['status']}{why}"))
-            elif verdict and verdict["verdict"] == "miss":
+            elif deadline and verdict and verdict["verdict"] == "miss" and verdict["margin_us"] is not None:
                 failures += 1
                 message = (
                     f"max latency {verdict['max_us']} µs exceeds the deadline "
@@ -53,8 +53,9 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
                 )
             props = ET.SubElement(case, "properties")
             for key in ("max_us", "avg_us", "p99_us", "samples"):
-                if merged.get(key) is not None:
-                    ET.SubElement(props, "property", name=key, value=str(merged[key]))
+                value = merged.get(key) if merged else None
+                if value is not None:
+                    ET.SubElement(props, "property", name=key, value=str(value))
         suite.set("tests", str(len(suite.findall("testcase"))))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.report import cells
+from rtlab.shapes import Summary
 
 # What means something inside a line; a name never starts a line here, so # + - do not.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
@@ -21,7 +21,7 @@ def escape(text: str) -> str:
     return _SPECIAL.sub(r"\\\1", text)
 
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     head = ["Load"] + [f"{escape(label)} {cells.heading(f)}" for label in labels for f in SEED_TABLE]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for load in cells.loads_in_order(summaries):
@@ -40,7 +40,7 @@ def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     notes += [
         f"- {escape(label)}: {escape(w['message'])}"
         for s, label in zip(summaries, labels, strict=True)
-        for w in s.get("warnings", [])
+        for w in s["warnings"]
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -13,15 +12,16 @@ from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.report import cells
+from rtlab.shapes import Summary
 
 # A single run also shows the tail that decides deadlines.
 SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "samples"))
 
 
-def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
+def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
     title = "Scheduling latency (µs)"
-    deadline = next((s["deadline"]["deadline_us"] for s in summaries if s.get("deadline")), None)
+    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
     if deadline is not None:
         title += f", deadline {deadline} µs"
     table = Table(title=title, title_justify="left")
@@ -52,7 +52,7 @@ def build(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
     return table
 
 
-def render(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
+def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None).print(build(summaries, labels))
     return buffer.getvalue()

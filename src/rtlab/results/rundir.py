@@ -20,10 +20,11 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results import cyclictest, events
+from rtlab.shapes import Manifest, Sysinfo
 
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
@@ -141,11 +142,11 @@ class RunDir:
     def manifest_path(self) -> Path:
         return self.path / MANIFEST
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         data = self._json(self.manifest_path)
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
             raise UnreadableFile(f"{self.manifest_path} holds no run manifest")
-        return data
+        return cast(Manifest, data)
 
     @staticmethod
     def _json(path: Path) -> Any:
@@ -154,7 +155,7 @@ class RunDir:
         except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
             raise UnreadableFile(f"{path} is unreadable ({e}): it was cut off or damaged") from None
 
-    def write_manifest(self, data: dict[str, Any]) -> None:
+    def write_manifest(self, data: Manifest) -> None:
         write_json(self.manifest_path, data)
 
     def load_dir(self, load: str) -> Path:
@@ -164,7 +165,7 @@ class RunDir:
         path = self.path / "plan.loads"
         return [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
-    def sysinfo(self) -> dict[str, Any] | None:
+    def sysinfo(self) -> Sysinfo | None:
         """What the agent found on the target; UnreadableFile when the file is damaged."""
         path = self.path / "sysinfo.json"
         if not path.is_file():
@@ -172,7 +173,7 @@ class RunDir:
         data = self._json(path)
         if not isinstance(data, dict):
             raise UnreadableFile(f"{path} holds no system information")
-        return data
+        return cast(Sysinfo, data)
 
     def raw_load(self, load: str) -> RawLoad:
         """The files of one load as the agent left them, each read defensively."""

@@ -7,37 +7,48 @@ file leaves the loads reportable, and each such file is named in the summary's w
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 from rtlab.analysis.summary import summarize
+from rtlab.plan import Plan
 from rtlab.results import liveness
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir, UnreadableFile
+from rtlab.shapes import Manifest, PlanJSON, Summary, Sysinfo
 
 
-def _plan_from_files(run: RunDir) -> dict[str, Any]:
-    """The little of the plan that the agent's own files hold."""
+def _plan_from_files(run: RunDir) -> PlanJSON:
+    """The plan as the agent's own files hold it: the loads and cyclictest's arguments."""
     loads = run.planned_loads()
-    histogram_us = 0
+    options: dict[str, int] = {}
     for load in loads:
         argv = run.load_dir(load) / "cyclictest.argv"
         if argv.is_file():
-            match = re.search(r"^-h\n(\d+)$", argv.read_text(), re.MULTILINE)
-            histogram_us = int(match.group(1)) if match else 0
+            words = argv.read_text().split("\n")
+            options = {
+                w: int(v) for w, v in zip(words, words[1:], strict=False) if w in _ARGV and v.isdigit()
+            }
             break
-    return {"loads": loads, "histogram_us": histogram_us}
+    return Plan(
+        loads=tuple(loads),
+        duration_s=options.get("-D", 0),
+        interval_us=options.get("-i", 0),
+        priority=options.get("-p", 0),
+        histogram_us=options.get("-h", 0),
+    ).to_json()
 
 
-def read(run: RunDir) -> tuple[dict[str, Any], dict[str, Any] | None, list[Event], list[str]]:
+_ARGV = ("-D", "-i", "-p", "-h")
+
+
+def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]:
     """manifest, sysinfo, events and the one-line problems of the files that could not be read."""
     problems: list[str] = []
     try:
         manifest = run.manifest()
     except UnreadableFile as e:
-        problems.append(f"{e}; the plan is read from plan.loads")
-        manifest = {"id": run.path.name, "plan": _plan_from_files(run), "status": "unknown"}
+        problems.append(f"{e}; the plan is read from plan.loads and cyclictest.argv")
+        manifest = Manifest(id=run.path.name, plan=_plan_from_files(run), status="unknown")
     try:
         info = run.sysinfo()
     except UnreadableFile as e:
@@ -51,12 +62,12 @@ def read(run: RunDir) -> tuple[dict[str, Any], dict[str, Any] | None, list[Event
     return manifest, info, events, problems
 
 
-def summary(path: Path) -> dict[str, Any]:
+def summary(path: Path) -> Summary:
     """The summary of the run at `path`, always recomputed from its raw results."""
     run = RunDir.open(path)
     manifest, info, events, problems = read(run)
     note = liveness.abandoned(manifest, path)
     if note:
         problems.append(note)
-    loads = (manifest.get("plan") or {}).get("loads", [])
+    loads = manifest["plan"]["loads"]
     return summarize(manifest, info, {load: run.raw_load(load) for load in loads}, events, problems)

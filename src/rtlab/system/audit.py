@@ -8,9 +8,11 @@ ok, warn (costs latency or measurement quality), fail (not a real-time system), 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from rtlab.shapes import FindingJSON
 from rtlab.system import kernel
 
 TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")
@@ -54,8 +56,10 @@ class Finding:
     found: str
     advice: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return asdict(self)
+    def to_json(self) -> FindingJSON:
+        return FindingJSON(
+            area=self.area, item=self.item, status=self.status, found=self.found, advice=self.advice
+        )
 
 
 def _cmdline_args(cmdline: str) -> dict[str, str]:
@@ -66,7 +70,7 @@ def _cmdline_args(cmdline: str) -> dict[str, str]:
     return args
 
 
-def audit(sysinfo: dict[str, Any], rt_cpus: str = "", housekeeping: str = "") -> list[Finding]:
+def audit(sysinfo: Mapping[str, Any], rt_cpus: str = "", housekeeping: str = "") -> list[Finding]:
     out: list[Finding] = []
     k = sysinfo.get("kernel") or {}
     pre = kernel.preemption(sysinfo)
@@ -216,7 +220,7 @@ def _cmdline(cmdline: str, machine: str, rt: str, hk: str) -> list[Finding]:
     return out
 
 
-def _runtime(sysinfo: dict[str, Any]) -> list[Finding]:
+def _runtime(sysinfo: Mapping[str, Any]) -> list[Finding]:
     runtime = sysinfo.get("runtime") or {}
     files = runtime.get("files") or {}
     out = []

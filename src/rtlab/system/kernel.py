@@ -8,6 +8,7 @@ string too.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ class Preemption:
         return {"model": self.model, "mode": self.mode, "realtime": self.realtime, "source": self.source}
 
 
-def config_options(sysinfo: dict[str, Any]) -> dict[str, str]:
+def config_options(sysinfo: Mapping[str, Any]) -> dict[str, str]:
     options = ((sysinfo.get("config") or {}).get("options")) or {}
     return {str(k): str(v) for k, v in options.items()}
 
@@ -63,7 +64,7 @@ def enabled(options: dict[str, str], key: str) -> bool:
     return options.get(key) in ("y", "m")
 
 
-def preemption(sysinfo: dict[str, Any]) -> Preemption:
+def preemption(sysinfo: Mapping[str, Any]) -> Preemption:
     kernel = sysinfo.get("kernel") or {}
     version = kernel.get("version") or ""
     flag = str(kernel.get("realtime") or "").strip() == "1"
@@ -102,7 +103,7 @@ def _dynamic_mode(kernel: dict[str, Any], options: dict[str, str]) -> str | None
     return None
 
 
-def latency_debug_options(sysinfo: dict[str, Any]) -> list[str]:
+def latency_debug_options(sysinfo: Mapping[str, Any]) -> list[str]:
     options = config_options(sysinfo)
     return [key for key in LATENCY_DEBUG_OPTIONS if enabled(options, key)]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rtlab.results.rundir import RunDir
+from rtlab.shapes import TargetJSON
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files
@@ -32,7 +33,7 @@ class Target(Protocol):
     name: str
     runs_dir: str  # where runs live on the target, "" where that is not the target's business
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> TargetJSON:
         """What run.json records about the target."""
         ...
 

@@ -9,11 +9,11 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from rtlab.agent import script_path
 from rtlab.results.events import Kind, line
 from rtlab.results.rundir import RunDir
+from rtlab.shapes import TargetJSON
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S, planned_seconds
 from rtlab.targets.lifetime import die_with_parent
@@ -29,7 +29,7 @@ class LocalTarget:
         self._proc: subprocess.Popen[str] | None = None
         self._loads = 0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> TargetJSON:
         return {"kind": "local", "name": self.name, "host": platform.node(), "shell": self.shell}
 
     def _argv(self, args: list[str]) -> list[str]:

@@ -33,6 +33,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import PLAN_FILES, RunDir
+from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import planned_seconds, target_dir
 
@@ -199,8 +200,8 @@ class SshTarget:
 
     # --- the Target interface ------------------------------------------------
 
-    def describe(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def describe(self) -> TargetJSON:
+        data: TargetJSON = {
             "kind": "ssh",
             "name": self.name,
             "host": self.host,

@@ -35,6 +35,7 @@ from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results.events import Kind, line, parse
 from rtlab.results.rundir import PLAN_FILES, RunDir
+from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import planned_seconds
 from rtlab.targets.qemu import debian, initramfs, machines
@@ -251,8 +252,8 @@ class QemuTarget:
 
     # --- the Target interface ---------------------------------------------
 
-    def describe(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def describe(self) -> TargetJSON:
+        data: TargetJSON = {
             "kind": "qemu",
             "name": self.name,
             "arch": self.spec.arch.name,
@@ -263,7 +264,13 @@ class QemuTarget:
             "same host and accelerator",
         }
         if self.boot is not None:
-            data.update(kernel=self.boot.kernel_info, accel=self.boot.accel, accel_note=self.boot.accel_note)
+            data.update(
+                {
+                    "kernel": self.boot.kernel_info,
+                    "accel": self.boot.accel,
+                    "accel_note": self.boot.accel_note,
+                }
+            )
         return data
 
     def agent(self, args: list[str]) -> tuple[int, str]:

@@ -1,0 +1,213 @@
+"""The JSON documents rtlab writes and reads, each shape defined once.
+
+    RUN/sysinfo.json   Sysinfo   (rtlab.sysinfo/1, written by the agent)
+    RUN/run.json       Manifest  (rtlab.run/1)
+    RUN/summary.json   Summary   (rtlab.summary/1; also `rtlab report RUN --format json`)
+
+They are TypedDicts: on disk they stay plain JSON with stable field names, and mypy checks
+every reader against these definitions. What a target or an older rtlab wrote may lack
+fields, so the shapes read from disk say which fields can be missing (NotRequired) and the
+readers use .get() for those.
+
+(No `from __future__ import annotations` in this module: TypedDict reads NotRequired from
+evaluated annotations, and tests/test_shapes.py compares the keys of real runs with them.)
+"""
+
+
+from typing import Any, NotRequired, TypedDict
+
+# --- sysinfo.json (the agent's; every field may be missing on a minimal board) -------------
+
+
+class KernelFacts(TypedDict, total=False):
+    release: str
+    machine: str
+    version: str | None
+    realtime: str | None
+    cmdline: str | None
+    preempt_mode: str | None
+
+
+class ConfigFacts(TypedDict, total=False):
+    source: str | None
+    options: dict[str, str]
+
+
+class CpuFacts(TypedDict, total=False):
+    online: str | None
+    count: int
+    model: str
+    governors: dict[str, str]
+
+
+class Sysinfo(TypedDict, total=False):
+    schema: str
+    collected: str
+    hostname: str
+    kernel: KernelFacts
+    config: ConfigFacts
+    cpus: CpuFacts
+    tools: dict[str, str]
+    runtime: dict[str, Any]  # the runtime files, irqbalance, idle states: read by system.audit
+    missing: list[str]
+    derived: dict[str, Any]
+
+
+# --- run.json ---------------------------------------------------------------------------------
+
+
+class PlanJSON(TypedDict):
+    """Plan.to_json(): what was asked for, resolved against the target."""
+
+    loads: list[str]
+    duration_s: int
+    interval_us: int
+    priority: int
+    histogram_us: int
+    settle_s: int
+    workers: int | None
+    storage_dir: str | None
+    governor: str
+    preset: str | None
+    rt_cpus: str | None
+    loads_on: str
+    housekeeping_cpus: str | None
+    tune: bool
+
+
+class TargetJSON(TypedDict, total=False):
+    """Target.describe(): kind and name always; the rest as the kind of target knows it."""
+
+    kind: str  # local / ssh / qemu
+    name: str
+    host: str
+    shell: str
+    runs_dir: str
+    host_key: str
+    arch: str
+    cpus: int
+    memory: str
+    accel: str
+    accel_note: str
+    emulated_note: str
+    kernel: dict[str, Any]
+
+
+class LoadRecord(TypedDict, total=False):
+    status: str  # not-run / running / complete / partial / failed
+    reason: str
+    started: str
+    measuring_since: str
+    ended: str
+
+
+class Manifest(TypedDict, total=False):
+    schema: str
+    id: str
+    uid: str  # unique to the run: its folder's name on a board
+    rtlab_version: str
+    plan: PlanJSON
+    target: TargetJSON
+    tools: dict[str, str]
+    host_process: dict[str, Any]  # results.liveness
+    remote: str
+    started: str
+    ended: str | None
+    status: str  # running / complete / partial / failed
+    reason: str
+    governor: str
+    loads: dict[str, LoadRecord]
+    elapsed_s: float
+    interrupted: bool
+    collected: str
+
+
+# --- summary.json -----------------------------------------------------------------------------
+
+
+class StatsJSON(TypedDict):
+    """analysis.stats.FIELDS, in that order, and which of them are lower bounds."""
+
+    samples: int
+    min_us: int | None
+    avg_us: float | None
+    stdev_us: float | None
+    max_us: int | None
+    p50_us: int | None
+    p90_us: int | None
+    p99_us: int | None
+    p99_9_us: int | None
+    p99_99_us: int | None
+    overflows: int
+    lower_bounds: list[str]
+
+
+class HistogramJSON(TypedDict):
+    limit_us: int
+    values: list[int]
+    counts: list[int]
+    overflows: int
+
+
+class Histograms(TypedDict):
+    merged: HistogramJSON
+    cpus: dict[str, HistogramJSON]
+
+
+class LoadEntry(TypedDict):
+    status: str  # complete / partial / failed / not-run
+    reason: str | None  # why it is not complete, in words
+    merged: StatsJSON | None  # None: no number rtlab can vouch for
+    cpus: dict[str, StatsJSON]
+    histograms: Histograms | None
+
+
+class WarningJSON(TypedDict):
+    code: str
+    load: str
+    message: str
+
+
+class FindingJSON(TypedDict):
+    area: str
+    item: str
+    status: str
+    found: str
+    advice: str
+
+
+class SystemJSON(TypedDict):
+    hostname: str | None
+    kernel_release: str | None
+    kernel_version: str | None
+    machine: str | None
+    preemption: str
+    realtime: bool | None
+    cmdline: str | None
+    cpu_model: str | None
+    cpu_count: int | None
+    governors: dict[str, str]
+
+
+class LoadVerdict(TypedDict):
+    verdict: str  # pass / miss / no-data
+    max_us: int | None
+    margin_us: int | None
+
+
+# "pass" is a keyword: the functional form keeps the JSON name.
+Deadline = TypedDict("Deadline", {"deadline_us": int, "pass": bool, "loads": dict[str, LoadVerdict]})
+
+
+class Summary(TypedDict):
+    schema: str
+    run: str | None
+    status: str
+    started: str | None
+    target: TargetJSON
+    plan: PlanJSON
+    system: SystemJSON
+    loads: dict[str, LoadEntry]
+    audit: list[FindingJSON]
+    warnings: list[WarningJSON]
+    deadline: NotRequired[Deadline]  # only when a deadline was given

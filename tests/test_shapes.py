@@ -1,0 +1,78 @@
+"""The JSON documents keep their field names: a real run's run.json, sysinfo.json and
+summary.json hold exactly the fields that rtlab.shapes defines (and mypy checks readers by)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import needs_root, needs_tools, read_json, rtlab, run_args
+from rtlab.analysis.stats import FIELDS
+from rtlab.plan import Plan
+from rtlab.shapes import (
+    FindingJSON,
+    HistogramJSON,
+    LoadEntry,
+    Manifest,
+    PlanJSON,
+    StatsJSON,
+    Summary,
+    Sysinfo,
+    SystemJSON,
+    WarningJSON,
+)
+
+
+def keys(shape: Any) -> set[str]:
+    return set(shape.__required_keys__ | shape.__optional_keys__)
+
+
+def required(shape: Any) -> set[str]:
+    return set(shape.__required_keys__)
+
+
+def test_plan_and_stats_shapes_match_their_classes():
+    assert keys(PlanJSON) == {f.name for f in dataclasses.fields(Plan)}
+    assert list(StatsJSON.__annotations__) == [f.key for f in FIELDS] + ["lower_bounds"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("shapes") / "run"
+    done = rtlab(*run_args(out, "idle,cpu", "1s", "--deadline", "100ms"))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@needs_root
+@needs_tools
+def test_a_real_run_has_exactly_the_defined_fields(run):
+    summary = read_json(run / "summary.json")
+    assert required(Summary) <= set(summary) <= keys(Summary)
+    assert set(summary["system"]) == keys(SystemJSON)
+    assert all(set(w) == keys(WarningJSON) for w in summary["warnings"])
+    assert summary["audit"] and all(set(f) == keys(FindingJSON) for f in summary["audit"])
+    for entry in summary["loads"].values():
+        assert set(entry) == keys(LoadEntry)
+        assert set(entry["merged"]) == keys(StatsJSON)
+        assert all(set(stats) == keys(StatsJSON) for stats in entry["cpus"].values())
+        assert set(entry["histograms"]["merged"]) == keys(HistogramJSON)
+    assert set(summary["plan"]) == keys(PlanJSON)
+    assert set(read_json(run / "run.json")) <= keys(Manifest)
+    assert set(read_json(run / "sysinfo.json")) <= keys(Sysinfo)
+
+
+@needs_root
+@needs_tools
+def test_report_json_is_the_saved_summary_with_the_deadline(run):
+    import json
+
+    done = rtlab("report", str(run), "--format", "json", "--deadline", "100ms")
+    assert done.returncode == 0
+    shown = json.loads(done.stdout)
+    saved = read_json(run / "summary.json")
+    assert set(shown) == set(saved) | {"deadline"}
+    assert set(shown["deadline"]) == {"deadline_us", "pass", "loads"}
