@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rtlab import store
 from rtlab.loads import LOADS
 from rtlab.plan import Plan
-from rtlab.results import store
 
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
 TARGET_S = 2.0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _common import rtlab_cpu
 from rtlab.analysis import stats
-from rtlab.analysis.histogram import merge
+from rtlab.analysis.histogram import Histogram, merge
 from rtlab.plan import Plan
 from rtlab.results import cyclictest
 
@@ -28,7 +28,7 @@ def bare(plan: Plan, out: Path) -> stats.LatencyStats:
         ["cyclictest", *plan.cyclictest_argv(), f"--json={json_path}"], check=True, stdout=subprocess.DEVNULL
     )
     threads = cyclictest.threads(json.loads(json_path.read_text()), plan.histogram_us)
-    return stats.compute(merge(t.histogram for t in threads))
+    return stats.compute(merge(Histogram.of_thread(t, plan.histogram_us) for t in threads))
 
 
 def through_rtlab(out: Path) -> stats.LatencyStats:

@@ -351,7 +351,7 @@ def report_cmd(
     figures_dir: Figures = None,
 ) -> None:
     """The table of a saved run (also a partial one), in any format."""
-    from rtlab.results import store
+    from rtlab import store
 
     report.renderer(fmt)
     summary = store.summary(run_dir)
@@ -370,7 +370,7 @@ def compare(
     figures_dir: Figures = None,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
-    from rtlab.results import store
+    from rtlab import store
 
     report.renderer(fmt)
     summaries = [store.summary(path) for path in runs]

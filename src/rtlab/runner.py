@@ -22,12 +22,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
-from rtlab import __version__
+from rtlab import __version__, store
 from rtlab.analysis.summary import summarize
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.results import events as ev
-from rtlab.results import liveness, store
+from rtlab.results import liveness
 from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, write_json
 from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune

@@ -13,7 +13,6 @@ readers use .get() for those.
 evaluated annotations, and tests/test_shapes.py compares the keys of real runs with them.)
 """
 
-
 from typing import Any, NotRequired, TypedDict
 
 # --- sysinfo.json (the agent's; every field may be missing on a minimal board) -------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rtlab.results.cyclictest import ThreadResult
 from rtlab.shapes import HistogramJSON
 
 Int64Array = npt.NDArray[np.int64]
@@ -41,6 +42,11 @@ class Histogram:
         values = np.array([v for v, _ in pairs], dtype=np.int64)
         tallies = np.array([c for _, c in pairs], dtype=np.int64)
         return cls(values, tallies, limit_us, overflows, reported_max_us, reported_avg_us)
+
+    @classmethod
+    def of_thread(cls, thread: ThreadResult, limit_us: int) -> Histogram:
+        """A cyclictest thread's histogram, with its own max and avg over every sample."""
+        return cls.from_counts(thread.counts, limit_us, thread.overflows, thread.max_us, thread.avg_us)
 
     @property
     def binned(self) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from rtlab.analysis import stats
-from rtlab.analysis.histogram import merge
+from rtlab.analysis.histogram import Histogram, merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
 from rtlab.results.rundir import RawLoad
@@ -125,12 +125,13 @@ def summarize(
             "histograms": None,
         }
         if status in ("complete", "partial") and per_thread:
-            merged = merge(t.histogram for t in per_thread)
-            entry["cpus"] = {str(t.cpu): stats.compute(t.histogram).to_json() for t in per_thread}
+            per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}
+            merged = merge(per_cpu.values())
+            entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}
             entry["merged"] = stats.compute(merged).to_json()
             entry["histograms"] = {
                 "merged": merged.to_json(),
-                "cpus": {str(t.cpu): t.histogram.to_json() for t in per_thread},
+                "cpus": {cpu: h.to_json() for cpu, h in per_cpu.items()},
             }
         loads[load] = entry
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtlab.debian import Apt
 from rtlab.errors import RunFailed, UsageError
-from rtlab.targets.qemu.debian import Apt
 
 DEBIAN_PACKAGE = "linux-source-6.12"
 

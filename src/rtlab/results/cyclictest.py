@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtlab.analysis.histogram import Histogram
-
 FILE = "cyclictest.json"
 
 
@@ -34,7 +32,8 @@ class ThreadResult:
     min_us: int
     max_us: int
     avg_us: float
-    histogram: Histogram
+    counts: dict[int, int]  # samples per whole µs below the histogram range
+    overflows: int  # samples at or beyond it: counted by cyclictest, not binned
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -91,14 +90,7 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
     seen = [v for v, c in counts.items() if c]
     if seen and (min(seen) < min_us or max(seen) > max_us):
         raise InvalidResult(f"{FILE}: {where} has histogram samples outside its own min..max")
-    histogram = Histogram.from_counts(
-        counts,
-        limit_us=limit_us,
-        overflows=cycles - binned,
-        reported_max_us=max_us,
-        reported_avg_us=float(avg),
-    )
-    return ThreadResult(cpu, cycles, min_us, max_us, float(avg), histogram)
+    return ThreadResult(cpu, cycles, min_us, max_us, float(avg), counts, cycles - binned)
 
 
 def threads(data: Any, limit_us: int) -> list[ThreadResult]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results.events import Kind, line, parse
@@ -38,7 +39,7 @@ from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import planned_seconds
-from rtlab.targets.qemu import debian, initramfs, machines
+from rtlab.targets.qemu import initramfs, kernels, machines
 from rtlab.targets.qemu.console import Console, GuestDied
 
 AGENT = "/rtlab/agent.sh"
@@ -154,7 +155,7 @@ class QemuTarget:
         assert spec.kernel_name is not None
         arch, meta = machines.named_kernel(spec.kernel_name)
         apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian)
-        image, package, version = debian.fetch_kernel(apt, self.cache, meta)
+        image, package, version = kernels.fetch_kernel(apt, self.cache, meta)
         return image, {"package": package, "version": version, "release": arch.release, "path": str(image)}
 
     @staticmethod

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from rtlab.agent import script_path
+from rtlab.debian import Apt, extract
 from rtlab.targets.qemu import cpio, elfdeps
-from rtlab.targets.qemu.debian import Apt, extract
 
 PACKAGES = ["busybox-static", "rt-tests", "stress-ng"]
 TOOLS = {"busybox": "bin/busybox", "cyclictest": "usr/bin/cyclictest", "stress-ng": "usr/bin/stress-ng"}
