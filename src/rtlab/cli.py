@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -275,43 +273,17 @@ def _run_parallel(
     """One run per board, all at once; one failing board does not stop the others."""
     from rtlab.report import table
     from rtlab.results.events import Kind
-    from rtlab.runner import Outcome, execute
+    from rtlab.runner import Outcome, execute_parallel
 
-    outcomes: dict[str, Outcome | Exception] = {}
+    shown = (Kind.LOAD_START, Kind.LOAD_END, Kind.DONE, Kind.CONNECTION_LOST, Kind.HOST_TIMEOUT)
 
-    def work(tgt: Target) -> None:
-        def line(event: Event) -> None:
-            if event.kind in (
-                Kind.LOAD_START,
-                Kind.LOAD_END,
-                Kind.DONE,
-                Kind.CONNECTION_LOST,
-                Kind.HOST_TIMEOUT,
-            ):
-                detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
-                err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
+    def line(tgt: Target, event: Event) -> None:
+        if event.kind in shown:
+            detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
+            err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
 
-        folder = out / _slug(tgt.name) if out is not None else None
-        try:
-            outcomes[tgt.name] = execute(plan, tgt, out=folder, name=name, on_event=line)
-        except (UsageError, RunFailed) as e:
-            outcomes[tgt.name] = e
-
-    threads = [threading.Thread(target=work, args=(t,), name=t.name) for t in targets]
-
-    def relay(signum: int, _frame: object) -> None:
-        for t in targets:
-            t.interrupt()
-
-    previous = {sig: signal.signal(sig, relay) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    folders = {t.name: out / _slug(t.name) if out is not None else None for t in targets}
+    outcomes = execute_parallel(plan, targets, folders, name, line)
     failed = False
     for t in targets:
         result = outcomes.get(t.name)
@@ -411,13 +383,7 @@ def check(
         info["config"] = {"source": str(config), "options": kernel.parse_config(config.read_text())}
     findings = audit.audit(info, rt_cpus=rt_cpus)
     if fmt == "json":
-        document = {
-            "schema": "rtlab.check/1",
-            "target": tgt.name,
-            "ready": audit.verdict(findings),
-            "findings": [f.to_json() for f in findings],
-        }
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json.dumps(audit.document(tgt.name, findings), indent=2) + "\n")
     else:
         console.print(check_table.build(findings, title=f"rtlab check: {tgt.name}"))
     if not audit.verdict(findings):
@@ -609,22 +575,17 @@ def kernel_verify(
             verdict = Text("ok", "green") if c.ok else Text(f"want {c.want}", "red")
             console.print(Text(f"{name}: {c.item}: {c.found} ").append_text(verdict))
     if len(options_list) == 2:
-        model, derived, other = kernel_verify_checks.twin_diff(options_list[0][1], options_list[1][1])
+        pair = kernel_verify_checks.twins(options_list[0][1], options_list[1][1])
         for title, diff in (
-            ("preemption model", model),
-            ("derived from it by Kconfig", derived),
-            ("OTHER", other),
+            ("preemption model", pair.model),
+            ("derived from it by Kconfig", pair.derived),
+            ("OTHER", pair.other),
         ):
             for option, (a, b) in diff.items():
                 console.print(f"differs ({title}): {option}: {a} / {b}", highlight=False)
-        if other:
-            ok = False
-            err.print(
-                f"the twins differ in {len(other)} options besides the preemption model", highlight=False
-            )
-        if kernel_verify_checks.model(options_list[0][1]) == kernel_verify_checks.model(options_list[1][1]):
-            ok = False
-            err.print("both configs have the same preemption model: they are not twins", highlight=False)
+        for problem in pair.problems:
+            err.print(problem, highlight=False)
+        ok &= not pair.problems
     if not ok:
         raise typer.Exit(1)
 

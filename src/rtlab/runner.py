@@ -231,6 +231,45 @@ def execute(
         target.close()  # never leave a guest or a connection behind
 
 
+def execute_parallel(
+    plan: Plan,
+    targets: list[Target],
+    folders: dict[str, Path | None],
+    name: str | None,
+    on_event: Callable[[Target, ev.Event], None],
+) -> dict[str, Outcome | UsageError | RunFailed]:
+    """One run per target, all at once, each in a thread; one that fails does not stop the
+    others. SIGINT, SIGTERM and SIGHUP reach every target from here (only the main thread
+    receives signals)."""
+    outcomes: dict[str, Outcome | UsageError | RunFailed] = {}
+
+    def work(target: Target) -> None:
+        try:
+            outcomes[target.name] = execute(
+                plan, target, folders[target.name], name, lambda e: on_event(target, e)
+            )
+        except (UsageError, RunFailed) as e:
+            outcomes[target.name] = e
+
+    threads = [threading.Thread(target=work, args=(t,), name=t.name) for t in targets]
+
+    def relay(_signum: int, _frame: FrameType | None) -> None:
+        for t in targets:
+            t.interrupt()
+
+    wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, relay) for s in wanted}
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return outcomes
+
+
 def _check_space(run: RunDir) -> None:
     free_kb = shutil.disk_usage(run.path).free // 1024
     if free_kb < MIN_FREE_KB:

@@ -74,3 +74,23 @@ def twin_diff(a: dict[str, str], b: dict[str, str]) -> tuple[Diff, Diff, Diff]:
         {k: v for k, v in diff.items() if k in DERIVED_FROM_RT},
         {k: v for k, v in diff.items() if k not in MODEL_OPTIONS and k not in DERIVED_FROM_RT},
     )
+
+
+@dataclass(frozen=True)
+class Twins:
+    """Two configs side by side: their differences by kind, and why they are not twins."""
+
+    model: Diff
+    derived: Diff
+    other: Diff
+    problems: tuple[str, ...]
+
+
+def twins(a: dict[str, str], b: dict[str, str]) -> Twins:
+    model_diff, derived, other = twin_diff(a, b)
+    problems = []
+    if other:
+        problems.append(f"the twins differ in {len(other)} options besides the preemption model")
+    if model(a) == model(b):
+        problems.append("both configs have the same preemption model: they are not twins")
+    return Twins(model_diff, derived, other, tuple(problems))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtlab.shapes import FindingJSON
-from rtlab.system import kernel
+from rtlab.system import cpus, kernel
 
 TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")
 
@@ -70,8 +70,18 @@ def _cmdline_args(cmdline: str) -> dict[str, str]:
     return args
 
 
+def housekeeping_of(sysinfo: Mapping[str, Any], rt_cpus: str) -> str:
+    """The online CPUs that are not RT CPUs, as a kernel CPU list ('' when unknown)."""
+    online = str((sysinfo.get("cpus") or {}).get("online") or "")
+    if not rt_cpus or not online:
+        return ""
+    return cpus.format_list(cpus.parse_list(online) - cpus.parse_list(rt_cpus))
+
+
 def audit(sysinfo: Mapping[str, Any], rt_cpus: str = "", housekeeping: str = "") -> list[Finding]:
+    """Every finding; `housekeeping` defaults to the online CPUs that are not `rt_cpus`."""
     out: list[Finding] = []
+    housekeeping = housekeeping or housekeeping_of(sysinfo, rt_cpus)
     k = sysinfo.get("kernel") or {}
     pre = kernel.preemption(sysinfo)
     options = kernel.config_options(sysinfo)
@@ -298,6 +308,16 @@ def _runtime(sysinfo: Mapping[str, Any]) -> list[Finding]:
     isolated = files.get("/sys/devices/system/cpu/isolated")
     out.append(Finding("runtime", "isolated CPUs", "info", isolated or "none"))
     return out
+
+
+def document(target: str, findings: list[Finding]) -> dict[str, Any]:
+    """`rtlab check --format json`: rtlab.check/1."""
+    return {
+        "schema": "rtlab.check/1",
+        "target": target,
+        "ready": verdict(findings),
+        "findings": [f.to_json() for f in findings],
+    }
 
 
 def verdict(findings: list[Finding]) -> bool:
