@@ -211,3 +211,27 @@ def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
     trailers = {"stress-ng", "cyclictest"}  # the exit-status lines closing stress.log and cyclictest.log
     assert printed - trailers <= {kind.value for kind in Kind}
     assert {"load-start", "load-end", "done", "busy", "result"} <= printed
+
+
+def _agent_variable(name: str) -> str:
+    """A single-quoted variable of agent.sh, its continuation lines joined."""
+    text = AGENT.read_text().replace("'\\\n'", "")
+    match = re.search(rf"^{name}='([^']*)'", text, re.MULTILINE)
+    assert match, name
+    return match.group(1)
+
+
+def test_the_agent_collects_the_files_the_audit_and_knobs_read():
+    from rtlab.system.knobs import RUNTIME_FILES
+
+    assert _agent_variable("RUNTIME_FILES").split() == list(RUNTIME_FILES)
+
+
+def test_the_agent_records_every_kernel_option_the_audit_judges():
+    from rtlab.kernel.verify import MODEL_OPTIONS
+    from rtlab.system.kernel import LATENCY_DEBUG_OPTIONS
+
+    pattern = re.compile(_agent_variable("CONFIG_RE"))
+    wanted = [*LATENCY_DEBUG_OPTIONS, "CONFIG_PREEMPT_RT", "CONFIG_HZ", "CONFIG_NO_HZ_FULL", *MODEL_OPTIONS]
+    missed = [option for option in wanted if not pattern.match(f"{option}=y")]
+    assert missed == []

@@ -104,7 +104,8 @@ tool_version() {
 }
 
 # The kernel options that decide or disturb latency: preemption model, tick, governor
-# default, tracers and the debug options that add latency.
+# default, tracers and the debug options that add latency (rtlab.system.kernel's
+# LATENCY_DEBUG_OPTIONS among them: a test checks that each one matches).
 CONFIG_RE='^(# )?CONFIG_(PREEMPT[A-Z_]*|HZ[A-Z_0-9]*|NO_HZ[A-Z_]*|CPU_FREQ[A-Z_]*|CPU_IDLE|CPUSETS|'\
 'RCU_NOCB_CPU|RCU_BOOST|IRQ_FORCED_THREADING|HIGH_RES_TIMERS|SCHED_TRACER|TIMERLAT_TRACER|'\
 'HWLAT_TRACER|OSNOISE_TRACER|FTRACE|FUNCTION_TRACER|DEBUG_PREEMPT|PROVE_LOCKING|LOCKDEP|'\
@@ -173,9 +174,10 @@ cpus_json() {
 	printf '}'
 }
 
-# Runtime state that decides latency; `rtlab check` audits it.
-RUNTIME_FILES='/proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/sched_rt_period_us
-/proc/sys/kernel/timer_migration /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/ksm/run
+# Runtime state that decides latency; `rtlab check` audits it. The same list as
+# rtlab.system.knobs.RUNTIME_FILES (a test compares them).
+RUNTIME_FILES='/proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/timer_migration
+/sys/kernel/mm/ksm/run /sys/kernel/mm/transparent_hugepage/enabled /proc/sys/kernel/sched_rt_period_us
 /proc/irq/default_smp_affinity /sys/devices/system/cpu/isolated /sys/devices/system/cpu/nohz_full
 /sys/devices/virtual/workqueue/cpumask /sys/fs/cgroup/cgroup.controllers'
 

@@ -7,13 +7,12 @@ ok, warn (costs latency or measurement quality), fail (not a real-time system), 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rtlab.shapes import FindingJSON
-from rtlab.system import cpus, kernel
+from rtlab.system import cpus, kernel, knobs
 
 TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")
 
@@ -246,44 +245,11 @@ def _runtime(sysinfo: Mapping[str, Any]) -> list[Finding]:
                 "rtlab run sets performance for the measurement; rtlab tune --apply keeps it" if slow else "",
             )
         )
-    rt_runtime = files.get("/proc/sys/kernel/sched_rt_runtime_us")
-    if rt_runtime is not None:
-        out.append(
-            Finding(
-                "runtime",
-                "RT throttling",
-                "info" if rt_runtime != "-1" else "ok",
-                f"sched_rt_runtime_us={rt_runtime}",
-                "RT tasks may be stopped for 50 ms a second; rtlab tune sets -1"
-                if rt_runtime != "-1"
-                else "",
-            )
-        )
-    thp = files.get("/sys/kernel/mm/transparent_hugepage/enabled")
-    if thp is not None:
-        selected = re.search(r"\[(\w+)\]", thp)
-        mode = selected.group(1) if selected else thp
-        out.append(
-            Finding(
-                "runtime",
-                "transparent hugepages",
-                "warn" if mode == "always" else "ok",
-                mode,
-                "compaction stalls: rtlab tune sets never" if mode == "always" else "",
-            )
-        )
-    if files.get("/sys/kernel/mm/ksm/run") == "1":
-        out.append(Finding("runtime", "ksm", "warn", "running", "page merging scans: rtlab tune stops them"))
-    if files.get("/proc/sys/kernel/timer_migration") == "1":
-        out.append(
-            Finding(
-                "runtime",
-                "timer migration",
-                "info",
-                "on",
-                "timers may move onto RT CPUs: rtlab tune turns it off",
-            )
-        )
+    for knob in knobs.SYSCTLS:  # each knob says what its value means
+        text = files.get(knob.path)
+        if text is not None:
+            v = knob.verdict(str(text))
+            out.append(Finding("runtime", v.item, v.status, v.found, v.advice))
     if runtime.get("irqbalance"):
         out.append(
             Finding(

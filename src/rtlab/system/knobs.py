@@ -1,5 +1,8 @@
-"""Tuning knobs, one small class each: whether it is available here, its state, and the
-changes it wants for a split of the CPUs into housekeeping and real-time ones.
+"""Tuning knobs, one small class each: whether it is available here, its state, the
+changes it wants for a split of the CPUs into housekeeping and real-time ones, and (for the
+one-file knobs) what `rtlab check` says of a value found on a target: audit and tune read
+the same paths the same way, and the agent collects exactly RUNTIME_FILES (a test ties
+agent.sh to this list).
 
 Knobs only read; `tune.py` writes, saving every old value first. Values are kept as
 they must be written back to restore them exactly (the selected word of
@@ -42,7 +45,7 @@ class Change:
         return self.old if self.undo is None else self.undo
 
 
-def _selected(value: str) -> str:
+def selected(value: str) -> str:
     """'always [madvise] never' -> 'madvise'; anything else unchanged."""
     match = re.search(r"\[(\w+)\]", value)
     return match.group(1) if match else value
@@ -165,9 +168,22 @@ class Workqueues(Knob):
         return _mask(old) == _mask(new)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What `rtlab check` says of a one-file knob's value found on a target."""
+
+    item: str
+    status: str  # ok / info / warn
+    found: str
+    advice: str
+
+
 class _Sysctl(Knob):
     path = ""
     value = ""
+    item = ""  # the audit's name for it
+    off_status = "info"  # the audit's status when the value is not the wanted one
+    advice = ""  # the audit's advice then
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [self.path] if root.exists(self.path) else []
@@ -175,12 +191,30 @@ class _Sysctl(Knob):
     def wanted(self, root: Files, plan: CpuPlan, path: str) -> str:
         return self.value
 
+    def parse(self, text: str) -> str:
+        return text.strip()
+
+    def current(self, root: Files, path: str) -> str | None:
+        value = root.read(path)
+        return None if value is None else self.parse(value)
+
+    def verdict(self, text: str) -> Verdict:
+        value = self.parse(text)
+        if value == self.value:
+            return Verdict(self.item, "ok", self.shown(value), "")
+        return Verdict(self.item, self.off_status, self.shown(value), self.advice)
+
+    def shown(self, value: str) -> str:
+        return f"{self.path.rsplit('/', 1)[1]}={value}"
+
 
 class RtThrottling(_Sysctl):
     name = "rt-throttling"
     path = "/proc/sys/kernel/sched_rt_runtime_us"
     value = "-1"
     why = "RT tasks are not stopped for 50 ms every second (the cost: a runaway RT task can hang its CPU)"
+    item = "RT throttling"
+    advice = "RT tasks may be stopped for 50 ms a second; rtlab tune sets -1"
 
 
 class TimerMigration(_Sysctl):
@@ -188,6 +222,8 @@ class TimerMigration(_Sysctl):
     path = "/proc/sys/kernel/timer_migration"
     value = "0"
     why = "timers stay on the CPU that armed them instead of moving onto RT CPUs"
+    item = "timer migration"
+    advice = "timers may move onto RT CPUs: rtlab tune turns it off"
 
 
 class Ksm(_Sysctl):
@@ -195,6 +231,9 @@ class Ksm(_Sysctl):
     path = "/sys/kernel/mm/ksm/run"
     value = "0"
     why = "no page-merging scans (ksmd) competing with RT work"
+    item = "ksm"
+    off_status = "warn"
+    advice = "page merging scans: rtlab tune stops them"
 
 
 class TransparentHugepages(_Sysctl):
@@ -202,10 +241,18 @@ class TransparentHugepages(_Sysctl):
     path = "/sys/kernel/mm/transparent_hugepage/enabled"
     value = "never"
     why = "no huge-page compaction stalls (khugepaged, faults that compact memory)"
+    item = "transparent hugepages"
+    advice = "compaction stalls: rtlab tune sets never"
 
-    def current(self, root: Files, path: str) -> str | None:
-        value = root.read(path)
-        return None if value is None else _selected(value.strip())
+    def parse(self, text: str) -> str:
+        return selected(text.strip())  # "always [madvise] never": the word in brackets
+
+    def verdict(self, text: str) -> Verdict:
+        # Only `always` compacts on faults; madvise touches only the memory that asks for it.
+        mode = self.parse(text)
+        if mode == "always":
+            return Verdict(self.item, "warn", mode, self.advice)
+        return Verdict(self.item, "ok", mode, "")
 
 
 class CpusetPartition(Knob):
@@ -244,15 +291,26 @@ class CpusetPartition(Knob):
         return out
 
 
+SYSCTLS: tuple[_Sysctl, ...] = (RtThrottling(), TimerMigration(), Ksm(), TransparentHugepages())
+
+# What the agent records of the runtime state (sysinfo.json runtime.files), for the audit:
+# the one-file knobs and the files that say how the CPUs are split.
+RUNTIME_FILES: tuple[str, ...] = (
+    *(k.path for k in SYSCTLS),
+    "/proc/sys/kernel/sched_rt_period_us",
+    "/proc/irq/default_smp_affinity",
+    "/sys/devices/system/cpu/isolated",
+    "/sys/devices/system/cpu/nohz_full",
+    "/sys/devices/virtual/workqueue/cpumask",
+    f"{CpusetPartition.cgroup}/cgroup.controllers",
+)
+
 KNOBS: tuple[Knob, ...] = (
     Governor(),
     IdleStates(),
     IrqAffinity(),
     DefaultIrqAffinity(),
     Workqueues(),
-    RtThrottling(),
-    TimerMigration(),
-    Ksm(),
-    TransparentHugepages(),
+    *SYSCTLS,
     CpusetPartition(),
 )
