@@ -18,6 +18,8 @@ from rtlab.system import cpus
 # cyclictest keeps one counter per microsecond per thread (8 bytes each).
 DEFAULT_HISTOGRAM_US = 100_000
 
+STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
+
 # What cyclictest can do: it keeps -D in a C int of seconds and -i, -h in ints of µs, and
 # locks one 8-byte counter per histogram µs per thread into memory. Bounded well inside.
 MAX_DURATION_S = 366 * 86400  # a year: longer soaks are several runs
@@ -114,6 +116,10 @@ class Plan:
         if argv is not None and self.housekeeping_cpus and self.loads_on == "housekeeping":
             argv += ["--taskset", self.housekeeping_cpus]
         return argv
+
+    def planned_seconds(self) -> float:
+        """How long the agent should take for the whole plan."""
+        return max(len(self.loads), 1) * (self.duration_s + self.settle_s + STOP_ALLOWANCE_S)
 
     def to_json(self) -> PlanJSON:
         data = asdict(self)

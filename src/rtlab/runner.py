@@ -355,7 +355,7 @@ def _measure(
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase
         try:
-            target.run_agent(args + tuned_args, on_line)
+            target.run_agent(args + tuned_args, on_line, plan.planned_seconds())
         finally:
             guard.phase = "after" if guard.phase == "measuring" else guard.phase
     target.collect(run, remote)
@@ -403,8 +403,8 @@ def _finish_quietly(run: RunDir, manifest: Manifest, info: Sysinfo | None, reaso
 
 
 def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
-    """Fetches the results of an SSH run whose connection dropped, once the board is back."""
-    from rtlab.targets.ssh import SshTarget
+    """Fetches the results of a board run whose connection dropped, once the board is back."""
+    from rtlab.targets import open_target
 
     run = RunDir.open(path)
     try:
@@ -412,11 +412,13 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     except UnreadableFile as e:
         raise UsageError(f"{e}: without it rtlab cannot tell which board holds the run") from None
     described = manifest.get("target") or {}
-    if described.get("kind") != "ssh":
-        raise UsageError(f"{path} was measured on {described.get('name')}: only SSH runs are collected later")
-    target = SshTarget(described["name"], accept_new_host_key=accept_new_host_key)
+    if not described.get("name"):
+        raise UsageError(f"{path}/run.json names no target: it cannot be collected")
+    target = open_target(described["name"], accept_new_host_key)
     remote = str(manifest.get("remote") or target.workdir(run, str(manifest.get("uid") or run.path.name)))
     try:
+        if target.still_running(remote) is None:
+            raise UsageError(f"{path} was measured on {target.name}: only board runs can be collected later")
         if not target.holds(remote):
             held = [load for load in manifest["plan"]["loads"] if run.raw_load(load).cyclictest is not None]
             raise RunFailed(

@@ -6,13 +6,13 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir
 from rtlab.shapes import TargetJSON
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files
 
-STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
 HOST_MARGIN_S = 120.0  # past the planned end, the host stops waiting for the agent
 
 
@@ -20,13 +20,6 @@ def target_dir() -> str:
     """rtlab's folder on a target (agent, runs, the lock): $RTLAB_TARGET_DIR, else /tmp/rtlab.
     The local agent reads the same variable itself."""
     return os.environ.get("RTLAB_TARGET_DIR") or "/tmp/rtlab"
-
-
-def planned_seconds(loads: int, agent_args: list[str]) -> float:
-    """How long `agent.sh run ... --seconds S --settle T` should take for `loads` loads."""
-    options = dict(zip(agent_args[2::2], agent_args[3::2], strict=False))
-    per_load = float(options.get("--seconds", 0)) + float(options.get("--settle", 0)) + STOP_ALLOWANCE_S
-    return max(loads, 1) * per_load
 
 
 class Target(Protocol):
@@ -50,8 +43,10 @@ class Target(Protocol):
         """Copies the run's plan files to `remote` on the target."""
         ...
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
-        """Runs the agent, handing each output line to `on_line` as it comes."""
+    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
+        """Runs the agent, handing each output line to `on_line` as it comes. `planned_s` is how
+        long the plan should take (Plan.planned_seconds); past it and the target's margin the
+        host stops waiting, stops the agent and says so in a line of its own."""
         ...
 
     def interrupt(self) -> None:
@@ -60,6 +55,20 @@ class Target(Protocol):
 
     def collect(self, run: RunDir, remote: str) -> None:
         """Brings the results of the run folder `remote` into `run`."""
+        ...
+
+    def still_running(self, remote: str) -> bool | None:
+        """Whether an agent still measures in `remote` (for `rtlab collect` of a run whose host
+        went away); None where that cannot be asked later (a local run or a guest ends with
+        the host)."""
+        ...
+
+    def holds(self, remote: str) -> bool:
+        """Whether the target still has the run folder `remote`."""
+        ...
+
+    def events(self, remote: str) -> list[Event]:
+        """The agent's progress in `remote` so far."""
         ...
 
     def files(self) -> Files:

@@ -9,13 +9,14 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from rtlab.agent import script_path
-from rtlab.results.events import Kind, line
+from rtlab.results.events import Event, Kind, line
 from rtlab.results.rundir import RunDir
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import Root
-from rtlab.targets.base import HOST_MARGIN_S, planned_seconds
+from rtlab.targets.base import HOST_MARGIN_S
 from rtlab.targets.lifetime import die_with_parent
 
 
@@ -27,7 +28,6 @@ class LocalTarget:
         self.shell = shell
         self.env = env
         self._proc: subprocess.Popen[str] | None = None
-        self._loads = 0
 
     def describe(self) -> TargetJSON:
         return {"kind": "local", "name": self.name, "host": platform.node(), "shell": self.shell}
@@ -45,9 +45,9 @@ class LocalTarget:
         return str(run.path.resolve())
 
     def push(self, run: RunDir, remote: str) -> None:
-        self._loads = len(run.planned_loads())  # the agent reads the run directory itself
+        return None  # the agent reads the run directory itself
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         # A session of its own: Ctrl-C reaches rtlab only, which then stops the agent in order
         # (cyclictest writes its JSON, the governor is restored). If rtlab dies, even by SIGKILL,
         # the kernel sends the agent SIGTERM, and it stops the same way.
@@ -63,7 +63,7 @@ class LocalTarget:
         )
         assert proc.stdout is not None
         # The agent stops every load that overruns; this is for an agent that itself hangs.
-        timeout = planned_seconds(self._loads, args) + HOST_MARGIN_S
+        timeout = planned_s + HOST_MARGIN_S
         expired = threading.Event()
 
         def overdue() -> None:
@@ -98,6 +98,15 @@ class LocalTarget:
 
     def collect(self, run: RunDir, remote: str) -> None:
         return None  # the agent wrote straight into the run directory
+
+    def still_running(self, remote: str) -> bool | None:
+        return None  # a local agent ends with rtlab
+
+    def holds(self, remote: str) -> bool:
+        return Path(remote).is_dir()
+
+    def events(self, remote: str) -> list[Event]:
+        return RunDir(Path(remote)).events()
 
     def files(self) -> Root:
         return Root()

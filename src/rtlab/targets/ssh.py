@@ -35,9 +35,8 @@ from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
-from rtlab.targets.base import planned_seconds, target_dir
+from rtlab.targets.base import HOST_MARGIN_S, target_dir
 
-MARGIN_S = 120.0
 T = TypeVar("T")
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -116,7 +115,7 @@ class SshTarget:
         self._loop: _Loop | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
         self._seen: tuple[str, str, int | None, bool] | None = None
-        self._loads = 0
+        self._remote: str | None = None  # the run folder while the agent measures there
 
     # --- connecting --------------------------------------------------------
 
@@ -225,7 +224,6 @@ class SshTarget:
                 if path.is_dir() or path.name in PLAN_FILES:
                     tar.add(path, arcname=path.relative_to(run.path).as_posix(), recursive=False)
         q = shlex.quote(remote)
-        self._loads = len(run.planned_loads())
         # mkdir without -p: a folder that is already there is another run's, never replaced.
         runs = shlex.quote(self.runs_dir)
         status, out = self._run_sh(f"mkdir -p {runs} && mkdir {q} && tar -xf - -C {q}", buffer.getvalue())
@@ -234,11 +232,11 @@ class SshTarget:
                 f"{self.name}: could not put the plan in {remote}: {out.decode(errors='replace')}"
             )
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         loop, _ = self._conn_ready()
         remote = args[1]
         self._remote = remote
-        timeout = planned_seconds(self._loads, args) + MARGIN_S
+        timeout = planned_s + HOST_MARGIN_S
         try:
             return loop.run(self._stream(args, remote, on_line), timeout)
         except TimeoutError:
@@ -278,7 +276,7 @@ class SshTarget:
         return 0
 
     def interrupt(self) -> None:
-        if self._loop is not None and self._conn is not None and getattr(self, "_remote", None):
+        if self._loop is not None and self._conn is not None and self._remote is not None:
             self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
 
     def collect(self, run: RunDir, remote: str) -> None:

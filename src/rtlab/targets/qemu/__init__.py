@@ -34,17 +34,15 @@ from typing import Any
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results.events import Kind, line, parse
+from rtlab.results.events import Event, Kind, line, parse
 from rtlab.results.rundir import PLAN_FILES, RunDir
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
-from rtlab.targets.base import planned_seconds
 from rtlab.targets.qemu import initramfs, kernels, machines
 from rtlab.targets.qemu.console import Console, GuestDied
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
-CHUNK = 2000  # base64 characters a command: well below the tty's 4096-byte line
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 
 
@@ -142,7 +140,6 @@ class QemuTarget:
         self.boot: _Boot | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
         self._remote: str | None = None
-        self._loads = 0
         self._results: dict[str, bytes] = {}  # each finished load's folder, as the agent streamed it
 
     # --- preparing and booting -------------------------------------------
@@ -290,22 +287,17 @@ class QemuTarget:
 
     def push(self, run: RunDir, remote: str) -> None:
         self._remote = remote
-        self._loads = len(run.planned_loads())
-        self._must(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}")
+        files = self.files()  # the one way files reach a target through the agent
         for path in sorted(run.path.rglob("*")):
             rel = path.relative_to(run.path).as_posix()
-            target = shlex.quote(f"{remote}/{rel}")
             if path.is_dir():
-                self._must(f"mkdir -p {target}")
+                self._must(f"mkdir -p {shlex.quote(f'{remote}/{rel}')}")
             elif path.name in PLAN_FILES:
-                encoded = base64.b64encode(path.read_bytes()).decode()
-                self._must(f": > {target}")
-                for i in range(0, len(encoded), CHUNK):
-                    self._must(f"printf %s {encoded[i : i + CHUNK]} | base64 -d >> {target}")
+                files.write_text(f"{remote}/{rel}", path.read_text())
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None]) -> int:
+    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         console = self._ensure_booted()
-        timeout = planned_seconds(self._loads, args) + self.spec.margin
+        timeout = planned_s + self.spec.margin
         # Each load's files come back over the console as soon as it ends, so a guest that
         # hangs or dies later costs only the loads it had not finished.
         receiving: list[str] = []
@@ -361,6 +353,15 @@ class QemuTarget:
         finally:
             if console is not None:
                 self._save_console(console, run.path / "console.log")
+
+    def still_running(self, remote: str) -> bool | None:
+        return None  # every guest ends with rtlab
+
+    def holds(self, remote: str) -> bool:
+        return False  # ... and its RAM disk with it
+
+    def events(self, remote: str) -> list[Event]:
+        return []
 
     def files(self) -> AgentFiles:
         return AgentFiles(self)
