@@ -72,6 +72,33 @@ def test_cmdline_advice_names_the_rt_cpus():
     assert "intel_idle.max_cstate" not in findings  # riscv64: no Intel idle driver
 
 
+def test_irqaffinity_advice_names_the_housekeeping_cpus():
+    info = facts("PREEMPT_RT", RT_CONFIG)
+    info["cpus"]["online"] = "0-3"
+    advice = by_item(audit(info, rt_cpus="2-3"))["irqaffinity"].advice
+    assert advice.startswith("irqaffinity=0-1:"), advice
+
+
+def test_each_runtime_knob_is_judged_by_its_own_class():
+    info = facts("PREEMPT_RT", RT_CONFIG)
+    info["runtime"]["files"].update(
+        {
+            "/proc/sys/kernel/sched_rt_runtime_us": "-1",
+            "/proc/sys/kernel/timer_migration": "1",
+            "/sys/kernel/mm/ksm/run": "1",
+            "/sys/kernel/mm/transparent_hugepage/enabled": "always madvise [never]",
+        }
+    )
+    findings = by_item(audit(info))
+    assert findings["RT throttling"].status == "ok"
+    assert findings["timer migration"].status == "info" and "rtlab tune" in findings["timer migration"].advice
+    assert findings["ksm"].status == "warn"
+    assert (
+        findings["transparent hugepages"].status == "ok"
+        and findings["transparent hugepages"].found == "never"
+    )
+
+
 def test_check_with_a_config_file(tmp_path):
     config = tmp_path / "config"
     config.write_text(RT_CONFIG + "# CONFIG_PROVE_LOCKING is not set\n")
