@@ -69,6 +69,7 @@ def test_interrupt_during_a_stress_load(sig, tmp_path):
     events = run / "events"
     wait_for(lambda: events.exists() and "measure-start load=memory" in events.read_text())
     assert processes_named("stress-ng") - already  # the load is really running
+    time.sleep(1.5)  # past cyclictest's start: stopped earlier, it would have measured nothing
     proc.send_signal(sig)
     proc.communicate(timeout=60)
     assert proc.returncode == 3
