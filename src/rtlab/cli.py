@@ -79,6 +79,8 @@ def _plan(
     storage_dir: Path | None,
     histogram_range: str | None,
     governor: str | None,
+    block: str | None = None,
+    spike_threshold: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -101,6 +103,10 @@ def _plan(
         given["storage_dir"] = str(storage_dir.resolve())
     if histogram_range is not None:
         given["histogram_us"] = parse_latency(histogram_range)
+    if block is not None:
+        given["block_us"] = parse_latency(block)
+    if spike_threshold is not None:
+        given["spike_threshold_us"] = parse_latency(spike_threshold)
     if governor is not None:
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
@@ -187,6 +193,13 @@ def run(
     ] = None,
     histogram_range: Annotated[str | None, typer.Option(help="cyclictest -h range (default 100ms)")] = None,
     governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
+    block: Annotated[
+        str | None,
+        typer.Option(help="the time axis: one maximum per CPU per block, 100ms to 1m (default 1s)"),
+    ] = None,
+    spike_threshold: Annotated[
+        str | None, typer.Option(help="list every sample above this with its time (default 100us)")
+    ] = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -217,6 +230,8 @@ def run(
         storage_dir,
         histogram_range,
         governor,
+        block,
+        spike_threshold,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()

@@ -27,6 +27,15 @@ MAX_INTERVAL_US = 1_000_000  # one wake-up a second; longer and too few samples 
 MAX_HISTOGRAM_US = 1_000_000  # 8 MB locked per measured CPU
 MAX_SETTLE_S = 3600
 
+# The time axis: cyclictest's oscilloscope mode prints each block's maximum (-v -o), its
+# --spike list every sample above a threshold with its CLOCK_MONOTONIC time.
+DEFAULT_BLOCK_US = 1_000_000
+MIN_BLOCK_US, MAX_BLOCK_US = 100_000, 60_000_000
+# A quiet RT system records few samples above 100 µs; the nodes bound what a mainline one
+# can fill (about 40 bytes of output each); the summary says when the list was cut.
+DEFAULT_SPIKE_US = 100
+DEFAULT_SPIKE_NODES = 10_000
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -44,6 +53,9 @@ class Plan:
     loads_on: str = "housekeeping"  # with rt_cpus: where stress-ng runs, "housekeeping" or "all"
     housekeeping_cpus: str | None = None  # resolved against the target: the online CPUs not in rt_cpus
     tune: bool = False  # apply rtlab tune on the target for the measurement, revert it afterwards
+    block_us: int = DEFAULT_BLOCK_US  # the time axis: one maximum per block per CPU
+    spike_threshold_us: int = DEFAULT_SPIKE_US  # samples above it are listed with their time
+    spike_nodes: int = DEFAULT_SPIKE_NODES  # at most this many (cyclictest keeps the first ones)
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -63,6 +75,12 @@ class Plan:
             raise UsageError(f"histogram range {self.histogram_us}us is too large: use 1s or less")
         if self.settle_s > MAX_SETTLE_S:
             raise UsageError(f"settle time {self.settle_s}s is too long: use 1h or less")
+        if not MIN_BLOCK_US <= self.block_us <= MAX_BLOCK_US:
+            raise UsageError(f"block {self.block_us}us is out of range: use 100ms to 1m")
+        if self.block_us < self.interval_us:
+            raise UsageError(f"block {self.block_us}us is shorter than the interval: use a longer --block")
+        if self.spike_threshold_us < 1 or not 1 <= self.spike_nodes <= 1_000_000:
+            raise UsageError("spike threshold must be at least 1us and spike nodes 1 to 1000000")
         if not 1 <= self.priority <= 99:
             raise UsageError(f"bad priority {self.priority}: SCHED_FIFO priorities are 1 to 99")
         if self.interval_us < 50:
@@ -104,7 +122,13 @@ class Plan:
             "-D", str(self.duration_s),
             "-h", str(self.histogram_us),
             "--histfile=/dev/null",
+            "-v", "-o", str(self.block_samples()),
+            f"--spike={self.spike_threshold_us}", f"--spike-nodes={self.spike_nodes}",
         ]  # fmt: skip
+
+    def block_samples(self) -> int:
+        """Samples per block per thread: cyclictest's oscilloscope reduction (-o)."""
+        return max(self.block_us // self.interval_us, 1)
 
     def stress_argv(self, load: str, scratch: str) -> list[str] | None:
         """stress-ng's arguments for `load`; `scratch` is the run's own scratch folder."""

@@ -72,6 +72,9 @@ class PlanJSON(TypedDict):
     loads_on: str
     housekeeping_cpus: str | None
     tune: bool
+    block_us: int
+    spike_threshold_us: int
+    spike_nodes: int
 
 
 class TargetJSON(TypedDict, total=False):
@@ -153,12 +156,54 @@ class Histograms(TypedDict):
     cpus: dict[str, HistogramJSON]
 
 
+class ClockJSON(TypedDict):
+    """The campaign's origin: the target's seconds since boot and its wall clock then."""
+
+    uptime_s: float
+    wall_s: int
+
+
+class PhasesJSON(TypedDict):
+    """A load's boundaries, in seconds since the campaign began (None: never reached)."""
+
+    load_start: float | None
+    measure_start: float | None
+    measure_end: float | None
+    load_end: float | None
+
+
+class SpikesJSON(TypedDict):
+    """cyclictest's samples above the threshold, as parallel arrays."""
+
+    threshold_us: int
+    total: int | None  # how many there were (None: cyclictest never said)
+    kept: int  # how many it listed: the first --spike-nodes
+    cut: bool  # total > kept
+    t_s: list[float]  # seconds since the campaign began
+    cpu: list[int]
+    latency_us: list[int]
+
+
+class TimelineJSON(TypedDict):
+    """The maximum of each block per CPU (and over all CPUs), and the spikes."""
+
+    block_s: float
+    start_s: float | None  # the load's measure-start: block k spans start + [k, k+1) * block_s
+    cpus: dict[str, list[int]]
+    merged: list[int]
+    spikes: SpikesJSON
+    check: str  # ok / unverified (the max in the unprinted last block) / mismatch / missing
+    garbled_lines: int
+
+
 class LoadEntry(TypedDict):
     status: str  # complete / partial / failed / not-run
     reason: str | None  # why it is not complete, in words
     merged: StatsJSON | None  # None: no number rtlab can vouch for
     cpus: dict[str, StatsJSON]
     histograms: Histograms | None
+    phases: PhasesJSON | None
+    timeline: TimelineJSON | None
 
 
 class WarningJSON(TypedDict):
@@ -206,6 +251,7 @@ class Summary(TypedDict):
     target: TargetJSON
     plan: PlanJSON
     system: SystemJSON
+    clock: ClockJSON | None
     loads: dict[str, LoadEntry]
     audit: list[FindingJSON]
     warnings: list[WarningJSON]

@@ -35,10 +35,11 @@ def _plan_from_files(run: RunDir) -> PlanJSON:
         interval_us=options.get("-i", 0),
         priority=options.get("-p", 0),
         histogram_us=options.get("-h", 0),
+        block_us=options.get("-o", 0) * options.get("-i", 0),
     ).to_json()
 
 
-_ARGV = ("-D", "-i", "-p", "-h")
+_ARGV = ("-D", "-i", "-p", "-h", "-o")
 
 
 def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]:

@@ -27,17 +27,21 @@
 #   DIR/events                      the @rtlab lines below, one per line
 #   DIR/loads/L/cyclictest.json     cyclictest's own JSON, renamed into place only when
 #                                   cyclictest exited 0 (otherwise left as cyclictest.json.part)
-#   DIR/loads/L/cyclictest.log      cyclictest's stdout and stderr, then its exit status
+#   DIR/loads/L/cyclictest.out      cyclictest's standard output as it printed it: the
+#                                   oscilloscope lines (-v -o) and the spike list (--spike)
+#   DIR/loads/L/cyclictest.log      cyclictest's standard error, then its exit status
 #   DIR/loads/L/stress.log          stress-ng's output, then its exit status
 #   DIR/loads/L/*.pid               the process groups of cyclictest and stress-ng
 #   DIR/governors.saved             "value path" lines; present while governors are changed
 #
 # Progress lines (stdout and DIR/events):
-#   @rtlab governor status=set|unavailable|kept|failed
-#   @rtlab load-start load=L seconds=S
-#   @rtlab measure-start load=L
-#   @rtlab load-end load=L status=complete|partial|failed [reason=TEXT]
-#   @rtlab done status=complete|partial|failed [reason=TEXT]
+#   @rtlab clock t=UPTIME wall=EPOCH_SECONDS          (once, first: ties uptime to the wall clock)
+#   @rtlab governor t=UPTIME status=set|unavailable|kept|failed
+#   @rtlab load-start t=UPTIME load=L seconds=S         (then the load settles)
+#   @rtlab measure-start t=UPTIME load=L                (cyclictest starts)
+#   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; stress-ng is stopped next)
+#   @rtlab load-end t=UPTIME load=L status=complete|partial|failed [reason=TEXT]
+#   @rtlab done t=UPTIME status=complete|partial|failed [reason=TEXT]
 # and on stdout only, with --stream-results (targets that cannot copy files back later):
 #   @rtlab result load=L, base64 lines of loads/L as a gzipped tar, @rtlab result-end load=L
 #
@@ -65,9 +69,15 @@ STOP_GRACE=10
 STREAM=0
 BASE_DIR=${RTLAB_TARGET_DIR:-/tmp/rtlab}
 
+# Every event carries t=, seconds since boot (/proc/uptime, which busybox boards have too):
+# the clock the host places phases and cyclictest's spikes on (CLOCK_MONOTONIC, the same
+# clock unless the system was suspended while measuring).
 emit() {
-	printf '@rtlab %s\n' "$*"
-	if [ -n "$EVENTS" ]; then printf '@rtlab %s\n' "$*" >>"$EVENTS"; fi
+	kind=$1
+	shift
+	read -r up _ </proc/uptime 2>/dev/null || up=
+	printf '@rtlab %s t=%s %s\n' "$kind" "$up" "$*"
+	if [ -n "$EVENTS" ]; then printf '@rtlab %s t=%s %s\n' "$kind" "$up" "$*" >>"$EVENTS"; fi
 }
 
 die() {
@@ -472,7 +482,7 @@ measure() {
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
 		cd "$ld" && run_argv cyclictest.argv $SETSID cyclictest --json=cyclictest.json.part
-	) >"$ld/cyclictest.log" 2>&1 &
+	) >"$ld/cyclictest.out" 2>"$ld/cyclictest.log" &
 	CT_PID=$!
 	echo "$CT_PID" >"$ld/cyclictest.pid"
 	start=$(now_s)
@@ -558,6 +568,7 @@ run_load() {
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
 		emit measure-start load="$name"
 		measure "$ld"
+		emit measure-end load="$name"
 	fi
 	stress_stop "$ld"
 	rm -rf "$ld/scratch"
@@ -615,6 +626,7 @@ cmd_run() {
 	fi
 	echo $$ >"$DIR/agent.pid"
 
+	emit clock wall="$(date +%s)"
 	governors_set "$GOVERNOR"
 	ran=0
 	complete=0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from rtlab.analysis import stats
+from rtlab.analysis import stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
@@ -107,6 +107,9 @@ def summarize(
     limit = plan["histogram_us"]
     loads: dict[str, LoadEntry] = {}
     statuses: dict[str, str] = {}
+    origin = timeline.clock(events)
+    when = timeline.phases(events, origin)
+    axis_warnings: list[WarningJSON] = []
     for load in plan["loads"]:
         files = raw.get(load) or RawLoad()
         per_thread: list[cyclictest.ThreadResult] = []
@@ -123,8 +126,29 @@ def summarize(
             "merged": None,
             "cpus": {},
             "histograms": None,
+            "phases": None,
+            "timeline": None,
         }
+        if load in when:
+            p = when[load]
+            entry["phases"] = {
+                "load_start": p.load_start,
+                "measure_start": p.measure_start,
+                "measure_end": p.measure_end,
+                "load_end": p.load_end,
+            }
         if status in ("complete", "partial") and per_thread:
+            entry["timeline"], found_here = timeline.build(
+                load,
+                per_thread,
+                files.verbose,
+                plan["interval_us"],
+                max(plan.get("block_us", 0) // plan["interval_us"], 1) if plan["interval_us"] else 1,
+                plan.get("spike_threshold_us", 0),
+                origin,
+                when.get(load),
+            )
+            axis_warnings += found_here
             per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}
             merged = merge(per_cpu.values())
             entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}
@@ -136,6 +160,7 @@ def summarize(
         loads[load] = entry
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
+    found += axis_warnings
     return {
         "schema": SCHEMA,
         "run": manifest.get("id"),
@@ -144,6 +169,7 @@ def summarize(
         "target": manifest.get("target") or TargetJSON(),
         "plan": plan,
         "system": system_facts(sysinfo),
+        "clock": origin,
         "loads": loads,
         "audit": [f.to_json() for f in audit.audit(dict(sysinfo or {}))],
         "warnings": found,

@@ -27,6 +27,7 @@ class InvalidResult(ValueError):
 
 @dataclass(frozen=True)
 class ThreadResult:
+    index: int  # the thread's number: its key in the JSON, and in the verbose output
     cpu: int
     cycles: int
     min_us: int
@@ -90,7 +91,8 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
     seen = [v for v, c in counts.items() if c]
     if seen and (min(seen) < min_us or max(seen) > max_us):
         raise InvalidResult(f"{FILE}: {where} has histogram samples outside its own min..max")
-    return ThreadResult(cpu, cycles, min_us, max_us, float(avg), counts, cycles - binned)
+    index = int(name) if name.isdigit() else -1
+    return ThreadResult(index, cpu, cycles, min_us, max_us, float(avg), counts, cycles - binned)
 
 
 def threads(data: Any, limit_us: int) -> list[ThreadResult]:

@@ -18,9 +18,11 @@ class Kind(StrEnum):
     MISSING = "missing"
     PRIVILEGES = "privileges"
     # run
+    CLOCK = "clock"
     GOVERNOR = "governor"
     LOAD_START = "load-start"
     MEASURE_START = "measure-start"
+    MEASURE_END = "measure-end"
     LOAD_END = "load-end"
     DONE = "done"
     RESULT = "result"  # a finished load's files follow, base64 (--stream-results)

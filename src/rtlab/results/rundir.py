@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import cyclictest, events
+from rtlab.results import cyclictest, events, timeline
 from rtlab.shapes import Manifest, Sysinfo
 
 SCHEMA = "rtlab.run/1"
@@ -79,6 +79,7 @@ class RawLoad:
     stressed: bool = False  # the plan ran stress-ng under this load
     stress_end: dict[str, str] | None = None  # the agent's last stress.log line: exit, running_at_end
     stress_words: str = ""  # stress-ng's last error line
+    verbose: timeline.Verbose | None = None  # the time axis, as cyclictest printed it
 
 
 _STRESS_END = re.compile(r"^@rtlab stress-ng (.*)$", re.MULTILINE)
@@ -198,7 +199,8 @@ class RunDir:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
-        return RawLoad(data, problem, (folder / "stress.argv").is_file(), stress_end, words)
+        stressed = (folder / "stress.argv").is_file()
+        return RawLoad(data, problem, stressed, stress_end, words, timeline.read(folder))
 
     def events(self) -> list[events.Event]:
         path = self.path / "events"
