@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AGENT, fake_sysfs, needs_root, needs_tools, processes_in
-from rtlab.results.events import Kind
+from rtlab.results.events import Kind, parse
 
 BUSYBOX = shutil.which("busybox")
 
@@ -123,9 +123,20 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "@rtlab governor status=set"
-    assert lines[-1] == "@rtlab done status=complete"
+    events = [parse(line) for line in lines]
+    assert [e.kind for e in events[:2]] == ["clock", "governor"] and events[1].get("status") == "set"
+    assert events[-1].kind == "done" and events[-1].get("status") == "complete"
     assert (run / "events").read_text().splitlines() == lines
+    # every event is on the target's clock since boot, in order, the wall clock once
+    times = [float(e.get("t")) for e in events]
+    assert times == sorted(times) and abs(times[0] - float(Path("/proc/uptime").read_text().split()[0])) < 60
+    assert abs(int(events[0].get("wall")) - time.time()) < 60
+    kinds = [(e.kind, e.get("load")) for e in events if e.get("load")]
+    assert kinds == [
+        (k, load)
+        for load in ("idle", "cpu")
+        for k in ("load-start", "measure-start", "measure-end", "load-end")
+    ]
     for load in ("idle", "cpu"):
         data = json.loads((run / "loads" / load / "cyclictest.json").read_text())
         assert data["num_threads"] == os.cpu_count()

@@ -11,6 +11,7 @@ from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram
 from rtlab.analysis.summary import warnings as summary_warnings
 from rtlab.analysis.verdict import with_deadline
+from rtlab.plan import Plan
 from rtlab.report import figures, html, junit
 
 
@@ -22,6 +23,9 @@ def entry(counts: dict[int, int], status: str = "complete", overflows: int = 0, 
         "merged": stats.compute(h).to_json(),
         "cpus": {str(c): stats.compute(h).to_json() for c in range(cpus)},
         "histograms": {"merged": h.to_json(), "cpus": per_cpu},
+        "reason": None if status == "complete" else "made by hand",
+        "phases": None,
+        "timeline": None,
     }
 
 
@@ -32,7 +36,9 @@ def summary(run: str, loads: dict[str, dict], version: str = "6.12.0-rt #1 SMP P
         "status": "complete",
         "started": "2026-11-21T10:00:00+00:00",
         "target": {"kind": "local", "host": "board"},
-        "plan": {"duration_s": 600, "interval_us": 200, "loads": list(loads)},
+        "plan": Plan(loads=tuple(loads), duration_s=600, interval_us=200).to_json(),
+        "clock": None,
+        "audit": [],
         "system": {
             "hostname": "board",
             "kernel_release": "6.12.0-rt",
@@ -76,7 +82,8 @@ def test_junit_one_failing_one_passing_load():
 
 
 def test_junit_marks_an_unmeasured_load_as_error():
-    broken = summary("x", {"idle": {"status": "failed", "merged": None, "cpus": {}, "histograms": None}})
+    lost = {"status": "failed", "reason": "x", "merged": None, "cpus": {}, "histograms": None}
+    broken = summary("x", {"idle": {**lost, "phases": None, "timeline": None}})
     suite = ET.fromstring(junit.render([with_deadline(broken, 100)], ["x"])).find("testsuite")
     assert suite is not None and suite.get("errors") == "1"
 

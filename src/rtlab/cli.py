@@ -59,6 +59,7 @@ err = Console(stderr=True, markup=False, soft_wrap=True)  # one message, one lin
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
 Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
+Series = Annotated[bool, typer.Option("--series", help="with --format csv: the time axis, one row per block")]
 Figures = Annotated[
     Path | None, typer.Option("--figures", help="also write each figure as PNG into this folder")
 ]
@@ -134,6 +135,7 @@ def _present(
     deadline: str | None = None,
     figures_dir: Path | None = None,
     junit: Path | None = None,
+    series: bool = False,
 ) -> None:
     """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
     from rtlab.analysis import compare as fairness
@@ -141,6 +143,12 @@ def _present(
     from rtlab.report import table
 
     render = report.renderer(fmt)
+    if series:
+        if fmt != "csv":
+            raise UsageError("--series is a CSV export: add --format csv")
+        from rtlab.report import csv_format
+
+        render = csv_format.render_series
     deadline_us = parse_latency(deadline) if deadline is not None else None
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
@@ -336,13 +344,15 @@ def report_cmd(
     output: Output = None,
     deadline: Deadline = None,
     figures_dir: Figures = None,
+    series: Series = False,
 ) -> None:
-    """The table of a saved run (also a partial one), in any format."""
+    """The table of a saved run (also one still measuring), in any format."""
     from rtlab import store
 
     report.renderer(fmt)
     summary = store.summary(run_dir)
-    _present([summary], [str(summary["run"] or run_dir.name)], fmt, output, deadline, figures_dir)
+    label = str(summary["run"] or run_dir.name)
+    _present([summary], [label], fmt, output, deadline, figures_dir, series=series)
 
 
 @app.command()
@@ -355,6 +365,7 @@ def compare(
     output: Output = None,
     deadline: Deadline = None,
     figures_dir: Figures = None,
+    series: Series = False,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
     from rtlab import store
@@ -366,7 +377,7 @@ def compare(
         names = [label.strip() for label in labels.split(",")]
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
-    _present(summaries, names, fmt, output, deadline, figures_dir)
+    _present(summaries, names, fmt, output, deadline, figures_dir, series=series)
 
 
 @app.command()

@@ -42,6 +42,25 @@ def value(stats: StatsJSON | None, field: Field, rounded: bool = True) -> str:
     return text
 
 
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[int], width: int = 24) -> str:
+    """The series in `width` characters, each the maximum of its share of the blocks, on a log
+    scale between the series' own minimum and maximum (latency spans decades)."""
+    if not values:
+        return ""
+    step = max(len(values) / width, 1)
+    buckets = [
+        max(values[int(i * step) : max(int((i + 1) * step), int(i * step) + 1)])
+        for i in range(min(width, len(values)))
+    ]
+    logs = [math.log10(max(v, 1)) for v in buckets]
+    low, high = min(logs), max(logs)
+    span = (high - low) or 1.0
+    return "".join(SPARKS[min(int((x - low) / span * len(SPARKS)), len(SPARKS) - 1)] for x in logs)
+
+
 def heading(field: Field) -> str:
     return f"{field.label} ({field.unit})" if field.unit else field.label
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from rtlab.analysis.stats import FIELDS
 from rtlab.report import cells
@@ -27,4 +28,27 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                     + ["" if v is None else v for v in values]
                     + [" ".join(stats["lower_bounds"]) if stats else "", entry["reason"] or ""]
                 )
+    return buffer.getvalue()
+
+
+def render_series(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
+    """The time axis: one row per run, load, CPU (`all` = the maximum over CPUs) and block,
+    with the block's start in seconds since the campaign began and on the wall clock (UTC)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["run", "label", "load", "cpu", "block", "t_s", "wall_utc", "max_us"])
+    for summary, label in zip(summaries, labels, strict=True):
+        clock = summary.get("clock")
+        for load in cells.loads_in_order([summary]):
+            axis = summary["loads"][load]["timeline"]
+            if axis is None or axis["start_s"] is None:
+                continue
+            for cpu, series in [("all", axis["merged"]), *axis["cpus"].items()]:
+                for k, value in enumerate(series):
+                    t = axis["start_s"] + k * axis["block_s"]
+                    wall = ""
+                    if clock is not None:
+                        moment = datetime.fromtimestamp(clock["wall_s"] + t, UTC)
+                        wall = moment.isoformat(timespec="milliseconds")
+                    writer.writerow([summary["run"], label, load, cpu, k, f"{t:.3f}", wall, value])
     return buffer.getvalue()

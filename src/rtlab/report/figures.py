@@ -157,6 +157,57 @@ def max_figure(summaries: Sequence[Summary], labels: Sequence[str], deadline_us:
     return NamedFigure("max-latency", "Maximum latency per load", fig)
 
 
+def time_series(summary: Summary, load: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(seconds since the campaign began, max µs) of each block over all CPUs of `load`."""
+    entry = summary["loads"].get(load)
+    axis = entry["timeline"] if entry else None
+    if axis is None or axis["start_s"] is None or not axis["merged"]:
+        return None
+    values = np.asarray(axis["merged"], dtype=np.int64)
+    return axis["start_s"] + np.arange(len(values)) * axis["block_s"], values
+
+
+def timeline_figure(summary: Summary, label: str, deadline_us: int | None) -> NamedFigure | None:
+    """Max latency over time for the whole campaign: each load's blocks on one time axis, its
+    measurement shaded and named, the deadline as a line, the spikes as marks."""
+    loads = [load for load in cells.loads_in_order([summary]) if time_series(summary, load) is not None]
+    if not loads:
+        return None
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    for i, load in enumerate(loads):
+        found = time_series(summary, load)
+        assert found is not None
+        t, values = found
+        axis = summary["loads"][load]["timeline"]
+        phases = summary["loads"][load]["phases"]
+        assert axis is not None
+        edges = np.append(t, t[-1] + axis["block_s"])
+        start = phases["measure_start"] if phases and phases["measure_start"] is not None else edges[0]
+        end = phases["measure_end"] if phases and phases["measure_end"] is not None else edges[-1]
+        ax.axvspan(start, end, color="0.93" if i % 2 == 0 else "0.86", zorder=0)
+        ax.text((start + end) / 2, 1.0, load, transform=ax.get_xaxis_transform(), ha="center", va="bottom")
+        ax.stairs(
+            values, edges, baseline=None, color=load_color(load), linewidth=1.2, label=f"{load} (block max)"
+        )
+        spikes = axis["spikes"]
+        if spikes["t_s"]:
+            ax.plot(
+                spikes["t_s"], spikes["latency_us"], "x", markersize=3, color="black", alpha=0.6,
+                label="spikes" if i == 0 else None,
+            )  # fmt: skip
+    if deadline_us is not None:
+        ax.axhline(deadline_us, color="red", linestyle="--", linewidth=1, label=f"deadline {deadline_us} µs")
+    ax.set_xlabel("time since the campaign began (s)")
+    ax.set_ylabel("max latency per block (µs)")
+    title = f"Max latency over time, {label}"
+    ax.set_title(title, pad=18)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    return NamedFigure("timeline" if label is None else f"timeline-{_slug(label)}", title, fig)
+
+
 def _max_us(summary: Summary, load: str) -> float:
     entry = summary["loads"].get(load)
     merged = entry["merged"] if entry else None
@@ -168,7 +219,14 @@ def all_figures(
 ) -> list[NamedFigure]:
     # Names are data: `$\foo$` in a run's name is text, never mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):
-        return [max_figure(summaries, labels, deadline_us), *histogram_figures(summaries, labels)]
+        over_time = [
+            timeline_figure(s, label, deadline_us) for s, label in zip(summaries, labels, strict=True)
+        ]
+        return [
+            max_figure(summaries, labels, deadline_us),
+            *(f for f in over_time if f is not None),
+            *histogram_figures(summaries, labels),
+        ]
 
 
 def svg(figure: Figure) -> str:

@@ -32,6 +32,8 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             table.add_column(Text(f"{top}\n{field.label}"), justify="right")
         if deadline is not None:
             table.add_column("\nDeadline", justify="right")
+        if len(summaries) == 1:
+            table.add_column("\nMax over time", justify="left", no_wrap=True)
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
         row: list[str | Text] = [Text(load)]
@@ -41,6 +43,9 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             row += [cells.value(merged, f) for f in fields]
             if deadline is not None:
                 row.append(_colour(cells.verdict(summary, load)))
+            if len(summaries) == 1:
+                axis = entry["timeline"] if entry else None
+                row.append(Text(cells.sparkline(axis["merged"]) if axis else "", "cyan"))
             mark = cells.status_mark(entry)
             if mark:
                 notes.append(f"{label} {load}: {mark}")

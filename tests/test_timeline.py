@@ -1,0 +1,129 @@
+"""When it happened: a spike injected at a known moment on a known CPU must appear in the
+right block of that CPU's series and in the spike list within 100 ms, on the campaign's
+time axis; the series agrees with the histogram; cyclictest's verbose output is parsed
+robustly (cut, garbled, more spikes than nodes, none)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root, needs_tools, read_json, rtlab, run_args, start_rtlab, wait_for
+from rtlab.results import timeline
+
+pytestmark = [needs_root, needs_tools]
+CPU = os.cpu_count() - 1  # the CPU the spike is injected on
+SPIN_MS = 50
+
+# Pins itself to CPU, says when (CLOCK_MONOTONIC), then spins SPIN_MS at SCHED_FIFO 99: the
+# measuring thread on that CPU, also FIFO 99, cannot preempt it and wakes late by up to that.
+INJECT = f"""
+import os, time
+os.sched_setaffinity(0, {{{CPU}}})
+start = time.monotonic()
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
+while time.monotonic() - start < {SPIN_MS} / 1000:
+    pass
+print(start)
+"""
+
+
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory) -> tuple[Path, float]:
+    run = tmp_path_factory.mktemp("timeline") / "run"
+    proc = start_rtlab(*run_args(run, "idle", "12s", "--block", "500ms", "--spike-threshold", "5ms"))
+    wait_for(lambda: (run / "events").exists() and "measure-start" in (run / "events").read_text())
+    time.sleep(5)
+    spun = subprocess.run([sys.executable, "-c", INJECT], capture_output=True, text=True, check=True)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    return run, float(spun.stdout)
+
+
+def test_the_injected_spike_is_in_the_right_block_and_the_spike_list(injected):
+    run, start_mono = injected
+    summary = read_json(run / "summary.json")
+    axis = summary["loads"]["idle"]["timeline"]
+    at = start_mono - summary["clock"]["uptime_s"]  # the spin's start on the campaign's time axis
+    assert axis["block_s"] == 0.5
+    # the spike list: this CPU, about SPIN_MS late, within 100 ms of the spin's start
+    found = [
+        (t, us)
+        for t, cpu, us in zip(
+            axis["spikes"]["t_s"], axis["spikes"]["cpu"], axis["spikes"]["latency_us"], strict=True
+        )
+        if cpu == CPU and us >= SPIN_MS * 1000 * 0.6
+    ]
+    assert found, axis["spikes"]
+    assert min(abs(t - at) for t, _ in found) < 0.1 + SPIN_MS / 1000
+    # the series: the block holding that moment (± 1) holds the spike, on that CPU
+    block = int((at - axis["start_s"]) / axis["block_s"])
+    series = axis["cpus"][str(CPU)]
+    near = series[max(block - 1, 0) : block + 2]
+    assert max(near) >= SPIN_MS * 1000 * 0.6, (block, series)
+    assert max(near) == max(series)  # and nowhere else as high
+
+
+def test_series_and_histogram_agree(injected):
+    run, _ = injected
+    summary = read_json(run / "summary.json")
+    entry = summary["loads"]["idle"]
+    axis = entry["timeline"]
+    assert axis["check"] in ("ok", "unverified")
+    for cpu, stats in entry["cpus"].items():
+        assert max(axis["cpus"][cpu]) <= stats["max_us"]
+    assert not [w for w in summary["warnings"] if w["code"] == "time-axis"]
+    # raw output is kept as cyclictest printed it
+    raw = (run / "loads/idle/cyclictest.out").read_text()
+    assert "Spike:" in raw and "spikes = " in raw
+
+
+def test_csv_series_and_the_html_figure_show_it(injected, tmp_path):
+    run, start_mono = injected
+    done = rtlab("report", str(run), "--format", "csv", "--series")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    summary = read_json(run / "summary.json")
+    at = start_mono - summary["clock"]["uptime_s"]
+    worst = max((r for r in rows if r["cpu"] == str(CPU)), key=lambda r: int(r["max_us"]))
+    assert abs(float(worst["t_s"]) - at) <= 1.0 and int(worst["max_us"]) >= SPIN_MS * 1000 * 0.6
+    assert worst["wall_utc"].endswith("+00:00")
+    page = tmp_path / "r.html"
+    assert (
+        rtlab("report", str(run), "--format", "html", "-o", str(page), "--deadline", "10ms").returncode == 1
+    )
+    assert 'id="fig-timeline-' in page.read_text()
+    table = rtlab("report", str(run))
+    assert any(c in table.stdout for c in "▁▂▃▄▅▆▇█")
+
+
+def test_parsing_cut_garbled_and_overflowing_output():
+    text = (
+        "Max CPUs = 2\nOnline CPUs = 2\n# /dev/cpu_dma_latency set to 0us\nThread 0 Interval: 200\n"
+        "       0:    4999:      12\n       1:    3012:      15\n       0:    9000:      40\n"
+        "       1:    70\x00garbage\n"  # cut by a crash, then garbage
+        "\nT: 0 Spike:     132: TS:   2204808715\nT: 1 Spike:     212: TS:   2205032794\n"
+        "spikes = 216\n\n"
+    )
+    parsed = timeline.parse(text)
+    assert parsed.blocks == {0: [(4999, 12), (9000, 40)], 1: [(3012, 15)]}
+    assert parsed.spikes == [(0, 132, 2204808715), (1, 212, 2205032794)]
+    assert parsed.spikes_total == 216 and parsed.garbled == 1
+    none = timeline.parse("Max CPUs = 2\n       0:     100:       9\n")
+    assert none.spikes == [] and none.spikes_total is None and none.garbled == 0
+
+
+def test_more_spikes_than_nodes_are_said_to_be_cut(tmp_path):
+    run = tmp_path / "run"
+    done = rtlab(*run_args(run, "idle", "2s", "--spike-threshold", "1us"))
+    assert done.returncode == 0, done.stderr
+    spikes = read_json(run / "summary.json")["loads"]["idle"]["timeline"]["spikes"]
+    # every sample is above 1 µs: cyclictest kept its first 10,000 and counted the rest
+    assert spikes["kept"] == 10_000 and spikes["cut"] and spikes["total"] > spikes["kept"]
