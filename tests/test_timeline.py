@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,56 @@ def test_more_spikes_than_nodes_are_said_to_be_cut(tmp_path):
     spikes = read_json(run / "summary.json")["loads"]["idle"]["timeline"]["spikes"]
     # every sample is above 1 µs: cyclictest kept its first 10,000 and counted the rest
     assert spikes["kept"] == 10_000 and spikes["cut"] and spikes["total"] > spikes["kept"]
+
+
+def test_a_soak_run_killed_in_its_third_segment_keeps_the_first_two(tmp_path):
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "idle", "60s", "--segment", "4s"))
+    wait_for(lambda: (run / "events").exists() and "segment-start" in (run / "events").read_text()
+             and " n=3 " in (run / "events").read_text(), 60)  # fmt: skip
+    time.sleep(1)
+    # A power loss, as near as a test gets: everything dies at once, nothing is told.
+    third = run / "loads/idle/segments/003"
+    for pid_file in (run / "agent.pid", third / "cyclictest.pid"):
+        os.kill(int(pid_file.read_text()), 9)
+    proc.kill()
+    proc.communicate(timeout=30)
+
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    entry = summary["loads"]["idle"]
+    assert entry["status"] == "partial"
+    # the two whole segments, merged exactly
+    parts = [read_json(run / f"loads/idle/segments/00{n}/cyclictest.json") for n in (1, 2)]
+    cycles = sum(t["cycles"] for p in parts for t in p["thread"].values())
+    assert entry["merged"]["samples"] == cycles
+    assert entry["merged"]["max_us"] == max(t["max"] for p in parts for t in p["thread"].values())
+    counts: dict[int, int] = {}
+    for part in parts:
+        for thread in part["thread"].values():
+            for value, count in thread["histogram"].items():
+                counts[int(value)] = counts.get(int(value), 0) + count
+    merged = entry["histograms"]["merged"]
+    assert dict(zip(merged["values"], merged["counts"], strict=True)) == counts
+    assert any(w["code"] == "segments-lost" and "003" in w["message"] for w in summary["warnings"])
+    assert [s["n"] for s in entry["timeline"]["segments"]] == [1, 2]
+    assert "the host process ended without finishing this run" in rtlab("report", str(run)).stderr
+
+
+def test_report_while_a_soak_run_measures_shows_the_segments_done(tmp_path):
+    run = tmp_path / "run"
+    proc = start_rtlab(*run_args(run, "idle,cpu", "12s", "--segment", "3s"))
+    wait_for(lambda: (run / "events").exists() and " n=2 status=complete" in (run / "events").read_text(), 60)
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    idle = summary["loads"]["idle"]
+    assert idle["status"] == "partial" and idle["reason"].startswith("still measuring: 2 segments done")
+    assert idle["merged"]["samples"] > 0
+    assert summary["loads"]["cpu"]["status"] == "not-run"
+    assert any("still measuring" in w["message"] for w in summary["warnings"])
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    final = read_json(run / "summary.json")["loads"]["idle"]
+    assert final["status"] == "complete" and len(final["timeline"]["segments"]) == 4

@@ -82,6 +82,7 @@ def _plan(
     governor: str | None,
     block: str | None = None,
     spike_threshold: str | None = None,
+    segment: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -108,6 +109,8 @@ def _plan(
         given["block_us"] = parse_latency(block)
     if spike_threshold is not None:
         given["spike_threshold_us"] = parse_latency(spike_threshold)
+    if segment is not None:
+        given["segment_s"] = parse_duration(segment)
     if governor is not None:
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
@@ -208,6 +211,10 @@ def run(
     spike_threshold: Annotated[
         str | None, typer.Option(help="list every sample above this with its time (default 100us)")
     ] = None,
+    segment: Annotated[
+        str | None,
+        typer.Option(help="soak runs: measure each load as back-to-back runs this long, e.g. 10m"),
+    ] = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -240,6 +247,7 @@ def run(
         governor,
         block,
         spike_threshold,
+        segment,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()

@@ -56,6 +56,7 @@ class Plan:
     block_us: int = DEFAULT_BLOCK_US  # the time axis: one maximum per block per CPU
     spike_threshold_us: int = DEFAULT_SPIKE_US  # samples above it are listed with their time
     spike_nodes: int = DEFAULT_SPIKE_NODES  # at most this many (cyclictest keeps the first ones)
+    segment_s: int = 0  # soak runs: each load as back-to-back cyclictest runs this long; 0: one run
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -81,6 +82,10 @@ class Plan:
             raise UsageError(f"block {self.block_us}us is shorter than the interval: use a longer --block")
         if self.spike_threshold_us < 1 or not 1 <= self.spike_nodes <= 1_000_000:
             raise UsageError("spike threshold must be at least 1us and spike nodes 1 to 1000000")
+        if self.segment_s and not self.block_us / 1e6 <= self.segment_s <= self.duration_s:
+            raise UsageError(
+                f"segment {self.segment_s}s must lie between the block and the duration ({self.duration_s}s)"
+            )
         if not 1 <= self.priority <= 99:
             raise UsageError(f"bad priority {self.priority}: SCHED_FIFO priorities are 1 to 99")
         if self.interval_us < 50:

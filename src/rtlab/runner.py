@@ -350,7 +350,8 @@ def _measure(
             on_event(event)
 
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
-            "--governor", plan.governor, "--grace", str(GRACE_S)]  # fmt: skip
+            "--governor", plan.governor, "--grace", str(GRACE_S),
+            *(["--segment", str(plan.segment_s)] if plan.segment_s else [])]  # fmt: skip
     started = time.monotonic()
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase

@@ -75,6 +75,7 @@ class PlanJSON(TypedDict):
     block_us: int
     spike_threshold_us: int
     spike_nodes: int
+    segment_s: int
 
 
 class TargetJSON(TypedDict, total=False):
@@ -184,11 +185,21 @@ class SpikesJSON(TypedDict):
     latency_us: list[int]
 
 
+class SegmentJSON(TypedDict):
+    """One cyclictest run of a load (one per load without --segment) on the time axis."""
+
+    n: int  # its number (0 without --segment)
+    start_s: float | None  # block k of it spans start + [k, k+1) * block_s
+    blocks: int  # how many blocks of the series are its, in order
+    gap_s: float | None  # not measured between the previous segment's end and its start
+
+
 class TimelineJSON(TypedDict):
     """The maximum of each block per CPU (and over all CPUs), and the spikes."""
 
     block_s: float
-    start_s: float | None  # the load's measure-start: block k spans start + [k, k+1) * block_s
+    start_s: float | None  # the first block's start (the load's measure-start)
+    segments: list[SegmentJSON]
     cpus: dict[str, list[int]]
     merged: list[int]
     spikes: SpikesJSON

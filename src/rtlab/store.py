@@ -70,5 +70,7 @@ def summary(path: Path) -> Summary:
     note = liveness.abandoned(manifest, path)
     if note:
         problems.append(note)
+    measuring = liveness.measuring(manifest)
     loads = manifest["plan"]["loads"]
-    return summarize(manifest, info, {load: run.raw_load(load) for load in loads}, events, problems)
+    raw = {load: run.raw_load(load) for load in loads}
+    return summarize(manifest, info, raw, events, problems, measuring=measuring)

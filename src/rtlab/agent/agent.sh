@@ -9,7 +9,7 @@
 #   agent.sh preflight PRIO [RUNS]  checks cyclictest/stress-ng, SCHED_FIFO+mlock, another
 #                                 active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
-#                    [--grace S] [--stream-results]
+#                    [--grace S] [--segment S] [--stream-results]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
@@ -30,6 +30,7 @@
 #   DIR/loads/L/cyclictest.out      cyclictest's standard output as it printed it: the
 #                                   oscilloscope lines (-v -o) and the spike list (--spike)
 #   DIR/loads/L/cyclictest.log      cyclictest's standard error, then its exit status
+#   DIR/loads/L/segments/NNN/...    with --segment: cyclictest's three files for each segment
 #   DIR/loads/L/stress.log          stress-ng's output, then its exit status
 #   DIR/loads/L/*.pid               the process groups of cyclictest and stress-ng
 #   DIR/governors.saved             "value path" lines; present while governors are changed
@@ -39,6 +40,8 @@
 #   @rtlab governor t=UPTIME status=set|unavailable|kept|failed
 #   @rtlab load-start t=UPTIME load=L seconds=S         (then the load settles)
 #   @rtlab measure-start t=UPTIME load=L                (cyclictest starts)
+#   @rtlab segment-start t=UPTIME load=L n=N seconds=S  (--segment: each cyclictest run of a load)
+#   @rtlab segment-end t=UPTIME load=L n=N status=complete|failed
 #   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; stress-ng is stopped next)
 #   @rtlab load-end t=UPTIME load=L status=complete|partial|failed [reason=TEXT]
 #   @rtlab done t=UPTIME status=complete|partial|failed [reason=TEXT]
@@ -67,6 +70,7 @@ LOCK=
 GRACE=30
 STOP_GRACE=10
 STREAM=0
+SEGMENT=0
 BASE_DIR=${RTLAB_TARGET_DIR:-/tmp/rtlab}
 
 # Every event carries t=, seconds since boot (/proc/uptime, which busybox boards have too):
@@ -427,6 +431,10 @@ run_argv() {
 	exec "$@"
 }
 
+# busybox without FEATURE_FLOAT_SLEEP (and some old sleeps) take whole seconds only.
+FINE_NAP=1
+if sleep 0.01 2>/dev/null; then FINE_NAP=0.1; fi
+
 # A process group of its own (setsid), so one signal reaches every process it starts.
 SETSID=
 if command -v setsid >/dev/null 2>&1; then SETSID=setsid; fi
@@ -474,27 +482,30 @@ stress_stop() {
 	STRESS_PID=
 }
 
-# Runs cyclictest for load folder $1 while watching it, stress-ng and the clock.
+# Runs cyclictest in folder $1 (its cyclictest.argv; the load's folder, or a segment's)
+# for $2 seconds while watching it, stress-ng (whose log is $3) and the clock.
 # Sets REASON when the measurement cannot be vouched for.
 measure() {
-	ld=$1
+	mf=$1
+	msecs=$2
+	slog=$3
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
-		cd "$ld" && run_argv cyclictest.argv $SETSID cyclictest --json=cyclictest.json.part
-	) >"$ld/cyclictest.out" 2>"$ld/cyclictest.log" &
+		cd "$mf" && run_argv cyclictest.argv $SETSID cyclictest --json=cyclictest.json.part
+	) >"$mf/cyclictest.out" 2>"$mf/cyclictest.log" &
 	CT_PID=$!
-	echo "$CT_PID" >"$ld/cyclictest.pid"
+	echo "$CT_PID" >"$mf/cyclictest.pid"
 	start=$(now_s)
 	stop_sent=
 	killed=
 	while alive "$CT_PID"; do
 		t=$(($(now_s) - start))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="stress-ng ended after ${t} s of measuring: $(last_words "$ld/stress.log")"
+			REASON="stress-ng ended after ${t} s of measuring: $(last_words "$slog")"
 			kill -TERM "$CT_PID" 2>/dev/null
 			stop_sent=$t
-		elif [ -z "$REASON" ] && [ "$t" -ge $((SECS + GRACE)) ]; then
+		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
 			REASON="no result ${GRACE} s after its planned end: cyclictest was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
@@ -505,8 +516,11 @@ measure() {
 			signal_group KILL "$CT_PID"
 			killed=1
 		fi
-		# A second's sleep: the watch costs one wake-up a second, on the housekeeping side.
-		sleep 1 &
+		# A second's sleep: the watch costs one wake-up a second. Near the planned end it looks
+		# ten times a second (where sleep takes fractions), so the end is stamped within 0.1 s.
+		nap=1
+		if [ "$t" -ge $((msecs - 1)) ]; then nap=$FINE_NAP; fi
+		sleep "$nap" &
 		SLEEP_PID=$!
 		wait_pid "$SLEEP_PID"
 		SLEEP_PID=
@@ -515,17 +529,47 @@ measure() {
 	CT_PID=
 	rc=$WAIT_RC
 	# Whatever cyclictest started goes with it.
-	signal_group KILL "$(cat "$ld/cyclictest.pid")"
-	printf '@rtlab cyclictest exit=%s\n' "$rc" >>"$ld/cyclictest.log"
-	if [ "$rc" = 0 ] && [ -s "$ld/cyclictest.json.part" ]; then
-		mv "$ld/cyclictest.json.part" "$ld/cyclictest.json"
+	signal_group KILL "$(cat "$mf/cyclictest.pid")"
+	printf '@rtlab cyclictest exit=%s\n' "$rc" >>"$mf/cyclictest.log"
+	if [ "$rc" = 0 ] && [ -s "$mf/cyclictest.json.part" ]; then
+		mv "$mf/cyclictest.json.part" "$mf/cyclictest.json"
 	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
 		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
 		REASON="stopped before cyclictest had measured anything"
 	elif [ -z "$REASON" ]; then
 		REASON="$(exit_text cyclictest "$rc")"
-		words=$(last_words "$ld/cyclictest.log")
+		words=$(last_words "$mf/cyclictest.log")
 		if [ -n "$words" ]; then REASON="$REASON: $words"; fi
+	fi
+}
+
+# Soak runs: the measurement as back-to-back cyclictest runs of SEGMENT seconds, each whole
+# on its own in loads/L/segments/NNN/ (its own JSON, output and log), so a target that dies
+# loses at most the segment it was in. The gap between two segments is in their events.
+measure_segments() {
+	ld=$1
+	done_s=0
+	n=0
+	while [ $STOP = 0 ] && [ -z "$REASON" ] && [ "$done_s" -lt "$SECS" ]; do
+		n=$((n + 1))
+		secs=$((SECS - done_s))
+		[ "$secs" -le "$SEGMENT" ] || secs=$SEGMENT
+		sd=$ld/segments/$(printf %03d "$n")
+		mkdir -p "$sd"
+		# The load's arguments, then the segment's own duration (cyclictest takes the last -D).
+		{ cat "$ld/cyclictest.argv"; printf -- '-D\n%s\n' "$secs"; } >"$sd/cyclictest.argv"
+		emit segment-start load="$2" n="$n" seconds="$secs"
+		measure "$sd" "$secs" "$ld/stress.log"
+		if [ -f "$sd/cyclictest.json" ]; then
+			emit segment-end load="$2" n="$n" status=complete
+		else
+			emit segment-end load="$2" n="$n" status=failed
+		fi
+		done_s=$((done_s + secs))
+	done
+	# The load's result is its segments: complete when each of them is.
+	if [ -z "$REASON" ] && [ $STOP = 0 ]; then
+		: >"$ld/segments/complete"
 	fi
 }
 
@@ -556,7 +600,7 @@ run_load() {
 		return 1
 	}
 	emit load-start load="$name" seconds="$SECS"
-	rm -f "$ld/cyclictest.json" "$ld/cyclictest.json.part"
+	rm -rf "$ld/cyclictest.json" "$ld/cyclictest.json.part" "$ld/segments"
 	if [ -f "$ld/stress.argv" ]; then
 		stress_start "$ld"
 		pause "$SETTLE"
@@ -567,20 +611,24 @@ run_load() {
 	fi
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
 		emit measure-start load="$name"
-		measure "$ld"
+		if [ "$SEGMENT" -gt 0 ] 2>/dev/null; then
+			measure_segments "$ld" "$name"
+		else
+			measure "$ld" "$SECS" "$ld/stress.log"
+		fi
 		emit measure-end load="$name"
 	fi
 	stress_stop "$ld"
 	rm -rf "$ld/scratch"
 	if [ -n "$REASON" ]; then
 		status=failed
-	elif [ ! -f "$ld/cyclictest.json" ]; then
+	elif [ -f "$ld/cyclictest.json" ] || [ -f "$ld/segments/complete" ]; then
+		if [ $STOP = 1 ]; then status=partial; else status=complete; fi
+	elif [ $STOP = 1 ] && load_result "$ld"; then
+		status=partial # stopped between or during segments: those done are kept
+	else
 		status=failed
 		REASON="stopped before measuring"
-	elif [ $STOP = 1 ]; then
-		status=partial
-	else
-		status=complete
 	fi
 	if [ -n "$REASON" ]; then
 		emit load-end load="$name" status=$status reason="$REASON"
@@ -589,6 +637,22 @@ run_load() {
 	fi
 	stream_result "$name"
 	[ $status = complete ]
+}
+
+# Whether the load folder $1 (or a segment of it) holds a cyclictest result.
+load_result() {
+	for f in "$1"/cyclictest.json "$1"/segments/*/cyclictest.json; do
+		[ -f "$f" ] && return 0
+	done
+	return 1
+}
+
+# Whether any load of the run does.
+any_result() {
+	for d in "$DIR"/loads/*; do
+		load_result "$d" && return 0
+	done
+	return 1
 }
 
 cmd_run() {
@@ -611,6 +675,7 @@ cmd_run() {
 		--settle) SETTLE=$2 ;;
 		--governor) GOVERNOR=$2 ;;
 		--grace) GRACE=$2 ;;
+		--segment) SEGMENT=$2 ;;
 		*) die "unknown option $1" ;;
 		esac
 		shift 2
@@ -640,7 +705,7 @@ cmd_run() {
 
 	if [ $complete -gt 0 ] && [ $complete = "$ran" ] && [ $STOP = 0 ]; then
 		emit 'done' status=complete
-	elif ls "$DIR"/loads/*/cyclictest.json >/dev/null 2>&1; then
+	elif any_result; then
 		emit 'done' status=partial
 	else
 		emit 'done' status=failed
@@ -661,7 +726,7 @@ cmd_stop() {
 			n=$((n + 1))
 		done
 	fi
-	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
+	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}

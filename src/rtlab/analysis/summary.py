@@ -37,13 +37,20 @@ ENDINGS = ("complete", "partial", "failed")
 FEW_SAMPLES = 10_000
 
 
-def load_status(load: str, events: Sequence[Event], has_data: bool) -> tuple[str, str | None]:
-    """(status, reason) as the agent said; what the files show when it never said."""
+def load_status(
+    load: str, events: Sequence[Event], has_data: bool, measuring: bool = False
+) -> tuple[str, str | None]:
+    """(status, reason) as the agent said; what the files show when it never said.
+    `measuring`: the run is still going, so a load without an end may simply not be done."""
     for event in reversed(events):
         # A cut-off line ("status=comp") is no ending: the file was damaged mid-write.
         if event.kind == Kind.LOAD_END and event.get("load") == load and event.get("status") in ENDINGS:
             return event.get("status"), event.get("reason") or None
     started = any(e.kind == Kind.LOAD_START and e.get("load") == load for e in events)
+    if measuring and started:
+        done = sum(1 for e in events if e.kind == Kind.SEGMENT_END and e.get("load") == load)
+        so_far = f": {done} segments done so far" if done else ""
+        return ("partial" if has_data else "running"), f"still measuring{so_far}"
     if has_data:
         return "partial", "the events file does not say how this load ended"
     return ("failed", "started but never ended") if started else ("not-run", None)
@@ -52,7 +59,7 @@ def load_status(load: str, events: Sequence[Event], has_data: bool) -> tuple[str
 def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[str, str | None]:
     """The agent's word checked against the files: a load is complete only when cyclictest's
     output is valid and its stress-ng ran until the measurement ended."""
-    if status == "not-run":
+    if status in ("not-run", "running"):
         return status, reason
     if raw.problem is not None:
         return "failed", reason or raw.problem
@@ -101,14 +108,17 @@ def summarize(
     raw: Mapping[str, RawLoad],
     events: Sequence[Event],
     problems: Sequence[str] = (),
+    measuring: bool = False,
 ) -> Summary:
-    """`problems`: files of the run that could not be read, each one line naming it."""
+    """`problems`: files of the run that could not be read, each one line naming it;
+    `measuring`: the run is still going (a report taken while it measures)."""
     plan = manifest["plan"]
     limit = plan["histogram_us"]
     loads: dict[str, LoadEntry] = {}
     statuses: dict[str, str] = {}
     origin = timeline.clock(events)
     when = timeline.phases(events, origin)
+    segment_marks = timeline.segment_times(events, origin)
     axis_warnings: list[WarningJSON] = []
     for load in plan["loads"]:
         files = raw.get(load) or RawLoad()
@@ -118,7 +128,9 @@ def summarize(
                 per_thread = cyclictest.threads(files.cyclictest, limit)
             except cyclictest.InvalidResult as e:
                 files = replace(files, problem=str(e))
-        status, reason = verify(load, files, *load_status(load, events, files.cyclictest is not None))
+        status, reason = verify(
+            load, files, *load_status(load, events, files.cyclictest is not None, measuring)
+        )
         statuses[load] = status
         entry: LoadEntry = {
             "status": status,
@@ -147,8 +159,18 @@ def summarize(
                 plan.get("spike_threshold_us", 0),
                 origin,
                 when.get(load),
+                segment_marks.get(load),
             )
             axis_warnings += found_here
+            if files.segments_lost:
+                axis_warnings.append(
+                    {
+                        "code": "segments-lost",
+                        "load": load,
+                        "message": f"{load}: segment {', '.join(files.segments_lost)} left no whole result "
+                        "(cut off): the statistics cover the other segments",
+                    }
+                )
             per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}
             merged = merge(per_cpu.values())
             entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}

@@ -19,7 +19,7 @@ import numpy as np
 from rtlab.results.cyclictest import ThreadResult
 from rtlab.results.events import Event, Kind
 from rtlab.results.timeline import Verbose
-from rtlab.shapes import ClockJSON, SpikesJSON, TimelineJSON, WarningJSON
+from rtlab.shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def phases(events: Sequence[Event], origin: ClockJSON | None) -> dict[str, Phase
 
 
 def _check(
-    load: str, thread: ThreadResult, series: list[int], spikes_max: int, samples_per_block: int
+    load: str, thread: ThreadResult, series: list[int], spikes_max: int, samples_per_block: int, runs: int = 1
 ) -> tuple[str, str]:
     """(status, message): whether the series agrees with the histogram's own maximum."""
     where = f"{load} CPU {thread.cpu}"
@@ -76,8 +76,8 @@ def _check(
             return "ok", ""
         return "missing", f"{where}: cyclictest printed no block maxima: this load has no time axis"
     # cyclictest drains the last samples without its oscilloscope: the last complete block
-    # may be missing as well as the partial one.
-    if len(series) < expected - 1:
+    # of each of its runs may be missing as well as the partial one.
+    if len(series) < expected - runs:
         return "mismatch", (
             f"{where}: {len(series)} of {expected} blocks printed: cyclictest's main thread fell "
             "behind and lost some; the time axis is incomplete"
@@ -93,41 +93,84 @@ def _check(
     return "mismatch", (f"{where}: the series' maximum {top} µs is below the histogram's {thread.max_us} µs")
 
 
+def segment_times(events: Sequence[Event], origin: ClockJSON | None) -> dict[str, dict[int, list[float]]]:
+    """load -> segment number -> [start, end] in campaign seconds (end missing: cut off)."""
+    zero = origin["uptime_s"] if origin else 0.0
+    out: dict[str, dict[int, list[float]]] = {}
+    for event in events:
+        t = _t(event)
+        n = event.get("n")
+        if event.kind in (Kind.SEGMENT_START, Kind.SEGMENT_END) and t is not None and n.isdigit():
+            marks = out.setdefault(event.get("load"), {}).setdefault(int(n), [])
+            marks.append(round(t - zero, 2))
+    return out
+
+
+def block_starts(axis: TimelineJSON) -> list[float]:
+    """The start of every block of the series, in campaign seconds (segments have gaps)."""
+    out: list[float] = []
+    for segment in axis["segments"]:
+        start = (
+            segment["start_s"]
+            if segment["start_s"] is not None
+            else (out[-1] + axis["block_s"] if out else 0.0)
+        )
+        out += [start + k * axis["block_s"] for k in range(segment["blocks"])]
+    return out
+
+
 def build(
     load: str,
     threads: Sequence[ThreadResult],
-    verbose: Verbose | None,
+    parts: Sequence[tuple[int, Verbose]],
     interval_us: int,
     samples_per_block: int,
     threshold_us: int,
     origin: ClockJSON | None,
     when: Phases | None,
+    segments: dict[int, list[float]] | None = None,
 ) -> tuple[TimelineJSON | None, list[WarningJSON]]:
-    if verbose is None or not threads:
+    """`parts`: cyclictest's verbose output, one per segment (one, numbered 0, without)."""
+    if not parts or not threads:
         return None, []
     warnings: list[WarningJSON] = []
     by_index = {t.index: t for t in threads}
     zero = origin["uptime_s"] if origin else 0.0
+    segments = segments or {}
 
-    spikes = [(by_index[i].cpu, us, ts) for i, us, ts in verbose.spikes if i in by_index]
-    cpus: dict[str, list[int]] = {}
+    spikes = [(by_index[i].cpu, us, ts) for _, part in parts for i, us, ts in part.spikes if i in by_index]
+    full: dict[str, list[int]] = {str(t.cpu): [] for t in threads}  # every block printed, for the check
+    cpus: dict[str, list[int]] = {str(t.cpu): [] for t in threads}  # aligned across CPUs, per segment
+    segment_json: list[SegmentJSON] = []
+    previous_end: float | None = None
+    for n, part in parts:
+        series = {str(t.cpu): [value for _, value in part.blocks.get(t.index, [])] for t in threads}
+        common = min(len(v) for v in series.values())
+        for cpu, values in series.items():
+            full[cpu] += values
+            cpus[cpu] += values[:common]
+        marks = segments.get(n, [])
+        start = marks[0] if n and marks else (when.measure_start if when else None)
+        gap = round(start - previous_end, 2) if start is not None and previous_end is not None else None
+        segment_json.append({"n": n, "start_s": start, "blocks": common, "gap_s": gap})
+        previous_end = marks[1] if len(marks) > 1 else None
     statuses = []
     for thread in threads:
-        series = [value for _, value in verbose.blocks.get(thread.index, [])]
-        cpus[str(thread.cpu)] = series
         spikes_max = max((us for cpu, us, _ in spikes if cpu == thread.cpu), default=0)
-        status, message = _check(load, thread, series, spikes_max, samples_per_block)
+        status, message = _check(
+            load, thread, full[str(thread.cpu)], spikes_max, samples_per_block, len(parts)
+        )
         statuses.append(status)
         if message:
             warnings.append({"code": "time-axis", "load": load, "message": message})
-    longest = max((len(s) for s in cpus.values()), default=0)
-    merged = np.zeros(longest, dtype=np.int64)
-    for series in cpus.values():
-        merged[: len(series)] = np.maximum(merged[: len(series)], np.asarray(series, dtype=np.int64))
+    merged = np.zeros(len(next(iter(cpus.values()))), dtype=np.int64)
+    for values in cpus.values():
+        merged = np.maximum(merged, np.asarray(values, dtype=np.int64))
 
-    kept = len(verbose.spikes)
-    total = verbose.spikes_total
-    cut = total is not None and total > kept
+    kept = sum(len(part.spikes) for _, part in parts)
+    totals = [part.spikes_total for _, part in parts]
+    total = None if any(t is None for t in totals) else sum(t for t in totals if t is not None)
+    cut = any(t is not None and t > len(part.spikes) for (_, part), t in zip(parts, totals, strict=True))
     times = [round(ts / 1e6 - zero, 4) for _, _, ts in spikes]
     if when is not None and when.measure_start is not None and times:
         end = when.measure_end if when.measure_end is not None else max(times)
@@ -157,10 +200,11 @@ def build(
             break
     return {
         "block_s": samples_per_block * interval_us / 1e6,
-        "start_s": when.measure_start if when else None,
+        "start_s": segment_json[0]["start_s"],
+        "segments": segment_json,
         "cpus": cpus,
         "merged": merged.tolist(),
         "spikes": spike_json,
         "check": check,
-        "garbled_lines": verbose.garbled,
+        "garbled_lines": sum(part.garbled for _, part in parts),
     }, warnings

@@ -7,6 +7,7 @@ import io
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from rtlab.analysis import timeline
 from rtlab.analysis.stats import FIELDS
 from rtlab.report import cells
 from rtlab.shapes import StatsJSON, Summary
@@ -43,9 +44,9 @@ def render_series(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             axis = summary["loads"][load]["timeline"]
             if axis is None or axis["start_s"] is None:
                 continue
+            starts = timeline.block_starts(axis)
             for cpu, series in [("all", axis["merged"]), *axis["cpus"].items()]:
-                for k, value in enumerate(series):
-                    t = axis["start_s"] + k * axis["block_s"]
+                for k, (t, value) in enumerate(zip(starts, series, strict=True)):
                     wall = ""
                     if clock is not None:
                         moment = datetime.fromtimestamp(clock["wall_s"] + t, UTC)

@@ -22,6 +22,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from rtlab.analysis import timeline
 from rtlab.loads import LOADS
 from rtlab.report import cells
 from rtlab.shapes import HistogramJSON, Summary
@@ -164,7 +165,7 @@ def time_series(summary: Summary, load: str) -> tuple[np.ndarray, np.ndarray] | 
     if axis is None or axis["start_s"] is None or not axis["merged"]:
         return None
     values = np.asarray(axis["merged"], dtype=np.int64)
-    return axis["start_s"] + np.arange(len(values)) * axis["block_s"], values
+    return np.asarray(timeline.block_starts(axis)), values
 
 
 def timeline_figure(summary: Summary, label: str, deadline_us: int | None) -> NamedFigure | None:

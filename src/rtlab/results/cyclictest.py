@@ -107,3 +107,29 @@ def threads(data: Any, limit_us: int) -> list[ThreadResult]:
     if len(set(cpus)) != len(cpus):
         raise InvalidResult(f"{FILE}: two threads report the same CPU ({sorted(cpus)})")
     return sorted(out, key=lambda t: t.cpu)
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Segments of one measurement (soak runs) as one result, exactly: per thread, the
+    histogram counts and cycles summed, the least min, the greatest max, the average weighted
+    by cycles. Anything not shaped as cyclictest writes it is left for threads() to reject."""
+    threads: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for name, thread in (part.get("thread") or {}).items():
+            if not isinstance(thread, dict):
+                return {"thread": {name: thread}}
+            into = threads.get(name)
+            if into is None:
+                threads[name] = {**thread, "histogram": dict(thread.get("histogram") or {})}
+                continue
+            try:
+                total = into["cycles"] + thread["cycles"]
+                into["avg"] = (into["avg"] * into["cycles"] + thread["avg"] * thread["cycles"]) / (total or 1)
+                into["cycles"] = total
+                into["min"] = min(into["min"], thread["min"])
+                into["max"] = max(into["max"], thread["max"])
+                for key, count in (thread.get("histogram") or {}).items():
+                    into["histogram"][key] = into["histogram"].get(key, 0) + count
+            except (KeyError, TypeError) as e:
+                raise InvalidResult(f"{FILE}: segment thread {name} cannot be combined: {e}") from None
+    return {"file_version": 1, "num_threads": len(threads), "thread": threads}

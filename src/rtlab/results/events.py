@@ -22,6 +22,8 @@ class Kind(StrEnum):
     GOVERNOR = "governor"
     LOAD_START = "load-start"
     MEASURE_START = "measure-start"
+    SEGMENT_START = "segment-start"
+    SEGMENT_END = "segment-end"
     MEASURE_END = "measure-end"
     LOAD_END = "load-end"
     DONE = "done"

@@ -44,6 +44,11 @@ def host_alive(record: Mapping[str, Any]) -> bool | None:
     return isinstance(pid, int) and record.get("start") is not None and _start_ticks(pid) == record["start"]
 
 
+def measuring(manifest: Mapping[str, Any]) -> bool:
+    """Whether the run is still being carried out by a live rtlab on this machine."""
+    return manifest.get("status") == "running" and host_alive(manifest.get("host_process") or {}) is True
+
+
 def abandoned(manifest: Mapping[str, Any], path: Path | None = None) -> str | None:
     """One line for a run left `running` by a host process that is gone; None otherwise."""
     if manifest.get("status") != "running":

@@ -79,7 +79,9 @@ class RawLoad:
     stressed: bool = False  # the plan ran stress-ng under this load
     stress_end: dict[str, str] | None = None  # the agent's last stress.log line: exit, running_at_end
     stress_words: str = ""  # stress-ng's last error line
-    verbose: timeline.Verbose | None = None  # the time axis, as cyclictest printed it
+    # the time axis as cyclictest printed it: (segment number, 0 without segments, output)
+    verbose: tuple[tuple[int, timeline.Verbose], ...] = ()
+    segments_lost: tuple[str, ...] = ()  # segments whose result is missing or cut off
 
 
 _STRESS_END = re.compile(r"^@rtlab stress-ng (.*)$", re.MULTILINE)
@@ -182,7 +184,25 @@ class RunDir:
         data: dict[str, Any] | None = None
         problem = None
         path = folder / cyclictest.FILE
-        if path.is_file():
+        verbose: list[tuple[int, timeline.Verbose]] = []
+        lost: list[str] = []
+        segments = sorted(p for p in (folder / "segments").glob("[0-9]*") if p.is_dir())
+        if segments and not path.is_file():
+            parts = []
+            for segment in segments:
+                try:
+                    parts.append(cyclictest.read(segment / cyclictest.FILE))
+                except cyclictest.InvalidResult:
+                    lost.append(segment.name)  # cut off by a crash or a power loss: that segment only
+                    continue
+                found = timeline.read(segment)
+                if found is not None:
+                    verbose.append((int(segment.name), found))
+            try:
+                data = cyclictest.combine(parts) if parts else None
+            except cyclictest.InvalidResult as e:
+                problem = str(e)
+        elif path.is_file():
             try:
                 data = cyclictest.read(path)
             except cyclictest.InvalidResult as e:
@@ -200,7 +220,10 @@ class RunDir:
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
         stressed = (folder / "stress.argv").is_file()
-        return RawLoad(data, problem, stressed, stress_end, words, timeline.read(folder))
+        if not segments:
+            whole = timeline.read(folder)
+            verbose = [(0, whole)] if whole is not None else []
+        return RawLoad(data, problem, stressed, stress_end, words, tuple(verbose), tuple(lost))
 
     def events(self) -> list[events.Event]:
         path = self.path / "events"
