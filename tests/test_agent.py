@@ -246,3 +246,30 @@ def test_the_agent_records_every_kernel_option_the_audit_judges():
     wanted = [*LATENCY_DEBUG_OPTIONS, "CONFIG_PREEMPT_RT", "CONFIG_HZ", "CONFIG_NO_HZ_FULL", *MODEL_OPTIONS]
     missed = [option for option in wanted if not pattern.match(f"{option}=y")]
     assert missed == []
+
+
+@needs_root
+@needs_tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_segments_are_whole_cyclictest_runs(shell, busybox_path, tmp_path):
+    run = tmp_path / "run"
+    write_plan(run, {"idle": None}, seconds=3)
+    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--seconds", "3", "--segment", "2")
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    segments = run / "loads/idle/segments"
+    # 2 s, then the 1 s left: each its own JSON, with its own -D
+    assert sorted(p.name for p in segments.iterdir()) == ["001", "002", "complete"]
+    assert (segments / "001/cyclictest.argv").read_text().endswith("-D\n2\n")
+    assert (segments / "002/cyclictest.argv").read_text().endswith("-D\n1\n")
+    for n in ("001", "002"):
+        assert all(
+            t["cycles"] > 0
+            for t in json.loads((segments / n / "cyclictest.json").read_text())["thread"].values()
+        )
+    ends = [e for e in map(parse, done.stdout.splitlines()) if e.kind == "segment-end"]
+    assert [(e.get("n"), e.get("status")) for e in ends] == [("1", "complete"), ("2", "complete")]
+    assert (
+        done.stdout.splitlines()[-1].startswith("@rtlab done")
+        and "status=complete" in done.stdout.splitlines()[-1]
+    )

@@ -557,7 +557,7 @@ measure_segments() {
 		sd=$ld/segments/$(printf %03d "$n")
 		mkdir -p "$sd"
 		# The load's arguments, then the segment's own duration (cyclictest takes the last -D).
-		{ cat "$ld/cyclictest.argv"; printf -- '-D\n%s\n' "$secs"; } >"$sd/cyclictest.argv"
+		{ cat "$ld/cyclictest.argv"; printf '%s\n%s\n' -D "$secs"; } >"$sd/cyclictest.argv"
 		emit segment-start load="$2" n="$n" seconds="$secs"
 		measure "$sd" "$secs" "$ld/stress.log"
 		if [ -f "$sd/cyclictest.json" ]; then
