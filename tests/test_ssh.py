@@ -5,6 +5,7 @@ unknown and changed, hostile names, a busy board, boards in parallel."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -191,9 +192,13 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
 
 def test_collect_while_the_board_still_measures(board, tmp_path):
     out = tmp_path / "busy"
-    proc = start_rtlab(*run_args(out, "idle", "8s", "--target", "ssh://board"), env=board.env)
+    proc = start_rtlab(
+        *run_args(out, "idle", "9s", "--target", "ssh://board", "--segment", "3s"), env=board.env
+    )
     remote = remote_of(out)
-    wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
+    wait_for(
+        lambda: (remote / "events").exists() and " n=1 status=complete" in (remote / "events").read_text()
+    )
     # another run on the same board is refused while this one measures
     other = rtlab(
         "run",
@@ -210,7 +215,12 @@ def test_collect_while_the_board_still_measures(board, tmp_path):
     uid = read_json(out / "run.json")["uid"]
     assert other.returncode == 2 and f"another rtlab run ({uid}" in other.stderr, other.stderr
     early = rtlab("collect", str(out), env=board.env)
-    assert early.returncode == 3 and "still measuring" in early.stderr
+    assert early.returncode == 3 and "still measuring" in early.stderr and "segments done" in early.stderr
+    # what is done so far came home: the report shows the first segment's samples
+    report = rtlab("report", str(out), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["loads"]["idle"]["merged"]["samples"] > 0
+    assert (remote / "loads/idle/segments/001/cyclictest.json").exists()  # the board keeps it
     proc.communicate(timeout=60)
     assert proc.returncode == 0
 

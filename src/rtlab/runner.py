@@ -428,10 +428,15 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
                 f"of {', '.join(manifest['plan']['loads'])}"
             )
         if target.still_running(remote):
-            done = sum(1 for e in target.events(remote) if e.kind == ev.Kind.LOAD_END)
+            # What is done so far comes home (the board keeps it): rtlab report shows it.
+            target.collect(run, remote, keep=True)
+            events = target.events(remote)
+            done = sum(1 for e in events if e.kind == ev.Kind.LOAD_END)
+            segments = sum(1 for e in events if e.kind == ev.Kind.SEGMENT_END)
+            so_far = f" and {segments} segments" if segments else ""
             raise RunFailed(
-                f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads done; "
-                "collect again later"
+                f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads{so_far} "
+                f"done, fetched for rtlab report {path}; collect again later"
             )
         (run.path / "collect-error.txt").unlink(missing_ok=True)  # from the attempt that failed
         target.collect(run, remote)

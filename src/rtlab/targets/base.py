@@ -53,8 +53,9 @@ class Target(Protocol):
         """Asks a running agent to stop; it keeps what it measured. Safe from a signal handler."""
         ...
 
-    def collect(self, run: RunDir, remote: str) -> None:
-        """Brings the results of the run folder `remote` into `run`."""
+    def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
+        """Brings the results of the run folder `remote` into `run` (and removes them from the
+        target unless `keep`: a snapshot of a run that still measures)."""
         ...
 
     def still_running(self, remote: str) -> bool | None:

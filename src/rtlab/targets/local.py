@@ -96,7 +96,7 @@ class LocalTarget:
         if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)
 
-    def collect(self, run: RunDir, remote: str) -> None:
+    def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
         return None  # the agent wrote straight into the run directory
 
     def still_running(self, remote: str) -> bool | None:

@@ -279,15 +279,15 @@ class SshTarget:
         if self._loop is not None and self._conn is not None and self._remote is not None:
             self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
 
-    def collect(self, run: RunDir, remote: str) -> None:
+    def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
         try:
             status, data = self._run_sh(f"tar -cf - -C {shlex.quote(remote)} .", timeout=600)
             if status != 0:
                 raise RunFailed(data[-300:].decode(errors="replace"))
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
                 tar.extractall(run.path, filter="data")
-            # Home safe: boards have little storage.
-            self._run_sh(f"rm -rf {shlex.quote(remote)}")
+            if not keep:  # home safe: boards have little storage
+                self._run_sh(f"rm -rf {shlex.quote(remote)}")
         except (RunFailed, UsageError, tarfile.TarError) as e:
             (run.path / "collect-error.txt").write_text(f"{e}\nrun `rtlab collect {run.path}` later\n")
 

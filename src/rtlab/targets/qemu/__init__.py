@@ -332,7 +332,7 @@ class QemuTarget:
         if self.console is not None and self._remote is not None:
             self.console.send(f"sh {AGENT} stop {shlex.quote(self._remote)}")
 
-    def collect(self, run: RunDir, remote: str) -> None:
+    def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
         for load, data in self._results.items():  # the loads that ended, whatever came later
             try:
                 with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
