@@ -74,6 +74,19 @@ def wait_for(predicate: Any, seconds: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def event_seen(events: Path, kind: str, **fields: str) -> bool:
+    """Whether the agent's events file holds a `kind` line with these fields."""
+    from rtlab.results.events import parse
+
+    if not events.exists():
+        return False
+    for line in events.read_text(errors="replace").splitlines():
+        event = parse(line)
+        if event is not None and event.kind == kind and all(event.get(k) == v for k, v in fields.items()):
+            return True
+    return False
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 

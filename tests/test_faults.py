@@ -23,6 +23,7 @@ import pytest
 import fakes
 from conftest import (
     TARGET_DIR,
+    event_seen,
     fake_sysfs,
     needs_root,
     needs_tools,
@@ -39,8 +40,8 @@ pytestmark = [needs_root, needs_tools]
 TOOLS = ("cyclictest", "stress-ng")
 
 
-def events_say(run: Path, text: str) -> bool:
-    return (run / "events").exists() and text in (run / "events").read_text()
+def events_say(run: Path, kind: str, **fields: str) -> bool:
+    return event_seen(run / "events", kind, **fields)
 
 
 def statuses(run: Path) -> dict[str, tuple[str, str | None]]:
@@ -145,7 +146,7 @@ def test_ctrl_c_reaches_a_run_whose_tools_ignore_sigterm(tmp_path):
         "FAKE_LOAD": "cpu",
     }
     proc = start_rtlab(*run_args(run, "cpu,idle", "60s"), env=env)
-    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    wait_for(lambda: events_say(run, "measure-start", load="cpu"))
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)  # SIGTERM ignored: SIGKILL after 10 s each
@@ -162,12 +163,12 @@ def test_ctrl_c_reaches_a_run_whose_tools_ignore_sigterm(tmp_path):
 def test_sigkill_of_rtlab_ends_the_measurement_and_report_says_so(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "cpu,idle", "60s"))
-    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    wait_for(lambda: events_say(run, "measure-start", load="cpu"))
     time.sleep(1.5)
     proc.kill()
     proc.communicate(timeout=10)
     # the agent is told by the kernel (parent-death signal) and stops in order
-    wait_for(lambda: events_say(run, "@rtlab done"), 30)
+    wait_for(lambda: events_say(run, "done"), 30)
     wait_for(lambda: not _agents_of(run) and not processes_named(*TOOLS), 30)
     assert read_json(run / "run.json")["status"] == "running"  # nobody was left to write it
     report = rtlab("report", str(run))
@@ -191,7 +192,7 @@ def _agents_of(run: Path) -> set[int]:
 def test_sigkill_of_the_agent_leaves_no_tool_running(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "cpu,idle", "60s"))
-    wait_for(lambda: events_say(run, "measure-start load=cpu"))
+    wait_for(lambda: events_say(run, "measure-start", load="cpu"))
     agent = int((run / "agent.pid").read_text())
     os.kill(agent, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
@@ -203,7 +204,7 @@ def test_sigkill_of_the_agent_leaves_no_tool_running(tmp_path):
 def test_sighup_is_treated_like_sigterm(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "idle", "60s"))
-    wait_for(lambda: events_say(run, "measure-start load=idle"))
+    wait_for(lambda: events_say(run, "measure-start", load="idle"))
     time.sleep(1)
     proc.send_signal(signal.SIGHUP)
     _, stderr = proc.communicate(timeout=60)
@@ -302,7 +303,7 @@ def test_too_little_space_is_refused_before_measuring(small_disk):
 def test_disk_full_mid_run_fails_with_what_was_measured_kept(small_disk):
     run = small_disk / "run"
     proc = start_rtlab(*run_args(run, "idle,cpu", "3s"))
-    wait_for(lambda: events_say(run, "load-end load=idle"))
+    wait_for(lambda: events_say(run, "load-end", load="idle"))
     with (small_disk / "filler").open("wb") as f:  # fill the disk to the last byte
         try:
             while True:

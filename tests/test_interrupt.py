@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import (
+    event_seen,
     fake_sysfs,
     needs_root,
     needs_tools,
@@ -33,7 +34,7 @@ def test_interrupted_run_is_partial_clean_and_readable(sig, tmp_path):
     proc = start_rtlab(*run_args(run, "idle,cpu,memory", "60s", settle="1s"), env={"RTLAB_ROOT": str(root)})
     events = run / "events"
     # idle measures for a minute; stop it during its measurement.
-    wait_for(lambda: events.exists() and "measure-start load=idle" in events.read_text())
+    wait_for(lambda: event_seen(events, "measure-start", load="idle"))
     time.sleep(1.5)
     assert all(f.read_text() == "performance\n" for f in governors)
     proc.send_signal(sig)
@@ -67,7 +68,7 @@ def test_interrupt_during_a_stress_load(sig, tmp_path):
     already = processes_named("stress-ng", "cyclictest")
     proc = start_rtlab(*run_args(run, "memory", "60s", settle="1s"))
     events = run / "events"
-    wait_for(lambda: events.exists() and "measure-start load=memory" in events.read_text())
+    wait_for(lambda: event_seen(events, "measure-start", load="memory"))
     assert processes_named("stress-ng") - already  # the load is really running
     time.sleep(1.5)  # past cyclictest's start: stopped earlier, it would have measured nothing
     proc.send_signal(sig)

@@ -150,7 +150,7 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
     console = (out / "console.log").read_text()
-    assert "@rtlab load-start load=idle" in console
+    assert "@rtlab load-start t=" in console and "load=idle" in console
     assert "guest-timeout" in (out / "events").read_text()
     assert guests() == set()
 

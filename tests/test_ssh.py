@@ -20,6 +20,7 @@ import pytest
 
 from conftest import (
     TARGET_DIR,
+    event_seen,
     needs_root,
     needs_tools,
     processes_in,
@@ -161,9 +162,7 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
     out = tmp_path / "dropped"
     proc = start_rtlab(*run_args(out, "idle,cpu", "4s", "--target", "ssh://board"), env=board.env)
     remote = remote_of(out)
-    wait_for(
-        lambda: (remote / "events").exists() and "measure-start load=idle" in (remote / "events").read_text()
-    )
+    wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
     # drop the connection: kill every process serving it (the listener stays, and the
     # detached agent is no longer among sshd's descendants)
     serving = descendants(board.sshd.pid)
@@ -174,7 +173,7 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
     assert proc.returncode == 3, stderr
     assert read_json(out / "run.json")["status"] != "complete"
     # the board finishes on its own
-    wait_for(lambda: "@rtlab done status=complete" in (remote / "events").read_text(), 60)
+    wait_for(lambda: event_seen(remote / "events", "done", status="complete"), 60)
     # another run with the same --out basename gets a folder of its own on the board and
     # leaves the uncollected one alone
     twin = tmp_path / "elsewhere" / "dropped"
@@ -196,9 +195,7 @@ def test_collect_while_the_board_still_measures(board, tmp_path):
         *run_args(out, "idle", "9s", "--target", "ssh://board", "--segment", "3s"), env=board.env
     )
     remote = remote_of(out)
-    wait_for(
-        lambda: (remote / "events").exists() and " n=1 status=complete" in (remote / "events").read_text()
-    )
+    wait_for(lambda: event_seen(remote / "events", "segment-end", n="1", status="complete"))
     # another run on the same board is refused while this one measures
     other = rtlab(
         "run",
@@ -346,7 +343,7 @@ def test_ctrl_c_over_ssh_stops_the_board_cleanly(board, tmp_path):
     out = tmp_path / "stopped"
     proc = start_rtlab(*run_args(out, "idle,cpu", "30s", "--target", "ssh://board"), env=board.env)
     remote = remote_of(out)
-    wait_for(lambda: (remote / "events").exists() and "measure-start" in (remote / "events").read_text())
+    wait_for(lambda: event_seen(remote / "events", "measure-start"))
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=90)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, needs_tools, read_json, rtlab, run_args, start_rtlab, wait_for
+from conftest import event_seen, needs_root, needs_tools, read_json, rtlab, run_args, start_rtlab, wait_for
 from rtlab.results import timeline
 
 pytestmark = [needs_root, needs_tools]
@@ -40,7 +40,7 @@ print(start)
 def injected(tmp_path_factory) -> tuple[Path, float]:
     run = tmp_path_factory.mktemp("timeline") / "run"
     proc = start_rtlab(*run_args(run, "idle", "12s", "--block", "500ms", "--spike-threshold", "5ms"))
-    wait_for(lambda: (run / "events").exists() and "measure-start" in (run / "events").read_text())
+    wait_for(lambda: event_seen(run / "events", "measure-start"))
     time.sleep(5)
     spun = subprocess.run([sys.executable, "-c", INJECT], capture_output=True, text=True, check=True)
     _, stderr = proc.communicate(timeout=120)
@@ -133,8 +133,7 @@ def test_more_spikes_than_nodes_are_said_to_be_cut(tmp_path):
 def test_a_soak_run_killed_in_its_third_segment_keeps_the_first_two(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "idle", "60s", "--segment", "4s"))
-    wait_for(lambda: (run / "events").exists() and "segment-start" in (run / "events").read_text()
-             and " n=3 " in (run / "events").read_text(), 60)  # fmt: skip
+    wait_for(lambda: event_seen(run / "events", "segment-start", n="3"), 60)
     time.sleep(1)
     # A power loss, as near as a test gets: everything dies at once, nothing is told.
     third = run / "loads/idle/segments/003"
@@ -168,7 +167,7 @@ def test_a_soak_run_killed_in_its_third_segment_keeps_the_first_two(tmp_path):
 def test_report_while_a_soak_run_measures_shows_the_segments_done(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "idle,cpu", "12s", "--segment", "3s"))
-    wait_for(lambda: (run / "events").exists() and " n=2 status=complete" in (run / "events").read_text(), 60)
+    wait_for(lambda: event_seen(run / "events", "segment-end", n="2", status="complete"), 60)
     done = rtlab("report", str(run), "--format", "json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
