@@ -15,6 +15,7 @@ from rtlab.report import cells
 from rtlab.shapes import Summary
 
 # A single run also shows the tail that decides deadlines.
+SPARK_HEADER = "\nMax over time"
 SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "samples"))
 
 
@@ -33,7 +34,7 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
         if deadline is not None:
             table.add_column("\nDeadline", justify="right")
         if len(summaries) == 1:
-            table.add_column("\nMax over time", justify="left", no_wrap=True)
+            table.add_column(SPARK_HEADER, justify="left", no_wrap=True, overflow="crop", min_width=4)
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
         row: list[str | Text] = [Text(load)]
@@ -53,6 +54,13 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     if any(cells.LOWER_BOUND in str(cell) for column in table.columns for cell in column.cells):
         notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
     table.caption = Text("; ".join(notes)) if notes else None
+    # A narrow terminal crops the sparkline, never a number or a name.
+    for column in table.columns:
+        if column.header != SPARK_HEADER:
+            column.min_width = max(
+                len(str(cell)) for cell in [*column.cells, *str(column.header).split("\n")]
+            )
+            column.no_wrap = True
     table.caption_justify = "left"
     return table
 
