@@ -625,6 +625,36 @@ def kernel_verify(
 
 
 @app.command()
+def worst(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    probability: Annotated[
+        float, typer.Option(help="per-wake-up probability of the latency asked for, e.g. 1e-9")
+    ] = 1e-9,
+    horizon: Annotated[str, typer.Option(help="how long the system must meet it, e.g. 24h")] = "24h",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    output: Output = None,
+) -> None:
+    """The statistical worst case of each load, with its confidence, or why there is none."""
+    from rtlab import store
+    from rtlab.analysis import worst as worst_case
+    from rtlab.report import worst_table
+
+    if not 0 < probability < 1:
+        raise UsageError(
+            f"--probability {probability} is not a probability: give one between 0 and 1, e.g. 1e-9"
+        )
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
+    document = worst_case.of_summary(store.summary(run_dir), probability, parse_duration(horizon))
+    if fmt == "json":
+        _emit(json.dumps(document, indent=2) + "\n", output)
+    elif output is not None:
+        _emit(worst_table.render(document), output)
+    else:
+        console.print(worst_table.build(document))
+
+
+@app.command()
 def version() -> None:
     """rtlab's version."""
     console.print(__version__)

@@ -1,0 +1,251 @@
+"""How sure are we: a statistical worst case from one histogram and its time axis, or a
+reasoned refusal (measurement-based probabilistic timing analysis with extreme values).
+
+1. The tail: a GPD above a threshold u, fitted to the binned histogram. Candidates leave
+   100 to 5,000 samples above them; each is tested by a binned chi-square, and ForwardStop
+   over the candidates, lowest first, picks the threshold; its shape must agree with the
+   next candidate's (stability).
+2. The time axis must look stationary and free of storms (analysis.stationarity); any
+   rejection refuses the estimate and names the check.
+3. A GEV on maxima of blocks long enough to hold several tail events cross-checks the
+   shape; disjoint intervals refuse. A run too short for such blocks says so (the "block
+   size trap") instead of fitting blocks that hold no tail.
+4. The latency exceeded with probability p per sample, with its profile-likelihood interval.
+5. The shape decides the message: xi's interval above 0, a heavy tail with no bound (the
+   expected maximum grows with run time); straddling 0, treated as unbounded; below 0, the
+   endpoint only as an indication.
+6. Over a horizon T of N_T wake-ups: P(X exceeded within T) <= N_T * zeta_u * S(X - u),
+   which needs stationarity, not independence.
+7. With no model: seeing the (1-p) quantile with 95 % confidence needs n >= ln(20)/p samples.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rtlab.analysis import stationarity, tail
+from rtlab.shapes import HistogramJSON, Summary
+
+MIN_GEV_BLOCKS = 50
+TAIL_EVENTS_PER_BLOCK = 3
+SHOWN_HORIZONS = {"10 min": 600, "1 h": 3600, "24 h": 86400, "1 week": 604800}
+
+
+def run_length(p: float, samples: int, interval_us: int) -> dict[str, Any]:
+    needed = math.ceil(math.log(20) / p)
+    return {
+        "samples_needed": needed,
+        "samples": samples,
+        "hours_needed": round(needed * interval_us / 3.6e9, 1),
+        "fraction": round(samples / needed, 6),
+    }
+
+
+def _gev_blocks(series: np.ndarray, u: int) -> tuple[np.ndarray | None, str]:
+    """Maxima of the smallest blocks (in series blocks) that hold several tail events each
+    and still number at least MIN_GEV_BLOCKS; None and why when the run is too short."""
+    above = series >= u
+    n = len(series)
+    for size in range(1, n // MIN_GEV_BLOCKS + 1):
+        count = n // size
+        if above[: count * size].sum() / count >= TAIL_EVENTS_PER_BLOCK:
+            return series[: count * size].reshape(count, size).max(axis=1), ""
+    return None, (
+        f"no block length gives {MIN_GEV_BLOCKS} blocks holding {TAIL_EVENTS_PER_BLOCK} tail events each "
+        f"({int(above.sum())} of {n} blocks of the time axis reach u = {u} µs): the GEV cross-check is "
+        "not made (measure longer)"
+    )
+
+
+def _overlap(a: tuple[float | None, float | None], b: tuple[float | None, float | None]) -> bool:
+    lo = max(x for x in (a[0], b[0], -math.inf) if x is not None)
+    hi = min(x for x in (a[1], b[1], math.inf) if x is not None)
+    return lo <= hi
+
+
+def assess(
+    values: list[int],
+    counts: list[int],
+    overflows: int,
+    limit_us: int,
+    observed_max_us: int,
+    series: list[int],
+    block_s: float,
+    interval_us: int,
+    threads: int,
+    probability: float,
+    horizon_s: float,
+) -> dict[str, Any]:
+    """The worst case of one histogram (a CPU's, or all CPUs' merged: `threads` of them)."""
+    v = np.asarray(values, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    samples = int(c.sum()) + overflows
+    out: dict[str, Any] = {
+        "probability": probability,
+        "observed_max_us": observed_max_us,
+        "samples": samples,
+        "run_length": run_length(probability, samples // max(threads, 1), interval_us),
+        "checks": [],
+        "refused": None,
+        "threshold_us": None,
+        "exceedances": None,
+        "xi": None,
+        "xi_ci": None,
+        "sigma": None,
+        "quantile_us": None,
+        "quantile_ci_us": None,
+        "horizon_bound": None,
+        "expected_max_us": None,
+        "tail": None,
+        "gev": None,
+    }
+    checks: list[dict[str, Any]] = out["checks"]
+
+    def refuse(reason: str) -> dict[str, Any]:
+        out["refused"] = f"{reason} (observed max {observed_max_us} µs)"
+        return out
+
+    found = tail.candidates(v, c, overflows)
+    if not found:
+        return refuse(f"too few samples in the tail: no threshold leaves 100 to 5,000 of the {samples}")
+    # Every candidate's fit and goodness of fit; the interval of the shape only where needed.
+    fits = [tail.fit_gpd(tail.tail_of(v, c, overflows, limit_us, u), u, interval=False) for u in found]
+    usable = [f for f in fits if f is not None]
+    if not usable:
+        return refuse("no generalised Pareto fit converged")
+    rejected = tail.forward_stop([f.gof_p for f in usable])
+    chosen = None
+    for i in range(rejected, len(usable)):
+        fit = tail.fit_gpd(tail.tail_of(v, c, overflows, limit_us, usable[i].u), usable[i].u)
+        if fit is None:
+            continue
+        following = usable[i + 1] if i + 1 < len(usable) else None
+        lo, hi = fit.xi_ci
+        if following is None or ((lo is None or lo <= following.xi) and (hi is None or following.xi <= hi)):
+            chosen = fit
+            break
+    checks.append(
+        {
+            "name": "gpd-threshold",
+            "statistic": float(rejected),
+            "p_value": chosen.gof_p if chosen else 0.0,
+            "passed": chosen is not None,
+        }
+    )
+    if chosen is None:
+        return refuse("no threshold gives a generalised Pareto tail that fits and holds its shape")
+    fit = chosen
+    zeta = fit.exceedances / samples
+    out.update(
+        threshold_us=fit.u, exceedances=fit.exceedances, xi=round(fit.xi, 4), sigma=round(fit.sigma, 3)
+    )
+    out["xi_ci"] = [None if x is None else round(x, 4) for x in fit.xi_ci]
+
+    axis = np.asarray(series, dtype=float)
+    if len(axis) >= 40:
+        # Tail events: blocks whose maximum is above u, or, when almost every block's is (a
+        # threshold far below a block's share of samples), above the blocks' upper decile,
+        # so that a storm shows as a crowded window.
+        events_above = max(float(fit.u), float(np.quantile(axis, 0.9)))
+        for check in stationarity.run_all(axis, events_above, block_s):
+            checks.append(
+                {
+                    "name": check.name,
+                    "statistic": round(check.statistic, 4),
+                    "p_value": round(check.p_value, 4),
+                    "passed": check.passed,
+                }
+            )
+    else:
+        return refuse(f"the time axis has {len(axis)} blocks: the stationarity checks need 40 or more")
+    failed = [ch["name"] for ch in checks if not ch["passed"]]
+    if failed:
+        return refuse(f"the time axis fails {', '.join(failed)} at alpha 0.05: not stationary, or bursts")
+
+    blocks, trap = _gev_blocks(np.asarray(series, dtype=np.int64), fit.u)
+    if blocks is None:
+        out["gev"] = {"made": False, "reason": trap}
+    else:
+        gev = tail.fit_gev(blocks)
+        if gev is not None:
+            _, _, gxi, gci = gev
+            agree = _overlap(gci, fit.xi_ci)
+            out["gev"] = {"made": True, "blocks": len(blocks), "xi": round(gxi, 4), "xi_ci": list(gci)}
+            checks.append(
+                {
+                    "name": "gev-cross-check",
+                    "statistic": round(gxi, 4),
+                    "p_value": float(agree),
+                    "passed": agree,
+                }
+            )
+            if not agree:
+                return refuse("the GEV on block maxima and the GPD disagree on the tail's shape")
+
+    data = tail.tail_of(v, c, overflows, limit_us, fit.u)
+    if probability < zeta:
+        out["quantile_us"] = round(tail.quantile(fit, zeta, probability), 1)
+        lo, hi = tail.quantile_interval(data, fit, zeta, probability)
+        out["quantile_ci_us"] = [None if lo is None else round(lo, 1), None if hi is None else round(hi, 1)]
+    rate = threads * 1e6 / interval_us  # wake-ups per second
+    per_sample = probability / (rate * horizon_s)
+    out["horizon_bound"] = {
+        "horizon_s": horizon_s,
+        "probability": probability,
+        "level_us": round(tail.quantile(fit, zeta, per_sample), 1) if per_sample < zeta else None,
+    }
+    out["expected_max_us"] = {
+        name: round(tail.quantile(fit, zeta, math.log(2) / (rate * seconds)), 1)
+        for name, seconds in SHOWN_HORIZONS.items()
+        if math.log(2) / (rate * seconds) < zeta
+    }
+    lo, hi = fit.xi_ci
+    if lo is not None and lo > 0:
+        out["tail"] = "heavy: no statistical upper bound; the expected maximum grows with run time"
+    elif hi is None or hi >= 0:
+        out["tail"] = "treated as unbounded: the interval of the shape includes 0"
+    else:
+        endpoint = fit.u - fit.sigma / fit.xi
+        out["tail"] = f"bounded: endpoint about {endpoint:.0f} µs, an indication only"
+    return out
+
+
+def _one(
+    histogram: HistogramJSON, observed_max: int | None, series: list[int], block_s: float,
+    interval_us: int, threads: int, probability: float, horizon_s: float,
+) -> dict[str, Any]:  # fmt: skip
+    return assess(
+        histogram["values"], histogram["counts"], histogram["overflows"], histogram["limit_us"],
+        observed_max or 0, series, block_s, interval_us, threads, probability, horizon_s,
+    )  # fmt: skip
+
+
+def of_summary(summary: Summary, probability: float, horizon_s: float) -> dict[str, Any]:
+    """`rtlab worst`: per load, all CPUs merged and each CPU."""
+    interval = summary["plan"]["interval_us"]
+    loads: dict[str, Any] = {}
+    for load, entry in summary["loads"].items():
+        axis = entry["timeline"]
+        histograms = entry["histograms"]
+        if entry["merged"] is None or histograms is None:
+            loads[load] = {"refused": f"no measurement to model ({entry['status']})"}
+            continue
+        if axis is None:
+            loads[load] = {"refused": "no time axis (a run made before rtlab recorded one): nothing to check "
+                           "stationarity on"}  # fmt: skip
+            continue
+        threads = len(entry["cpus"])
+        loads[load] = {
+            "merged": _one(histograms["merged"], entry["merged"]["max_us"], axis["merged"], axis["block_s"],
+                           interval, threads, probability, horizon_s),
+            "cpus": {
+                cpu: _one(h, entry["cpus"][cpu]["max_us"], axis["cpus"].get(cpu, []), axis["block_s"],
+                          interval, 1, probability, horizon_s)
+                for cpu, h in histograms["cpus"].items()
+            },
+        }  # fmt: skip
+    return {"schema": "rtlab.worst/1", "run": summary["run"], "probability": probability,
+            "horizon_s": horizon_s, "loads": loads}  # fmt: skip

@@ -1,0 +1,110 @@
+"""`rtlab worst` on synthetic runs with a known tail (evt_data.py), written in cyclictest's
+formats: the interval covers the true quantile, broken assumptions are refused with the
+check that caught them, a run too short for the GEV cross-check says so; the time-series
+tests agree with statsmodels; the run-length guidance is the textbook figure."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import rtlab
+from evt_data import truth, write_run
+from rtlab.analysis import stationarity
+from rtlab.analysis.worst import run_length
+
+P = 1e-7
+
+
+def worst(run, *args: str) -> dict:
+    done = rtlab("worst", str(run), "--format", "json", "--probability", str(P), *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("xi", [-0.15, 0.2])
+def test_the_interval_covers_the_true_quantile(xi, tmp_path):
+    result = worst(write_run(tmp_path, seed=1, xi=xi))["loads"]["idle"]["merged"]
+    assert result["refused"] is None, result["refused"]
+    lo, hi = result["quantile_ci_us"]
+    # per sample over both CPUs the tail probability is the same: the same true quantile
+    assert lo <= truth(xi, P, 2e-3) + 1 and (hi is None or truth(xi, P, 2e-3) <= hi + 1), result
+    xlo, xhi = result["xi_ci"]
+    assert (xlo is None or xlo <= xi) and (xhi is None or xi <= xhi)
+    assert result["threshold_us"] >= 30 and 100 <= result["exceedances"] <= 5000
+    names = [c["name"] for c in result["checks"]]
+    for wanted in ("ljung-box(10)", "ljung-box(20)", "kpss", "runs", "halves-ks", "halves-ad",
+                   "tail-dispersion", "tail-ljung-box"):  # fmt: skip
+        assert wanted in names
+    if xi < 0:
+        assert result["tail"].startswith(("bounded", "treated"))
+    else:
+        assert result["tail"].startswith(("heavy", "treated"))
+    assert set(result["expected_max_us"]) == {"10 min", "1 h", "24 h", "1 week"}
+    expected = list(result["expected_max_us"].values())
+    assert expected == sorted(expected)  # the longer the run, the higher its maximum
+
+
+@pytest.mark.parametrize(
+    "breaks, caught",
+    [
+        ({"shift": True}, ("kpss", "halves-ks", "halves-ad", "runs", "ljung-box")),
+        ({"storm": True}, ("tail-dispersion", "tail-ljung-box", "ljung-box")),
+    ],
+    ids=["rate-change", "storm"],
+)
+def test_broken_assumptions_are_refused_with_the_check(breaks, caught, tmp_path):
+    result = worst(write_run(tmp_path, seed=3, xi=0.1, **breaks))["loads"]["idle"]["merged"]
+    assert result["refused"] is not None and result["quantile_us"] is None
+    assert any(name in result["refused"] for name in caught), result["refused"]
+    assert f"observed max {result['observed_max_us']} µs" in result["refused"]
+    failed = [c["name"] for c in result["checks"] if not c["passed"]]
+    assert failed and all(c["p_value"] < 0.05 for c in result["checks"] if not c["passed"])
+
+
+def test_a_run_too_short_for_gev_blocks_says_so(tmp_path):
+    # about 120 tail samples in 10 minutes: blocks holding 3 each would be fewer than 50
+    result = worst(write_run(tmp_path, seed=5, xi=0.1, tail_p=2e-5, cpus=1))["loads"]["idle"]["merged"]
+    gev = result["gev"]
+    if result["refused"] is None:
+        assert gev["made"] is False and "GEV cross-check is not made" in gev["reason"]
+    else:  # or the tail is too thin for a GPD at all: said as well
+        assert "too few samples" in result["refused"] or "threshold" in result["refused"]
+
+
+def test_run_length_guidance():
+    # p = 1e-9 at 200 µs: ln(20)/p samples, about 166 hours per CPU
+    guide = run_length(1e-9, 3_000_000, 200)
+    assert guide["samples_needed"] == math.ceil(math.log(20) / 1e-9)
+    assert guide["hours_needed"] == pytest.approx(166.4, abs=0.1)
+
+
+def test_table_and_refusal_for_a_load_without_data(tmp_path):
+    run = write_run(tmp_path, seed=1, xi=0.2)
+    done = rtlab("worst", str(run))
+    assert done.returncode == 0, done.stderr
+    assert "166" in done.stdout and "idle" in done.stdout
+    bad = rtlab("worst", str(run), "--probability", "2")
+    assert bad.returncode == 2 and "not a probability" in bad.stderr
+
+
+def test_time_series_tests_agree_with_statsmodels():
+    from statsmodels.stats.diagnostic import acorr_ljungbox
+    from statsmodels.tsa.stattools import kpss
+
+    rng = np.random.default_rng(7)
+    for x in (rng.normal(size=600), np.cumsum(rng.normal(size=600)), rng.gamma(2.0, size=300)):
+        for lags in (10, 20):
+            q, p = stationarity.ljung_box(x, lags)
+            ref = acorr_ljungbox(x, lags=[lags])
+            assert q == pytest.approx(float(ref["lb_stat"].iloc[0]), rel=1e-9)
+            assert p == pytest.approx(float(ref["lb_pvalue"].iloc[0]), rel=1e-6, abs=1e-12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # statsmodels warns when p lies outside its table
+            stat, p_ref, *_ = kpss(x, regression="c", nlags="legacy")
+        eta, p = stationarity.kpss_level(x)
+        assert eta == pytest.approx(stat, rel=1e-9) and p == pytest.approx(p_ref, abs=1e-9)
