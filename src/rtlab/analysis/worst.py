@@ -249,3 +249,19 @@ def of_summary(summary: Summary, probability: float, horizon_s: float) -> dict[s
         }  # fmt: skip
     return {"schema": "rtlab.worst/1", "run": summary["run"], "probability": probability,
             "horizon_s": horizon_s, "loads": loads}  # fmt: skip
+
+
+def max_over_time(result: dict[str, Any], seconds: np.ndarray, rate: float) -> dict[str, list[float | None]]:
+    """The fitted model's median and 95 % band of the maximum over the first t seconds
+    (rate wake-ups a second): P(max <= x) = (1 - zeta S(x - u))^(rate t). None where that
+    lies below the threshold, which the model does not describe."""
+    fit = tail.GpdFit(result["threshold_us"], result["exceedances"], result["sigma"], result["xi"], 0.0,
+                      (None, None), 1.0)  # fmt: skip
+    zeta = result["exceedances"] / result["samples"]
+    out: dict[str, list[float | None]] = {"median": [], "low": [], "high": []}
+    for t in seconds:
+        n = max(rate * float(t), 1.0)
+        for key, level in (("median", 0.5), ("low", 0.025), ("high", 0.975)):
+            p = -math.expm1(math.log(level) / n)  # 1 - level^(1/n), exactly for large n
+            out[key].append(tail.quantile(fit, zeta, p) if p < zeta else None)
+    return out

@@ -10,14 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
+import matplotlib
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from rtlab import __version__
 from rtlab.analysis import compare
+from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.report import cells, figures
+from rtlab.report import cells, figures, worst_table
 from rtlab.shapes import FindingJSON, Summary
 
+# The HTML report's worst-case section asks what `rtlab worst` asks by default.
+WORST_P = 1e-9
+WORST_HORIZON_S = 86400
 CPU_FIELDS = tuple(
     FIELD_BY_KEY[k] for k in ("samples", "min_us", "avg_us", "stdev_us", "max_us", "p99_us", "p99_99_us")
 )
@@ -107,6 +112,14 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         for e in s["loads"].values()
         if e["merged"] and (m := e["merged"]["max_us"]) is not None
     ]
+    # How sure: the statistical worst case of each run, its figure and its table.
+    documents = [worst_case.of_summary(s, WORST_P, WORST_HORIZON_S) for s in summaries]
+    extra = []
+    with matplotlib.rc_context({"text.parse_math": False}):
+        for s, label, doc in zip(summaries, labels, documents, strict=True):
+            found = figures.worst_figure(s, label, doc)
+            if found is not None:
+                extra.append({"name": found.name, "svg": figures.svg(found.figure)})
     return _env.get_template("report.html.j2").render(
         version=__version__,
         labels=list(labels),
@@ -122,4 +135,6 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             {"name": f.name, "svg": figures.svg(f.figure)}
             for f in figures.all_figures(summaries, labels, deadline)
         ],
+        worst_tables=[(label, worst_table.render(doc)) for label, doc in zip(labels, documents, strict=True)],
+        worst_figures=extra,
     )
