@@ -631,7 +631,7 @@ def worst(
         float, typer.Option(help="per-wake-up probability of the latency asked for, e.g. 1e-9")
     ] = 1e-9,
     horizon: Annotated[str, typer.Option(help="how long the system must meet it, e.g. 24h")] = "24h",
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or html")] = "table",
     output: Output = None,
 ) -> None:
     """The statistical worst case of each load, with its confidence, or why there is none."""
@@ -643,9 +643,13 @@ def worst(
         raise UsageError(
             f"--probability {probability} is not a probability: give one between 0 and 1, e.g. 1e-9"
         )
-    if fmt not in ("table", "json"):
-        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
-    document = worst_case.of_summary(store.summary(run_dir), probability, parse_duration(horizon))
+    if fmt not in ("table", "json", "html"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
+    summary = store.summary(run_dir)
+    if fmt == "html":  # the run's report, whose worst-case section is this
+        _emit(report.renderer("html")([summary], [str(summary["run"] or run_dir.name)]), output)
+        return
+    document = worst_case.of_summary(summary, probability, parse_duration(horizon))
     if fmt == "json":
         _emit(json.dumps(document, indent=2) + "\n", output)
     elif output is not None:
