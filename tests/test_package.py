@@ -3,6 +3,7 @@ fresh virtualenv outside the tree, must carry every file the code reads at run t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -14,6 +15,8 @@ import pytest
 from conftest import needs_root, needs_tools, read_json
 
 ROOT = Path(__file__).resolve().parents[1]
+# The installed package alone: nothing from this checkout on the path
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 RUNTIME_FILES = (
     "rtlab/agent/agent.sh",
     "rtlab/targets/qemu/init.sh",
@@ -35,7 +38,9 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     wheel = next(dist.glob("rtlab-*.whl"))
-    pip = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True)
+    pip = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True, env=CLEAN
+    )
     assert pip.returncode == 0, pip.stderr[-2000:]
     return dist, venv
 
@@ -55,10 +60,12 @@ def test_wheel_and_sdist_hold_every_runtime_file(installed):
 def test_installed_rtlab_works_outside_the_tree(installed, tmp_path):
     _, venv = installed
     rtlab = str(venv / "bin/rtlab")
-    version = subprocess.run([rtlab, "--version"], capture_output=True, text=True, cwd=tmp_path)
+    version = subprocess.run([rtlab, "--version"], capture_output=True, text=True, cwd=tmp_path, env=CLEAN)
     assert version.returncode == 0 and version.stdout.startswith("rtlab ")
-    assert subprocess.run([rtlab, "--help"], capture_output=True, cwd=tmp_path).returncode == 0
-    fragments = subprocess.run([rtlab, "kernel", "fragments"], capture_output=True, text=True, cwd=tmp_path)
+    assert subprocess.run([rtlab, "--help"], capture_output=True, cwd=tmp_path, env=CLEAN).returncode == 0
+    fragments = subprocess.run(
+        [rtlab, "kernel", "fragments"], capture_output=True, text=True, cwd=tmp_path, env=CLEAN
+    )
     assert fragments.returncode == 0, fragments.stderr
     assert "CONFIG_PREEMPT_RT=y" in fragments.stdout
     # the package's own files, not this checkout's
@@ -67,6 +74,7 @@ def test_installed_rtlab_works_outside_the_tree(installed, tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=CLEAN,
     ).stdout
     assert where.startswith(str(venv)), where
 
@@ -92,6 +100,7 @@ def test_installed_rtlab_measures(installed, tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=CLEAN,
     )
     assert done.returncode == 0, done.stderr
     assert read_json(out / "summary.json")["loads"]["idle"]["merged"]["samples"] > 0
