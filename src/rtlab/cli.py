@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -86,31 +87,25 @@ def _plan(
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
-    given: dict[str, Any] = {}
-    if loads is not None:
-        given["loads"] = parse_loads(loads)
-    if duration is not None:
-        given["duration_s"] = parse_duration(duration)
-    if interval is not None:
-        given["interval_us"] = parse_latency(interval)
-    if priority is not None:
-        given["priority"] = priority
-    if settle is not None:
-        given["settle_s"] = 0 if settle.strip() in ("0", "0s") else parse_duration(settle)
-    if workers is not None:
-        given["workers"] = workers
+    options: dict[str, tuple[Any, Callable[[Any], Any]]] = {
+        "loads": (loads, parse_loads),
+        "duration_s": (duration, parse_duration),
+        "interval_us": (interval, parse_latency),
+        "priority": (priority, int),
+        "settle_s": (settle, lambda text: 0 if text.strip() in ("0", "0s") else parse_duration(text)),
+        "workers": (workers, int),
+        "histogram_us": (histogram_range, parse_latency),
+        "block_us": (block, parse_latency),
+        "spike_threshold_us": (spike_threshold, parse_latency),
+        "segment_s": (segment, parse_duration),
+    }
+    given: dict[str, Any] = {
+        key: parse(value) for key, (value, parse) in options.items() if value is not None
+    }
     if storage_dir is not None:
         if not storage_dir.is_dir():
             raise UsageError(f"--storage-dir {storage_dir} is not a directory: create it or choose another")
         given["storage_dir"] = str(storage_dir.resolve())
-    if histogram_range is not None:
-        given["histogram_us"] = parse_latency(histogram_range)
-    if block is not None:
-        given["block_us"] = parse_latency(block)
-    if spike_threshold is not None:
-        given["spike_threshold_us"] = parse_latency(spike_threshold)
-    if segment is not None:
-        given["segment_s"] = parse_duration(segment)
     if governor is not None:
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
