@@ -65,6 +65,11 @@ def test_rt_guest_reports_realtime_and_every_load(rt_and_standard):
         for entry in summary["loads"].values()
     )
     assert any(w["code"] == "emulated" for w in summary["warnings"])
+    # the time axis comes back from a guest too: the guest's clock, every load placed on it
+    assert summary["clock"] is not None
+    for entry in summary["loads"].values():
+        assert entry["phases"]["measure_start"] is not None and entry["timeline"] is not None
+        assert entry["timeline"]["check"] in ("ok", "unverified")
 
 
 @needs_x86

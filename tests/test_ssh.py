@@ -148,6 +148,7 @@ def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
     started = [datetime.fromisoformat(manifest["loads"][load]["started"]) for load in ("idle", "cpu")]
     assert (started[1] - started[0]).total_seconds() >= 2
     summary = read_json(out / "summary.json")
+    assert summary["clock"] is not None and (out / "loads/idle/cyclictest.out").exists()
     for load in ("idle", "cpu"):
         data = read_json(out / "loads" / load / "cyclictest.json")
         threads = data["thread"].values()
