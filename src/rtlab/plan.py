@@ -140,7 +140,9 @@ class Plan:
         if self.workers is None:
             raise ValueError("resolve the plan with for_target() first")
         temp_path = (self.storage_dir or scratch) if load == "storage" else None
-        timeout = self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S
+        # Each segment of a soak run starts a new cyclictest: allow it 2 s, or a 72-hour run's
+        # stress-ng would end on its own before the last segment does.
+        timeout = self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments()
         argv = stress_argv(load, self.workers, timeout, temp_path)
         if argv is not None and self.housekeeping_cpus and self.loads_on == "housekeeping":
             argv += ["--taskset", self.housekeeping_cpus]
@@ -148,7 +150,12 @@ class Plan:
 
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""
-        return max(len(self.loads), 1) * (self.duration_s + self.settle_s + STOP_ALLOWANCE_S)
+        per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments()
+        return max(len(self.loads), 1) * per_load
+
+    def segments(self) -> int:
+        """cyclictest runs per load: one, or one per segment of a soak run."""
+        return -(-self.duration_s // self.segment_s) if self.segment_s else 1
 
     def to_json(self) -> PlanJSON:
         data = asdict(self)
