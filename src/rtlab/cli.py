@@ -67,6 +67,19 @@ Figures = Annotated[
 AcceptKey = Annotated[
     bool, typer.Option("--accept-new-host-key", help="trust an SSH host key seen for the first time")
 ]
+Trace = Annotated[
+    str | None,
+    typer.Option(
+        help="spike causes: after each load's measurement, trace what makes samples above this, e.g. 500us"
+    ),
+]
+TraceDuration = Annotated[
+    str | None,
+    typer.Option(help="with --trace: each load's trace pass (default: as long as the measurement)"),
+]
+TraceSpikes = Annotated[
+    int | None, typer.Option(help="with --trace: at most this many traced spikes per load (default 20)")
+]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 
 
@@ -84,6 +97,9 @@ def _plan(
     block: str | None = None,
     spike_threshold: str | None = None,
     segment: str | None = None,
+    trace: str | None = None,
+    trace_duration: str | None = None,
+    trace_spikes: int | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -98,6 +114,9 @@ def _plan(
         "block_us": (block, parse_latency),
         "spike_threshold_us": (spike_threshold, parse_latency),
         "segment_s": (segment, parse_duration),
+        "trace_us": (trace, parse_latency),
+        "trace_s": (trace_duration, parse_duration),
+        "trace_spikes": (trace_spikes, int),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -110,6 +129,10 @@ def _plan(
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
         given["governor"] = governor
+    if trace is None and (trace_duration is not None or trace_spikes is not None):
+        raise UsageError("--trace-duration and --trace-spikes go with --trace THRESHOLD, e.g. --trace 500us")
+    if trace is not None and trace_duration is None:
+        given["trace_s"] = given.get("duration_s", base.duration_s)  # as long as the measurement
     return replace(base, **given).validate()
 
 
@@ -138,7 +161,7 @@ def _present(
     """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
     from rtlab.analysis import compare as fairness
     from rtlab.analysis.verdict import with_deadline
-    from rtlab.report import table
+    from rtlab.report import causes, table
 
     render = report.renderer(fmt)
     if series:
@@ -151,6 +174,9 @@ def _present(
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
         console.print(table.build(summaries, labels))
+        traced = causes.lines(summaries, labels)
+        if traced:
+            console.print(Text("Spike causes\n" + "\n".join(traced)))
         for summary, label in zip(summaries, labels, strict=True):
             for warning in summary["warnings"]:
                 prefix = f"{label}: " if len(summaries) > 1 else ""
@@ -210,6 +236,9 @@ def run(
         str | None,
         typer.Option(help="soak runs: measure each load as back-to-back runs this long, e.g. 10m"),
     ] = None,
+    trace: Trace = None,
+    trace_duration: TraceDuration = None,
+    trace_spikes: TraceSpikes = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -243,12 +272,15 @@ def run(
         block,
         spike_threshold,
         segment,
+        trace,
+        trace_duration,
+        trace_spikes,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     specs = target or ["local"]
     targets = [open_target(spec, accept_new_host_key) for spec in specs]
-    total = len(plan.loads) * (plan.duration_s + plan.settle_s)
+    total = len(plan.loads) * (plan.duration_s + plan.settle_s + (plan.trace_s if plan.trace_us else 0))
     err.print(
         f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
         f"{format_duration(plan.duration_s)} each (about {format_duration(total)})",

@@ -35,6 +35,10 @@ MIN_BLOCK_US, MAX_BLOCK_US = 100_000, 60_000_000
 # can fill (about 40 bytes of output each); the summary says when the list was cut.
 DEFAULT_SPIKE_US = 100
 DEFAULT_SPIKE_NODES = 10_000
+# Spike causes: a trace pass after each load's measurement (0 s: none). Each capture restarts
+# cyclictest; TRACE_SPIKES of them bound the pass's data (a few hundred kB each, gzipped).
+DEFAULT_TRACE_SPIKES = 20
+MAX_TRACE_SPIKES = 1000
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class Plan:
     spike_threshold_us: int = DEFAULT_SPIKE_US  # samples above it are listed with their time
     spike_nodes: int = DEFAULT_SPIKE_NODES  # at most this many (cyclictest keeps the first ones)
     segment_s: int = 0  # soak runs: each load as back-to-back cyclictest runs this long; 0: one run
+    trace_us: int = 0  # spike causes: trace what makes samples above this; 0: no trace pass
+    trace_s: int = 0  # how long each load's trace pass lasts (after its measurement)
+    trace_spikes: int = DEFAULT_TRACE_SPIKES  # at most this many traced spikes per load
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -86,6 +93,14 @@ class Plan:
             raise UsageError(
                 f"segment {self.segment_s}s must lie between the block and the duration ({self.duration_s}s)"
             )
+        if self.trace_us < 0 or (self.trace_us and self.trace_s < 1):
+            raise UsageError("--trace needs a threshold of 1us or more and a --trace-duration of 1s or more")
+        if self.trace_us and self.trace_s > MAX_DURATION_S:
+            raise UsageError(
+                f"trace duration {self.trace_s}s is out of range: use 1s to {MAX_DURATION_S // 86400}d"
+            )
+        if not 1 <= self.trace_spikes <= MAX_TRACE_SPIKES:
+            raise UsageError(f"--trace-spikes {self.trace_spikes}: use 1 to {MAX_TRACE_SPIKES}")
         if not 1 <= self.priority <= 99:
             raise UsageError(f"bad priority {self.priority}: SCHED_FIFO priorities are 1 to 99")
         if self.interval_us < 50:
@@ -131,6 +146,18 @@ class Plan:
             f"--spike={self.spike_threshold_us}", f"--spike-nodes={self.spike_nodes}",
         ]  # fmt: skip
 
+    def trace_argv(self) -> list[str]:
+        """The trace pass's cyclictest: the same threads, priority and interval as the
+        measurement; the agent adds -b/--tracemark (tracefs) or --spike, and -D."""
+        where = (["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
+                 if self.rt_cpus else ["-S"])  # fmt: skip
+        return ["-m", *where, "-p", str(self.priority), "-i", str(self.interval_us), "-q",
+                "-h", str(self.histogram_us), "--histfile=/dev/null"]  # fmt: skip
+
+    def tracing(self) -> int:
+        """Seconds of trace pass per load, with each capture's restart allowed (0: none)."""
+        return self.trace_s + self.trace_spikes if self.trace_us else 0
+
     def block_samples(self) -> int:
         """Samples per block per thread: cyclictest's oscilloscope reduction (-o)."""
         return max(self.block_us // self.interval_us, 1)
@@ -142,7 +169,9 @@ class Plan:
         temp_path = (self.storage_dir or scratch) if load == "storage" else None
         # Each segment of a soak run starts a new cyclictest: allow it 2 s, or a 72-hour run's
         # stress-ng would end on its own before the last segment does.
-        timeout = self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments()
+        timeout = (
+            self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
+        )
         argv = stress_argv(load, self.workers, timeout, temp_path)
         if argv is not None and self.housekeeping_cpus and self.loads_on == "housekeeping":
             argv += ["--taskset", self.housekeeping_cpus]
@@ -150,7 +179,7 @@ class Plan:
 
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""
-        per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments()
+        per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()
         return max(len(self.loads), 1) * per_load
 
     def segments(self) -> int:

@@ -145,6 +145,8 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
         folder = run.load_dir(load)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
+        if plan.trace_us:
+            (folder / "trace.argv").write_text("\n".join(plan.trace_argv()) + "\n")
         stress = plan.stress_argv(load, scratch=f"{remote}/loads/{load}/scratch")
         if stress is not None:
             if load == "storage" and plan.storage_dir is None:
@@ -351,7 +353,9 @@ def _measure(
 
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
             "--governor", plan.governor, "--grace", str(GRACE_S),
-            *(["--segment", str(plan.segment_s)] if plan.segment_s else [])]  # fmt: skip
+            *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
+            *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
+               "--trace-spikes", str(plan.trace_spikes)] if plan.trace_us else [])]  # fmt: skip
     started = time.monotonic()
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase

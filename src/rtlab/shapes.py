@@ -76,6 +76,9 @@ class PlanJSON(TypedDict):
     spike_threshold_us: int
     spike_nodes: int
     segment_s: int
+    trace_us: int
+    trace_s: int
+    trace_spikes: int
 
 
 class TargetJSON(TypedDict, total=False):
@@ -171,6 +174,8 @@ class PhasesJSON(TypedDict):
     measure_start: float | None
     measure_end: float | None
     load_end: float | None
+    trace_start: NotRequired[float | None]  # only with a trace pass
+    trace_end: NotRequired[float | None]
 
 
 class SpikesJSON(TypedDict):
@@ -207,6 +212,60 @@ class TimelineJSON(TypedDict):
     garbled_lines: int
 
 
+class CauseJSON(TypedDict):
+    """One source of delay inside a traced spike's window, on the spike's CPU."""
+
+    kind: str  # thread / irq / timer-irq / softirq / nmi / idle
+    name: str  # comm:pid, irq/N-name, softirq action, NMI handler; "CPU idle" for idle
+    duration_us: float  # how much of the window it took
+    role: str  # thread: blocking (held the CPU when the measured thread woke) / interference
+
+
+class SuspectJSON(TypedDict):
+    """Level c: an interrupt source much busier than usual in the spike's second."""
+
+    source: str  # "irq 4 ttyS0", "LOC Local timer interrupts", "softirq TIMER"
+    count: int  # on the spike's CPU in that second
+    typical: float  # its median per second over the pass
+
+
+class TracedSpikeJSON(TypedDict):
+    n: int  # the capture's number (level b) or the spike's rank in time (level c)
+    t_s: float | None  # seconds since the campaign began
+    phase: str  # trace: spikes come from the load's trace pass
+    cpu: int | None
+    latency_us: int | None
+    window_us: float | None  # from the missed wake-up to the measured thread running again
+    top: CauseJSON | None  # the largest cause; None at level c or when none was traced
+    causes: list[CauseJSON]  # largest first
+    unattributed_us: float | None  # the part of the window no traced event covers
+    suspects: list[SuspectJSON]  # level c only
+    trace: str | None  # the raw trace in the run directory
+    problem: str | None  # why this capture explains nothing
+
+
+class TopCauseJSON(TypedDict):
+    kind: str
+    name: str
+    spikes: int  # how many traced spikes it topped
+    worst_us: float  # its largest share of one window
+
+
+class CausesJSON(TypedDict):
+    """Why spikes happened: the load's trace pass (rtlab run --trace)."""
+
+    level: str  # b: tracefs driven by the agent; c: no tracefs, suspects only
+    threshold_us: int
+    seconds: int
+    clock: str  # the trace clock: mono places spikes on the time axis exactly
+    events: list[str]  # the trace events enabled (level b)
+    spikes: list[TracedSpikeJSON]
+    total: int | None  # level c: how many samples were above the threshold
+    top: list[TopCauseJSON]  # by spikes topped, then worst
+    note: str  # what this level can and cannot say
+    reason: str | None  # why the pass ended early, if it did
+
+
 class LoadEntry(TypedDict):
     status: str  # complete / partial / failed / not-run
     reason: str | None  # why it is not complete, in words
@@ -215,6 +274,7 @@ class LoadEntry(TypedDict):
     histograms: Histograms | None
     phases: PhasesJSON | None
     timeline: TimelineJSON | None
+    causes: NotRequired[CausesJSON]  # only with a trace pass
 
 
 class WarningJSON(TypedDict):

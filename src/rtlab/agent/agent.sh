@@ -10,6 +10,7 @@
 #                                 active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
 #                    [--grace S] [--segment S] [--stream-results]
+#                    [--trace-seconds S --trace-us US [--trace-spikes N]]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
@@ -43,6 +44,9 @@
 #   @rtlab segment-start t=UPTIME load=L n=N seconds=S  (--segment: each cyclictest run of a load)
 #   @rtlab segment-end t=UPTIME load=L n=N status=complete|failed
 #   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; stress-ng is stopped next)
+#   @rtlab trace-start t=UPTIME load=L level=b|c seconds=S threshold_us=US clock=C
+#   @rtlab trace-spike t=UPTIME load=L n=N cpu=C        (level b: cyclictest broke at a spike)
+#   @rtlab trace-end t=UPTIME load=L spikes=N [reason=TEXT]
 #   @rtlab load-end t=UPTIME load=L status=complete|partial|failed [reason=TEXT]
 #   @rtlab done t=UPTIME status=complete|partial|failed [reason=TEXT]
 # and on stdout only, with --stream-results (targets that cannot copy files back later):
@@ -71,6 +75,10 @@ GRACE=30
 STOP_GRACE=10
 STREAM=0
 SEGMENT=0
+TRACE_SECS=0
+TRACE_US=0
+TRACE_SPIKES=20
+TRACESAVE=
 BASE_DIR=${RTLAB_TARGET_DIR:-/tmp/rtlab}
 
 # Every event carries t=, seconds since boot (/proc/uptime, which busybox boards have too):
@@ -218,6 +226,25 @@ runtime_json() {
 	printf '}}'
 }
 
+# What spike causes can use: tracefs (mounted, or only in the kernel), its tracers and clocks,
+# and rtla with auto-analysis (--aa-only, rtla 6.3 and later).
+tracing_json() {
+	t=$(tracefs_dir) || t=
+	printf '{"tracefs": '
+	if [ -n "$t" ]; then json_str "${t#"$ROOT"}"; else printf null; fi
+	printf ', "in_kernel": '
+	if grep -q tracefs "$ROOT/proc/filesystems" 2>/dev/null; then printf true; else printf false; fi
+	printf ', "tracers": '
+	if [ -n "$t" ]; then json_str "$(cat "$t/available_tracers" 2>/dev/null)"; else printf null; fi
+	printf ', "clocks": '
+	if [ -n "$t" ]; then json_str "$(cat "$t/trace_clock" 2>/dev/null)"; else printf null; fi
+	printf ', "rtla": '
+	if command -v rtla >/dev/null 2>&1; then json_str "$(command -v rtla)"; else printf null; fi
+	printf ', "rtla_auto_analysis": '
+	if rtla timerlat top --help 2>&1 | grep -q -- '--aa-only'; then printf true; else printf false; fi
+	printf '}'
+}
+
 cmd_sysinfo() {
 	printf '{"schema": "rtlab.sysinfo/1", "collected": '
 	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -243,7 +270,9 @@ cmd_sysinfo() {
 	json_str "$(tool_version cyclictest)"
 	printf ', "stress-ng": '
 	json_str "$(tool_version stress-ng)"
-	printf '}, "runtime": '
+	printf '}, "tracing": '
+	tracing_json
+	printf ', "runtime": '
 	runtime_json
 	printf ', "missing": ['
 	sep=
@@ -573,6 +602,152 @@ measure_segments() {
 	fi
 }
 
+# --- spike causes: the trace pass ------------------------------------------------
+
+# Where tracefs is mounted and writable (the newer path first), or nothing.
+tracefs_dir() {
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		if [ -w "$ROOT$d/trace_marker" ] && [ -w "$ROOT$d/set_event" ]; then
+			printf '%s' "$ROOT$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# What places a spike on its CPU: the scheduler's switches and wake-ups, hard and soft
+# interrupts, NMIs and (x86) the local timer. Those a kernel lacks are skipped.
+TRACE_EVENTS='sched:sched_switch sched:sched_waking irq:irq_handler_entry irq:irq_handler_exit
+irq:softirq_entry irq:softirq_exit nmi:nmi_handler irq_vectors:local_timer_entry
+irq_vectors:local_timer_exit'
+TRACE_BUFFER_KB=2048
+
+# Saves what the trace pass changes in tracefs $1 ("file value" lines, and the enabled
+# events apart) before anything changes, so a crash can always be undone (`stop`).
+tracefs_save() {
+	{
+		printf 'tracing_on %s\n' "$(cat "$1/tracing_on")"
+		printf 'current_tracer %s\n' "$(cat "$1/current_tracer")"
+		printf 'trace_clock %s\n' "$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$1/trace_clock")"
+		# "7 (expanded: 1408)": a buffer never used yet takes its expanded size back.
+		kb=$(sed -n 's/.*expanded: \([0-9]*\).*/\1/p' "$1/buffer_size_kb")
+		[ -n "$kb" ] || kb=$(cut -d' ' -f1 "$1/buffer_size_kb")
+		printf 'buffer_size_kb %s\n' "$kb"
+		printf 'dir %s\n' "$1"
+	} >"$TRACESAVE.part" && cat "$1/set_event" >"$TRACESAVE.events" && mv "$TRACESAVE.part" "$TRACESAVE"
+}
+
+tracefs_restore() {
+	[ -n "$TRACESAVE" ] && [ -f "$TRACESAVE" ] || return 0
+	t=$(sed -n 's/^dir //p' "$TRACESAVE")
+	if [ -d "$t" ]; then
+		echo 0 >"$t/tracing_on"
+		: >"$t/set_event"
+		while IFS= read -r e; do echo "$e" >>"$t/set_event"; done <"$TRACESAVE.events"
+		while read -r f v; do
+			case $f in
+			current_tracer | trace_clock | buffer_size_kb) echo "$v" >"$t/$f" 2>/dev/null ;;
+			esac
+		done <"$TRACESAVE"
+		: >"$t/trace"
+		sed -n 's/^tracing_on //p' "$TRACESAVE" >"$t/tracing_on"
+	fi
+	rm -f "$TRACESAVE" "$TRACESAVE.events"
+}
+
+# The pass's tracefs set-up; prints the trace clock used (mono: the clock /proc/uptime and
+# the events count on; otherwise the host places spikes by the agent's own events only).
+tracefs_setup() {
+	t=$1
+	echo 0 >"$t/tracing_on"
+	echo nop >"$t/current_tracer"
+	echo "$TRACE_BUFFER_KB" >"$t/buffer_size_kb" 2>/dev/null
+	: >"$t/set_event"
+	for e in $TRACE_EVENTS; do
+		if echo "$e" >>"$t/set_event" 2>/dev/null; then echo "$e"; fi
+	done >"$2/events"
+	if echo mono >"$t/trace_clock" 2>/dev/null; then echo mono; else sed -n 's/.*\[\(.*\)\].*/\1/p' "$t/trace_clock"; fi
+}
+
+# /proc/interrupts and /proc/softirqs once a second: level c's suspects.
+irq_sampler() {
+	while :; do
+		read -r up _ </proc/uptime
+		printf '@ t=%s\n' "$up"
+		cat "$ROOT/proc/interrupts" 2>/dev/null
+		printf '@ softirqs\n'
+		cat "$ROOT/proc/softirqs" 2>/dev/null
+		sleep 1
+	done
+}
+
+# After the measurement, under the same load: cyclictest again, now to learn why spikes
+# happen, never what the latency is (tracing costs latency of its own).
+#   level b (tracefs): cyclictest -b US --tracemark stops itself and the tracing at the first
+#     sample above US; the spiking CPU's trace is kept and cyclictest starts again, until the
+#     pass's time or TRACE_SPIKES captures are used up.
+#   level c (no tracefs): cyclictest --spike=US lists the spikes' times while the interrupt
+#     counters are sampled: suspects, not causes.
+trace_pass() {
+	ld=$1
+	name=$2
+	td=$ld/trace
+	rm -rf "$td"
+	mkdir -p "$td"
+	tfs=$(tracefs_dir) || tfs=
+	saved_reason=$REASON
+	REASON=
+	n=0
+	spikes=0
+	pass_start=$(now_s)
+	if [ -n "$tfs" ]; then
+		tracefs_save "$tfs"
+		clock=$(tracefs_setup "$tfs" "$td")
+		emit trace-start load="$name" level=b seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock="$clock"
+		while [ $STOP = 0 ] && [ -z "$REASON" ] && [ $spikes -lt "$TRACE_SPIKES" ]; do
+			left=$((TRACE_SECS - ($(now_s) - pass_start)))
+			[ $left -ge 1 ] || break
+			n=$((n + 1))
+			cf=$td/$(printf %03d $n)
+			mkdir -p "$cf"
+			{ cat "$ld/trace.argv"; printf '%s\n' -b "$TRACE_US" --tracemark -D "$left"; } >"$cf/cyclictest.argv"
+			: >"$tfs/trace"
+			echo 1 >"$tfs/tracing_on"
+			measure "$cf" "$left" "$ld/stress.log"
+			echo 0 >"$tfs/tracing_on"
+			grep -q '^# Break thread' "$cf/cyclictest.out" 2>/dev/null || break
+			cpu=$(sed -n 's/.*\[0*\([0-9][0-9]*\)\].*tracing_mark_write: hit latency.*/\1/p' "$tfs/trace" | first_line)
+			if [ -n "$cpu" ] && [ -r "$tfs/per_cpu/cpu$cpu/trace" ]; then
+				if command -v gzip >/dev/null 2>&1; then
+					gzip -c "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu.trace.gz"
+				else
+					cat "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu.trace"
+				fi
+			fi
+			spikes=$((spikes + 1))
+			emit trace-spike load="$name" n="$n" cpu="${cpu:-?}"
+		done
+		tracefs_restore
+	else
+		emit trace-start load="$name" level=c seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock=uptime
+		cf=$td/001
+		mkdir -p "$cf"
+		{ cat "$ld/trace.argv"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000 -D "$TRACE_SECS"; } >"$cf/cyclictest.argv"
+		irq_sampler >"$cf/interrupts" &
+		sampler=$!
+		measure "$cf" "$TRACE_SECS" "$ld/stress.log"
+		kill "$sampler" 2>/dev/null
+		wait "$sampler" 2>/dev/null
+		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/cyclictest.out" 2>/dev/null | first_line)
+	fi
+	if [ -n "$REASON" ]; then
+		emit trace-end load="$name" spikes="${spikes:-0}" reason="$REASON"
+	else
+		emit trace-end load="$name" spikes="${spikes:-0}"
+	fi
+	REASON=$saved_reason
+}
+
 # The load folder as a gzipped tar in base64, for targets that cannot fetch files later.
 stream_result() {
 	[ $STREAM = 1 ] || return 0
@@ -585,6 +760,7 @@ cleanup() {
 	if [ -n "$CT_PID" ]; then signal_group KILL "$CT_PID"; fi
 	if [ -n "$STRESS_PID" ]; then signal_group KILL "$STRESS_PID"; fi
 	governors_restore
+	tracefs_restore
 	if [ -n "${DIR:-}" ]; then rm -f "$DIR/agent.pid"; fi
 	lock_release
 }
@@ -617,6 +793,9 @@ run_load() {
 			measure "$ld" "$SECS" "$ld/stress.log"
 		fi
 		emit measure-end load="$name"
+		if [ "$TRACE_SECS" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
+			trace_pass "$ld" "$name"
+		fi
 	fi
 	stress_stop "$ld"
 	rm -rf "$ld/scratch"
@@ -676,6 +855,9 @@ cmd_run() {
 		--governor) GOVERNOR=$2 ;;
 		--grace) GRACE=$2 ;;
 		--segment) SEGMENT=$2 ;;
+		--trace-seconds) TRACE_SECS=$2 ;;
+		--trace-us) TRACE_US=$2 ;;
+		--trace-spikes) TRACE_SPIKES=$2 ;;
 		*) die "unknown option $1" ;;
 		esac
 		shift 2
@@ -683,6 +865,7 @@ cmd_run() {
 	[ -f "$DIR/plan.loads" ] || die "$DIR/plan.loads is missing"
 	EVENTS=$DIR/events
 	GOVSAVE=$DIR/governors.saved
+	TRACESAVE=$DIR/tracefs.saved
 	trap on_signal INT TERM HUP
 	trap cleanup EXIT
 	if ! lock_take; then
@@ -726,7 +909,8 @@ cmd_stop() {
 			n=$((n + 1))
 		done
 	fi
-	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
+	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
+		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}
@@ -739,6 +923,8 @@ cmd_stop() {
 	# An agent that died hard left its saved governors behind: put them back.
 	GOVSAVE=$DIR/governors.saved
 	governors_restore
+	TRACESAVE=$DIR/tracefs.saved
+	tracefs_restore
 }
 
 cmd_file() {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from rtlab.analysis import stats, timeline
+from rtlab.analysis import causes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
@@ -19,6 +19,7 @@ from rtlab.shapes import (
     KernelFacts,
     LoadEntry,
     Manifest,
+    PhasesJSON,
     PlanJSON,
     Summary,
     Sysinfo,
@@ -27,6 +28,7 @@ from rtlab.shapes import (
     WarningJSON,
 )
 from rtlab.system import audit, kernel
+from rtlab.system import cpus as cpu_list
 
 SCHEMA = "rtlab.summary/1"
 SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
@@ -143,12 +145,15 @@ def summarize(
         }
         if load in when:
             p = when[load]
-            entry["phases"] = {
+            phases: PhasesJSON = {
                 "load_start": p.load_start,
                 "measure_start": p.measure_start,
                 "measure_end": p.measure_end,
                 "load_end": p.load_end,
             }
+            if p.trace_start is not None:
+                phases.update({"trace_start": p.trace_start, "trace_end": p.trace_end})
+            entry["phases"] = phases
         if status in ("complete", "partial") and per_thread:
             entry["timeline"], found_here = timeline.build(
                 load,
@@ -179,6 +184,12 @@ def summarize(
                 "merged": merged.to_json(),
                 "cpus": {cpu: h.to_json() for cpu, h in per_cpu.items()},
             }
+        traced = causes.build(
+            load, files.traces, files.trace_events, events, origin["uptime_s"] if origin else 0.0,
+            _thread_cpus(plan, sysinfo),
+        )  # fmt: skip
+        if traced is not None:
+            entry["causes"] = traced
         loads[load] = entry
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
@@ -196,6 +207,14 @@ def summarize(
         "audit": [f.to_json() for f in audit.audit(dict(sysinfo or {}))],
         "warnings": found,
     }
+
+
+def _thread_cpus(plan: PlanJSON, sysinfo: Sysinfo | None) -> list[int]:
+    """The CPU of each cyclictest thread, in thread order: -a's list, or every CPU (-S)."""
+    if plan.get("rt_cpus"):
+        return sorted(cpu_list.parse_list(plan["rt_cpus"] or ""))
+    count = ((sysinfo or {}).get("cpus") or {}).get("count") or 0
+    return list(range(count))
 
 
 def _planned_samples(plan: PlanJSON, threads: int) -> int:

@@ -30,6 +30,8 @@ class Phases:
     measure_start: float | None = None
     measure_end: float | None = None
     load_end: float | None = None
+    trace_start: float | None = None  # the trace pass (rtlab run --trace), after measure_end
+    trace_end: float | None = None
 
 
 def _t(event: Event) -> float | None:
@@ -57,6 +59,8 @@ def phases(events: Sequence[Event], origin: ClockJSON | None) -> dict[str, Phase
         Kind.MEASURE_START: "measure_start",
         Kind.MEASURE_END: "measure_end",
         Kind.LOAD_END: "load_end",
+        Kind.TRACE_START: "trace_start",
+        Kind.TRACE_END: "trace_end",
     }
     for event in events:
         t = _t(event)

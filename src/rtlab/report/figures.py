@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from rtlab.analysis import timeline, worst
 from rtlab.loads import LOADS
 from rtlab.report import cells
-from rtlab.shapes import HistogramJSON, Summary
+from rtlab.shapes import CausesJSON, HistogramJSON, Summary
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
 
@@ -171,33 +171,55 @@ def time_series(summary: Summary, load: str) -> tuple[np.ndarray, np.ndarray] | 
 def timeline_figure(summary: Summary, label: str, deadline_us: int | None) -> NamedFigure | None:
     """Max latency over time for the whole campaign: each load's blocks on one time axis, its
     measurement shaded and named, the deadline as a line, the spikes as marks."""
-    loads = [load for load in cells.loads_in_order([summary]) if time_series(summary, load) is not None]
+    loads = [
+        load
+        for load in cells.loads_in_order([summary])
+        if time_series(summary, load) is not None or summary["loads"][load].get("causes")
+    ]
     if not loads:
         return None
     fig = Figure(figsize=(10, 4), layout="constrained")
     ax = fig.add_subplot()
     ax.set_yscale("log")
     for i, load in enumerate(loads):
+        entry = summary["loads"][load]
         found = time_series(summary, load)
-        assert found is not None
-        t, values = found
-        axis = summary["loads"][load]["timeline"]
-        phases = summary["loads"][load]["phases"]
-        assert axis is not None
-        edges = np.append(t, t[-1] + axis["block_s"])
-        start = phases["measure_start"] if phases and phases["measure_start"] is not None else edges[0]
-        end = phases["measure_end"] if phases and phases["measure_end"] is not None else edges[-1]
-        ax.axvspan(start, end, color="0.93" if i % 2 == 0 else "0.86", zorder=0)
-        ax.text((start + end) / 2, 1.0, load, transform=ax.get_xaxis_transform(), ha="center", va="bottom")
-        ax.stairs(
-            values, edges, baseline=None, color=load_color(load), linewidth=1.2, label=f"{load} (block max)"
+        phases = entry["phases"]
+        axis = entry["timeline"]
+        edges = np.append(found[0], found[0][-1] + axis["block_s"]) if found and axis else None
+        start = phases["measure_start"] if phases else None
+        end = phases["measure_end"] if phases else None
+        if start is None or end is None:
+            start, end = (edges[0], edges[-1]) if edges is not None else (None, None)
+        if start is not None and end is not None:
+            ax.axvspan(start, end, color="0.93" if i % 2 == 0 else "0.86", zorder=0)
+            ax.text(
+                (start + end) / 2, 1.0, load, transform=ax.get_xaxis_transform(), ha="center", va="bottom"
+            )
+        if found is not None and edges is not None and axis is not None:
+            ax.stairs(
+                found[1],
+                edges,
+                baseline=None,
+                color=load_color(load),
+                linewidth=1.2,
+                label=f"{load} (block max)",
+            )
+            spikes = axis["spikes"]
+            if spikes["t_s"]:
+                ax.plot(
+                    spikes["t_s"], spikes["latency_us"], "x", markersize=3, color="black", alpha=0.6,
+                    label="spikes" if i == 0 else None,
+                )  # fmt: skip
+        traced_from = phases.get("trace_start") if phases else None
+        if phases and traced_from is not None:
+            ax.axvspan(traced_from, phases.get("trace_end") or traced_from,
+                       facecolor="0.97", hatch="//", edgecolor="0.8", zorder=0)  # fmt: skip
+        _traced(
+            ax,
+            entry.get("causes"),
+            labelled=not any("traced" in str(h) for h in ax.get_legend_handles_labels()[1]),
         )
-        spikes = axis["spikes"]
-        if spikes["t_s"]:
-            ax.plot(
-                spikes["t_s"], spikes["latency_us"], "x", markersize=3, color="black", alpha=0.6,
-                label="spikes" if i == 0 else None,
-            )  # fmt: skip
     if deadline_us is not None:
         ax.axhline(deadline_us, color="red", linestyle="--", linewidth=1, label=f"deadline {deadline_us} µs")
     ax.set_xlabel("time since the campaign began (s)")
@@ -207,6 +229,23 @@ def timeline_figure(summary: Summary, label: str, deadline_us: int | None) -> Na
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small", loc="upper right")
     return NamedFigure("timeline" if label is None else f"timeline-{_slug(label)}", title, fig)
+
+
+def _traced(ax: Any, found: CausesJSON | None, labelled: bool) -> None:
+    """A load's traced spikes after its measurement, each named by its top cause."""
+    if found is None:
+        return
+    placed = [x for x in found["spikes"] if x["t_s"] is not None and x["latency_us"]]
+    if not placed:
+        return
+    ax.plot(
+        [x["t_s"] for x in placed], [x["latency_us"] for x in placed], "D", markersize=4, color="darkred",
+        label="traced spikes (top cause)" if labelled else None,
+    )  # fmt: skip
+    for x in placed[:12]:
+        name = x["top"]["name"] if x["top"] else (x["suspects"][0]["source"] + "?" if x["suspects"] else "?")
+        ax.annotate(name, (x["t_s"], x["latency_us"]), textcoords="offset points", xytext=(3, 4),
+                    fontsize="x-small", color="darkred", rotation=20)  # fmt: skip
 
 
 def worst_figure(summary: Summary, label: str, document: dict[str, Any]) -> NamedFigure | None:

@@ -17,7 +17,7 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.report import cells, figures, worst_table
+from rtlab.report import causes, cells, figures, worst_table
 from rtlab.shapes import FindingJSON, Summary
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
@@ -70,6 +70,7 @@ class _RunView(TypedDict):
     system: list[tuple[str, str]]
     audit: list[FindingJSON]
     incomplete: list[tuple[str, str]]
+    causes: list[tuple[str, str, list[str]]]  # load, headline, a line per spike
 
 
 def _run_view(summary: Summary, label: str, loads: list[str]) -> _RunView:
@@ -96,6 +97,11 @@ def _run_view(summary: Summary, label: str, loads: list[str]) -> _RunView:
         "system": _system(summary),
         "audit": summary["audit"],
         "incomplete": [(load, mark) for load, mark in incomplete if mark],
+        "causes": [
+            (load, causes.headline(load, found), [causes.spike(x) for x in found["spikes"]])
+            for load in loads
+            if load in summary["loads"] and (found := summary["loads"][load].get("causes")) is not None
+        ],
     }
 
 

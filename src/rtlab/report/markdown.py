@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 from rtlab.analysis.stats import SEED_TABLE
-from rtlab.report import cells
+from rtlab.report import causes, cells
 from rtlab.shapes import Summary
 
 # What means something inside a line; a name never starts a line here, so # + - do not.
@@ -44,6 +44,13 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
+    traced = causes.lines(summaries, labels)
+    if traced:
+        text += (
+            "\n### Spike causes\n\n"
+            + "\n".join(("  - " if line.startswith("  ") else "- ") + escape(line) for line in traced)
+            + "\n"
+        )
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     return text

@@ -25,6 +25,9 @@ class Kind(StrEnum):
     SEGMENT_START = "segment-start"
     SEGMENT_END = "segment-end"
     MEASURE_END = "measure-end"
+    TRACE_START = "trace-start"  # the trace pass after a load's measurement (spike causes)
+    TRACE_SPIKE = "trace-spike"
+    TRACE_END = "trace-end"
     LOAD_END = "load-end"
     DONE = "done"
     RESULT = "result"  # a finished load's files follow, base64 (--stream-results)

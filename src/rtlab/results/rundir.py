@@ -14,10 +14,12 @@ still says how far it got: status `running` then means it never finished.
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import re
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -29,7 +31,7 @@ from rtlab.shapes import Manifest, Sysinfo
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
-PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv")
+PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv", "trace.argv")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -71,6 +73,17 @@ def read_json(path: Path) -> Any:
 
 
 @dataclass(frozen=True)
+class TraceCapture:
+    """One cyclictest run of a load's trace pass (loads/L/trace/NNN), as the agent left it."""
+
+    n: int
+    trace_path: str | None = None  # level b: the spiking CPU's trace, relative to the run
+    trace_text: str | None = None
+    verbose: timeline.Verbose | None = None  # level c: cyclictest's --spike list
+    counters: str | None = None  # level c: the interrupts file
+
+
+@dataclass(frozen=True)
 class RawLoad:
     """What a load's folder holds, read but not yet analysed."""
 
@@ -82,6 +95,8 @@ class RawLoad:
     # the time axis as cyclictest printed it: (segment number, 0 without segments, output)
     verbose: tuple[tuple[int, timeline.Verbose], ...] = ()
     segments_lost: tuple[str, ...] = ()  # segments whose result is missing or cut off
+    trace_events: tuple[str, ...] = ()  # the events the trace pass enabled
+    traces: tuple[TraceCapture, ...] = ()  # the trace pass, capture by capture
 
 
 _STRESS_END = re.compile(r"^@rtlab stress-ng (.*)$", re.MULTILINE)
@@ -223,7 +238,36 @@ class RunDir:
         if not segments:
             whole = timeline.read(folder)
             verbose = [(0, whole)] if whole is not None else []
-        return RawLoad(data, problem, stressed, stress_end, words, tuple(verbose), tuple(lost))
+        events_file = folder / "trace" / "events"
+        trace_events = tuple(events_file.read_text().split()) if events_file.is_file() else ()
+        return RawLoad(
+            data, problem, stressed, stress_end, words, tuple(verbose), tuple(lost), trace_events,
+            self._traces(folder / "trace"),
+        )  # fmt: skip
+
+    def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
+        found = []
+        for capture in sorted(p for p in folder.glob("[0-9]*") if p.is_dir()):
+            path = next(iter(sorted(capture.glob("cpu*.trace*"))), None)
+            text = None
+            if path is not None:
+                try:
+                    opener = gzip.open if path.suffix == ".gz" else open
+                    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+                        text = f.read()
+                except (OSError, EOFError, zlib.error):
+                    text = None  # cut off: the capture says it explains nothing
+            counters = capture / "interrupts"
+            found.append(
+                TraceCapture(
+                    int(capture.name),
+                    path.relative_to(self.path).as_posix() if path is not None else None,
+                    text,
+                    timeline.read(capture),
+                    counters.read_text(errors="replace") if counters.is_file() else None,
+                )
+            )
+        return tuple(found)
 
     def events(self) -> list[events.Event]:
         path = self.path / "events"

@@ -1,0 +1,295 @@
+"""Why spikes happened: each traced spike broken into what held its CPU. Pure: parsed traces
+and counters in, the summary's `causes` out.
+
+Level b (tracefs, driven by the agent): cyclictest -b broke at a sample of L µs and marked
+the trace; its wake-up was due at most L µs before the mark. The window runs from then to
+the moment the measured thread got its CPU back, and every traced source inside it on that
+CPU is a cause: other threads (the one running when the measured thread woke is *blocking*
+it; others interfere), hard interrupt handlers, the local timer, softirqs, NMIs, and idle (the
+timer's interrupt came late while the CPU slept: idle-state exit or, in a VM, the host). What
+no event covers is reported as unattributed, never guessed.
+
+Level c (no tracefs): spikes' times from cyclictest --spike and the interrupt counters read
+once a second; a source far busier than usual in a spike's second is a suspect, not a cause.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from rtlab.results.events import Event, Kind
+from rtlab.results.ftrace import CounterSample, Record, Trace, parse, parse_counters
+from rtlab.results.rundir import TraceCapture
+from rtlab.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
+
+NOTE_B = (
+    "level b: the kernel's scheduler, interrupt and softirq events on the spiking CPU, traced in "
+    "a pass after the measurement (tracing adds latency of its own: the pass explains, it does "
+    "not measure)"
+)
+NOTE_C = (
+    "level c: no tracefs on the target, so no causes: spike times with the interrupt sources far "
+    "busier than usual in their second (suspects). The kernel options that give causes: "
+    "CONFIG_FTRACE=y with tracefs mounted (level b); CONFIG_TIMERLAT_TRACER=y and "
+    "CONFIG_OSNOISE_TRACER=y with rtla 6.3 or later (level a)"
+)
+TOP_CAUSES = 5
+
+
+def _interval_union(spans: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def explain(trace: Trace) -> TracedSpikeJSON:
+    """One capture of level b: the spike cyclictest marked, and what filled its window.
+    Times in the result are the trace clock's; the caller places them on the campaign's."""
+    out: TracedSpikeJSON = {
+        "n": 0, "t_s": None, "phase": "trace", "cpu": None, "latency_us": None, "window_us": None,
+        "top": None, "causes": [], "unattributed_us": None, "suspects": [], "trace": None, "problem": None,
+    }  # fmt: skip
+    marks = [r for r in trace.records if r.event == "tracing_mark_write" and "latency" in r.fields]
+    if not marks:
+        out["problem"] = "the trace holds no cyclictest mark (the buffer was overwritten, or tracing failed)"
+        return out
+    mark = marks[-1]
+    latency = int(mark.fields["latency"])
+    out.update({"cpu": mark.cpu, "latency_us": latency, "t_s": mark.ts})
+    mine = [r for r in trace.records if r.cpu == mark.cpu and r.ts <= mark.ts]
+    due = mark.ts - latency / 1e6
+    back = next(
+        (r.ts for r in reversed(mine) if r.event == "sched_switch" and int(r.fields["next_pid"]) == mark.pid),
+        mark.ts,
+    )
+    if back < due:  # it ran on, unscheduled, since before its wake-up was due: its own code
+        back = mark.ts
+    if not mine or mine[0].ts > due:
+        out["problem"] = (
+            f"the trace starts {max(mine[0].ts - due, 0) * 1e6 if mine else 0:.0f} µs after the spike's "
+            "window began: the buffer was too small for it"
+        )
+    # Its wake-up: cyclictest stamps the latency before it writes the mark, so the due time
+    # computed from the mark is late by that much; a wake-up just before it starts the window.
+    woke = next(
+        (
+            r.ts
+            for r in reversed(mine)
+            if r.event == "sched_waking" and int(r.fields["pid"]) == mark.pid and r.ts <= back
+        ),
+        None,
+    )
+    if woke is not None and due - (mark.ts - back) <= woke < due:
+        due = woke
+    spans: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    roles: dict[tuple[str, str], str] = {}
+
+    def add(kind: str, name: str, start: float, end: float, role: str = "") -> None:
+        a, b = max(start, due), min(end, back)
+        if b > a:
+            spans[(kind, name)].append((a, b))
+            if role == "blocking" or (kind, name) not in roles:
+                roles[(kind, name)] = role
+
+    def task(pid: int, comm: str, prio: str, start: float, end: float) -> None:
+        if pid == mark.pid:
+            return
+        if pid == 0:
+            add("idle", "CPU idle", start, end)
+            return
+        role = "blocking" if woke is not None and start <= woke <= end else "interference"
+        add("thread", f"{comm}:{pid}" + _policy(prio), start, end, role)
+
+    # Who ran: the task of each line, switched at each sched_switch.
+    current: tuple[int, str, str] | None = None  # pid, comm, prio
+    since = mine[0].ts if mine else due
+    opened: dict[str, tuple[float, str]] = {}  # handler key -> (entry time, its name)
+    for r in mine:
+        if current is None:
+            current = (r.pid, r.comm, "")
+        if r.event == "sched_switch":
+            task(*current, since, r.ts)
+            current = (int(r.fields["next_pid"]), r.fields["next_comm"], r.fields["next_prio"])
+            since = r.ts
+        elif r.event.endswith("_entry") and r.event in _HANDLERS:
+            opened[_key(r)] = (r.ts, _name(r))
+        elif r.event.endswith("_exit") and r.event in _HANDLERS and _key(r) in opened:
+            start, name = opened.pop(_key(r))
+            add(_HANDLERS[r.event], name, start, r.ts)
+        elif r.event == "nmi_handler":
+            add("nmi", r.fields["handler"], r.ts - int(r.fields["delta_ns"]) / 1e9, r.ts)
+    if current is not None:
+        task(*current, since, back)
+    window = max(back - due, 0.0)
+    causes: list[CauseJSON] = [
+        {"kind": k, "name": n, "duration_us": round(_interval_union(s) * 1e6, 1), "role": roles[(k, n)]}
+        for (k, n), s in spans.items()
+    ]
+    causes.sort(key=lambda c: -c["duration_us"])
+    covered = _interval_union([span for s in spans.values() for span in s])
+    out.update(
+        {
+            "window_us": round(window * 1e6, 1),
+            "causes": causes,
+            "top": causes[0] if causes else None,
+            "unattributed_us": round(max(window - covered, 0.0) * 1e6, 1),
+        }
+    )
+    return out
+
+
+def _policy(prio: str) -> str:
+    """The kernel's prio as users set it: 0..99 are real-time (rt 99 is prio 0), 100..139 nice."""
+    if not prio.lstrip("-").isdigit():
+        return ""
+    value = int(prio)
+    return f" (rt {99 - value})" if value < 100 else f" (nice {value - 120})"
+
+
+_HANDLERS = {
+    "irq_handler_entry": "irq", "irq_handler_exit": "irq",
+    "softirq_entry": "softirq", "softirq_exit": "softirq",
+    "local_timer_entry": "timer-irq", "local_timer_exit": "timer-irq",
+}  # fmt: skip
+
+
+def _key(r: Record) -> str:
+    """What pairs a handler's entry with its exit."""
+    return f"{_HANDLERS[r.event]} {r.fields.get('irq') or r.fields.get('vec') or r.fields.get('vector')}"
+
+
+def _name(r: Record) -> str:
+    if r.event == "irq_handler_entry":
+        return f"irq {r.fields['irq']} {r.fields['name']}"
+    if r.event == "softirq_entry":
+        return r.fields["action"]
+    return f"local timer (vector {r.fields['vector']})"
+
+
+# --- level c ----------------------------------------------------------------------
+
+
+def suspects(samples: Sequence[CounterSample], t_uptime: float, cpu: int, top: int = 3) -> list[SuspectJSON]:
+    """The sources far busier than their median in the second around `t_uptime`, on `cpu`."""
+    pairs = list(zip(samples, samples[1:], strict=False))
+    here = next(((a, b) for a, b in pairs if a.t <= t_uptime <= b.t), None)
+    if here is None:
+        return []
+    found: list[tuple[float, SuspectJSON]] = []
+    for source, counts in here[1].counts.items():
+        if cpu >= len(counts) or source not in here[0].counts or cpu >= len(here[0].counts[source]):
+            continue
+        rates = [
+            (b.counts[source][cpu] - a.counts[source][cpu]) / max(b.t - a.t, 1e-3)
+            for a, b in pairs
+            if source in a.counts
+            and source in b.counts
+            and cpu < min(len(a.counts[source]), len(b.counts[source]))
+        ]
+        typical = statistics.median(rates) if rates else 0.0
+        count = counts[cpu] - here[0].counts[source][cpu]
+        rate = count / max(here[1].t - here[0].t, 1e-3)
+        if count > 0 and rate > 2 * typical + 5:
+            found.append((rate - typical, {"source": source, "count": count, "typical": round(typical, 1)}))
+    found.sort(key=lambda f: -f[0])
+    return [s for _, s in found[:top]]
+
+
+def top_causes(spikes: Sequence[TracedSpikeJSON]) -> list[TopCauseJSON]:
+    """The sources that topped most spikes (then the worst share of one window)."""
+    tally: dict[tuple[str, str], TopCauseJSON] = {}
+    for spike in spikes:
+        top = spike["top"]
+        if top is None:
+            continue
+        entry = tally.setdefault(
+            (top["kind"], top["name"]),
+            {"kind": top["kind"], "name": top["name"], "spikes": 0, "worst_us": 0.0},
+        )
+        entry["spikes"] += 1
+        entry["worst_us"] = max(entry["worst_us"], top["duration_us"])
+    return sorted(tally.values(), key=lambda e: (-e["spikes"], -e["worst_us"]))[:TOP_CAUSES]
+
+
+# --- a load's causes ------------------------------------------------------------------
+
+
+def build(
+    load: str,
+    captures: Sequence[TraceCapture],
+    enabled: Sequence[str],
+    events: Sequence[Event],
+    origin_uptime: float,
+    measured_cpus: Sequence[int],
+) -> CausesJSON | None:
+    """The load's `causes` from its trace pass; None when the load had none.
+    `measured_cpus`: cyclictest's threads' CPUs in thread order (level c names a spike by thread)."""
+    mine = [e for e in events if e.get("load") == load]
+    start = next((e for e in mine if e.kind == Kind.TRACE_START), None)
+    if start is None:
+        return None
+    end = next((e for e in mine if e.kind == Kind.TRACE_END), None)
+    level, clock = start.get("level"), start.get("clock")
+    marks = {e.get("n"): e for e in mine if e.kind == Kind.TRACE_SPIKE}
+    spikes: list[TracedSpikeJSON] = []
+    total: int | None = None
+    if level == "b":
+        for capture in captures:
+            event = marks.get(str(capture.n)) or marks.get(f"{capture.n:03d}")
+            if event is None:
+                continue  # the pass ran out without a spike in this cyclictest run
+            if capture.trace_text is None:
+                spike = explain(Trace())
+                spike["problem"] = "its trace is missing or cut off"
+            else:
+                spike = explain(parse(capture.trace_text))
+            spike["n"] = capture.n
+            spike["trace"] = capture.trace_path
+            # mono is the clock the agent's events count on; otherwise the agent's own stamp
+            traced_at = spike["t_s"] if clock == "mono" else None
+            at = traced_at if traced_at is not None else _t(event)
+            spike["t_s"] = round(at - origin_uptime, 3) if at is not None else None
+            spikes.append(spike)
+    else:
+        for capture in captures[:1]:
+            verbose = capture.verbose
+            samples = parse_counters(capture.counters or "")
+            if verbose is None:
+                continue
+            total = verbose.spikes_total
+            for i, (thread, latency, mono_us) in enumerate(verbose.spikes, 1):
+                cpu = measured_cpus[thread] if thread < len(measured_cpus) else thread
+                at = mono_us / 1e6
+                spikes.append(
+                    {
+                        "n": i, "t_s": round(at - origin_uptime, 3), "phase": "trace", "cpu": cpu,
+                        "latency_us": latency, "window_us": None, "top": None, "causes": [],
+                        "unattributed_us": None, "suspects": suspects(samples, at, cpu), "trace": None,
+                        "problem": None,
+                    }
+                )  # fmt: skip
+    return {
+        "level": level,
+        "threshold_us": int(start.get("threshold_us") or 0),
+        "seconds": int(start.get("seconds") or 0),
+        "clock": clock,
+        "events": list(enabled),
+        "spikes": spikes,
+        "total": total if level == "c" else len(spikes),
+        "top": top_causes(spikes),
+        "note": NOTE_B if level == "b" else NOTE_C,
+        "reason": (end.get("reason") or None) if end is not None else "the trace pass never ended",
+    }
+
+
+def _t(event: Event) -> float | None:
+    try:
+        return float(event.get("t"))
+    except ValueError:
+        return None
