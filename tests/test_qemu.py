@@ -108,15 +108,18 @@ def test_riscv64_guest(tmp_path):
     assert guests() == set()
 
 
-def initrd(tmp_path: Path, files: dict[str, str]) -> Path:
-    """A user initrd whose files override rtlab's (the kernel unpacks it last)."""
+def initrd(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    """A user initrd whose files (programs, all of them) override rtlab's (the kernel unpacks it last)."""
     buffer = io.BytesIO()
     w = cpio.Writer(buffer)
-    for name, text in files.items():
+    made: set[str] = set()
+    for name, content in files.items():
         parents = list(Path(name).parents)[-2::-1]  # usr, usr/local, usr/local/bin
-        for folder in parents:
-            w.directory(str(folder))
-        w.file(name, text.encode(), 0o755)
+        for folder in map(str, parents):
+            if folder not in made:
+                w.directory(folder)
+                made.add(folder)
+        w.file(name, content.encode() if isinstance(content, str) else content, 0o755)
     w.close()
     path = tmp_path / "extra.cpio"
     path.write_bytes(buffer.getvalue())

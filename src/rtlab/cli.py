@@ -80,6 +80,9 @@ TraceDuration = Annotated[
 TraceSpikes = Annotated[
     int | None, typer.Option(help="with --trace: at most this many traced spikes per load (default 20)")
 ]
+TraceLevel = Annotated[
+    str | None, typer.Option(help="with --trace: auto (the best the target has) or c (suspects, no tracing)")
+]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 
 
@@ -100,6 +103,7 @@ def _plan(
     trace: str | None = None,
     trace_duration: str | None = None,
     trace_spikes: int | None = None,
+    trace_level: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -117,6 +121,7 @@ def _plan(
         "trace_us": (trace, parse_latency),
         "trace_s": (trace_duration, parse_duration),
         "trace_spikes": (trace_spikes, int),
+        "trace_level": (trace_level, str),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -129,8 +134,10 @@ def _plan(
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
         given["governor"] = governor
-    if trace is None and (trace_duration is not None or trace_spikes is not None):
-        raise UsageError("--trace-duration and --trace-spikes go with --trace THRESHOLD, e.g. --trace 500us")
+    if trace is None and (trace_duration, trace_spikes, trace_level) != (None, None, None):
+        raise UsageError(
+            "--trace-duration, --trace-spikes and --trace-level go with --trace THRESHOLD, e.g. --trace 500us"
+        )
     if trace is not None and trace_duration is None:
         given["trace_s"] = given.get("duration_s", base.duration_s)  # as long as the measurement
     return replace(base, **given).validate()
@@ -239,6 +246,7 @@ def run(
     trace: Trace = None,
     trace_duration: TraceDuration = None,
     trace_spikes: TraceSpikes = None,
+    trace_level: TraceLevel = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -275,6 +283,7 @@ def run(
         trace,
         trace_duration,
         trace_spikes,
+        trace_level,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
@@ -292,6 +301,27 @@ def run(
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, targets[0], out=out_dir, name=name, on_event=progress)
     _conclude(outcome, deadline, junit)
+
+
+@app.command("trace")
+def trace_command(
+    threshold: Annotated[str, typer.Option(help="trace what makes samples above this, e.g. 500us")],
+    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
+    loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
+    duration: Annotated[
+        str, typer.Option(help="per load: the measurement, then a trace pass as long (default 30s)")
+    ] = "30s",
+    trace_spikes: TraceSpikes = None,
+    trace_level: TraceLevel = None,
+    out: Annotated[str | None, typer.Option(help="the run directory (default results/...)")] = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Hunt spike causes: each load measured, then traced; the table and the causes.
+    The same as `rtlab run --trace THRESHOLD`, with a shorter default duration."""
+    run(
+        target=[target], loads=loads, duration=duration, out=out, trace=threshold,
+        trace_spikes=trace_spikes, trace_level=trace_level, accept_new_host_key=accept_new_host_key,
+    )  # fmt: skip
 
 
 def _out_dir(out: str | None) -> Path | None:

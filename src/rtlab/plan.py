@@ -64,6 +64,7 @@ class Plan:
     trace_us: int = 0  # spike causes: trace what makes samples above this; 0: no trace pass
     trace_s: int = 0  # how long each load's trace pass lasts (after its measurement)
     trace_spikes: int = DEFAULT_TRACE_SPIKES  # at most this many traced spikes per load
+    trace_level: str = "auto"  # the best the target has (b with tracefs, else c), or c: suspects only
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -99,6 +100,8 @@ class Plan:
             raise UsageError(
                 f"trace duration {self.trace_s}s is out of range: use 1s to {MAX_DURATION_S // 86400}d"
             )
+        if self.trace_level not in ("auto", "c"):
+            raise UsageError(f"bad --trace-level {self.trace_level!r}: use auto or c")
         if not 1 <= self.trace_spikes <= MAX_TRACE_SPIKES:
             raise UsageError(f"--trace-spikes {self.trace_spikes}: use 1 to {MAX_TRACE_SPIKES}")
         if not 1 <= self.priority <= 99:

@@ -355,7 +355,8 @@ def _measure(
             "--governor", plan.governor, "--grace", str(GRACE_S),
             *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
             *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
-               "--trace-spikes", str(plan.trace_spikes)] if plan.trace_us else [])]  # fmt: skip
+               "--trace-spikes", str(plan.trace_spikes), "--trace-level", plan.trace_level]
+              if plan.trace_us else [])]  # fmt: skip
     started = time.monotonic()
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase

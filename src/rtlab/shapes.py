@@ -48,6 +48,7 @@ class Sysinfo(TypedDict, total=False):
     cpus: CpuFacts
     tools: dict[str, str]
     runtime: dict[str, Any]  # the runtime files, irqbalance, idle states: read by system.audit
+    tracing: dict[str, Any]  # tracefs, tracers, clocks, rtla: which spike-cause levels it has
     missing: list[str]
     derived: dict[str, Any]
 
@@ -79,6 +80,7 @@ class PlanJSON(TypedDict):
     trace_us: int
     trace_s: int
     trace_spikes: int
+    trace_level: str
 
 
 class TargetJSON(TypedDict, total=False):

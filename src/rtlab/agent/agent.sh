@@ -10,7 +10,7 @@
 #                                 active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
 #                    [--grace S] [--segment S] [--stream-results]
-#                    [--trace-seconds S --trace-us US [--trace-spikes N]]
+#                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|c]]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
@@ -78,6 +78,7 @@ SEGMENT=0
 TRACE_SECS=0
 TRACE_US=0
 TRACE_SPIKES=20
+TRACE_LEVEL=auto
 TRACESAVE=
 BASE_DIR=${RTLAB_TARGET_DIR:-/tmp/rtlab}
 
@@ -622,19 +623,23 @@ irq:softirq_entry irq:softirq_exit nmi:nmi_handler irq_vectors:local_timer_entry
 irq_vectors:local_timer_exit'
 TRACE_BUFFER_KB=2048
 
-# Saves what the trace pass changes in tracefs $1 ("file value" lines, and the enabled
-# events apart) before anything changes, so a crash can always be undone (`stop`).
+# What the trace pass changes in tracefs $1, as "file value" lines, then the enabled events
+# as "event NAME" lines: saved before anything changes, so a crash can always be undone
+# (`stop`), and read again after the restore (trace/tracefs.before and .after in the run).
+tracefs_state() {
+	printf 'dir %s\n' "$1"
+	printf 'tracing_on %s\n' "$(cat "$1/tracing_on")"
+	printf 'current_tracer %s\n' "$(cat "$1/current_tracer")"
+	printf 'trace_clock %s\n' "$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$1/trace_clock")"
+	# "7 (expanded: 1408)": a buffer never used yet takes its expanded size back.
+	kb=$(sed -n 's/.*expanded: \([0-9]*\).*/\1/p' "$1/buffer_size_kb")
+	[ -n "$kb" ] || kb=$(cut -d' ' -f1 "$1/buffer_size_kb")
+	printf 'buffer_size_kb %s\n' "$kb"
+	sed 's/^/event /' "$1/set_event"
+}
+
 tracefs_save() {
-	{
-		printf 'tracing_on %s\n' "$(cat "$1/tracing_on")"
-		printf 'current_tracer %s\n' "$(cat "$1/current_tracer")"
-		printf 'trace_clock %s\n' "$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$1/trace_clock")"
-		# "7 (expanded: 1408)": a buffer never used yet takes its expanded size back.
-		kb=$(sed -n 's/.*expanded: \([0-9]*\).*/\1/p' "$1/buffer_size_kb")
-		[ -n "$kb" ] || kb=$(cut -d' ' -f1 "$1/buffer_size_kb")
-		printf 'buffer_size_kb %s\n' "$kb"
-		printf 'dir %s\n' "$1"
-	} >"$TRACESAVE.part" && cat "$1/set_event" >"$TRACESAVE.events" && mv "$TRACESAVE.part" "$TRACESAVE"
+	tracefs_state "$1" >"$TRACESAVE.part" && mv "$TRACESAVE.part" "$TRACESAVE"
 }
 
 tracefs_restore() {
@@ -643,16 +648,16 @@ tracefs_restore() {
 	if [ -d "$t" ]; then
 		echo 0 >"$t/tracing_on"
 		: >"$t/set_event"
-		while IFS= read -r e; do echo "$e" >>"$t/set_event"; done <"$TRACESAVE.events"
 		while read -r f v; do
 			case $f in
+			event) echo "$v" >>"$t/set_event" ;;
 			current_tracer | trace_clock | buffer_size_kb) echo "$v" >"$t/$f" 2>/dev/null ;;
 			esac
 		done <"$TRACESAVE"
 		: >"$t/trace"
 		sed -n 's/^tracing_on //p' "$TRACESAVE" >"$t/tracing_on"
 	fi
-	rm -f "$TRACESAVE" "$TRACESAVE.events"
+	rm -f "$TRACESAVE"
 }
 
 # The pass's tracefs set-up; prints the trace clock used (mono: the clock /proc/uptime and
@@ -695,6 +700,7 @@ trace_pass() {
 	rm -rf "$td"
 	mkdir -p "$td"
 	tfs=$(tracefs_dir) || tfs=
+	[ "$TRACE_LEVEL" != c ] || tfs=
 	saved_reason=$REASON
 	REASON=
 	n=0
@@ -702,6 +708,7 @@ trace_pass() {
 	pass_start=$(now_s)
 	if [ -n "$tfs" ]; then
 		tracefs_save "$tfs"
+		cp "$TRACESAVE" "$td/tracefs.before"
 		clock=$(tracefs_setup "$tfs" "$td")
 		emit trace-start load="$name" level=b seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock="$clock"
 		while [ $STOP = 0 ] && [ -z "$REASON" ] && [ $spikes -lt "$TRACE_SPIKES" ]; do
@@ -728,6 +735,7 @@ trace_pass() {
 			emit trace-spike load="$name" n="$n" cpu="${cpu:-?}"
 		done
 		tracefs_restore
+		tracefs_state "$tfs" >"$td/tracefs.after"
 	else
 		emit trace-start load="$name" level=c seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock=uptime
 		cf=$td/001
@@ -858,6 +866,7 @@ cmd_run() {
 		--trace-seconds) TRACE_SECS=$2 ;;
 		--trace-us) TRACE_US=$2 ;;
 		--trace-spikes) TRACE_SPIKES=$2 ;;
+		--trace-level) TRACE_LEVEL=$2 ;;
 		*) die "unknown option $1" ;;
 		esac
 		shift 2

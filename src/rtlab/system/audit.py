@@ -135,7 +135,49 @@ def audit(sysinfo: Mapping[str, Any], rt_cpus: str = "", housekeeping: str = "")
         out += _config(options)
     out += _cmdline(str(k.get("cmdline") or ""), str(k.get("machine") or ""), rt_cpus, housekeeping)
     out += _runtime(sysinfo)
+    out += tracing_levels(sysinfo)
     return out
+
+
+def tracing_levels(sysinfo: Mapping[str, Any]) -> list[Finding]:
+    """Which spike-cause levels (rtlab run --trace) the target supports, from what it has."""
+    t = sysinfo.get("tracing")
+    if not isinstance(t, dict):
+        return [Finding("tracing", "spike causes", "info", "not probed (an older agent)")]
+    options = kernel.config_options(sysinfo)
+    mounted = t.get("tracefs")
+    if mounted:
+        level = Finding("tracing", "level b (tracefs events)", "ok", f"tracefs at {mounted}")
+    elif t.get("in_kernel"):
+        level = Finding(
+            "tracing", "level b (tracefs events)", "warn", "tracefs is in the kernel but not mounted",
+            "mount -t tracefs nodev /sys/kernel/tracing (as root) for causes at level b",
+        )  # fmt: skip
+    else:
+        level = Finding(
+            "tracing", "level b (tracefs events)", "info", "no tracefs: causes fall back to level c",
+            "a kernel with CONFIG_FTRACE=y and CONFIG_TRACING=y, tracefs mounted",
+        )  # fmt: skip
+    tracers = str(t.get("tracers") or "")
+    rtla_ok = bool(t.get("rtla_auto_analysis")) and "timerlat" in tracers
+    if rtla_ok:
+        a = Finding("tracing", "level a (rtla timerlat auto-analysis)", "ok", f"rtla at {t.get('rtla')}")
+    else:
+        missing = [
+            what
+            for what, gone in (
+                ("rtla 6.3 or later (--aa-only)", not t.get("rtla_auto_analysis")),
+                ("the timerlat tracer (CONFIG_TIMERLAT_TRACER)", "timerlat" not in tracers
+                 and not kernel.enabled(options, "CONFIG_TIMERLAT_TRACER")),
+            )
+            if gone
+        ]  # fmt: skip
+        a = Finding(
+            "tracing", "level a (rtla timerlat auto-analysis)", "info",
+            "needs " + " and ".join(missing or ["tracefs"]),
+            "rtlab's own level b names the same threads and interrupts",
+        )  # fmt: skip
+    return [level, a]
 
 
 def _config(options: dict[str, str]) -> list[Finding]:
