@@ -13,15 +13,19 @@ from conftest import needs_root, needs_tools, read_json, rtlab, run_args
 from rtlab.analysis.stats import FIELDS
 from rtlab.plan import Plan
 from rtlab.shapes import (
+    CausesJSON,
     FindingJSON,
     HistogramJSON,
     LoadEntry,
     Manifest,
+    PhasesJSON,
     PlanJSON,
     StatsJSON,
     Summary,
+    SuspectJSON,
     Sysinfo,
     SystemJSON,
+    TracedSpikeJSON,
     WarningJSON,
 )
 
@@ -42,7 +46,10 @@ def test_plan_and_stats_shapes_match_their_classes():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("shapes") / "run"
-    done = rtlab(*run_args(out, "idle,cpu", "1s", "--deadline", "100ms"))
+    # with a trace pass (level c on this host: no tracefs mounted), so causes have their shape too
+    done = rtlab(
+        *run_args(out, "idle,cpu", "1s", "--deadline", "100ms", "--trace", "1ms", "--trace-duration", "1s")
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -57,6 +64,10 @@ def test_a_real_run_has_exactly_the_defined_fields(run):
     assert summary["audit"] and all(set(f) == keys(FindingJSON) for f in summary["audit"])
     for entry in summary["loads"].values():
         assert set(entry) == keys(LoadEntry)
+        assert set(entry["phases"]) == keys(PhasesJSON)
+        assert set(entry["causes"]) == keys(CausesJSON)
+        assert all(set(spike) == keys(TracedSpikeJSON) for spike in entry["causes"]["spikes"])
+        assert all(set(s) == keys(SuspectJSON) for x in entry["causes"]["spikes"] for s in x["suspects"])
         assert set(entry["merged"]) == keys(StatsJSON)
         assert all(set(stats) == keys(StatsJSON) for stats in entry["cpus"].values())
         assert set(entry["histograms"]["merged"]) == keys(HistogramJSON)
