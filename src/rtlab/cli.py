@@ -81,7 +81,10 @@ TraceSpikes = Annotated[
     int | None, typer.Option(help="with --trace: at most this many traced spikes per load (default 20)")
 ]
 TraceLevel = Annotated[
-    str | None, typer.Option(help="with --trace: auto (the best the target has) or c (suspects, no tracing)")
+    str | None,
+    typer.Option(
+        help="with --trace: auto (the best the target has), a (rtla), b (tracefs) or c (no tracing)"
+    ),
 ]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 

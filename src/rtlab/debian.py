@@ -74,15 +74,16 @@ class Apt:
     mirror: str = DEFAULT_MIRROR
     # (file name, text) for sources.list.d, instead of one release of `mirror`
     sources: tuple[tuple[str, str], ...] = ()
+    suites: tuple[str, ...] = ()  # more suites of `mirror` beside `release` (backports)
 
     @classmethod
-    def for_guest(cls, cache: Path, release: str, arch: str) -> Apt:
+    def for_guest(cls, cache: Path, release: str, arch: str, suites: tuple[str, ...] = ()) -> Apt:
         for tool in ("apt-get", "dpkg-deb"):
             if shutil.which(tool) is None:
                 raise UsageError(
                     f"{tool} is missing: QEMU targets fetch Debian packages with apt (Debian/Ubuntu hosts)"
                 )
-        return cls(cache / "apt" / f"{release}-{arch}", release, arch, host_mirror())
+        return cls(cache / "apt" / f"{release}-{arch}", release, arch, host_mirror(), suites=suites)
 
     @classmethod
     def for_host_sources(cls, cache: Path) -> Apt:
@@ -106,7 +107,17 @@ class Apt:
 
     def update(self, force: bool = False) -> None:
         lists = self.root / "var/lib/apt/lists"
-        if not force and any(lists.glob("*_Sources*" if self.sources else "*_Packages*")):
+        listed = (
+            ""
+            if self.sources
+            else "".join(
+                f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {suite} main\n"
+                for suite in (self.release, *self.suites)
+            )
+        )
+        sources_list = self.root / "etc/apt/sources.list"
+        same = sources_list.is_file() and sources_list.read_text() == listed
+        if not force and same and any(lists.glob("*_Sources*" if self.sources else "*_Packages*")):
             return
         (self.root / "etc/apt/apt.conf.d").mkdir(parents=True, exist_ok=True)
         (self.root / "etc/apt/preferences.d").mkdir(parents=True, exist_ok=True)
@@ -114,11 +125,7 @@ class Apt:
         (self.root / "var/lib/dpkg/status").touch()
         (self.root / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
         lists.joinpath("partial").mkdir(parents=True, exist_ok=True)
-        (self.root / "etc/apt/sources.list").write_text(
-            ""
-            if self.sources
-            else f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {self.release} main\n"
-        )
+        sources_list.write_text(listed)
         (self.root / "etc/apt/sources.list.d").mkdir(exist_ok=True)
         for name, text in self.sources:
             (self.root / "etc/apt/sources.list.d" / name).write_text(text)

@@ -64,7 +64,7 @@ class Plan:
     trace_us: int = 0  # spike causes: trace what makes samples above this; 0: no trace pass
     trace_s: int = 0  # how long each load's trace pass lasts (after its measurement)
     trace_spikes: int = DEFAULT_TRACE_SPIKES  # at most this many traced spikes per load
-    trace_level: str = "auto"  # the best the target has (b with tracefs, else c), or c: suspects only
+    trace_level: str = "auto"  # the best the target has (a: rtla, b: tracefs, c: neither), or one of them
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -100,8 +100,8 @@ class Plan:
             raise UsageError(
                 f"trace duration {self.trace_s}s is out of range: use 1s to {MAX_DURATION_S // 86400}d"
             )
-        if self.trace_level not in ("auto", "c"):
-            raise UsageError(f"bad --trace-level {self.trace_level!r}: use auto or c")
+        if self.trace_level not in ("auto", "a", "b", "c"):
+            raise UsageError(f"bad --trace-level {self.trace_level!r}: use auto, a, b or c")
         if not 1 <= self.trace_spikes <= MAX_TRACE_SPIKES:
             raise UsageError(f"--trace-spikes {self.trace_spikes}: use 1 to {MAX_TRACE_SPIKES}")
         if not 1 <= self.priority <= 99:
@@ -156,6 +156,12 @@ class Plan:
                  if self.rt_cpus else ["-S"])  # fmt: skip
         return ["-m", *where, "-p", str(self.priority), "-i", str(self.interval_us), "-q",
                 "-h", str(self.histogram_us), "--histfile=/dev/null"]  # fmt: skip
+
+    def rtla_argv(self) -> list[str]:
+        """Level a's rtla: timerlat's threads at the measurement's priority, period and CPUs;
+        the agent adds --aa-only and -d."""
+        where = ["-c", self.rt_cpus] if self.rt_cpus else []
+        return ["timerlat", "top", "-P", f"f:{self.priority}", "-p", str(self.interval_us), *where]
 
     def tracing(self) -> int:
         """Seconds of trace pass per load, with each capture's restart allowed (0: none)."""

@@ -147,6 +147,7 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
         (folder / "cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
         if plan.trace_us:
             (folder / "trace.argv").write_text("\n".join(plan.trace_argv()) + "\n")
+            (folder / "rtla.argv").write_text("\n".join(plan.rtla_argv()) + "\n")
         stress = plan.stress_argv(load, scratch=f"{remote}/loads/{load}/scratch")
         if stress is not None:
             if load == "storage" and plan.storage_dir is None:

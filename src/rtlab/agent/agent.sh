@@ -10,7 +10,7 @@
 #                                 active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
 #                    [--grace S] [--segment S] [--stream-results]
-#                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|c]]
+#                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|a|b|c]]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
@@ -44,8 +44,8 @@
 #   @rtlab segment-start t=UPTIME load=L n=N seconds=S  (--segment: each cyclictest run of a load)
 #   @rtlab segment-end t=UPTIME load=L n=N status=complete|failed
 #   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; stress-ng is stopped next)
-#   @rtlab trace-start t=UPTIME load=L level=b|c seconds=S threshold_us=US clock=C
-#   @rtlab trace-spike t=UPTIME load=L n=N cpu=C        (level b: cyclictest broke at a spike)
+#   @rtlab trace-start t=UPTIME load=L level=a|b|c seconds=S threshold_us=US clock=C asked=LEVEL
+#   @rtlab trace-spike t=UPTIME load=L n=N cpu=C [hit=UPTIME]  (levels a, b: a capture)
 #   @rtlab trace-end t=UPTIME load=L spikes=N [reason=TEXT]
 #   @rtlab load-end t=UPTIME load=L status=complete|partial|failed [reason=TEXT]
 #   @rtlab done t=UPTIME status=complete|partial|failed [reason=TEXT]
@@ -636,6 +636,11 @@ tracefs_state() {
 	[ -n "$kb" ] || kb=$(cut -d' ' -f1 "$1/buffer_size_kb")
 	printf 'buffer_size_kb %s\n' "$kb"
 	sed 's/^/event /' "$1/set_event"
+	# what rtla sets for the timerlat tracer and puts back itself, unless it is killed
+	for f in "$1"/osnoise/*; do
+		case ${f##*/} in options) continue ;; esac
+		if [ -f "$f" ] && [ -r "$f" ]; then printf 'osnoise/%s %s\n' "${f##*/}" "$(cat "$f" 2>/dev/null)"; fi
+	done
 }
 
 tracefs_save() {
@@ -651,7 +656,7 @@ tracefs_restore() {
 		while read -r f v; do
 			case $f in
 			event) echo "$v" >>"$t/set_event" ;;
-			current_tracer | trace_clock | buffer_size_kb) echo "$v" >"$t/$f" 2>/dev/null ;;
+			current_tracer | trace_clock | buffer_size_kb | osnoise/*) echo "$v" >"$t/$f" 2>/dev/null ;;
 			esac
 		done <"$TRACESAVE"
 		: >"$t/trace"
@@ -686,13 +691,67 @@ irq_sampler() {
 	done
 }
 
-# After the measurement, under the same load: cyclictest again, now to learn why spikes
+# rtla with auto-analysis (rtla 6.3 and later) and the timerlat tracer in tracefs $1.
+rtla_ready() {
+	[ -n "$1" ] && grep -q timerlat "$1/available_tracers" 2>/dev/null &&
+		rtla timerlat top --help 2>&1 | grep -q -- '--aa-only'
+}
+
+# Runs `rtla timerlat top --aa-only US` in folder $1 (its rtla.argv) for $2 seconds, in its
+# own process group, watched like cyclictest: stopped with SIGINT (rtla then restores what it
+# set) on a signal, killed GRACE seconds past its end. HIT is set to the uptime at which its
+# output first said it hit the threshold (rtla itself looks once a second).
+rtla_run() {
+	rf=$1
+	rsecs=$2
+	HIT=
+	(cd "$rf" && run_argv rtla.argv $SETSID rtla) >"$rf/rtla.out" 2>&1 &
+	CT_PID=$!
+	echo "$CT_PID" >"$rf/rtla.pid"
+	rstart=$(now_s)
+	sent=
+	while alive "$CT_PID"; do
+		if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/rtla.out" 2>/dev/null; then
+			read -r HIT _ </proc/uptime
+		fi
+		t=$(($(now_s) - rstart))
+		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
+			REASON="stress-ng ended during the trace pass: $(last_words "$ld/stress.log")"
+		fi
+		if [ -z "$sent" ] && { [ $STOP = 1 ] || [ -n "$REASON" ] || [ "$t" -ge $((rsecs + GRACE)) ]; }; then
+			signal_group INT "$CT_PID"
+			sent=$t
+		elif [ -n "$sent" ] && [ $((t - sent)) -ge $STOP_GRACE ]; then
+			signal_group KILL "$CT_PID"
+		fi
+		sleep "$FINE_NAP" &
+		SLEEP_PID=$!
+		wait_pid "$SLEEP_PID"
+		SLEEP_PID=
+	done
+	wait_pid "$CT_PID"
+	CT_PID=
+	printf '@rtlab rtla exit=%s\n' "$WAIT_RC" >>"$rf/rtla.out"
+	if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/rtla.out"; then read -r HIT _ </proc/uptime; fi
+}
+
+# The next capture's folder under $1, numbered from 001.
+next_capture() {
+	n=$((n + 1))
+	cf=$1/$(printf %03d $n)
+	mkdir -p "$cf"
+}
+
+# After the measurement, under the same load: the tool again, now to learn why spikes
 # happen, never what the latency is (tracing costs latency of its own).
+#   level a (rtla with auto-analysis): `rtla timerlat top --aa-only US` stops at the first
+#     latency above US and prints rtla's own analysis; its timerlat threads replace cyclictest.
 #   level b (tracefs): cyclictest -b US --tracemark stops itself and the tracing at the first
-#     sample above US; the spiking CPU's trace is kept and cyclictest starts again, until the
-#     pass's time or TRACE_SPIKES captures are used up.
+#     sample above US; the spiking CPU's trace is kept.
 #   level c (no tracefs): cyclictest --spike=US lists the spikes' times while the interrupt
 #     counters are sampled: suspects, not causes.
+# Levels a and b start again after each capture, until the pass's time or TRACE_SPIKES
+# captures are used up.
 trace_pass() {
 	ld=$1
 	name=$2
@@ -700,23 +759,47 @@ trace_pass() {
 	rm -rf "$td"
 	mkdir -p "$td"
 	tfs=$(tracefs_dir) || tfs=
-	[ "$TRACE_LEVEL" != c ] || tfs=
+	level=c
+	if [ -n "$tfs" ]; then
+		case $TRACE_LEVEL in
+		auto) if rtla_ready "$tfs"; then level=a; else level=b; fi ;;
+		a) if rtla_ready "$tfs"; then level=a; else level=b; fi ;;
+		b) level=b ;;
+		esac
+	fi
 	saved_reason=$REASON
 	REASON=
 	n=0
 	spikes=0
 	pass_start=$(now_s)
-	if [ -n "$tfs" ]; then
+	if [ $level = c ]; then
+		emit trace-start load="$name" level=c seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock=uptime asked="$TRACE_LEVEL"
+		next_capture "$td"
+		{ cat "$ld/trace.argv"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000 -D "$TRACE_SECS"; } >"$cf/cyclictest.argv"
+		irq_sampler >"$cf/interrupts" &
+		sampler=$!
+		measure "$cf" "$TRACE_SECS" "$ld/stress.log"
+		kill "$sampler" 2>/dev/null
+		wait "$sampler" 2>/dev/null
+		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/cyclictest.out" 2>/dev/null | first_line)
+	else
 		tracefs_save "$tfs"
 		cp "$TRACESAVE" "$td/tracefs.before"
-		clock=$(tracefs_setup "$tfs" "$td")
-		emit trace-start load="$name" level=b seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock="$clock"
+		if [ $level = b ]; then clock=$(tracefs_setup "$tfs" "$td"); else clock=uptime; fi
+		emit trace-start load="$name" level=$level seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock="$clock" asked="$TRACE_LEVEL"
 		while [ $STOP = 0 ] && [ -z "$REASON" ] && [ $spikes -lt "$TRACE_SPIKES" ]; do
 			left=$((TRACE_SECS - ($(now_s) - pass_start)))
 			[ $left -ge 1 ] || break
-			n=$((n + 1))
-			cf=$td/$(printf %03d $n)
-			mkdir -p "$cf"
+			next_capture "$td"
+			if [ $level = a ]; then
+				{ cat "$ld/rtla.argv"; printf '%s\n' --aa-only "$TRACE_US" -d "${left}s"; } >"$cf/rtla.argv"
+				rtla_run "$cf" "$left"
+				[ -n "$HIT" ] || break
+				cpu=$(sed -n 's/^## CPU \([0-9]*\) hit stop tracing.*/\1/p' "$cf/rtla.out" | first_line)
+				spikes=$((spikes + 1))
+				emit trace-spike load="$name" n="$n" cpu="${cpu:-?}" hit="$HIT"
+				continue
+			fi
 			{ cat "$ld/trace.argv"; printf '%s\n' -b "$TRACE_US" --tracemark -D "$left"; } >"$cf/cyclictest.argv"
 			: >"$tfs/trace"
 			echo 1 >"$tfs/tracing_on"
@@ -736,17 +819,6 @@ trace_pass() {
 		done
 		tracefs_restore
 		tracefs_state "$tfs" >"$td/tracefs.after"
-	else
-		emit trace-start load="$name" level=c seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock=uptime
-		cf=$td/001
-		mkdir -p "$cf"
-		{ cat "$ld/trace.argv"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000 -D "$TRACE_SECS"; } >"$cf/cyclictest.argv"
-		irq_sampler >"$cf/interrupts" &
-		sampler=$!
-		measure "$cf" "$TRACE_SECS" "$ld/stress.log"
-		kill "$sampler" 2>/dev/null
-		wait "$sampler" 2>/dev/null
-		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/cyclictest.out" 2>/dev/null | first_line)
 	fi
 	if [ -n "$REASON" ]; then
 		emit trace-end load="$name" spikes="${spikes:-0}" reason="$REASON"
@@ -919,7 +991,7 @@ cmd_stop() {
 		done
 	fi
 	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
-		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/stress-ng.pid; do
+		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/stress-ng.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}

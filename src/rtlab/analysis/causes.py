@@ -20,10 +20,23 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rtlab.results.events import Event, Kind
-from rtlab.results.ftrace import CounterSample, Record, Trace, parse, parse_counters
+from rtlab.results.ftrace import (
+    AutoAnalysis,
+    CounterSample,
+    Record,
+    Trace,
+    parse,
+    parse_auto_analysis,
+    parse_counters,
+)
 from rtlab.results.rundir import TraceCapture
 from rtlab.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
 
+NOTE_A = (
+    "level a: rtla timerlat's auto-analysis of each spike (rtla's own threads at the measurement's "
+    "priority and period), in a pass after the measurement; its times are within 0.6 s, as rtla "
+    "looks for the stop once a second"
+)
 NOTE_B = (
     "level b: the kernel's scheduler, interrupt and softirq events on the spiking CPU, traced in "
     "a pass after the measurement (tracing adds latency of its own: the pass explains, it does "
@@ -172,6 +185,61 @@ def _name(r: Record) -> str:
     return f"local timer (vector {r.fields['vector']})"
 
 
+# rtla's sections, as causes: (kind, role) of its entries, or of the section itself
+_AA_KINDS = {
+    "Blocking thread": ("thread", "blocking"),
+    "Thread interference": ("thread", "interference"),
+    "IRQ interference": ("irq", ""),
+    "Softirq interference": ("softirq", ""),
+    "NMI interference": ("nmi", ""),
+}
+_AA_OWN = {
+    "IRQ handler delay": ("irq-delay", "IRQ handler delay"),  # IRQs off, or the timer late
+    "Timerlat IRQ duration": ("timer-irq", "timerlat IRQ"),
+    "Previous IRQ interference": ("irq", "previous IRQ"),
+}
+AA_TIME_ERROR_S = 0.55  # rtla checks for the stop once a second: the hit lies within a second before
+
+
+def explain_auto_analysis(aa: AutoAnalysis | None) -> TracedSpikeJSON:
+    """One capture of level a: rtla's own breakdown, as the same causes as level b's."""
+    out: TracedSpikeJSON = {
+        "n": 0, "t_s": None, "phase": "trace", "cpu": None, "latency_us": None, "window_us": None,
+        "top": None, "causes": [], "unattributed_us": None, "suspects": [], "trace": None, "problem": None,
+    }  # fmt: skip
+    latency = aa.sections.get("Thread latency") if aa else None
+    if aa is None or latency is None:
+        out["problem"] = "rtla printed no auto-analysis (it did not hit, or was cut off)"
+        return out
+    sums: dict[tuple[str, str, str], float] = defaultdict(float)
+    for section, name, us in aa.entries:
+        if section in _AA_KINDS:
+            kind, role = _AA_KINDS[section]
+            if kind == "irq" and name.startswith("local_timer"):
+                kind = "timer-irq"
+            sums[(kind, name, role)] += us
+    for section, (kind, name) in _AA_OWN.items():
+        if aa.sections.get(section):
+            sums[(kind, name, "")] += aa.sections[section]
+    found: list[CauseJSON] = [
+        {"kind": k, "name": n, "duration_us": round(us, 1), "role": r}
+        for (k, n, r), us in sums.items()
+        if us > 0
+    ]
+    found.sort(key=lambda c: -c["duration_us"])
+    out.update(
+        {
+            "cpu": aa.cpu,
+            "latency_us": round(latency),
+            "window_us": round(latency, 1),
+            "causes": found,
+            "top": found[0] if found else None,
+            "unattributed_us": round(max(latency - sum(c["duration_us"] for c in found), 0.0), 1),
+        }
+    )
+    return out
+
+
 # --- level c ----------------------------------------------------------------------
 
 
@@ -239,7 +307,21 @@ def build(
     marks = {e.get("n"): e for e in mine if e.kind == Kind.TRACE_SPIKE}
     spikes: list[TracedSpikeJSON] = []
     total: int | None = None
-    if level == "b":
+    if level == "a":
+        for capture in captures:
+            event = marks.get(str(capture.n))
+            if event is None:
+                continue
+            spike = explain_auto_analysis(parse_auto_analysis(capture.rtla_text or ""))
+            spike["n"] = capture.n
+            spike["trace"] = capture.trace_path
+            try:
+                hit: float | None = float(event.get("hit")) - AA_TIME_ERROR_S
+            except ValueError:
+                hit = _t(event)
+            spike["t_s"] = round(hit - origin_uptime, 3) if hit is not None else None
+            spikes.append(spike)
+    elif level == "b":
         for capture in captures:
             event = marks.get(str(capture.n)) or marks.get(f"{capture.n:03d}")
             if event is None:
@@ -283,7 +365,7 @@ def build(
         "spikes": spikes,
         "total": total if level == "c" else len(spikes),
         "top": top_causes(spikes),
-        "note": NOTE_B if level == "b" else NOTE_C,
+        "note": {"a": NOTE_A, "b": NOTE_B}.get(level, NOTE_C),
         "reason": (end.get("reason") or None) if end is not None else "the trace pass never ended",
     }
 

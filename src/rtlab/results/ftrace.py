@@ -1,5 +1,5 @@
-"""The kernel's trace (tracefs `trace` / `per_cpu/cpuN/trace`, nop tracer with events) and the
-interrupt counters of level c, read as the kernel printed them.
+"""The kernel's trace (tracefs `trace` / `per_cpu/cpuN/trace`, nop tracer with events), rtla's
+auto-analysis (level a) and the interrupt counters of level c, read as they were printed.
 
 A trace line, with or without the irq-info flags and the tgid column:
 
@@ -147,3 +147,42 @@ def parse_counters(text: str) -> list[CounterSample]:
         else:
             part.append(line)
     return samples
+
+
+# --- level a: rtla timerlat's auto-analysis ---------------------------------------------------
+
+_AA_CPU = re.compile(r"^## CPU (\d+) hit stop tracing")
+# "  Blocking thread:        397039.36 us (98.05 %)", "  IRQ interference    7529.72 us (1.86 %)"
+_AA_SECTION = re.compile(
+    r"^ {2}(?P<label>[A-Z][A-Za-z ]*?):?\s+(?:up to\s+)?(?P<us>[\d.]+) us(?:\s+\((?P<pct>[\d.]+) ?%\))?\s*$"
+)
+# "                    spin:126       397039.36 us" under the section before it
+_AA_ENTRY = re.compile(r"^ {3,}(?P<name>[^-\s].*?)\s+(?P<us>[\d.]+) us\s*$")
+
+
+@dataclass
+class AutoAnalysis:
+    cpu: int | None = None
+    sections: dict[str, float] = field(default_factory=dict)  # label -> µs
+    entries: list[tuple[str, str, float]] = field(default_factory=list)  # (section, name, µs)
+    stack: list[str] = field(default_factory=list)  # the blocking thread's, innermost first
+
+
+def parse_auto_analysis(text: str) -> AutoAnalysis | None:
+    """rtla timerlat's auto-analysis (rtla 6.3 and later), or None when it did not hit."""
+    out: AutoAnalysis | None = None
+    section = ""
+    for line in text.splitlines():
+        if m := _AA_CPU.match(line):
+            out = AutoAnalysis(cpu=int(m.group(1)))
+            continue
+        if out is None:
+            continue
+        if m := _AA_SECTION.match(line):
+            section = m.group("label").strip()
+            out.sections[section] = float(m.group("us"))
+        elif line.strip().startswith("->"):
+            out.stack.append(line.strip()[2:].strip())
+        elif m := _AA_ENTRY.match(line):
+            out.entries.append((section, m.group("name").strip(), float(m.group("us"))))
+    return out

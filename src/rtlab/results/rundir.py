@@ -31,7 +31,7 @@ from rtlab.shapes import Manifest, Sysinfo
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
-PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv", "trace.argv")
+PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv", "trace.argv", "rtla.argv")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -81,6 +81,7 @@ class TraceCapture:
     trace_text: str | None = None
     verbose: timeline.Verbose | None = None  # level c: cyclictest's --spike list
     counters: str | None = None  # level c: the interrupts file
+    rtla_text: str | None = None  # level a: rtla's output (its auto-analysis)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,9 @@ class RunDir:
                 except (OSError, EOFError, zlib.error):
                     text = None  # cut off: the capture says it explains nothing
             counters = capture / "interrupts"
+            rtla = capture / "rtla.out"
+            if rtla.is_file():
+                path = rtla
             found.append(
                 TraceCapture(
                     int(capture.name),
@@ -265,6 +269,7 @@ class RunDir:
                     text,
                     timeline.read(capture),
                     counters.read_text(errors="replace") if counters.is_file() else None,
+                    rtla.read_text(errors="replace") if rtla.is_file() else None,
                 )
             )
         return tuple(found)

@@ -165,9 +165,11 @@ class QemuTarget:
 
     def _initrd(self, kernel: Path) -> Path:
         arch = self.spec.arch
-        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian)
+        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian, arch.suites)
         base = initramfs.build_base(
-            apt, self.cache / "initramfs" / f"{arch.release}-{arch.debian}" / "base.cpio"
+            apt,
+            self.cache / "initramfs" / f"{arch.release}-{arch.debian}" / initramfs.base_name(arch.rtla),
+            arch.rtla,
         )
         out = Path(self._tmp.name) / "initrd.cpio"
         with out.open("wb") as f:

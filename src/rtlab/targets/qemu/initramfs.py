@@ -17,8 +17,9 @@ from rtlab.agent import script_path
 from rtlab.debian import Apt, extract
 from rtlab.targets.qemu import cpio, elfdeps
 
-PACKAGES = ["busybox-static", "rt-tests", "stress-ng"]
+PACKAGES = ["busybox-static", "rt-tests", "stress-ng"]  # and rtla where the Arch names one
 TOOLS = {"busybox": "bin/busybox", "cyclictest": "usr/bin/cyclictest", "stress-ng": "usr/bin/stress-ng"}
+RTLA = {"rtla": "usr/bin/rtla"}
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 INIT = Path(__file__).with_name("init.sh")
 
@@ -31,16 +32,27 @@ def _find_tool(stage: Path, name: str) -> Path:
     raise FileNotFoundError(f"{name} is in no package fetched for the guest")
 
 
-def build_base(apt: Apt, out: Path) -> Path:
-    """The cached archive of tools and libraries (built once per release and architecture)."""
+def base_name(rtla: str | None) -> str:
+    """The cached archive's file name: a new one whenever the tools it carries change."""
+    return "base-rtla.cpio" if rtla else "base.cpio"
+
+
+def _tools(rtla: str | None) -> dict[str, str]:
+    return TOOLS | RTLA if rtla else TOOLS
+
+
+def build_base(apt: Apt, out: Path, rtla: str | None = None) -> Path:
+    """The cached archive of tools and libraries (built once per release and architecture);
+    `rtla`: the rtla package as apt takes it (e.g. rtla/bookworm-backports), None: none."""
     if out.exists():
         return out
     triplet = TRIPLETS[apt.arch]
     stage = out.parent / "stage"
     shutil.rmtree(stage, ignore_errors=True)
     apt.update()
-    extract(apt.download_with_dependencies(PACKAGES), stage)
-    programs = {name: _find_tool(stage, name) for name in TOOLS}
+    tools = _tools(rtla)
+    extract(apt.download_with_dependencies([*PACKAGES, *([rtla] if rtla else [])]), stage)
+    programs = {name: _find_tool(stage, name) for name in tools}
     search = [f"usr/lib/{triplet}", f"lib/{triplet}", "usr/lib", "lib", "usr/lib64", "lib64"]
     libraries, interpreter = elfdeps.closure(stage, list(programs.values()), search)
 
@@ -55,7 +67,7 @@ def build_base(apt: Apt, out: Path) -> Path:
     w.char_device("dev/console", 5, 1)
     w.char_device("dev/null", 1, 3, 0o666)
     for name, path in programs.items():
-        w.file(TOOLS[name], path.read_bytes(), 0o755)
+        w.file(tools[name], path.read_bytes(), 0o755)
     for soname, path in sorted(libraries.items()):
         w.file(f"usr/lib/{triplet}/{soname}", path.read_bytes(), 0o755)
     if interpreter:

@@ -16,10 +16,23 @@ class Arch:
     qemu: str  # the emulator
     machine: tuple[str, ...]  # machine options
     console: str  # the serial console the kernel writes to
+    # rtla with auto-analysis (6.3 and later): bookworm's is 6.1, its backports carry 6.12;
+    # Debian builds none for riscv64
+    rtla: str | None = None  # the package, as apt-get install takes it
+    suites: tuple[str, ...] = ()  # suites beside the release, e.g. backports
 
 
 ARCHES = {
-    "x86_64": Arch("x86_64", "amd64", "bookworm", "qemu-system-x86_64", ("-machine", "q35"), "ttyS0"),
+    "x86_64": Arch(
+        "x86_64",
+        "amd64",
+        "bookworm",
+        "qemu-system-x86_64",
+        ("-machine", "q35"),
+        "ttyS0",
+        rtla="rtla/bookworm-backports",
+        suites=("bookworm-backports",),
+    ),  # fmt: skip
     # riscv64 is a Debian release architecture from trixie on.
     "riscv64": Arch(
         "riscv64",
