@@ -1,6 +1,6 @@
 """What spike tracing costs (rtlab run --trace), measured in a Debian RT guest.
 
-1. Overhead: each round is one rtlab run of the cpu load: its measurement (tracing off), then
+1. Overhead (level b): each round is one rtlab run of the cpu load: its measurement (tracing off), then
    its trace pass with the scheduler and interrupt events recording into tracefs (tracing on),
    at a threshold no sample reaches so the pass is one cyclictest run as long as the
    measurement. Rounds alternate off and on by construction; p99.9 and max of each side,
@@ -53,7 +53,7 @@ def main() -> None:
             out = Path(tmp) / f"round-{n}"
             rtlab(
                 "run", "--target", TARGET, "--loads", "cpu", "--duration", f"{SECONDS}s", "--settle", "2s",
-                "--trace", "1s", "--trace-duration", f"{SECONDS}s", "--out", str(out),
+                "--trace", "1s", "--trace-duration", f"{SECONDS}s", "--trace-level", "b", "--out", str(out),
             )  # fmt: skip
             off.append(histogram(out / "loads/cpu/cyclictest.json"))
             on += [histogram(p) for p in sorted((out / "loads/cpu/trace").glob("*/cyclictest.json"))]
@@ -69,7 +69,7 @@ def main() -> None:
         out = Path(tmp) / "data"
         rtlab(
             "run", "--target", TARGET, "--loads", "cpu", "--duration", "2s", "--settle", "1s",
-            "--trace", "2ms", "--trace-duration", f"{SECONDS}s", "--out", str(out),
+            "--trace", "2ms", "--trace-duration", f"{SECONDS}s", "--trace-level", "b", "--out", str(out),
         )  # fmt: skip
         kept = sorted((out / "loads/cpu/trace").glob("*/cpu*.trace*"))
         if kept:

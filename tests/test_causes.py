@@ -223,3 +223,33 @@ def test_interrupt_counters_name_the_source_that_jumped():
     assert [s["source"] for s in found] == ["irq 4 ttyS0"]
     assert found[0]["count"] == 5000 and found[0]["typical"] == 10
     assert causes.suspects(samples, 11.5, cpu=0) == []  # nothing jumped on CPU 0
+
+
+@needs_x86
+def test_hwlat_runs_alone_in_the_guest_and_is_flagged_as_a_vm(tmp_path):
+    out = tmp_path / "hwlat"
+    done = rtlab("trace", "--hwlat", "--target", "qemu:debian-rt", "--duration", "3s", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = read_json(out / "hwlat.json")
+    assert doc["virtual_machine"] is True and "virtual machine" in done.stderr
+    # every sample the kernel printed, read again here
+    printed = [line for line in (out / "hwlat.trace").read_text().splitlines() if "inner/outer(us):" in line]
+    assert len(doc["samples"]) == len(printed)
+    for sample, line in zip(doc["samples"], printed, strict=True):
+        inner, outer = re.search(r"inner/outer\(us\):\s*(\d+)/(\d+)", line).groups()
+        assert (sample["inner_us"], sample["outer_us"]) == (int(inner), int(outer))
+    if printed:
+        assert doc["max_us"] == max(max(s["inner_us"], s["outer_us"]) for s in doc["samples"])
+    before, after = ((out / f"tracefs.{when}").read_text() for when in ("before", "after"))
+    assert doc["tracefs_changes"] == [] == ftrace.tracefs_changes(before, after)
+    assert guests() == set()
+
+
+def test_hwlat_where_the_kernel_has_none_says_what_it_needs():
+    done = rtlab(
+        "trace", "--hwlat", "--duration", "1s", "--trace-level", "c", "--out", "/nonexistent-never-made"
+    )
+    if "tracefs" in Path("/proc/mounts").read_text():
+        pytest.skip("this host has tracefs mounted")
+    assert done.returncode == 2
+    assert "CONFIG_HWLAT_TRACER" in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -308,7 +308,9 @@ def run(
 
 @app.command("trace")
 def trace_command(
-    threshold: Annotated[str, typer.Option(help="trace what makes samples above this, e.g. 500us")],
+    threshold: Annotated[
+        str | None, typer.Option(help="trace what makes samples above this, e.g. 500us (hwlat: 10us)")
+    ] = None,
     target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
     loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
     duration: Annotated[
@@ -316,15 +318,49 @@ def trace_command(
     ] = "30s",
     trace_spikes: TraceSpikes = None,
     trace_level: TraceLevel = None,
+    hwlat: Annotated[
+        bool, typer.Option("--hwlat", help="run the hwlat tracer alone instead: firmware and hardware gaps")
+    ] = False,
+    rt_cpus: Annotated[str | None, typer.Option(help="with --hwlat: only these CPUs, e.g. 2-3")] = None,
     out: Annotated[str | None, typer.Option(help="the run directory (default results/...)")] = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Hunt spike causes: each load measured, then traced; the table and the causes.
-    The same as `rtlab run --trace THRESHOLD`, with a shorter default duration."""
+    The same as `rtlab run --trace THRESHOLD`, with a shorter default duration. With --hwlat,
+    the kernel's hwlat tracer alone (never during a measurement)."""
+    if hwlat:
+        _hwlat(target, threshold or "10us", duration, rt_cpus, out, accept_new_host_key)
+        return
+    if threshold is None:
+        raise UsageError("rtlab trace needs --threshold, e.g. --threshold 500us (or --hwlat)")
     run(
         target=[target], loads=loads, duration=duration, out=out, trace=threshold,
         trace_spikes=trace_spikes, trace_level=trace_level, accept_new_host_key=accept_new_host_key,
     )  # fmt: skip
+
+
+def _hwlat(
+    target: str, threshold: str, duration: str, rt_cpus: str | None, out: str | None, accept: bool
+) -> None:
+    from datetime import datetime
+
+    from rtlab import hwlat as hw
+    from rtlab.system import cpus
+    from rtlab.targets import open_target
+
+    seconds = parse_duration(duration)
+    threshold_us = parse_latency(threshold)
+    if rt_cpus is not None:
+        cpus.parse_list(rt_cpus)
+    folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-hwlat"
+    tgt = open_target(target, accept)
+    try:
+        doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)
+    finally:
+        tgt.close()
+    for line in hw.describe(doc):
+        (err if line.startswith("warning") else console).print(line, highlight=False)
+    err.print(f"saved in {folder}", highlight=False)
 
 
 def _out_dir(out: str | None) -> Path | None:

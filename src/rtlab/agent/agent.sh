@@ -12,6 +12,10 @@
 #                    [--grace S] [--segment S] [--stream-results]
 #                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|a|b|c]]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
+#   agent.sh hwlat DIR SECONDS THRESHOLD_US [CPUMASK]
+#                                 the hwlat tracer alone (never during a measurement: it holds
+#                                 the lock) on the CPUs of CPUMASK (hex); prints its trace between
+#                                 "@rtlab hwlat-trace" and "@rtlab hwlat-end", tracefs restored
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
 #                                 remove, mkdir, rmdir (every PATH under RTLAB_ROOT)
@@ -636,6 +640,9 @@ tracefs_state() {
 	[ -n "$kb" ] || kb=$(cut -d' ' -f1 "$1/buffer_size_kb")
 	printf 'buffer_size_kb %s\n' "$kb"
 	sed 's/^/event /' "$1/set_event"
+	for f in tracing_thresh tracing_cpumask hwlat_detector/width hwlat_detector/window; do
+		if [ -r "$1/$f" ]; then printf '%s %s\n' "$f" "$(cat "$1/$f")"; fi
+	done
 	# what rtla sets for the timerlat tracer and puts back itself, unless it is killed
 	for f in "$1"/osnoise/*; do
 		case ${f##*/} in options) continue ;; esac
@@ -656,7 +663,9 @@ tracefs_restore() {
 		while read -r f v; do
 			case $f in
 			event) echo "$v" >>"$t/set_event" ;;
-			current_tracer | trace_clock | buffer_size_kb | osnoise/*) echo "$v" >"$t/$f" 2>/dev/null ;;
+			current_tracer | trace_clock | buffer_size_kb | osnoise/* | tracing_thresh | tracing_cpumask | hwlat_detector/*)
+				echo "$v" >"$t/$f" 2>/dev/null
+				;;
 			esac
 		done <"$TRACESAVE"
 		: >"$t/trace"
@@ -1008,6 +1017,52 @@ cmd_stop() {
 	tracefs_restore
 }
 
+# The hwlat tracer: a kernel thread spins with interrupts off on one CPU at a time and records
+# each gap in the time stamp counter longer than THRESHOLD_US: time taken by firmware (SMIs),
+# the hypervisor or the hardware, which no tuning of Linux removes. It spins, so it holds the
+# lock: it never runs during a measurement.
+cmd_hwlat() {
+	[ $# -ge 3 ] || die "usage: agent.sh hwlat DIR SECONDS THRESHOLD_US [CPUMASK]"
+	DIR=$1
+	mkdir -p "$DIR" || die "cannot make $DIR"
+	tfs=$(tracefs_dir) || tfs=
+	if [ -z "$tfs" ] || ! grep -q hwlat "$tfs/available_tracers" 2>/dev/null; then
+		emit trace-end spikes=0 reason=no hwlat tracer: a kernel with CONFIG_HWLAT_TRACER=y and tracefs mounted
+		return 1
+	fi
+	trap on_signal INT TERM HUP
+	trap cleanup EXIT
+	if ! lock_take; then
+		emit trace-end spikes=0 reason=another rtlab run is measuring on this system
+		return 1
+	fi
+	TRACESAVE=$DIR/tracefs.saved
+	tracefs_save "$tfs"
+	cp "$TRACESAVE" "$DIR/tracefs.before"
+	echo 0 >"$tfs/tracing_on"
+	echo nop >"$tfs/current_tracer"
+	: >"$tfs/trace"
+	echo "$3" >"$tfs/tracing_thresh"
+	if [ -n "${4:-}" ]; then echo "$4" >"$tfs/tracing_cpumask"; fi
+	echo hwlat >"$tfs/current_tracer"
+	# x86 guests have the hypervisor CPU flag; Xen and others name themselves in sysfs
+	vm=no
+	if grep -qw hypervisor "$ROOT/proc/cpuinfo" 2>/dev/null || [ -s "$ROOT/sys/hypervisor/type" ]; then vm=yes; fi
+	emit trace-start level=hwlat seconds="$2" threshold_us="$3" hypervisor=$vm
+	echo 1 >"$tfs/tracing_on"
+	pause "$2"
+	echo 0 >"$tfs/tracing_on"
+	cat "$tfs/trace" >"$DIR/hwlat.trace"
+	tracefs_restore
+	tracefs_state "$tfs" >"$DIR/tracefs.after"
+	emit trace-end spikes="$(grep -c 'inner/outer' "$DIR/hwlat.trace")"
+	for f in hwlat.trace tracefs.before tracefs.after; do
+		printf '@rtlab hwlat-file name=%s\n' "$f"
+		cat "$DIR/$f"
+	done
+	printf '@rtlab hwlat-end\n'
+}
+
 cmd_file() {
 	[ $# -ge 2 ] || die "usage: agent.sh file OP PATH [ARG]"
 	op=$1
@@ -1039,6 +1094,7 @@ sysinfo) cmd_sysinfo ;;
 preflight) cmd_preflight "$@" ;;
 run) cmd_run "$@" ;;
 stop) cmd_stop "$@" ;;
+hwlat) cmd_hwlat "$@" ;;
 file) cmd_file "$@" ;;
-*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | file OP PATH [ARG]" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | file OP PATH [ARG]" ;;
 esac

@@ -28,6 +28,8 @@ class Kind(StrEnum):
     TRACE_START = "trace-start"  # the trace pass after a load's measurement (spike causes)
     TRACE_SPIKE = "trace-spike"
     TRACE_END = "trace-end"
+    HWLAT_FILE = "hwlat-file"  # agent.sh hwlat: a file of its folder follows, as text
+    HWLAT_END = "hwlat-end"
     LOAD_END = "load-end"
     DONE = "done"
     RESULT = "result"  # a finished load's files follow, base64 (--stream-results)

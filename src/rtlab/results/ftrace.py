@@ -186,3 +186,55 @@ def parse_auto_analysis(text: str) -> AutoAnalysis | None:
         elif m := _AA_ENTRY.match(line):
             out.entries.append((section, m.group("name").strip(), float(m.group("us"))))
     return out
+
+
+# --- the hwlat tracer -----------------------------------------------------------------------
+
+# "#1     inner/outer(us):   12/10    ts:1700000000.123456789 count:3" (count, nmi-* optional)
+_HWLAT = re.compile(
+    r"\[(?P<cpu>\d+)\].*?#(?P<n>\d+)\s+inner/outer\(us\):\s*(?P<inner>\d+)/(?P<outer>\d+)\s+"
+    r"ts:(?P<ts>[\d.]+)(?:.*?count:(?P<count>\d+))?"
+)
+
+
+@dataclass(frozen=True)
+class HwlatSample:
+    n: int
+    cpu: int  # where the hwlat thread ran
+    inner_us: int  # the longest gap between two reads of the clock inside the sample
+    outer_us: int  # ... between two samples
+    ts: str  # the wall-clock time the kernel stamped, as printed
+    count: int | None  # gaps above the threshold in that window (kernels from 5.14 on)
+
+
+def parse_hwlat(text: str) -> list[HwlatSample]:
+    return [
+        HwlatSample(
+            int(m.group("n")),
+            int(m.group("cpu")),
+            int(m.group("inner")),
+            int(m.group("outer")),
+            m.group("ts"),
+            int(m.group("count")) if m.group("count") else None,
+        )  # fmt: skip
+        for m in map(_HWLAT.search, text.splitlines())
+        if m is not None
+    ]
+
+
+def tracefs_changes(before: str, after: str) -> list[str]:
+    """What differs between the agent's tracefs.before and .after ("file value" lines). The
+    buffer's size counts as kept within a page: the kernel allocates it in whole pages of
+    4080 bytes, so a never-used buffer's 1408 kB comes back as 1410 kB."""
+    old = dict(line.partition(" ")[::2] for line in before.splitlines() if not line.startswith("event "))
+    new = dict(line.partition(" ")[::2] for line in after.splitlines() if not line.startswith("event "))
+    changed = [
+        f"{key}: {old.get(key)} -> {new.get(key)}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+        and not (key == "buffer_size_kb" and abs(int(old.get(key) or 0) - int(new.get(key) or 0)) < 4)
+    ]
+    events = ({x for x in text.splitlines() if x.startswith("event ")} for text in (before, after))
+    if next(events) != next(events):
+        changed.append("the enabled events")
+    return changed

@@ -1,0 +1,100 @@
+"""`rtlab trace --hwlat`: the kernel's hwlat tracer as a pass of its own, on the target's RT
+CPUs (or all), never during a measurement (the agent takes the run lock), its figures flagged
+when the target is a virtual machine: there the gaps are the hypervisor's, not the hardware's.
+
+The raw trace and tracefs before and after are kept in the output folder beside hwlat.json.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rtlab.errors import RunFailed, UsageError
+from rtlab.results import ftrace
+from rtlab.results.events import Kind, parse
+from rtlab.results.rundir import write_atomic, write_json
+from rtlab.system import cpus
+from rtlab.targets.base import Target
+
+SCHEMA = "rtlab.hwlat/1"
+VM_NOTE = (
+    "measured inside a virtual machine: the gaps include the hypervisor's and the host's, "
+    "not only this hardware's; run hwlat on the board itself"
+)
+
+
+def cpumask(cpu_list: str) -> str:
+    """A kernel CPU list as tracing_cpumask's hex mask."""
+    return format(sum(1 << c for c in cpus.parse_list(cpu_list)), "x")
+
+
+def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str | None) -> dict[str, Any]:
+    """Runs the pass, writes `out` (hwlat.json, hwlat.trace, tracefs.before/.after), returns the document."""
+    remote = f"/tmp/rtlab/hwlat-{uuid.uuid4().hex[:12]}"
+    args = ["hwlat", remote, str(seconds), str(threshold_us), *([cpumask(rt_cpus)] if rt_cpus else [])]
+    status, text = target.agent(args)
+    events = [e for e in map(parse, text.splitlines()) if e is not None]
+    start = next((e for e in events if e.kind == Kind.TRACE_START), None)
+    end = next((e for e in events if e.kind == Kind.TRACE_END), None)
+    if start is None:
+        why = end.get("reason") if end is not None else text.strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(f"{target.name} cannot run hwlat: {why if isinstance(why, str) else why[0]}")
+    files = _files(text)
+    if status != 0 or "hwlat.trace" not in files:
+        raise RunFailed(f"hwlat on {target.name} did not finish (status {status})")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, body in files.items():
+        write_atomic(out / name, body)
+    samples = ftrace.parse_hwlat(files["hwlat.trace"])
+    vm = start.get("hypervisor") == "yes" or target.describe().get("kind") == "qemu"
+    doc = {
+        "schema": SCHEMA,
+        "target": target.describe(),
+        "seconds": seconds,
+        "threshold_us": threshold_us,
+        "cpus": rt_cpus or "all",
+        "virtual_machine": vm,
+        "note": VM_NOTE if vm else None,
+        "max_us": max((max(s.inner_us, s.outer_us) for s in samples), default=None),
+        "samples": [asdict(s) for s in samples],
+        "tracefs_changes": ftrace.tracefs_changes(
+            files.get("tracefs.before", ""), files.get("tracefs.after", "")
+        ),
+    }
+    write_json(out / "hwlat.json", doc)
+    return doc
+
+
+def _files(text: str) -> dict[str, str]:
+    """The files the agent printed, each after its `@rtlab hwlat-file name=...` line."""
+    files: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        event = parse(line)
+        if event is not None and event.kind == Kind.HWLAT_FILE:
+            current = files.setdefault(event.get("name"), [])
+        elif event is not None and event.kind == Kind.HWLAT_END:
+            current = None
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in files.items()}
+
+
+def describe(doc: dict[str, Any]) -> list[str]:
+    """The pass in a few lines for the terminal."""
+    samples = doc["samples"]
+    head = f"hwlat: {len(samples)} gap(s) above {doc['threshold_us']} µs in {doc['seconds']} s"
+    lines = [f"{head} on CPUs {doc['cpus']}" + (f", the longest {doc['max_us']} µs" if samples else "")]
+    lines += [
+        f"  #{s['n']} CPU {s['cpu']}: inner {s['inner_us']} µs, outer {s['outer_us']} µs"
+        + (f", {s['count']} in its window" if s["count"] is not None else "")
+        for s in sorted(samples, key=lambda s: -max(s["inner_us"], s["outer_us"]))[:10]
+    ]
+    if doc["note"]:
+        lines.append(f"warning: {doc['note']}")
+    if doc["tracefs_changes"]:
+        lines.append(f"warning: tracefs was not put back exactly: {'; '.join(doc['tracefs_changes'])}")
+    return lines
