@@ -8,6 +8,7 @@ as any that blocks cyclictest. Under software emulation the guest's own timer no
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -253,3 +254,16 @@ def test_hwlat_where_the_kernel_has_none_says_what_it_needs():
         pytest.skip("this host has tracefs mounted")
     assert done.returncode == 2
     assert "CONFIG_HWLAT_TRACER" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_check_says_which_cause_levels_this_host_has():
+    done = rtlab("check", "--format", "json")
+    rows = {f["item"]: f for f in json.loads(done.stdout)["findings"] if f["area"] == "tracing"}
+    assert set(rows) == {"level a (rtla timerlat auto-analysis)", "level b (tracefs events)"}
+    mounted = "tracefs" in Path("/proc/mounts").read_text()
+    assert (rows["level b (tracefs events)"]["status"] == "ok") == mounted
+    if not mounted:  # the kernel has it (this host's does) or it has not: either way the fix is named
+        assert (
+            "tracefs"
+            in rows["level b (tracefs events)"]["advice"] + rows["level b (tracefs events)"]["found"]
+        )
