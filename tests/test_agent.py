@@ -219,7 +219,8 @@ def _group_alive(pgid: int) -> bool:
 def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
     text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
     printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
-    trailers = {"stress-ng", "cyclictest"}  # the exit-status lines closing stress.log and cyclictest.log
+    # the exit-status lines closing stress.log, cyclictest.log and (level a) rtla.out
+    trailers = {"stress-ng", "cyclictest", "rtla"}
     assert printed - trailers <= {kind.value for kind in Kind}
     assert {"load-start", "load-end", "done", "busy", "result"} <= printed
 

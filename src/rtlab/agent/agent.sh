@@ -441,13 +441,18 @@ wait_pid() {
 	done
 }
 
-pause() {
-	[ "$1" -gt 0 ] 2>/dev/null || return 0
-	[ $STOP = 1 ] && return 0
+# Sleeps $1 seconds (fractions where sleep takes them); a signal cuts it short.
+nap() {
 	sleep "$1" &
 	SLEEP_PID=$!
 	wait_pid "$SLEEP_PID"
 	SLEEP_PID=
+}
+
+pause() {
+	[ "$1" -gt 0 ] 2>/dev/null || return 0
+	[ $STOP = 1 ] && return 0
+	nap "$1"
 }
 
 # Seconds since boot: the clock the watchdog counts on (busybox has /proc/uptime too).
@@ -552,12 +557,7 @@ measure() {
 		fi
 		# A second's sleep: the watch costs one wake-up a second. Near the planned end it looks
 		# ten times a second (where sleep takes fractions), so the end is stamped within 0.1 s.
-		nap=1
-		if [ "$t" -ge $((msecs - 1)) ]; then nap=$FINE_NAP; fi
-		sleep "$nap" &
-		SLEEP_PID=$!
-		wait_pid "$SLEEP_PID"
-		SLEEP_PID=
+		if [ "$t" -ge $((msecs - 1)) ]; then nap $FINE_NAP; else nap 1; fi
 	done
 	wait_pid "$CT_PID"
 	CT_PID=
@@ -733,10 +733,7 @@ rtla_run() {
 		elif [ -n "$sent" ] && [ $((t - sent)) -ge $STOP_GRACE ]; then
 			signal_group KILL "$CT_PID"
 		fi
-		sleep "$FINE_NAP" &
-		SLEEP_PID=$!
-		wait_pid "$SLEEP_PID"
-		SLEEP_PID=
+		nap "$FINE_NAP"
 	done
 	wait_pid "$CT_PID"
 	CT_PID=
