@@ -34,6 +34,7 @@ def test_selection_and_bad_names():
         "tick-periodic",
         "visionfive2",
         "qemu-virt",
+        "tracing",
         "measurement",
     ]
     assert fragments.select("qemu-virt", "lowlatency", "nohz-full", debug=True)[-1] == "rt-debug"

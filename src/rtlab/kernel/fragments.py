@@ -43,7 +43,7 @@ def select(
             raise UsageError(f"unknown {what} {value!r}: choose from {', '.join(allowed)}")
     trim = ["small"] if base == "small" else []
     model = [preempt, "lazy"] if lazy and preempt == "rt" else [preempt]
-    return [*trim, *model, TICKS[tick], *BOARDS[board], "rt-debug" if debug else "measurement"]
+    return [*trim, *model, TICKS[tick], *BOARDS[board], "tracing", "rt-debug" if debug else "measurement"]
 
 
 def source_has_lazy(tree: Path) -> bool:
