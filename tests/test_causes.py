@@ -258,6 +258,14 @@ def test_hwlat_where_the_kernel_has_none_says_what_it_needs():
     assert "CONFIG_HWLAT_TRACER" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+def test_hwlat_never_overwrites_an_earlier_pass(tmp_path):
+    earlier = tmp_path / "hwlat.json"
+    earlier.write_text('{"samples": []}\n')
+    done = rtlab("trace", "--hwlat", "--duration", "1s", "--out", str(tmp_path))
+    assert done.returncode == 2 and "already holds an hwlat pass" in done.stderr
+    assert earlier.read_text() == '{"samples": []}\n'
+
+
 def test_check_says_which_cause_levels_this_host_has():
     done = rtlab("check", "--format", "json")
     rows = {f["item"]: f for f in json.loads(done.stdout)["findings"] if f["area"] == "tracing"}

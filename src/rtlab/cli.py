@@ -353,6 +353,8 @@ def _hwlat(
     if rt_cpus is not None:
         cpus.parse_list(rt_cpus)
     folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-hwlat"
+    if (folder / "hwlat.json").exists():
+        raise UsageError(f"{folder} already holds an hwlat pass: choose another --out")
     tgt = open_target(target, accept)
     try:
         doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)

@@ -134,11 +134,8 @@ class Plan:
     def cyclictest_argv(self) -> list[str]:
         # The seed's `-m -S -p 99 -i 200 -q -D 10m -H 200`, with a wider histogram
         # whose text dump is not wanted: the JSON holds the same counts.
-        # With RT CPUs: one thread pinned to each of them, all at the same priority as -S does.
-        where = (["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
-                 if self.rt_cpus else ["-S"])  # fmt: skip
         return [
-            "-m", *where,
+            "-m", *self._threads(),
             "-p", str(self.priority),
             "-i", str(self.interval_us),
             "-q",
@@ -149,12 +146,16 @@ class Plan:
             f"--spike={self.spike_threshold_us}", f"--spike-nodes={self.spike_nodes}",
         ]  # fmt: skip
 
+    def _threads(self) -> list[str]:
+        """One thread pinned to each RT CPU, all at the same priority as -S does; or -S itself."""
+        if self.rt_cpus:
+            return ["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
+        return ["-S"]
+
     def trace_argv(self) -> list[str]:
         """The trace pass's cyclictest: the same threads, priority and interval as the
         measurement; the agent adds -b/--tracemark (tracefs) or --spike, and -D."""
-        where = (["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
-                 if self.rt_cpus else ["-S"])  # fmt: skip
-        return ["-m", *where, "-p", str(self.priority), "-i", str(self.interval_us), "-q",
+        return ["-m", *self._threads(), "-p", str(self.priority), "-i", str(self.interval_us), "-q",
                 "-h", str(self.histogram_us), "--histfile=/dev/null"]  # fmt: skip
 
     def rtla_argv(self) -> list[str]:

@@ -19,6 +19,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from rtlab.analysis.timeline import event_time
 from rtlab.results.events import Event, Kind
 from rtlab.results.ftrace import (
     AutoAnalysis,
@@ -51,6 +52,16 @@ NOTE_C = (
 TOP_CAUSES = 5
 
 
+def _spike(**given: object) -> TracedSpikeJSON:
+    """A traced spike with nothing known yet but what is `given`."""
+    out: TracedSpikeJSON = {
+        "n": 0, "t_s": None, "phase": "trace", "cpu": None, "latency_us": None, "window_us": None,
+        "top": None, "causes": [], "unattributed_us": None, "suspects": [], "trace": None, "problem": None,
+    }  # fmt: skip
+    out.update(given)  # type: ignore[typeddict-item]
+    return out
+
+
 def _interval_union(spans: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")
     for a, b in sorted(spans):
@@ -64,10 +75,7 @@ def _interval_union(spans: list[tuple[float, float]]) -> float:
 def explain(trace: Trace) -> TracedSpikeJSON:
     """One capture of level b: the spike cyclictest marked, and what filled its window.
     Times in the result are the trace clock's; the caller places them on the campaign's."""
-    out: TracedSpikeJSON = {
-        "n": 0, "t_s": None, "phase": "trace", "cpu": None, "latency_us": None, "window_us": None,
-        "top": None, "causes": [], "unattributed_us": None, "suspects": [], "trace": None, "problem": None,
-    }  # fmt: skip
+    out = _spike()
     marks = [r for r in trace.records if r.event == "tracing_mark_write" and "latency" in r.fields]
     if not marks:
         out["problem"] = "the trace holds no cyclictest mark (the buffer was overwritten, or tracing failed)"
@@ -203,10 +211,7 @@ AA_TIME_ERROR_S = 0.55  # rtla checks for the stop once a second: the hit lies w
 
 def explain_auto_analysis(aa: AutoAnalysis | None) -> TracedSpikeJSON:
     """One capture of level a: rtla's own breakdown, as the same causes as level b's."""
-    out: TracedSpikeJSON = {
-        "n": 0, "t_s": None, "phase": "trace", "cpu": None, "latency_us": None, "window_us": None,
-        "top": None, "causes": [], "unattributed_us": None, "suspects": [], "trace": None, "problem": None,
-    }  # fmt: skip
+    out = _spike()
     latency = aa.sections.get("Thread latency") if aa else None
     if aa is None or latency is None:
         out["problem"] = "rtla printed no auto-analysis (it did not hit, or was cut off)"
@@ -249,22 +254,22 @@ def suspects(samples: Sequence[CounterSample], t_uptime: float, cpu: int, top: i
     here = next(((a, b) for a, b in pairs if a.t <= t_uptime <= b.t), None)
     if here is None:
         return []
+
+    def count(a: CounterSample, b: CounterSample, source: str) -> int | None:
+        """How many in that interval on `cpu` (None: the source or the CPU is not in both)."""
+        old, new = a.counts.get(source, ()), b.counts.get(source, ())
+        return new[cpu] - old[cpu] if cpu < min(len(old), len(new)) else None
+
     found: list[tuple[float, SuspectJSON]] = []
-    for source, counts in here[1].counts.items():
-        if cpu >= len(counts) or source not in here[0].counts or cpu >= len(here[0].counts[source]):
+    for source in here[1].counts:
+        n = count(*here, source)
+        if not n:
             continue
-        rates = [
-            (b.counts[source][cpu] - a.counts[source][cpu]) / max(b.t - a.t, 1e-3)
-            for a, b in pairs
-            if source in a.counts
-            and source in b.counts
-            and cpu < min(len(a.counts[source]), len(b.counts[source]))
-        ]
-        typical = statistics.median(rates) if rates else 0.0
-        count = counts[cpu] - here[0].counts[source][cpu]
-        rate = count / max(here[1].t - here[0].t, 1e-3)
-        if count > 0 and rate > 2 * typical + 5:
-            found.append((rate - typical, {"source": source, "count": count, "typical": round(typical, 1)}))
+        rates = [c / max(b.t - a.t, 1e-3) for a, b in pairs if (c := count(a, b, source)) is not None]
+        typical = statistics.median(rates)
+        rate = n / max(here[1].t - here[0].t, 1e-3)
+        if rate > 2 * typical + 5:
+            found.append((rate - typical, {"source": source, "count": n, "typical": round(typical, 1)}))
     found.sort(key=lambda f: -f[0])
     return [s for _, s in found[:top]]
 
@@ -307,55 +312,31 @@ def build(
     marks = {e.get("n"): e for e in mine if e.kind == Kind.TRACE_SPIKE}
     spikes: list[TracedSpikeJSON] = []
     total: int | None = None
-    if level == "a":
+    if level in ("a", "b"):
         for capture in captures:
             event = marks.get(str(capture.n))
             if event is None:
-                continue
-            spike = explain_auto_analysis(parse_auto_analysis(capture.rtla_text or ""))
-            spike["n"] = capture.n
-            spike["trace"] = capture.trace_path
-            try:
-                hit: float | None = float(event.get("hit")) - AA_TIME_ERROR_S
-            except ValueError:
-                hit = _t(event)
-            spike["t_s"] = round(hit - origin_uptime, 3) if hit is not None else None
-            spikes.append(spike)
-    elif level == "b":
-        for capture in captures:
-            event = marks.get(str(capture.n)) or marks.get(f"{capture.n:03d}")
-            if event is None:
-                continue  # the pass ran out without a spike in this cyclictest run
-            if capture.trace_text is None:
-                spike = explain(Trace())
-                spike["problem"] = "its trace is missing or cut off"
-            else:
-                spike = explain(parse(capture.trace_text))
-            spike["n"] = capture.n
-            spike["trace"] = capture.trace_path
-            # mono is the clock the agent's events count on; otherwise the agent's own stamp
-            traced_at = spike["t_s"] if clock == "mono" else None
-            at = traced_at if traced_at is not None else _t(event)
+                continue  # the pass ran out without a spike in this run of the tool
+            spike = _explain_capture(level, capture)
+            spike.update({"n": capture.n, "trace": capture.trace_path})
+            at: float | None
+            if level == "a":  # rtla prints no time: the middle of the second before the agent saw the hit
+                hit = event.get("hit")
+                at = float(hit) - AA_TIME_ERROR_S if _number(hit) else event_time(event)
+            else:  # mono is the clock the agent's events count on; otherwise the agent's own stamp
+                at = spike["t_s"] if clock == "mono" and spike["t_s"] is not None else event_time(event)
             spike["t_s"] = round(at - origin_uptime, 3) if at is not None else None
             spikes.append(spike)
-    else:
-        for capture in captures[:1]:
-            verbose = capture.verbose
-            samples = parse_counters(capture.counters or "")
-            if verbose is None:
-                continue
-            total = verbose.spikes_total
-            for i, (thread, latency, mono_us) in enumerate(verbose.spikes, 1):
-                cpu = measured_cpus[thread] if thread < len(measured_cpus) else thread
-                at = mono_us / 1e6
-                spikes.append(
-                    {
-                        "n": i, "t_s": round(at - origin_uptime, 3), "phase": "trace", "cpu": cpu,
-                        "latency_us": latency, "window_us": None, "top": None, "causes": [],
-                        "unattributed_us": None, "suspects": suspects(samples, at, cpu), "trace": None,
-                        "problem": None,
-                    }
-                )  # fmt: skip
+    elif captures and captures[0].verbose is not None:  # level c: one cyclictest run
+        verbose = captures[0].verbose
+        samples = parse_counters(captures[0].counters or "")
+        total = verbose.spikes_total
+        for i, (thread, latency, mono_us) in enumerate(verbose.spikes, 1):
+            cpu = measured_cpus[thread] if thread < len(measured_cpus) else thread
+            spikes.append(
+                _spike(n=i, t_s=round(mono_us / 1e6 - origin_uptime, 3), cpu=cpu, latency_us=latency,
+                       suspects=suspects(samples, mono_us / 1e6, cpu))
+            )  # fmt: skip
     return {
         "level": level,
         "threshold_us": int(start.get("threshold_us") or 0),
@@ -370,8 +351,17 @@ def build(
     }
 
 
-def _t(event: Event) -> float | None:
+def _explain_capture(level: str, capture: TraceCapture) -> TracedSpikeJSON:
+    if level == "a":
+        return explain_auto_analysis(parse_auto_analysis(capture.rtla_text or ""))
+    if capture.trace_text is None:
+        return _spike(problem="its trace is missing or cut off")
+    return explain(parse(capture.trace_text))
+
+
+def _number(text: str) -> bool:
     try:
-        return float(event.get("t"))
+        float(text)
     except ValueError:
-        return None
+        return False
+    return True

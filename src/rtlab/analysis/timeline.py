@@ -34,7 +34,8 @@ class Phases:
     trace_end: float | None = None
 
 
-def _t(event: Event) -> float | None:
+def event_time(event: Event) -> float | None:
+    """The event's t= (seconds since the target booted), None when it is not a number."""
     try:
         return float(event.get("t"))
     except ValueError:
@@ -45,7 +46,7 @@ def clock(events: Sequence[Event]) -> ClockJSON | None:
     """The campaign's origin: uptime and wall time of the agent's clock event."""
     for event in events:
         if event.kind == Kind.CLOCK:
-            up, wall = _t(event), event.get("wall")
+            up, wall = event_time(event), event.get("wall")
             if up is not None and wall.isdigit():
                 return {"uptime_s": up, "wall_s": int(wall)}
     return None
@@ -63,7 +64,7 @@ def phases(events: Sequence[Event], origin: ClockJSON | None) -> dict[str, Phase
         Kind.TRACE_END: "trace_end",
     }
     for event in events:
-        t = _t(event)
+        t = event_time(event)
         if event.kind in names and t is not None and event.get("load"):
             found.setdefault(event.get("load"), {})[names[Kind(event.kind)]] = round(t - zero, 2)
     return {load: Phases(**marks) for load, marks in found.items()}
@@ -102,7 +103,7 @@ def segment_times(events: Sequence[Event], origin: ClockJSON | None) -> dict[str
     zero = origin["uptime_s"] if origin else 0.0
     out: dict[str, dict[int, list[float]]] = {}
     for event in events:
-        t = _t(event)
+        t = event_time(event)
         n = event.get("n")
         if event.kind in (Kind.SEGMENT_START, Kind.SEGMENT_END) and t is not None and n.isdigit():
             marks = out.setdefault(event.get("load"), {}).setdefault(int(n), [])

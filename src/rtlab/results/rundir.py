@@ -260,12 +260,11 @@ class RunDir:
                     text = None  # cut off: the capture says it explains nothing
             counters = capture / "interrupts"
             rtla = capture / "rtla.out"
-            if rtla.is_file():
-                path = rtla
+            kept = path or (rtla if rtla.is_file() else None)  # the raw record of the capture
             found.append(
                 TraceCapture(
                     int(capture.name),
-                    path.relative_to(self.path).as_posix() if path is not None else None,
+                    kept.relative_to(self.path).as_posix() if kept is not None else None,
                     text,
                     timeline.read(capture),
                     counters.read_text(errors="replace") if counters.is_file() else None,
