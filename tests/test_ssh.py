@@ -85,6 +85,9 @@ def board(tmp_path_factory) -> Board:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys}/host_key\nPidFile {keys}/sshd.pid\n"
         f"AuthorizedKeysFile {keys}/authorized_keys\nPermitRootLogin prohibit-password\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        # a board's shell runs no startup file of this machine's root: bash sources ~/.bashrc
+        # for a command from sshd only as a top-level shell, and SHLVL=1 makes it a nested one
+        "SetEnv SHLVL=1\n"
     )
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
     sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)
