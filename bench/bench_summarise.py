@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rtlab import store
-from rtlab.loads import LOADS
+from rtlab.loads import DEFAULT_LOADS as LOADS
 from rtlab.plan import Plan
 
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))

@@ -106,7 +106,7 @@ def write_plan(run: Path, loads: dict[str, list[str] | None], seconds: int) -> N
         ]
         (folder / "cyclictest.argv").write_text("\n".join(argv) + "\n")
         if stress is not None:
-            (folder / "stress.argv").write_text("\n".join(stress) + "\n")
+            (folder / "load.argv").write_text("\n".join(["stress-ng", *stress]) + "\n")
 
 
 @needs_root
@@ -141,14 +141,14 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
         data = json.loads((run / "loads" / load / "cyclictest.json").read_text())
         assert data["num_threads"] == os.cpu_count()
         assert all(t["cycles"] > 0 for t in data["thread"].values())
-    assert "@rtlab stress-ng exit=0 running_at_end=yes" in (run / "loads/cpu/stress.log").read_text()
+    assert "@rtlab load-process exit=0 running_at_end=yes" in (run / "loads/cpu/load.log").read_text()
     assert {f: f.read_bytes() for f in before} == before
     assert not (run / "governors.saved").exists() and not (run / "agent.pid").exists()
     assert processes_in(run) == []
 
 
 def test_arguments_are_data_not_code(busybox_path, tmp_path):
-    # stress.argv lines reach stress-ng as single arguments; nothing in them is run.
+    # load.argv lines reach the program as single arguments; nothing in them is run.
     run = tmp_path / "run"
     hostile = ["--dir", "1", "--temp-path", "$(touch pwned)", "; touch pwned2", "`touch pwned3`"]
     write_plan(run, {"storage": hostile}, seconds=1)
@@ -220,7 +220,7 @@ def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
     text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
     printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
     # the exit-status lines closing stress.log, cyclictest.log and (level a) rtla.out
-    trailers = {"stress-ng", "cyclictest", "rtla"}
+    trailers = {"load-process", "cyclictest", "rtla"}
     assert printed - trailers <= {kind.value for kind in Kind}
     assert {"load-start", "load-end", "done", "busy", "result"} <= printed
 

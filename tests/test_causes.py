@@ -71,7 +71,7 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
     out = injected[level]
     summary = read_json(out / "summary.json")
     origin = summary["clock"]["uptime_s"]
-    bursts = injections((out / "loads/cpu/stress.log").read_text())
+    bursts = injections((out / "loads/cpu/load.log").read_text())
     assert bursts, "the spin program never ran"
     pid = bursts[0][3]
 

@@ -75,5 +75,5 @@ def test_interrupt_during_a_stress_load(sig, tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode == 3
     assert processes_named("stress-ng", "cyclictest") - already == set()
-    assert "@rtlab stress-ng exit=" in (run / "loads/memory/stress.log").read_text()
+    assert "@rtlab load-process exit=" in (run / "loads/memory/load.log").read_text()
     assert read_json(run / "summary.json")["loads"]["memory"]["status"] == "partial"

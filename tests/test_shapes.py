@@ -11,12 +11,14 @@ import pytest
 
 from conftest import needs_root, needs_tools, read_json, rtlab, run_args
 from rtlab.analysis.stats import FIELDS
+from rtlab.loads import Load
 from rtlab.plan import Plan
 from rtlab.shapes import (
     CausesJSON,
     FindingJSON,
     HistogramJSON,
     LoadEntry,
+    LoadJSON,
     Manifest,
     PhasesJSON,
     PlanJSON,
@@ -39,7 +41,10 @@ def required(shape: Any) -> set[str]:
 
 
 def test_plan_and_stats_shapes_match_their_classes():
-    assert keys(PlanJSON) == {f.name for f in dataclasses.fields(Plan)}
+    # the user's own loads are written out with the built-in ones, as every load's definition
+    fields = {f.name for f in dataclasses.fields(Plan)} - {"custom_loads"} | {"load_definitions"}
+    assert keys(PlanJSON) == fields
+    assert set(LoadJSON.__annotations__) == set(Load("x", stress_ng=(), command=()).to_json())
     assert list(StatsJSON.__annotations__) == [f.key for f in FIELDS] + ["lower_bounds"]
 
 

@@ -133,7 +133,7 @@ def layout(run: Path) -> set[str]:
         "summary.json",
         "plan.loads",
         "cyclictest.json",
-        "stress.log",
+        "load.log",
     }
     return {p.relative_to(run).as_posix() for p in run.rglob("*") if p.name in keep}
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from rtlab import __version__, report
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import LOADS, parse_loads
+from rtlab.loads import BUILTIN, DEFAULT_LOADS, parse_loads, read_file
 from rtlab.plan import Plan, preset
 from rtlab.units import format_duration, parse_duration, parse_latency
 
@@ -86,6 +86,17 @@ TraceLevel = Annotated[
         help="with --trace: auto (the best the target has), a (rtla), b (tracefs) or c (no tracing)"
     ),
 ]
+LOADS_HELP = (
+    f"comma-separated, from {','.join(BUILTIN)} or a --loads-file (default {','.join(DEFAULT_LOADS)})"
+)
+LoadsFile = Annotated[
+    Path | None,
+    typer.Option(help="a TOML file of loads of your own (stress-ng lists or any command): docs/loads.md"),
+]
+IdleAfterBoot = Annotated[
+    str | None,
+    typer.Option(help="before the first load, wait until the target has been up this long, e.g. 3m"),
+]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 
 
@@ -107,11 +118,19 @@ def _plan(
     trace_duration: str | None = None,
     trace_spikes: int | None = None,
     trace_level: str | None = None,
+    loads_file: Path | None = None,
+    idle_after_boot: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
+    known = dict(BUILTIN)
+    if loads_file is not None:
+        custom = read_file(loads_file)
+        known.update((load.name, load) for load in custom)
+        # a file's loads are what it is for: measured unless --loads says otherwise
+        base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
     options: dict[str, tuple[Any, Callable[[Any], Any]]] = {
-        "loads": (loads, parse_loads),
+        "loads": (loads, lambda text: parse_loads(text, known)),
         "duration_s": (duration, parse_duration),
         "interval_us": (interval, parse_latency),
         "priority": (priority, int),
@@ -125,6 +144,7 @@ def _plan(
         "trace_s": (trace_duration, parse_duration),
         "trace_spikes": (trace_spikes, int),
         "trace_level": (trace_level, str),
+        "idle_after_boot_s": (idle_after_boot, parse_duration),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -219,7 +239,7 @@ def run(
         list[str] | None,
         typer.Option(help="local, ssh://[user@]host[:port] or qemu:...; several boards run in parallel"),
     ] = None,
-    loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
+    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
     duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,
     interval: Annotated[str | None, typer.Option(help="cyclictest interval (default 200us)")] = None,
     priority: Annotated[int | None, typer.Option(help="SCHED_FIFO priority (default 99)")] = None,
@@ -250,6 +270,8 @@ def run(
     trace_duration: TraceDuration = None,
     trace_spikes: TraceSpikes = None,
     trace_level: TraceLevel = None,
+    loads_file: LoadsFile = None,
+    idle_after_boot: IdleAfterBoot = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -287,12 +309,15 @@ def run(
         trace_duration,
         trace_spikes,
         trace_level,
+        loads_file,
+        idle_after_boot,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     specs = target or ["local"]
     targets = [open_target(spec, accept_new_host_key) for spec in specs]
     total = len(plan.loads) * (plan.duration_s + plan.settle_s + (plan.trace_s if plan.trace_us else 0))
+    total += plan.idle_after_boot_s
     err.print(
         f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
         f"{format_duration(plan.duration_s)} each (about {format_duration(total)})",
@@ -312,7 +337,7 @@ def trace_command(
         str | None, typer.Option(help="trace what makes samples above this, e.g. 500us (hwlat: 10us)")
     ] = None,
     target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
-    loads: Annotated[str | None, typer.Option(help=f"comma-separated, from {','.join(LOADS)}")] = None,
+    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
     duration: Annotated[
         str, typer.Option(help="per load: the measurement, then a trace pass as long (default 30s)")
     ] = "30s",

@@ -1,43 +1,171 @@
-"""The load catalogue of the StarFive study: each load is one stress-ng stressor.
+"""Loads: what runs beside the measurement. Each is a stress-ng stressor list, any command,
+or nothing (idle); the built-in ones (loads.toml) are defined as a user's file defines its own:
 
-`idle` runs no stress-ng at all. N (workers) is the target's online CPU count unless
-the plan says otherwise.
+    [loads.spin]                      # any command, stopped with its process group
+    command = ["sh", "-c", "while :; do :; done"]
+    [loads.net]                       # stress-ng's arguments; {workers} filled in
+    stress-ng = ["--sock", "{workers}"]
+    on = "all"                        # with --rt-cpus: every CPU, not the housekeeping ones
+
+A file is checked whole before anything runs: one line naming the fix, exit 2.
 """
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
 from rtlab.errors import UsageError
 
-# name -> stress-ng stressor option (None: no load)
-LOADS: dict[str, str | None] = {
-    "idle": None,
-    "cpu": "--matrix",
-    "os": "--set",
-    "memory": "--vm",
-    "storage": "--dir",
-}
+# The StarFive study's loads, in its order: the default campaign.
+DEFAULT_LOADS = ("idle", "cpu", "os", "memory", "storage")
 
 # stress-ng is told to stop by itself this long after the measurement should have
 # ended, so that even an agent killed with SIGKILL leaves nothing running.
 STRESS_TIMEOUT_MARGIN_S = 30
 
+PLACEHOLDERS = ("workers", "scratch")
+CHECKS = {
+    "alive": "the load's process runs until the measurement ends",
+    "oom-kill": "and the kernel's OOM killer killed at least once during the load",
+}
+_KEYS = {"stress-ng", "command", "on", "check", "about"}
+# rtlab sets these itself: the safety timeout and, with --rt-cpus, the CPUs
+_STRESS_OWN = ("--timeout", "-t", "--taskset")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+_PLACEHOLDER = re.compile(r"\{([^}]*)\}")
 
-def parse_loads(text: str) -> tuple[str, ...]:
+
+@dataclass(frozen=True)
+class Load:
+    name: str
+    stress_ng: tuple[str, ...] | None = None  # stress-ng's arguments (no program name)
+    command: tuple[str, ...] | None = None  # any command, program first
+    on: str | None = None  # "housekeeping" or "all"; None: as the plan says (--loads-on)
+    check: str = "alive"
+    about: str = ""
+
+    @property
+    def program(self) -> str | None:
+        """What must be installed on the target; None for an idle load."""
+        if self.stress_ng is not None:
+            return "stress-ng"
+        return self.command[0] if self.command else None
+
+    @property
+    def scratch(self) -> bool:
+        """Whether it works in a folder of the run's own ({scratch})."""
+        return any("{scratch}" in a for a in (*(self.stress_ng or ()), *(self.command or ())))
+
+    def argv(self, workers: int, scratch: str, timeout_s: int, cpus: str | None) -> list[str] | None:
+        """The whole command line on the target (program first), or None for idle.
+        `cpus`: confine it to these CPUs (a kernel CPU list); None: anywhere."""
+
+        def fill(arg: str) -> str:
+            return arg.replace("{workers}", str(workers)).replace("{scratch}", scratch)
+
+        if self.stress_ng is not None:
+            argv = ["stress-ng", *map(fill, self.stress_ng), "--timeout", f"{timeout_s}s"]
+            return argv + ["--taskset", cpus] if cpus else argv
+        if self.command:
+            return ["taskset", "-c", cpus, *map(fill, self.command)] if cpus else [*map(fill, self.command)]
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"about": self.about, "check": self.check, "on": self.on}
+        if self.stress_ng is not None:
+            out["stress-ng"] = list(self.stress_ng)
+        if self.command is not None:
+            out["command"] = list(self.command)
+        return out
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise UsageError(f'{where} must be a list of strings, e.g. ["--sock", "{{workers}}"]')
+    if not value or not value[0].strip():
+        raise UsageError(f"{where} is empty: give the program and its arguments")
+    for arg in value:
+        for name in _PLACEHOLDER.findall(arg):
+            if name not in PLACEHOLDERS:
+                raise UsageError(
+                    f"{where} uses {{{name}}}: only {', '.join('{' + p + '}' for p in PLACEHOLDERS)} are "
+                    "filled in"
+                )
+    return tuple(value)
+
+
+def parse_load(name: str, table: Any, source: str) -> Load:
+    where = f"{source}: load {name!r}"
+    if not _NAME.fullmatch(name):
+        raise UsageError(f"{where}: a load's name is letters, digits and ._+- (it names a folder)")
+    if not isinstance(table, dict):
+        raise UsageError(f"{where} must be a table: [loads.{name}] with stress-ng = [...] or command = [...]")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key {', '.join(unknown)}: use {', '.join(sorted(_KEYS))}")
+    if "stress-ng" in table and "command" in table:
+        raise UsageError(f"{where}: give stress-ng or command, not both")
+    stress = _strings(table["stress-ng"], f"{where}: stress-ng") if "stress-ng" in table else None
+    if stress and any(a.split("=")[0] in _STRESS_OWN for a in stress):
+        raise UsageError(f"{where}: rtlab sets stress-ng's --timeout and --taskset itself: remove them")
+    command = _strings(table["command"], f"{where}: command") if "command" in table else None
+    on = table.get("on")
+    if on not in (None, "housekeeping", "all"):
+        raise UsageError(f'{where}: on = {on!r}: use "housekeeping" or "all"')
+    check = table.get("check", "alive")
+    if check not in CHECKS:
+        raise UsageError(f"{where}: check = {check!r}: use {' or '.join(map(repr, CHECKS))}")
+    if check != "alive" and stress is None and command is None:
+        raise UsageError(f"{where}: check = {check!r} needs a load that runs something")
+    about = table.get("about", "")
+    if not isinstance(about, str):
+        raise UsageError(f"{where}: about is a string saying what the load stresses")
+    return Load(name, stress, command, on, check, about)
+
+
+def parse_catalogue(text: str, source: str) -> dict[str, Load]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{source} is not valid TOML ({e}): fix that line") from None
+    unknown = sorted(set(doc) - {"loads"})
+    if unknown or not isinstance(doc.get("loads"), dict) or not doc["loads"]:
+        raise UsageError(f"{source}: a loads file holds [loads.NAME] tables only, e.g. [loads.spin]")
+    return {name: parse_load(name, table, source) for name, table in doc["loads"].items()}
+
+
+BUILTIN: Mapping[str, Load] = parse_catalogue(
+    resources.files("rtlab").joinpath("loads.toml").read_text(encoding="utf-8"), "rtlab's loads.toml"
+)
+
+
+def read_file(path: Path) -> tuple[Load, ...]:
+    """The loads a user's file defines; built-in names are refused (one meaning per name)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read loads file {path}: {e.strerror}: give an existing TOML file") from None
+    loads = parse_catalogue(text, str(path))
+    taken = sorted(set(loads) & set(BUILTIN))
+    if taken:
+        raise UsageError(f"{path}: {', '.join(taken)} is built in: give your load another name")
+    return tuple(loads.values())
+
+
+def parse_loads(text: str, known: Mapping[str, Load] = BUILTIN) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = [name for name in names if name not in LOADS]
+    unknown = [name for name in names if name not in known]
     if unknown or not names:
         raise UsageError(
-            f"unknown load {', '.join(unknown) or '(none given)'}: choose from {','.join(LOADS)}"
+            f"unknown load {', '.join(unknown) or '(none given)'}: choose from {','.join(known)} "
+            "(or define it in a --loads-file)"
         )
     if len(set(names)) != len(names):
         raise UsageError(f"load listed twice in {text!r}: name each load once")
     return names
-
-
-def stress_argv(load: str, workers: int, timeout_s: int, temp_path: str | None = None) -> list[str] | None:
-    """stress-ng's arguments for `load`, or None for a load that runs no stress-ng."""
-    option = LOADS[load]
-    if option is None:
-        return None
-    argv = [option, str(workers), "--timeout", f"{timeout_s}s"]
-    if temp_path is not None:
-        argv += ["--temp-path", temp_path]
-    return argv

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import cast
 
 from rtlab.errors import UsageError
-from rtlab.loads import LOADS, STRESS_TIMEOUT_MARGIN_S, stress_argv
+from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load
 from rtlab.shapes import PlanJSON
 from rtlab.system import cpus
 
@@ -43,13 +43,13 @@ MAX_TRACE_SPIKES = 1000
 
 @dataclass(frozen=True)
 class Plan:
-    loads: tuple[str, ...] = tuple(LOADS)
+    loads: tuple[str, ...] = DEFAULT_LOADS
     duration_s: int = 60
     interval_us: int = 200
     priority: int = 99
     histogram_us: int = DEFAULT_HISTOGRAM_US
     settle_s: int = 5
-    workers: int | None = None  # stress-ng workers per load; None: the target's CPU count
+    workers: int | None = None  # {workers} of each load; None: the CPUs it runs on
     storage_dir: str | None = None  # where `storage` works; None: a scratch folder in the run
     governor: str = "performance"  # or "keep"
     preset: str | None = None
@@ -65,6 +65,9 @@ class Plan:
     trace_s: int = 0  # how long each load's trace pass lasts (after its measurement)
     trace_spikes: int = DEFAULT_TRACE_SPIKES  # at most this many traced spikes per load
     trace_level: str = "auto"  # the best the target has (a: rtla, b: tracefs, c: neither), or one of them
+    custom_loads: tuple[Load, ...] = ()  # loads of the user's --loads-file, beside the built-in ones
+    cpu_count: int | None = None  # resolved against the target: its online CPUs
+    idle_after_boot_s: int = 0  # before the first load, wait until the target has been up this long
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -118,18 +121,43 @@ class Plan:
             cpus.parse_list(self.rt_cpus)
         if self.settle_s < 0:
             raise UsageError(f"bad settle time {self.settle_s}s: use 0 or more")
+        if not 0 <= self.idle_after_boot_s <= MAX_SETTLE_S:
+            raise UsageError(f"--idle-after-boot {self.idle_after_boot_s}s: use 0 to 1h (the study's: 3m)")
+        for name in self.loads:
+            self.load(name)
         return self
+
+    def load(self, name: str) -> Load:
+        found = next((load for load in self.custom_loads if load.name == name), BUILTIN.get(name))
+        if found is None:
+            raise UsageError(
+                f"unknown load {name!r}: choose from {','.join(BUILTIN)} or define it in a --loads-file"
+            )
+        return found
 
     def for_target(self, online: str, count: int) -> Plan:
         """The plan fixed for a target: N (stress-ng workers) and the CPU split, checked."""
-        plan = self
+        plan = replace(self, cpu_count=max(count, 1))
         if self.rt_cpus is not None:
             all_cpus = cpus.parse_list(online) if online else frozenset(range(count))
             rt = cpus.parse_list(self.rt_cpus)
             house = cpus.split(all_cpus, rt, None)
             plan = replace(plan, rt_cpus=cpus.format_list(rt), housekeeping_cpus=cpus.format_list(house))
-            count = len(house) if self.loads_on == "housekeeping" else count
-        return plan if plan.workers is not None else replace(plan, workers=max(count, 1))
+        return plan
+
+    def load_cpus(self, name: str) -> str | None:
+        """Where a load runs: the housekeeping CPUs (a CPU list), or None for everywhere."""
+        on = self.load(name).on or self.loads_on
+        return self.housekeeping_cpus if self.housekeeping_cpus and on == "housekeeping" else None
+
+    def workers_for(self, name: str) -> int:
+        """{workers}: --workers, else one per CPU the load runs on."""
+        if self.workers is not None:
+            return self.workers
+        if self.cpu_count is None:
+            raise ValueError("resolve the plan with for_target() first")
+        where = self.load_cpus(name)
+        return len(cpus.parse_list(where)) if where else self.cpu_count
 
     def cyclictest_argv(self) -> list[str]:
         # The seed's `-m -S -p 99 -i 200 -q -D 10m -H 200`, with a wider histogram
@@ -172,25 +200,29 @@ class Plan:
         """Samples per block per thread: cyclictest's oscilloscope reduction (-o)."""
         return max(self.block_us // self.interval_us, 1)
 
-    def stress_argv(self, load: str, scratch: str) -> list[str] | None:
-        """stress-ng's arguments for `load`; `scratch` is the run's own scratch folder."""
-        if self.workers is None:
-            raise ValueError("resolve the plan with for_target() first")
-        temp_path = (self.storage_dir or scratch) if load == "storage" else None
+    def load_argv(self, name: str, scratch: str) -> list[str] | None:
+        """The load's whole command line on the target (None: idle); `scratch` is the run's
+        own scratch folder, unless --storage-dir names another."""
         # Each segment of a soak run starts a new cyclictest: allow it 2 s, or a 72-hour run's
         # stress-ng would end on its own before the last segment does.
         timeout = (
             self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
         )
-        argv = stress_argv(load, self.workers, timeout, temp_path)
-        if argv is not None and self.housekeeping_cpus and self.loads_on == "housekeeping":
-            argv += ["--taskset", self.housekeeping_cpus]
-        return argv
+        return self.load(name).argv(
+            self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)
+        )
+
+    def programs(self) -> list[str]:
+        """What the loads need installed on the target, each once."""
+        found = {self.load(name).program: None for name in self.loads}
+        if any(self.load_cpus(name) and self.load(name).command for name in self.loads):
+            found["taskset"] = None
+        return [p for p in found if p]
 
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""
         per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()
-        return max(len(self.loads), 1) * per_load
+        return max(len(self.loads), 1) * per_load + self.idle_after_boot_s
 
     def segments(self) -> int:
         """cyclictest runs per load: one, or one per segment of a soak run."""
@@ -199,6 +231,9 @@ class Plan:
     def to_json(self) -> PlanJSON:
         data = asdict(self)
         data["loads"] = list(self.loads)
+        # every load's definition, built in or not: a run says what ran beside it
+        del data["custom_loads"]
+        data["load_definitions"] = {name: self.load(name).to_json() for name in self.loads}
         return cast(PlanJSON, data)  # the fields are PlanJSON's (a test compares them)
 
 

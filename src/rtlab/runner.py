@@ -38,6 +38,7 @@ from rtlab.targets.base import Target
 INSTALL_HINT = {
     "cyclictest": "apt-get install rt-tests (Debian/Ubuntu) or enable rt-tests in Buildroot/Yocto",
     "stress-ng": "apt-get install stress-ng (Debian/Ubuntu) or enable stress-ng in Buildroot/Yocto",
+    "taskset": "apt-get install util-linux or enable taskset in busybox (it confines loads to CPUs)",
 }
 
 
@@ -89,15 +90,18 @@ def _now() -> str:
 
 def preflight(target: Target, plan: Plan) -> dict[str, str]:
     """Tool versions on the target; a UsageError naming the fix when it cannot measure."""
-    _, out = target.agent(["preflight", str(plan.priority), *([target.runs_dir] if target.runs_dir else [])])
+    programs = plan.programs()
+    _, out = target.agent(["preflight", str(plan.priority), target.runs_dir or "-", *programs])
     found: dict[str, str] = {}
     for event in filter(None, map(ev.parse, out.splitlines())):
         if event.kind == ev.Kind.TOOL:
             found[event.get("name")] = event.get("version")
         elif event.kind == ev.Kind.MISSING:
             tool = event.get("name")
-            if tool == "cyclictest" or any(load != "idle" for load in plan.loads):
-                raise UsageError(f"{tool} is not installed on {target.name}: {INSTALL_HINT[tool]}")
+            if tool == "cyclictest" or tool in programs:
+                users = [name for name in plan.loads if plan.load(name).program == tool]
+                hint = INSTALL_HINT.get(tool) or f"install it, or change load {', '.join(users)}"
+                raise UsageError(f"{tool} is not installed on {target.name}: {hint}")
         elif event.kind == ev.Kind.BUSY:
             raise UsageError(
                 f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
@@ -148,11 +152,12 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
         if plan.trace_us:
             (folder / "trace.argv").write_text("\n".join(plan.trace_argv()) + "\n")
             (folder / "rtla.argv").write_text("\n".join(plan.rtla_argv()) + "\n")
-        stress = plan.stress_argv(load, scratch=f"{remote}/loads/{load}/scratch")
-        if stress is not None:
-            if load == "storage" and plan.storage_dir is None:
+        argv = plan.load_argv(load, scratch=f"{remote}/loads/{load}/scratch")
+        if argv is not None:
+            if plan.load(load).scratch and plan.storage_dir is None:
                 (folder / "scratch").mkdir(exist_ok=True)
-            (folder / "stress.argv").write_text("\n".join(stress) + "\n")
+            (folder / "load.argv").write_text("\n".join(argv) + "\n")
+            (folder / "load.check").write_text(plan.load(load).check + "\n")
 
 
 @contextmanager
@@ -355,6 +360,7 @@ def _measure(
     args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
             "--governor", plan.governor, "--grace", str(GRACE_S),
             *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
+            *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
             *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
                "--trace-spikes", str(plan.trace_spikes), "--trace-level", plan.trace_level]
               if plan.trace_us else [])]  # fmt: skip

@@ -56,6 +56,14 @@ class Sysinfo(TypedDict, total=False):
 # --- run.json ---------------------------------------------------------------------------------
 
 
+LoadJSON = TypedDict(
+    "LoadJSON",
+    {"about": str, "check": str, "on": str | None, "stress-ng": list[str], "command": list[str]},
+    total=False,
+)
+"""A load's definition as its file gave it (loads.Load.to_json); stress-ng or command or neither."""
+
+
 class PlanJSON(TypedDict):
     """Plan.to_json(): what was asked for, resolved against the target."""
 
@@ -81,6 +89,9 @@ class PlanJSON(TypedDict):
     trace_s: int
     trace_spikes: int
     trace_level: str
+    cpu_count: int | None
+    idle_after_boot_s: int
+    load_definitions: dict[str, LoadJSON]
 
 
 class TargetJSON(TypedDict, total=False):

@@ -6,10 +6,11 @@
 # (the plan as plain files) and reads back what the agent writes there.
 #
 #   agent.sh sysinfo              prints system information as JSON
-#   agent.sh preflight PRIO [RUNS]  checks cyclictest/stress-ng, SCHED_FIFO+mlock, another
-#                                 active run (the lock) and, in RUNS, the free space
+#   agent.sh preflight PRIO RUNS|- [PROGRAM...]
+#                                 checks cyclictest and the loads' programs, SCHED_FIFO+mlock,
+#                                 another active run (the lock) and, in RUNS, the free space
 #   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
-#                    [--grace S] [--segment S] [--stream-results]
+#                    [--grace S] [--segment S] [--idle-after-boot S] [--stream-results]
 #                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|a|b|c]]
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh hwlat DIR SECONDS THRESHOLD_US [CPUMASK]
@@ -27,7 +28,10 @@
 # Layout of DIR read by `run`:
 #   DIR/plan.loads                  load names, one per line, in order
 #   DIR/loads/L/cyclictest.argv     cyclictest arguments, one per line
-#   DIR/loads/L/stress.argv         stress-ng arguments, one per line (absent: no load)
+#   DIR/loads/L/load.argv           the load's command (stress-ng or any), one argument a line
+#                                   (absent: idle)
+#   DIR/loads/L/load.check          how the load is checked: alive, or oom-kill (the kernel's OOM
+#                                   killer must kill during the load: oom_kill in /proc/vmstat)
 # and written by `run`:
 #   DIR/events                      the @rtlab lines below, one per line
 #   DIR/loads/L/cyclictest.json     cyclictest's own JSON, renamed into place only when
@@ -36,18 +40,19 @@
 #                                   oscilloscope lines (-v -o) and the spike list (--spike)
 #   DIR/loads/L/cyclictest.log      cyclictest's standard error, then its exit status
 #   DIR/loads/L/segments/NNN/...    with --segment: cyclictest's three files for each segment
-#   DIR/loads/L/stress.log          stress-ng's output, then its exit status
-#   DIR/loads/L/*.pid               the process groups of cyclictest and stress-ng
+#   DIR/loads/L/load.log            the load's output, then its exit status
+#   DIR/loads/L/*.pid               the process groups of cyclictest and the load
 #   DIR/governors.saved             "value path" lines; present while governors are changed
 #
 # Progress lines (stdout and DIR/events):
 #   @rtlab clock t=UPTIME wall=EPOCH_SECONDS          (once, first: ties uptime to the wall clock)
+#   @rtlab boot-idle t=UPTIME up=S until=S              (--idle-after-boot: waiting)
 #   @rtlab governor t=UPTIME status=set|unavailable|kept|failed
 #   @rtlab load-start t=UPTIME load=L seconds=S         (then the load settles)
 #   @rtlab measure-start t=UPTIME load=L                (cyclictest starts)
 #   @rtlab segment-start t=UPTIME load=L n=N seconds=S  (--segment: each cyclictest run of a load)
 #   @rtlab segment-end t=UPTIME load=L n=N status=complete|failed
-#   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; stress-ng is stopped next)
+#   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; the load is stopped next)
 #   @rtlab trace-start t=UPTIME load=L level=a|b|c seconds=S threshold_us=US clock=C asked=LEVEL
 #   @rtlab trace-spike t=UPTIME load=L n=N cpu=C [hit=UPTIME]  (levels a, b: a capture)
 #   @rtlab trace-end t=UPTIME load=L spikes=N [reason=TEXT]
@@ -58,8 +63,10 @@
 #
 # A measurement never outlives its plan: cyclictest that has not ended GRACE seconds
 # (default 30) after its planned end, or that ignores SIGTERM for STOP_GRACE seconds, is
-# killed with its process group; so is a stress-ng that ignores SIGTERM. A load whose
-# stress-ng ends before cyclictest does is stopped at once and failed: it measured no load.
+# killed with its process group; so is a load that ignores SIGTERM. A load whose
+# process ends before cyclictest does is stopped at once and failed: it measured no load.
+# The agent and cyclictest are never the OOM killer's victims (oom_score_adj -1000); the
+# load's processes are (0, and stress-ng makes its own workers the first to go).
 
 set -u
 # A host that went away must not take the measurement with it.
@@ -351,7 +358,9 @@ lock_release() {
 
 cmd_preflight() {
 	prio=${1:-99}
-	runs=${2:-}
+	runs=${2:--}
+	[ "$runs" != - ] || runs=
+	shift 2 2>/dev/null || shift $#
 	ok=0
 	holder=$(lock_holder)
 	if [ -n "$holder" ]; then
@@ -370,11 +379,14 @@ cmd_preflight() {
 		printf '@rtlab missing name=cyclictest\n'
 		ok=1
 	fi
-	if command -v stress-ng >/dev/null 2>&1; then
-		printf '@rtlab tool name=stress-ng version=%s\n' "$(tool_version stress-ng)"
-	else
-		printf '@rtlab missing name=stress-ng\n'
-	fi
+	for program in "$@"; do
+		if command -v "$program" >/dev/null 2>&1; then
+			printf '@rtlab tool name=%s version=%s\n' "$program" "$(tool_version "$program")"
+		else
+			printf '@rtlab missing name=%s\n' "$program"
+			ok=1
+		fi
+	done
 	[ $ok = 0 ] || return 1
 	# Two loops are enough to learn whether SCHED_FIFO and mlockall are allowed.
 	if out=$(cyclictest -m -p "$prio" -i 1000 -l 2 -q 2>&1); then
@@ -498,15 +510,26 @@ last_words() {
 	printf '%s' "$line" | tr -d '\000-\037' | cut -c1-200
 }
 
-stress_start() {
-	ld=$1
-	(cd "$ld" && run_argv stress.argv $SETSID stress-ng) >"$ld/stress.log" 2>&1 &
-	STRESS_PID=$!
-	echo "$STRESS_PID" >"$ld/stress-ng.pid"
+# Processes the kernel's OOM killer has killed since boot ("-": this kernel does not say).
+oom_kills() {
+	n=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+	echo "${n:--}"
 }
 
-# Ends stress-ng: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds.
-stress_stop() {
+load_start() {
+	ld=$1
+	OOM_BEFORE=$(oom_kills)
+	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
+	(
+		echo 0 >/proc/self/oom_score_adj 2>/dev/null
+		cd "$ld" && run_argv load.argv $SETSID
+	) >"$ld/load.log" 2>&1 &
+	STRESS_PID=$!
+	echo "$STRESS_PID" >"$ld/load.pid"
+}
+
+# Ends the load: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds.
+load_stop() {
 	ld=$1
 	[ -n "$STRESS_PID" ] || return 0
 	running=no
@@ -517,12 +540,17 @@ stress_stop() {
 	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.
 	signal_group KILL "$STRESS_PID"
 	wait_pid "$STRESS_PID"
-	printf '@rtlab stress-ng exit=%s running_at_end=%s\n' "$WAIT_RC" "$running" >>"$ld/stress.log"
+	after=$(oom_kills)
+	kills=-
+	if [ "$after" != - ] && [ "$OOM_BEFORE" != - ]; then kills=$((after - OOM_BEFORE)); fi
+	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s\n' "$WAIT_RC" "$running" "$kills" \
+		>>"$ld/load.log"
 	STRESS_PID=
+	LOAD_OOM_KILLS=$kills
 }
 
 # Runs cyclictest in folder $1 (its cyclictest.argv; the load's folder, or a segment's)
-# for $2 seconds while watching it, stress-ng (whose log is $3) and the clock.
+# for $2 seconds while watching it, the load (whose log is $3) and the clock.
 # Sets REASON when the measurement cannot be vouched for.
 measure() {
 	mf=$1
@@ -541,7 +569,7 @@ measure() {
 	while alive "$CT_PID"; do
 		t=$(($(now_s) - start))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="stress-ng ended after ${t} s of measuring: $(last_words "$slog")"
+			REASON="the load ended after ${t} s of measuring: $(last_words "$slog")"
 			kill -TERM "$CT_PID" 2>/dev/null
 			stop_sent=$t
 		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
@@ -593,7 +621,7 @@ measure_segments() {
 		# The load's arguments, then the segment's own duration (cyclictest takes the last -D).
 		{ cat "$ld/cyclictest.argv"; printf '%s\n%s\n' -D "$secs"; } >"$sd/cyclictest.argv"
 		emit segment-start load="$2" n="$n" seconds="$secs"
-		measure "$sd" "$secs" "$ld/stress.log"
+		measure "$sd" "$secs" "$ld/load.log"
 		if [ -f "$sd/cyclictest.json" ]; then
 			emit segment-end load="$2" n="$n" status=complete
 		else
@@ -725,7 +753,7 @@ rtla_run() {
 		fi
 		t=$(($(now_s) - rstart))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="stress-ng ended during the trace pass: $(last_words "$ld/stress.log")"
+			REASON="the load ended during the trace pass: $(last_words "$ld/load.log")"
 		fi
 		if [ -z "$sent" ] && { [ $STOP = 1 ] || [ -n "$REASON" ] || [ "$t" -ge $((rsecs + GRACE)) ]; }; then
 			signal_group INT "$CT_PID"
@@ -784,7 +812,7 @@ trace_pass() {
 		{ cat "$ld/trace.argv"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000 -D "$TRACE_SECS"; } >"$cf/cyclictest.argv"
 		irq_sampler >"$cf/interrupts" &
 		sampler=$!
-		measure "$cf" "$TRACE_SECS" "$ld/stress.log"
+		measure "$cf" "$TRACE_SECS" "$ld/load.log"
 		kill "$sampler" 2>/dev/null
 		wait "$sampler" 2>/dev/null
 		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/cyclictest.out" 2>/dev/null | first_line)
@@ -809,7 +837,7 @@ trace_pass() {
 			{ cat "$ld/trace.argv"; printf '%s\n' -b "$TRACE_US" --tracemark -D "$left"; } >"$cf/cyclictest.argv"
 			: >"$tfs/trace"
 			echo 1 >"$tfs/tracing_on"
-			measure "$cf" "$left" "$ld/stress.log"
+			measure "$cf" "$left" "$ld/load.log"
 			echo 0 >"$tfs/tracing_on"
 			grep -q '^# Break thread' "$cf/cyclictest.out" 2>/dev/null || break
 			cpu=$(sed -n 's/.*\[0*\([0-9][0-9]*\)\].*tracing_mark_write: hit latency.*/\1/p' "$tfs/trace" | first_line)
@@ -863,12 +891,12 @@ run_load() {
 	}
 	emit load-start load="$name" seconds="$SECS"
 	rm -rf "$ld/cyclictest.json" "$ld/cyclictest.json.part" "$ld/segments"
-	if [ -f "$ld/stress.argv" ]; then
-		stress_start "$ld"
+	if [ -f "$ld/load.argv" ]; then
+		load_start "$ld"
 		pause "$SETTLE"
 		if ! alive "$STRESS_PID"; then
 			wait_pid "$STRESS_PID"
-			REASON="$(exit_text stress-ng "$WAIT_RC") before measuring: $(last_words "$ld/stress.log")"
+			REASON="$(exit_text "$(first_line <"$ld/load.argv")" "$WAIT_RC") before measuring: $(last_words "$ld/load.log")"
 		fi
 	fi
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
@@ -876,15 +904,23 @@ run_load() {
 		if [ "$SEGMENT" -gt 0 ] 2>/dev/null; then
 			measure_segments "$ld" "$name"
 		else
-			measure "$ld" "$SECS" "$ld/stress.log"
+			measure "$ld" "$SECS" "$ld/load.log"
 		fi
 		emit measure-end load="$name"
 		if [ "$TRACE_SECS" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
 			trace_pass "$ld" "$name"
 		fi
 	fi
-	stress_stop "$ld"
+	LOAD_OOM_KILLS=
+	load_stop "$ld"
 	rm -rf "$ld/scratch"
+	if [ -z "$REASON" ] && [ $STOP = 0 ] && [ "$(cat "$ld/load.check" 2>/dev/null)" = oom-kill ]; then
+		if [ "$LOAD_OOM_KILLS" = - ]; then
+			REASON="an oom-kill load cannot be checked here: /proc/vmstat has no oom_kill (kernel 4.13 or later has)"
+		elif [ "${LOAD_OOM_KILLS:-0}" -lt 1 ]; then
+			REASON="the OOM killer killed nothing during the load: it never reached the out-of-memory condition"
+		fi
+	fi
 	if [ -n "$REASON" ]; then
 		status=failed
 	elif [ -f "$ld/cyclictest.json" ] || [ -f "$ld/segments/complete" ]; then
@@ -920,6 +956,16 @@ any_result() {
 	return 1
 }
 
+# The StarFive study leaves a board idle a few minutes after boot before measuring: wait
+# until the system has been up IDLE_AFTER_BOOT seconds.
+idle_after_boot() {
+	[ "${IDLE_AFTER_BOOT:-0}" -gt 0 ] 2>/dev/null || return 0
+	up=$(now_s)
+	[ "$up" -lt "$IDLE_AFTER_BOOT" ] || return 0
+	emit boot-idle up="$up" until="$IDLE_AFTER_BOOT"
+	while [ $STOP = 0 ] && [ "$(now_s)" -lt "$IDLE_AFTER_BOOT" ]; do nap 1; done
+}
+
 cmd_run() {
 	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep] [--cgroup PATH] [--grace S] [--stream-results]"
 	DIR=$1
@@ -941,6 +987,7 @@ cmd_run() {
 		--governor) GOVERNOR=$2 ;;
 		--grace) GRACE=$2 ;;
 		--segment) SEGMENT=$2 ;;
+		--idle-after-boot) IDLE_AFTER_BOOT=$2 ;;
 		--trace-seconds) TRACE_SECS=$2 ;;
 		--trace-us) TRACE_US=$2 ;;
 		--trace-spikes) TRACE_SPIKES=$2 ;;
@@ -962,6 +1009,8 @@ cmd_run() {
 	echo $$ >"$DIR/agent.pid"
 
 	emit clock wall="$(date +%s)"
+	echo -1000 >/proc/self/oom_score_adj 2>/dev/null
+	idle_after_boot
 	governors_set "$GOVERNOR"
 	ran=0
 	complete=0
@@ -982,7 +1031,7 @@ cmd_run() {
 	fi
 }
 
-# Ends the run in DIR: its agent first (it stops in order), then any cyclictest or stress-ng
+# Ends the run in DIR: its agent first (it stops in order), then any cyclictest or load
 # group it left behind (an agent killed with SIGKILL cannot), then the saved governors.
 cmd_stop() {
 	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
@@ -997,7 +1046,7 @@ cmd_stop() {
 		done
 	fi
 	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
-		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/stress-ng.pid; do
+		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}

@@ -60,7 +60,7 @@ def load_status(
 
 def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[str, str | None]:
     """The agent's word checked against the files: a load is complete only when cyclictest's
-    output is valid and its stress-ng ran until the measurement ended."""
+    output is valid and its load ran until the measurement ended (and did what its check asks)."""
     if status in ("not-run", "running"):
         return status, reason
     if raw.problem is not None:
@@ -71,7 +71,14 @@ def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[st
         end = raw.stress_end or {}
         if end.get("running_at_end") != "yes":
             words = f": {raw.stress_words}" if raw.stress_words else ""
-            return "failed", f"stress-ng was not running when the measurement ended{words}"
+            return "failed", f"the load was not running when the measurement ended{words}"
+        if raw.check == "oom-kill" and not end.get("oom_kills", "").isdigit():
+            return (
+                "failed",
+                "an oom-kill load whose OOM kills could not be counted (no oom_kill in /proc/vmstat)",
+            )
+        if raw.check == "oom-kill" and int(end["oom_kills"]) < 1:
+            return "failed", "the OOM killer killed nothing during the load: it never reached out of memory"
     return status, reason
 
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from rtlab.analysis.stats import Field
-from rtlab.loads import LOADS
+from rtlab.loads import BUILTIN
 from rtlab.shapes import LoadEntry, StatsJSON, Summary
 
 LOWER_BOUND = "≥"
@@ -19,7 +19,8 @@ def loads_in_order(summaries: Sequence[Summary]) -> list[str]:
         for load in summary["loads"]:
             if load not in seen:
                 seen.append(load)
-    return sorted(seen, key=lambda n: list(LOADS).index(n) if n in LOADS else len(LOADS))
+    order = list(BUILTIN)
+    return sorted(seen, key=lambda n: order.index(n) if n in order else len(order))
 
 
 def round_half_up(value: float) -> int:

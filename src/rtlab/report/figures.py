@@ -23,14 +23,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from rtlab.analysis import timeline, worst
-from rtlab.loads import LOADS
+from rtlab.loads import BUILTIN
 from rtlab.report import cells
 from rtlab.shapes import CausesJSON, HistogramJSON, Summary
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
 
 # One colour per load and one per run, the same in every figure.
-LOAD_COLORS = dict(zip(LOADS, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"), strict=True))
+# The built-in loads keep their colour in every figure (tab10 without gray: other loads' colour)
+_PALETTE = ("blue", "orange", "green", "red", "purple", "brown", "pink", "olive", "cyan")
+LOAD_COLORS = {load: f"tab:{colour}" for load, colour in zip(BUILTIN, _PALETTE, strict=False)}
 RUN_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink")
 
 

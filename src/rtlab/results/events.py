@@ -19,6 +19,7 @@ class Kind(StrEnum):
     PRIVILEGES = "privileges"
     # run
     CLOCK = "clock"
+    BOOT_IDLE = "boot-idle"  # --idle-after-boot: waiting for the system's uptime
     GOVERNOR = "governor"
     LOAD_START = "load-start"
     MEASURE_START = "measure-start"

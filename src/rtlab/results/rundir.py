@@ -4,7 +4,7 @@
     RUN/sysinfo.json                  what the agent found on the target
     RUN/events                        the agent's progress lines
     RUN/loads/<load>/cyclictest.json  exactly as cyclictest wrote it
-    RUN/loads/<load>/stress.log       stress-ng's output and exit status
+    RUN/loads/<load>/load.log         the load's output (stress-ng's or a command's) and exit status
     RUN/summary.json                  the statistics, derived from the above
 
 run.json is rewritten (atomically) as the run goes, so a run whose host died
@@ -31,7 +31,7 @@ from rtlab.shapes import Manifest, Sysinfo
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
-PLAN_FILES = ("plan.loads", "cyclictest.argv", "stress.argv", "trace.argv", "rtla.argv")
+PLAN_FILES = ("plan.loads", "cyclictest.argv", "load.argv", "load.check", "trace.argv", "rtla.argv")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -90,9 +90,10 @@ class RawLoad:
 
     cyclictest: dict[str, Any] | None = None  # cyclictest's JSON, None when absent or unreadable
     problem: str | None = None  # why cyclictest's JSON cannot be used
-    stressed: bool = False  # the plan ran stress-ng under this load
-    stress_end: dict[str, str] | None = None  # the agent's last stress.log line: exit, running_at_end
-    stress_words: str = ""  # stress-ng's last error line
+    stressed: bool = False  # the plan ran something (stress-ng or a command) under this load
+    stress_end: dict[str, str] | None = None  # the agent's last load.log line: exit, running_at_end
+    stress_words: str = ""  # the load's last error line
+    check: str = "alive"  # how the load is checked (load.check): alive or oom-kill
     # the time axis as cyclictest printed it: (segment number, 0 without segments, output)
     verbose: tuple[tuple[int, timeline.Verbose], ...] = ()
     segments_lost: tuple[str, ...] = ()  # segments whose result is missing or cut off
@@ -100,7 +101,8 @@ class RawLoad:
     traces: tuple[TraceCapture, ...] = ()  # the trace pass, capture by capture
 
 
-_STRESS_END = re.compile(r"^@rtlab stress-ng (.*)$", re.MULTILINE)
+# (runs of rtlab before loads files: stress.log, stress.argv and "@rtlab stress-ng")
+_STRESS_END = re.compile(r"^@rtlab (?:load-process|stress-ng) (.*)$", re.MULTILINE)
 _STRESS_ERROR = re.compile(r"^.*(?:error|fail|must|invalid|cannot).*$", re.MULTILINE | re.IGNORECASE)
 
 
@@ -227,22 +229,24 @@ class RunDir:
             problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {cyclictest.FILE}.part)"
         stress_end = None
         words = ""
-        log = folder / "stress.log"
-        if log.is_file():
+        log = next((f for f in (folder / "load.log", folder / "stress.log") if f.is_file()), None)
+        if log is not None:
             text = log.read_text(encoding="utf-8", errors="replace")
             ends = _STRESS_END.findall(text)
             if ends:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
-        stressed = (folder / "stress.argv").is_file()
+        stressed = (folder / "load.argv").is_file() or (folder / "stress.argv").is_file()
         if not segments:
             whole = timeline.read(folder)
             verbose = [(0, whole)] if whole is not None else []
         events_file = folder / "trace" / "events"
         trace_events = tuple(events_file.read_text().split()) if events_file.is_file() else ()
+        check_file = folder / "load.check"
+        check = check_file.read_text().strip() if check_file.is_file() else "alive"
         return RawLoad(
-            data, problem, stressed, stress_end, words, tuple(verbose), tuple(lost), trace_events,
+            data, problem, stressed, stress_end, words, check, tuple(verbose), tuple(lost), trace_events,
             self._traces(folder / "trace"),
         )  # fmt: skip
 

@@ -22,6 +22,8 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 hostname rtlab-guest
+# Loopback: the irq load's network traffic and any user load that talks to itself.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 if [ -f /boot/config ]; then ln -sf config "/boot/config-$(uname -r)"; fi
 ln -sf /proc/self/fd /dev/fd 2>/dev/null
 

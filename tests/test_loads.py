@@ -1,0 +1,191 @@
+"""Loads beyond the StarFive five: a user's file (any command, stress-ng lists), the partial
+cpu60 load, the OOM load in a guest, --idle-after-boot; bad files refused before anything runs."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (
+    event_seen,
+    needs_root,
+    needs_tools,
+    processes_named,
+    read_json,
+    rtlab,
+    run_args,
+    start_rtlab,
+    wait_for,
+)
+from rtlab.analysis.summary import verify
+from rtlab.loads import BUILTIN, DEFAULT_LOADS
+from rtlab.plan import Plan
+from rtlab.results.events import parse
+from rtlab.results.rundir import RawLoad
+from test_qemu import guests, needs_x86
+
+USER_LOADS = """
+[loads.spin]                      # any command, stopped with its process group
+command = ["sh", "-c", "while :; do :; done"]
+about = "one busy shell"
+
+[loads.net]
+stress-ng = ["--sock", "{workers}"]
+on = "all"
+"""
+
+
+def test_builtin_loads_are_the_studies_stress_ng_lines():
+    plan = Plan(loads=tuple(BUILTIN)).for_target("0-3", 4)
+    argv = {name: plan.load_argv(name, scratch="/run/s") for name in BUILTIN}
+    timeout = ["--timeout", f"{plan.settle_s + plan.duration_s + 30 + 2}s"]
+    assert argv == {
+        "idle": None,
+        "cpu": ["stress-ng", "--matrix", "4", *timeout],
+        "os": ["stress-ng", "--set", "4", *timeout],
+        "memory": ["stress-ng", "--vm", "4", *timeout],
+        "storage": ["stress-ng", "--dir", "4", "--temp-path", "/run/s", *timeout],
+        "cpu60": ["stress-ng", "--cpu", "4", "--cpu-load", "60", *timeout],
+        "cpu100": ["stress-ng", "--cpu", "4", "--cpu-load", "100", *timeout],
+        "irq": ["stress-ng", "--sock", "4", "--timer", "4", *timeout],
+        "oom": ["stress-ng", "--bigheap", "4", *timeout],
+    }
+    assert Plan().loads == DEFAULT_LOADS == ("idle", "cpu", "os", "memory", "storage")
+    assert all(load.about for load in BUILTIN.values())
+
+
+@needs_root
+@needs_tools
+def test_a_command_and_a_stress_ng_list_from_a_file(tmp_path):
+    (tmp_path / "mine.toml").write_text(USER_LOADS)
+    out = tmp_path / "mine"
+    last = os.cpu_count() - 1
+    done = rtlab(
+        *run_args(out, "spin,net", "2s", "--loads-file", str(tmp_path / "mine.toml"), settle="1s"),
+        *(["--rt-cpus", str(last)] if last else []),
+    )
+    assert done.returncode == 0, done.stderr
+    assert {k: v["status"] for k, v in read_json(out / "run.json")["loads"].items()} == {
+        "spin": "complete",
+        "net": "complete",
+    }
+    spin = (out / "loads/spin/load.argv").read_text().splitlines()
+    net = (out / "loads/net/load.argv").read_text().splitlines()
+    house = "0" if last == 1 else f"0-{last - 1}"
+    # the command runs on the housekeeping CPUs, as it was written; `on = "all"` loads everywhere
+    assert spin == (["taskset", "-c", house] if last else []) + ["sh", "-c", "while :; do :; done"]
+    assert net[:3] == ["stress-ng", "--sock", str(os.cpu_count())] and "--taskset" not in net
+    for load in ("spin", "net"):
+        assert (
+            (out / f"loads/{load}/load.log")
+            .read_text()
+            .splitlines()[-1]
+            .startswith("@rtlab load-process exit=")
+        )
+        assert "running_at_end=yes" in (out / f"loads/{load}/load.log").read_text()
+    definitions = read_json(out / "run.json")["plan"]["load_definitions"]
+    assert definitions["spin"]["command"] == ["sh", "-c", "while :; do :; done"]
+    assert definitions["net"] == {
+        "about": "",
+        "check": "alive",
+        "on": "all",
+        "stress-ng": ["--sock", "{workers}"],
+    }
+    assert processes_named("sh", "taskset", "stress-ng", "cyclictest") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[loads.x]\ncomand = ["a"]\n', "unknown key comand: use about, check, command, on, stress-ng"),
+        ("[loads.x]\ncommand = []\n", "command is empty: give the program and its arguments"),
+        (
+            '[loads.x]\ncommand = ["rtlab-no-such-program"]\n',
+            "rtlab-no-such-program is not installed on local",
+        ),
+        ('[loads.cpu]\ncommand = ["true"]\n', "cpu is built in: give your load another name"),
+        ('[loads.x]\nstress-ng = ["--cpu", "{cpus}"]\n', "only {workers}, {scratch} are filled in"),
+        ('[loads.x]\nstress-ng = ["--cpu", "1", "--timeout", "9"]\n', "rtlab sets stress-ng's --timeout"),
+        ('[loads.x]\ncommand = ["true"]\non = "rt"\n', 'use "housekeeping" or "all"'),
+        ("[loads.x\n", "is not valid TOML"),
+    ],
+)
+def test_a_bad_loads_file_is_one_line_and_nothing_runs(tmp_path, text, says):
+    (tmp_path / "bad.toml").write_text(text)
+    out = tmp_path / "never"
+    done = rtlab("run", "--loads-file", str(tmp_path / "bad.toml"), "--duration", "1s", "--out", str(out))
+    assert done.returncode == 2
+    message = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(message) == 1 and says in message[0], done.stderr
+    assert not out.exists()
+
+
+def _cpu_seconds(group: int) -> float:
+    """CPU time (user + system) of the live processes of a process group, from /proc/PID/stat."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group:  # fields after the name: state, ppid, pgrp, ...
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@needs_root
+@needs_tools
+def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
+    out = tmp_path / "partial"
+    proc = start_rtlab(*run_args(out, "cpu60", "8s", settle="1s"))
+    wait_for(lambda: event_seen(out / "events", "measure-start", load="cpu60"))
+    group = int((out / "loads/cpu60/load.pid").read_text())
+    # the load's own processes only (the machine may be busy with others): 4 s of them
+    before, t0 = _cpu_seconds(group), time.monotonic()
+    time.sleep(4)
+    used, wall = _cpu_seconds(group) - before, time.monotonic() - t0
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    busy = used / (wall * os.cpu_count())
+    assert 0.45 <= busy <= 0.75, f"cpu60 kept the CPUs {busy:.0%} busy"
+
+
+def test_an_oom_load_that_never_reached_out_of_memory_is_failed():
+    data = {"num_threads": 1}
+    end = {"exit": "0", "running_at_end": "yes", "oom_kills": "0"}
+    raw = RawLoad(cyclictest=data, stressed=True, stress_end=end, check="oom-kill")
+    assert verify("oom", raw, "complete", None) == (
+        "failed",
+        "the OOM killer killed nothing during the load: it never reached out of memory",
+    )
+    raw = RawLoad(cyclictest=data, stressed=True, stress_end={**end, "oom_kills": "-"}, check="oom-kill")
+    assert verify("oom", raw, "complete", None)[0] == "failed"
+    killed = RawLoad(cyclictest=data, stressed=True, stress_end={**end, "oom_kills": "3"}, check="oom-kill")
+    assert verify("oom", killed, "complete", None) == ("complete", None)
+
+
+@needs_x86
+def test_oom_and_irq_loads_in_a_guest_after_its_idle_time(tmp_path):
+    out = tmp_path / "oom"
+    done = rtlab(
+        *run_args(out, "oom,irq", "4s", "--target", "qemu:debian-rt,memory=384M", "--idle-after-boot", "20s"),
+    )
+    assert done.returncode == 0, done.stderr
+    events = [e for e in map(parse, (out / "events").read_text().splitlines()) if e is not None]
+    waited = next(e for e in events if e.kind == "boot-idle")
+    first = next(e for e in events if e.kind == "load-start")
+    assert float(waited.get("up")) < 20 <= float(first.get("t"))
+    trailer = (out / "loads/oom/load.log").read_text().splitlines()[-1]
+    kills = dict(f.split("=") for f in trailer.split()[2:])
+    # the kernel killed the load's heaps, never cyclictest: its result is whole
+    assert int(kills["oom_kills"]) >= 1 and kills["running_at_end"] == "yes"
+    summary = read_json(out / "summary.json")
+    assert summary["loads"]["oom"]["status"] == "complete"
+    assert summary["loads"]["oom"]["merged"]["samples"] > 0
+    # loopback is up in the guest: the socket stressor ran the whole load
+    assert summary["loads"]["irq"]["status"] == "complete"
+    assert guests() == set()
