@@ -41,6 +41,24 @@ needs_tools = pytest.mark.skipif(
 )
 
 
+BUSYBOX = shutil.which("busybox")
+
+
+@pytest.fixture(scope="session")
+def busybox_path(tmp_path_factory) -> str:
+    """A PATH of busybox applets plus cyclictest and stress-ng: what a Buildroot board has."""
+    if not BUSYBOX:
+        pytest.skip("busybox is installed by `make setup`")
+    bin_dir = tmp_path_factory.mktemp("busybox-bin")
+    subprocess.run([BUSYBOX, "--install", "-s", str(bin_dir)], check=True)
+    for tool in ("cyclictest", "stress-ng"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).unlink(missing_ok=True)
+            os.symlink(found, bin_dir / tool)
+    return str(bin_dir)
+
+
 def rtlab(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rtlab", *args],

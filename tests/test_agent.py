@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -14,26 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AGENT, fake_sysfs, needs_root, needs_tools, processes_in
+from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
 from rtlab.results.events import Kind, parse
-
-BUSYBOX = shutil.which("busybox")
-
-
-@pytest.fixture(scope="session")
-def busybox_path(tmp_path_factory) -> str:
-    """A PATH of busybox applets plus cyclictest and stress-ng: what a Buildroot board has."""
-    if not BUSYBOX:
-        pytest.skip("busybox is installed by `make setup`")
-    bin_dir = tmp_path_factory.mktemp("busybox-bin")
-    subprocess.run([BUSYBOX, "--install", "-s", str(bin_dir)], check=True)
-    for tool in ("cyclictest", "stress-ng"):
-        found = shutil.which(tool)
-        if found:
-            (bin_dir / tool).unlink(missing_ok=True)
-            os.symlink(found, bin_dir / tool)
-    return str(bin_dir)
-
 
 SHELLS = ["busybox-ash", "dash"]
 
@@ -77,6 +58,7 @@ def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path
         "count": 2,
         "model": "sifive,u74-mc",
         "governors": {"0": "powersave", "1": "schedutil"},
+        "cores": {"0": {"type": "sifive,u74-mc"}, "1": {"type": "sifive,u74-mc"}},
     }
     # A board without debugfs or a kernel config: recorded, not fatal.
     assert "/sys/kernel/debug/sched/preempt" in info["missing"]

@@ -204,6 +204,9 @@ def _present(
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
         console.print(table.build(summaries, labels))
+        grouped = table.by_cluster(summaries, labels)
+        if grouped is not None:
+            console.print(grouped)
         traced = causes.lines(summaries, labels)
         if traced:
             console.print(Text("Spike causes\n" + "\n".join(traced)))

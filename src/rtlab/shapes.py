@@ -37,6 +37,9 @@ class CpuFacts(TypedDict, total=False):
     count: int
     model: str
     governors: dict[str, str]
+    cores: dict[str, dict[str, str]]  # per CPU: capacity, clock_domain, type (where the target says)
+    hybrid_core: str  # x86 hybrids: the P cores' and E cores' CPU lists
+    hybrid_atom: str
 
 
 class Sysinfo(TypedDict, total=False):
@@ -288,6 +291,7 @@ class LoadEntry(TypedDict):
     phases: PhasesJSON | None
     timeline: TimelineJSON | None
     causes: NotRequired[CausesJSON]  # only with a trace pass
+    clusters: NotRequired[dict[str, StatsJSON]]  # heterogeneous CPUs: per cluster, its CPUs merged
 
 
 class WarningJSON(TypedDict):
@@ -304,6 +308,12 @@ class FindingJSON(TypedDict):
     advice: str
 
 
+class ClusterJSON(TypedDict):
+    name: str  # the core type (or capacity) and its CPUs, e.g. "Cortex-A77 4-6"
+    cpus: str  # a kernel CPU list
+    basis: str  # the facts that told the clusters apart: capacity, clock domain, type
+
+
 class SystemJSON(TypedDict):
     hostname: str | None
     kernel_release: str | None
@@ -315,6 +325,7 @@ class SystemJSON(TypedDict):
     cpu_model: str | None
     cpu_count: int | None
     governors: dict[str, str]
+    clusters: list[ClusterJSON]  # [] on a homogeneous system (or one that says nothing of its CPUs)
 
 
 class LoadVerdict(TypedDict):

@@ -205,7 +205,51 @@ cpus_json() {
 	done
 	printf '}'
 	[ -n "$sep" ] || MISSING="$MISSING /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+	printf ', "cores": '
+	cores_json
 	printf '}'
+}
+
+# What tells a heterogeneous SoC's clusters apart, per CPU, where the target says it: the
+# scheduler's capacity, the CPUs sharing its clock (cpufreq policy) and the core type from
+# /proc/cpuinfo (ARM "CPU implementer:part", RISC-V "uarch"); x86 hybrids list their P and
+# E cores in /sys/devices/cpu_core and cpu_atom.
+cores_json() {
+	types=$(awk -F': *' '
+		/^processor[[:space:]]*:/ { p = $2; impl = "" }
+		/^CPU implementer[[:space:]]*:/ { impl = $2 }
+		/^(CPU part|uarch)[[:space:]]*:/ {
+			if (p != "" && !(p in seen)) { seen[p] = 1; print p, (impl != "" ? impl ":" $2 : $2) }
+		}' "$ROOT/proc/cpuinfo" 2>/dev/null)
+	printf '{'
+	sep=
+	capacities=0
+	for d in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*; do
+		[ -d "$d" ] || continue
+		n=${d##*/cpu}
+		printf '%s"%s": {' "$sep" "$n"
+		inner=
+		if [ -r "$d/cpu_capacity" ]; then
+			printf '"capacity": %s' "$(json_str "$(cat "$d/cpu_capacity")")"
+			inner=', '
+			capacities=$((capacities + 1))
+		fi
+		if [ -r "$d/cpufreq/related_cpus" ]; then
+			printf '%s"clock_domain": %s' "$inner" "$(json_str "$(cat "$d/cpufreq/related_cpus")")"
+			inner=', '
+		fi
+		type=$(printf '%s\n' "$types" | sed -n "s/^$n //p" | first_line)
+		if [ -n "$type" ]; then printf '%s"type": %s' "$inner" "$(json_str "$type")"; fi
+		printf '}'
+		sep=', '
+	done
+	printf '}'
+	[ $capacities -gt 0 ] || MISSING="$MISSING /sys/devices/system/cpu/cpu*/cpu_capacity"
+	for kind in core atom; do
+		if [ -r "$ROOT/sys/devices/cpu_$kind/cpus" ]; then
+			printf ', "hybrid_%s": %s' "$kind" "$(json_str "$(cat "$ROOT/sys/devices/cpu_$kind/cpus")")"
+		fi
+	done
 }
 
 # Runtime state that decides latency; `rtlab check` audits it. The same list as

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import cast
 
 from rtlab.analysis import causes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
@@ -15,19 +16,21 @@ from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
 from rtlab.results.rundir import RawLoad
 from rtlab.shapes import (
+    ClusterJSON,
     CpuFacts,
     KernelFacts,
     LoadEntry,
     Manifest,
     PhasesJSON,
     PlanJSON,
+    StatsJSON,
     Summary,
     Sysinfo,
     SystemJSON,
     TargetJSON,
     WarningJSON,
 )
-from rtlab.system import audit, kernel
+from rtlab.system import audit, clusters, kernel
 from rtlab.system import cpus as cpu_list
 
 SCHEMA = "rtlab.summary/1"
@@ -92,6 +95,17 @@ def run_status(load_statuses: Mapping[str, str], events: Sequence[Event]) -> str
     return "failed"
 
 
+def _by_cluster(per_cpu: Mapping[str, Histogram], groups: Sequence[clusters.Cluster]) -> dict[str, StatsJSON]:
+    """Each cluster's measured CPUs merged into one histogram, as the per-CPU ones are into the
+    system's: the Linaro talk's per-cluster rows. {} on a homogeneous system."""
+    found = {}
+    for group in groups:
+        mine = [per_cpu[str(cpu)] for cpu in group.cpus if str(cpu) in per_cpu]
+        if mine:
+            found[group.name] = stats.compute(merge(mine)).to_json()
+    return found
+
+
 def system_facts(sysinfo: Sysinfo | None) -> SystemJSON:
     info = sysinfo or Sysinfo()
     k = info.get("kernel") or KernelFacts()
@@ -108,6 +122,7 @@ def system_facts(sysinfo: Sysinfo | None) -> SystemJSON:
         "cpu_model": cpus.get("model"),
         "cpu_count": cpus.get("count"),
         "governors": cpus.get("governors") or {},
+        "clusters": [cast(ClusterJSON, c.to_json()) for c in clusters.clusters(dict(cpus))],
     }
 
 
@@ -129,6 +144,7 @@ def summarize(
     when = timeline.phases(events, origin)
     segment_marks = timeline.segment_times(events, origin)
     axis_warnings: list[WarningJSON] = []
+    groups = clusters.clusters(dict((sysinfo or Sysinfo()).get("cpus") or {}))
     for load in plan["loads"]:
         files = raw.get(load) or RawLoad()
         per_thread: list[cyclictest.ThreadResult] = []
@@ -191,6 +207,9 @@ def summarize(
                 "merged": merged.to_json(),
                 "cpus": {cpu: h.to_json() for cpu, h in per_cpu.items()},
             }
+            grouped = _by_cluster(per_cpu, groups)
+            if grouped:
+                entry["clusters"] = grouped
         traced = causes.build(
             load, files.traces, files.trace_events, events, origin["uptime_s"] if origin else 0.0,
             _thread_cpus(plan, sysinfo),

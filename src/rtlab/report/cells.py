@@ -23,6 +23,21 @@ def loads_in_order(summaries: Sequence[Summary]) -> list[str]:
     return sorted(seen, key=lambda n: order.index(n) if n in order else len(order))
 
 
+def clusters_in_order(summaries: Sequence[Summary]) -> list[str]:
+    """Every cluster any run reports (heterogeneous CPUs), in CPU order, each once."""
+    seen: dict[str, None] = {}
+    for summary in summaries:
+        for cluster in summary["system"].get("clusters") or []:
+            seen.setdefault(cluster["name"])
+    return list(seen)
+
+
+def cluster_stats(summary: Summary, load: str) -> dict[str, StatsJSON]:
+    """A load's per-cluster statistics in one run ({}: none)."""
+    entry = summary["loads"].get(load)
+    return entry.get("clusters", {}) if entry is not None else {}
+
+
 def round_half_up(value: float) -> int:
     # The seed rounds to the nearest microsecond; Python's round() would send 12.5 to 12.
     return math.floor(value + 0.5)

@@ -22,6 +22,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
             scopes: list[tuple[str, StatsJSON | None]] = [("all", entry["merged"]), *entry["cpus"].items()]
+            scopes += [(f"cluster:{name}", stats) for name, stats in (entry.get("clusters") or {}).items()]
             for cpu, stats in scopes:
                 values = [stats.get(f.key) if stats else None for f in FIELDS]
                 writer.writerow(

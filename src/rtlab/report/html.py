@@ -87,7 +87,11 @@ def _run_view(summary: Summary, label: str, loads: list[str]) -> _RunView:
     cpu_rows = [
         (load, cpu, [cells.value(stats, f, rounded=False) for f in CPU_FIELDS])
         for load in loads
-        for cpu, stats in (summary["loads"][load]["cpus"] if load in summary["loads"] else {}).items()
+        for cpu, stats in [
+            # heterogeneous CPUs: each cluster's merged row ahead of its CPUs' own
+            *((f"cluster {name}", s) for name, s in cells.cluster_stats(summary, load).items()),
+            *(summary["loads"][load]["cpus"] if load in summary["loads"] else {}).items(),
+        ]
     ]
     incomplete = [(load, cells.status_mark(summary["loads"].get(load))) for load in loads]
     return {

@@ -44,6 +44,18 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
+    groups = cells.clusters_in_order(summaries)
+    if groups:
+        head = ["Load", "Cluster"] + [
+            f"{escape(label)} {cells.heading(f)}" for label in labels for f in SEED_TABLE
+        ]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for load in cells.loads_in_order(summaries):
+            for group in groups:
+                found = [cells.cluster_stats(s, load) for s in summaries]
+                values = [cells.value(f.get(group), field) for f in found for field in SEED_TABLE]
+                rows.append("| " + " | ".join([escape(load), escape(group), *values]) + " |")
+        text += "\n### By CPU cluster\n\n" + "\n".join(rows) + "\n"
     traced = causes.lines(summaries, labels)
     if traced:
         text += (

@@ -19,6 +19,26 @@ SPARK_HEADER = "\nMax over time"
 SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "samples"))
 
 
+def by_cluster(summaries: Sequence[Summary], labels: Sequence[str]) -> Table | None:
+    """Heterogeneous CPUs: each load per cluster, its CPUs merged (None: no run has clusters)."""
+    groups = cells.clusters_in_order(summaries)
+    if not groups:
+        return None
+    table = Table(title="By CPU cluster (µs)", title_justify="left")
+    table.add_column("Load", style="bold")
+    table.add_column("Cluster")
+    for label in labels:
+        for i, field in enumerate(SEED_TABLE):
+            table.add_column(Text(f"{label if i == 0 else ''}\n{field.label}"), justify="right")
+    for load in cells.loads_in_order(summaries):
+        for group in groups:
+            row: list[str | Text] = [Text(load), Text(group)]
+            for summary in summaries:
+                row += [cells.value(cells.cluster_stats(summary, load).get(group), f) for f in SEED_TABLE]
+            table.add_row(*row)
+    return table
+
+
 def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
     title = "Scheduling latency (µs)"
