@@ -461,6 +461,61 @@ def _slug(text: str) -> str:
 
 
 @app.command()
+def scan(
+    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
+    classes: Annotated[
+        str | None, typer.Option("--class", help="stress-ng classes, e.g. cpu,os (default: every stressor)")
+    ] = None,
+    stressors: Annotated[str | None, typer.Option(help="stressors by name, e.g. sock,timer")] = None,
+    per_stressor: Annotated[str, typer.Option(help="measurement per stressor")] = "10s",
+    settle: Annotated[str, typer.Option(help="stressor running before measuring")] = "1s",
+    top: Annotated[int, typer.Option(help="how many of the worst go into the loads file")] = 5,
+    out: Annotated[
+        str | None, typer.Option(help="the scan's folder (default results/<date>-scan); again: resume")
+    ] = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Rank stress-ng's stressors by the latency they cause, each briefly under cyclictest, and
+    write a loads file of the worst (the StarFive study's section 3.2). Resumable: the same
+    command again goes on where an interrupted scan stopped."""
+    from datetime import datetime
+
+    from rtlab import scan as scanning
+    from rtlab.report import scan_table
+    from rtlab.targets import open_target
+
+    if top < 1:
+        raise UsageError(f"--top {top}: give 1 or more")
+    names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
+    wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
+    plan = _plan(None, None, per_stressor, None, None, settle, None, None, None, None)
+    folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-scan"
+    first = open_target(target, accept_new_host_key)
+    try:
+        choice = scanning.choose(scanning.stressor_lists(first, wanted), wanted, names)
+    finally:
+        first.close()
+    if not choice.stressors:
+        raise UsageError(f"none of {', '.join(choice.missing)} is a stressor of stress-ng on {first.name}")
+    err.print(
+        f"scanning {len(choice.stressors)} stressors on {first.name}, "
+        f"{format_duration(plan.duration_s)} each",
+        highlight=False,
+    )
+    doc = scanning.run(
+        lambda: open_target(target, accept_new_host_key), plan, choice, folder, first.name,
+        lambda line: err.print(line, highlight=False),
+    )  # fmt: skip
+    console.print(scan_table.build(doc))
+    for line in scan_table.notes(doc):
+        err.print(line, highlight=False)
+    if doc["ranking"]:
+        scanning.write_top(doc, top, folder / "top-loads.toml")
+        err.print(f"the {min(top, len(doc['ranking']))} worst as a loads file: {folder / 'top-loads.toml'}")
+    err.print(f"saved in {folder}", highlight=False)
+
+
+@app.command()
 def collect(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
     accept_new_host_key: AcceptKey = False,

@@ -11,3 +11,7 @@ class RunFailed(Exception):
     """The measurement itself failed or was interrupted: exit code 3."""
 
     exit_code = 3
+
+
+class Stopped(RunFailed):
+    """A signal (Ctrl-C, SIGTERM, a closed terminal) ended it: what was measured is kept."""

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from rtlab import __version__, store
 from rtlab.analysis.summary import summarize
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.plan import Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness
@@ -234,7 +234,7 @@ def execute(
         with _signals(target) as guard:
             return _execute(plan, target, out, name, on_event, guard)
     except Interrupted:
-        raise RunFailed("interrupted before measuring began: nothing was measured") from None
+        raise Stopped("interrupted before measuring began: nothing was measured") from None
     finally:
         target.close()  # never leave a guest or a connection behind
 
@@ -325,7 +325,7 @@ def _execute(
         return _measure(plan, target, run, manifest, info, uid, on_event, guard)
     except Interrupted:
         _finish_quietly(run, manifest, info, reason="interrupted before the agent started measuring")
-        raise RunFailed(f"interrupted before measuring began: {run.path} says so") from None
+        raise Stopped(f"interrupted before measuring began: {run.path} says so") from None
     except (RunFailed, UsageError, OSError) as e:
         _finish_quietly(run, manifest, info, reason=str(e))
         raise

@@ -17,6 +17,7 @@
 #                                 the hwlat tracer alone (never during a measurement: it holds
 #                                 the lock) on the CPUs of CPUMASK (hex); prints its trace between
 #                                 "@rtlab hwlat-trace" and "@rtlab hwlat-end", tracefs restored
+#   agent.sh stressors [CLASS...] stress-ng's stressors (all, then each CLASS's) for rtlab scan
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, rename TO,
 #                                 remove, mkdir, rmdir (every PATH under RTLAB_ROOT)
@@ -534,6 +535,17 @@ if sleep 0.01 2>/dev/null; then FINE_NAP=0.1; fi
 SETSID=
 if command -v setsid >/dev/null 2>&1; then SETSID=setsid; fi
 
+# The agent watches at SCHED_FIFO 1, the lowest real-time priority, where chrt allows: a load
+# in a session of its own (setsid) can otherwise starve it for seconds on kernels with
+# autogroups (seen: 1 s of settling took 8 s under stress-ng --pipe), and a watch that wakes
+# late stamps phases late and can take a load's timely end for an early one. What it starts
+# runs as it would without the agent: SCHED_OTHER ($NORMAL), cyclictest then setting its own.
+NORMAL=
+watch_at_fifo() {
+	command -v chrt >/dev/null 2>&1 || return 0
+	if chrt -f -p 1 $$ >/dev/null 2>&1; then NORMAL="chrt -o 0"; fi
+}
+
 signal_group() {
 	kill "-$1" "-$2" 2>/dev/null || kill "-$1" "$2" 2>/dev/null
 }
@@ -566,7 +578,8 @@ load_start() {
 	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
 	(
 		echo 0 >/proc/self/oom_score_adj 2>/dev/null
-		cd "$ld" && run_argv load.argv $SETSID
+		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+		cd "$ld" && run_argv load.argv $NORMAL $SETSID
 	) >"$ld/load.log" 2>&1 &
 	STRESS_PID=$!
 	echo "$STRESS_PID" >"$ld/load.pid"
@@ -603,7 +616,8 @@ measure() {
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
-		cd "$mf" && run_argv cyclictest.argv $SETSID cyclictest --json=cyclictest.json.part
+		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+		cd "$mf" && run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
 	) >"$mf/cyclictest.out" 2>"$mf/cyclictest.log" &
 	CT_PID=$!
 	echo "$CT_PID" >"$mf/cyclictest.pid"
@@ -786,7 +800,8 @@ rtla_run() {
 	rf=$1
 	rsecs=$2
 	HIT=
-	(cd "$rf" && run_argv rtla.argv $SETSID rtla) >"$rf/rtla.out" 2>&1 &
+	# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+	(cd "$rf" && run_argv rtla.argv $NORMAL $SETSID rtla) >"$rf/rtla.out" 2>&1 &
 	CT_PID=$!
 	echo "$CT_PID" >"$rf/rtla.pid"
 	rstart=$(now_s)
@@ -1054,6 +1069,7 @@ cmd_run() {
 
 	emit clock wall="$(date +%s)"
 	echo -1000 >/proc/self/oom_score_adj 2>/dev/null
+	watch_at_fifo
 	idle_after_boot
 	governors_set "$GOVERNOR"
 	ran=0
@@ -1177,6 +1193,25 @@ cmd_file() {
 	esac
 }
 
+# --- stressors (rtlab scan) ---------------------------------------------------
+
+# stress-ng's stressors on this system: all of them, then those of each CLASS asked for.
+cmd_stressors() {
+	if ! command -v stress-ng >/dev/null 2>&1; then
+		printf '@rtlab missing name=stress-ng\n'
+		return 1
+	fi
+	printf '@rtlab stressors class=all names=%s\n' "$(stress-ng --stressors 2>/dev/null | tr -s ' \n' ',,' | sed 's/^,//; s/,$//')"
+	for class in "$@"; do
+		line=$(stress-ng --class "$class?" 2>&1 | sed -n 's/^class .* stressors: *//p')
+		if [ -n "$line" ]; then
+			printf '@rtlab stressors class=%s names=%s\n' "$class" "$(printf '%s' "$line" | tr -s ' ' ',')"
+		else
+			printf '@rtlab stressors class=%s names=\n' "$class"
+		fi
+	done
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
@@ -1185,6 +1220,7 @@ preflight) cmd_preflight "$@" ;;
 run) cmd_run "$@" ;;
 stop) cmd_stop "$@" ;;
 hwlat) cmd_hwlat "$@" ;;
+stressors) cmd_stressors "$@" ;;
 file) cmd_file "$@" ;;
-*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | file OP PATH [ARG]" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | stressors [CLASS...] | file OP PATH [ARG]" ;;
 esac

@@ -17,6 +17,7 @@ class Kind(StrEnum):
     TOOL = "tool"
     MISSING = "missing"
     PRIVILEGES = "privileges"
+    STRESSORS = "stressors"  # agent.sh stressors: one class's stressor names, comma-separated
     # run
     CLOCK = "clock"
     BOOT_IDLE = "boot-idle"  # --idle-after-boot: waiting for the system's uptime

@@ -1,0 +1,163 @@
+"""rtlab scan: each stress-ng stressor (all, or those of some classes) briefly under
+cyclictest, ranked by the latency it causes, as the StarFive study chose its loads
+(section 3.2: "briefly running all of stress-ng's stressors and sorting them by maximum
+latency"). Each stressor is a run of its own in SCAN/runs/<stressor>/, so every number in
+the ranking is a whole, verified run; SCAN/scan.json is rewritten after each one, and a scan
+run again with the same --out goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab.loads import Load
+from rtlab.plan import Plan
+from rtlab.results import events as ev
+from rtlab.results.rundir import read_json, write_atomic, write_json
+from rtlab.targets.base import Target
+
+SCHEMA = "rtlab.scan/1"
+FILE = "scan.json"
+RANKED = ("max_us", "p99_99_us")  # the order of the ranking: maximum, then p99.99
+
+
+@dataclass(frozen=True)
+class Choice:
+    stressors: tuple[str, ...]  # to run, in order
+    missing: tuple[str, ...]  # asked for by name, not in this target's stress-ng
+
+
+def stressor_lists(target: Target, classes: Sequence[str]) -> dict[str, list[str]]:
+    """stress-ng's stressors on the target: "all", then each class asked for."""
+    status, out = target.agent(["stressors", *classes])
+    found: dict[str, list[str]] = {}
+    for event in filter(None, map(ev.parse, out.splitlines())):
+        if event.kind == ev.Kind.MISSING:
+            raise UsageError(f"stress-ng is not installed on {target.name}: the scan runs its stressors")
+        if event.kind == ev.Kind.STRESSORS:
+            found[event.get("class")] = [n for n in event.get("names").split(",") if n]
+    if not found.get("all"):
+        raise RunFailed(
+            f"stress-ng on {target.name} listed no stressors (exit {status}): {out.strip()[-200:]}"
+        )
+    return found
+
+
+def choose(lists: dict[str, list[str]], classes: Sequence[str], names: Sequence[str]) -> Choice:
+    """The classes' stressors, then the named ones, each once; every stressor without either."""
+    unknown = [c for c in classes if not lists.get(c)]
+    if unknown:
+        raise UsageError(
+            f"stress-ng on the target knows no class {', '.join(unknown)}: use stress-ng's classes, "
+            "e.g. cpu, cpu-cache, io, interrupt, memory, network, os, pipe, scheduler, vm"
+        )
+    wanted = [n for c in classes for n in lists[c]] + list(names) if classes or names else lists["all"]
+    order = list(dict.fromkeys(wanted))
+    available = set(lists["all"])
+    return Choice(tuple(n for n in order if n in available), tuple(n for n in order if n not in available))
+
+
+def stressor_load(name: str) -> Load:
+    return Load(name, stress_ng=(f"--{name}", "{workers}"), about=f"stress-ng's {name} stressor")
+
+
+def rank(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Stressors measured whole, worst first: by maximum latency, then p99.99."""
+    whole = [n for n, r in results.items() if r["status"] == "complete"]
+    return sorted(whole, key=lambda n: tuple(-(results[n][k] or 0) for k in RANKED))
+
+
+def _record(summary: dict[str, Any], name: str, run: str) -> dict[str, Any]:
+    entry = summary["loads"][name]
+    merged = entry["merged"] or {}
+    return {
+        "status": entry["status"],
+        "reason": entry["reason"],
+        "run": run,
+        **{k: merged.get(k) for k in ("samples", "avg_us", "max_us", "p99_us", "p99_99_us")},
+    }
+
+
+def run(
+    open_target: Callable[[], Target],
+    base: Plan,
+    choice: Choice,
+    out: Path,
+    target_name: str,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Measures each stressor not yet in OUT/scan.json; returns the document it wrote."""
+    from rtlab.runner import execute
+
+    path = out / FILE
+    doc: dict[str, Any] = read_json(path) if path.is_file() else {}
+    if doc and (doc.get("schema") != SCHEMA or doc.get("target") != target_name):
+        raise UsageError(f"{out} holds a scan of another target or kind: choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "schema": SCHEMA,
+        "target": target_name,
+        "seconds_per_stressor": base.duration_s,
+        "order": list(choice.stressors),
+        "missing": list(choice.missing),
+        "results": doc.get("results", {}),
+    }
+    results: dict[str, dict[str, Any]] = doc["results"]
+    todo = [n for n in choice.stressors if n not in results]
+    done_before = len(choice.stressors) - len(todo)
+    if done_before:
+        say(f"resuming: {done_before} of {len(choice.stressors)} stressors already measured")
+    for i, name in enumerate(todo, start=done_before + 1):
+        folder = out / "runs" / name
+        if folder.exists():  # cut off last time: kept beside, measured again
+            n = 1
+            while (aside := folder.with_name(f"{name}.interrupted-{n}")).exists():
+                n += 1
+            folder.rename(aside)
+        plan = replace(base, loads=(name,), custom_loads=(stressor_load(name),))
+        try:
+            outcome = execute(plan, open_target(), out=folder, name=f"scan-{name}")
+        except Stopped:
+            raise
+        except RunFailed as e:
+            results[name] = {"status": "failed", "reason": str(e), "run": f"runs/{name}"}
+        else:
+            if outcome.interrupted:
+                raise Stopped(f"interrupted during {name}: run the same scan again to go on")
+            results[name] = _record(dict(outcome.summary), name, f"runs/{name}")
+        r = results[name]
+        said = (
+            f"max {r['max_us']} µs, p99.99 {r['p99_99_us']} µs" if r["status"] == "complete" else r["reason"]
+        )
+        say(f"[{i}/{len(choice.stressors)}] {name}: {r['status']}: {said}")
+        doc["ranking"] = rank(results)
+        write_json(path, doc)
+    doc["ranking"] = rank(results)
+    write_json(path, doc)
+    return doc
+
+
+def top_loads(doc: dict[str, Any], top: int) -> str:
+    """A loads file (--loads-file) with the TOP worst stressors of a scan."""
+    loads = {}
+    for name in doc["ranking"][:top]:
+        r = doc["results"][name]
+        loads[name] = {
+            "stress-ng": [f"--{name}", "{workers}"],
+            "about": f"rtlab scan on {doc['target']}: max {r['max_us']} µs, p99.99 {r['p99_99_us']} µs "
+            f"in {doc['seconds_per_stressor']} s",
+        }
+    return tomli_w.dumps({"loads": loads})
+
+
+def write_top(doc: dict[str, Any], top: int, path: Path) -> None:
+    write_atomic(
+        path,
+        "# the worst stressors of a scan, worst first: rtlab run --loads-file THIS\n" + top_loads(doc, top),
+    )
