@@ -572,8 +572,15 @@ oom_kills() {
 	echo "${n:--}"
 }
 
+# The load's program as the user wrote it (stress-ng, or the command after taskset -c CPUS):
+# named in reasons, and the name (comm) its process has.
+load_program() {
+	sed -n '1{/^taskset$/!{p;q;};};4p' "$1/load.argv"
+}
+
 load_start() {
 	ld=$1
+	LOAD_PROGRAM=$(load_program "$ld")
 	OOM_BEFORE=$(oom_kills)
 	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
 	(
@@ -627,7 +634,7 @@ measure() {
 	while alive "$CT_PID"; do
 		t=$(($(now_s) - start))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="the load ended after ${t} s of measuring: $(last_words "$slog")"
+			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
 			kill -TERM "$CT_PID" 2>/dev/null
 			stop_sent=$t
 		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
@@ -812,7 +819,7 @@ rtla_run() {
 		fi
 		t=$(($(now_s) - rstart))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="the load ended during the trace pass: $(last_words "$ld/load.log")"
+			REASON="$LOAD_PROGRAM ended during the trace pass: $(last_words "$ld/load.log")"
 		fi
 		if [ -z "$sent" ] && { [ $STOP = 1 ] || [ -n "$REASON" ] || [ "$t" -ge $((rsecs + GRACE)) ]; }; then
 			signal_group INT "$CT_PID"
@@ -955,7 +962,7 @@ run_load() {
 		pause "$SETTLE"
 		if ! alive "$STRESS_PID"; then
 			wait_pid "$STRESS_PID"
-			REASON="$(exit_text "$(first_line <"$ld/load.argv")" "$WAIT_RC") before measuring: $(last_words "$ld/load.log")"
+			REASON="$(exit_text "$LOAD_PROGRAM" "$WAIT_RC") before measuring: $(last_words "$ld/load.log")"
 		fi
 	fi
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
@@ -1111,6 +1118,11 @@ cmd_stop() {
 		pid=$(cat "$f")
 		tool=${f##*/}
 		tool=${tool%.pid}
+		if [ "$tool" = load ]; then
+			tool=$(load_program "${f%/*}")
+			tool=${tool##*/}
+			tool=$(printf %.15s "$tool") # the kernel keeps 15 characters of a name
+		fi
 		# Only a group still led by the tool this run started: a reused PID is left alone.
 		if alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$tool" ]; then
 			signal_group KILL "$pid"
