@@ -41,7 +41,8 @@ on = "all"
 def test_builtin_loads_are_the_studies_stress_ng_lines():
     plan = Plan(loads=tuple(BUILTIN)).for_target("0-3", 4)
     argv = {name: plan.load_argv(name, scratch="/run/s") for name in BUILTIN}
-    timeout = ["--timeout", f"{plan.settle_s + plan.duration_s + 30 + 2}s"]
+    # stress-ng prints its throughput when it ends (--metrics-brief)
+    timeout = ["--metrics-brief", "--timeout", f"{plan.settle_s + plan.duration_s + 30 + 2}s"]
     assert argv == {
         "idle": None,
         "cpu": ["stress-ng", "--matrix", "4", *timeout],

@@ -134,7 +134,7 @@ def _plan(
         "duration_s": (duration, parse_duration),
         "interval_us": (interval, parse_latency),
         "priority": (priority, int),
-        "settle_s": (settle, lambda text: 0 if text.strip() in ("0", "0s") else parse_duration(text)),
+        "settle_s": (settle, _none_or_duration),
         "workers": (workers, int),
         "histogram_us": (histogram_range, parse_latency),
         "block_us": (block, parse_latency),
@@ -144,7 +144,7 @@ def _plan(
         "trace_s": (trace_duration, parse_duration),
         "trace_spikes": (trace_spikes, int),
         "trace_level": (trace_level, str),
-        "idle_after_boot_s": (idle_after_boot, parse_duration),
+        "idle_after_boot_s": (idle_after_boot, _none_or_duration),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -164,6 +164,10 @@ def _plan(
     if trace is not None and trace_duration is None:
         given["trace_s"] = given.get("duration_s", base.duration_s)  # as long as the measurement
     return replace(base, **given).validate()
+
+
+def _none_or_duration(text: str) -> int:
+    return 0 if text.strip() in ("0", "0s") else parse_duration(text)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -284,6 +288,10 @@ def run(
     tune_too: Annotated[
         bool, typer.Option("--tune", help="apply rtlab tune for the run, revert it after")
     ] = False,
+    repeat: Annotated[
+        int,
+        typer.Option(help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
+    ] = 1,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
@@ -326,8 +334,15 @@ def run(
         f"{format_duration(plan.duration_s)} each (about {format_duration(total)})",
         highlight=False,
     )
+    if repeat < 1:
+        raise UsageError(f"--repeat {repeat}: give 1 or more")
+    if repeat > 1 and len(targets) > 1:
+        raise UsageError("--repeat measures one target: give one --target, or run once per board")
     if len(targets) > 1:
         _run_parallel(plan, targets, out_dir, name, deadline, junit)
+        return
+    if repeat > 1:
+        _run_repeats(plan, specs[0], accept_new_host_key, out_dir, name, repeat, deadline, junit)
         return
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, targets[0], out=out_dir, name=name, on_event=progress)
@@ -456,6 +471,64 @@ def _run_parallel(
         raise RunFailed("not every board completed its run: see above")
 
 
+def _run_repeats(
+    plan: Plan,
+    spec: str,
+    accept_new_host_key: bool,
+    out: Path | None,
+    name: str | None,
+    n: int,
+    deadline: str | None,
+    junit: Path | None,
+) -> None:
+    """The campaign N times, each a whole run in OUT/repeat-K, then the table of all of them
+    (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
+    from datetime import datetime
+
+    from rtlab import store
+    from rtlab.analysis import repeats
+    from rtlab.progress import RunProgress
+    from rtlab.results.rundir import move_aside, read_json, write_json
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    folder = out or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-x{n}"
+    index = folder / repeats.FILE
+    if index.is_file():
+        before = read_json(index).get("n")
+        if before != n:
+            raise UsageError(
+                f"{folder} holds a campaign of {before} repeats: give --repeat {before}, or another --out"
+            )
+    elif folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {folder} is not empty: give a new folder for the repeats")
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(index, {"schema": repeats.SCHEMA, "n": n})
+    for k in range(1, n + 1):
+        where = folder / repeats.folder(k)
+        if (where / "run.json").is_file() and read_json(where / "run.json").get("status") == "complete":
+            err.print(f"repeat {k}/{n}: measured before", highlight=False)
+            continue
+        if where.exists():
+            move_aside(where)
+        err.print(f"repeat {k}/{n}", highlight=False)
+        with RunProgress(plan, err) as progress:
+            outcome = execute(
+                plan, open_target(spec, accept_new_host_key), out=where, name=f"{name or folder.name}-{k}",
+                on_event=progress,
+            )  # fmt: skip
+        if outcome.interrupted:
+            raise RunFailed(f"interrupted in repeat {k} of {n}: run the same command again to go on")
+    summary = store.summary(folder)
+    err.print(f"runs saved in {folder}", highlight=False)
+    try:
+        _present([summary], [name or folder.name], deadline=deadline, junit=junit)
+    finally:
+        if summary["status"] != "complete":
+            raise RunFailed(f"not every repeat is complete: see {folder}/repeat-*/events")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_")
 
@@ -513,6 +586,99 @@ def scan(
         scanning.write_top(doc, top, folder / "top-loads.toml")
         err.print(f"the {min(top, len(doc['ranking']))} worst as a loads file: {folder / 'top-loads.toml'}")
     err.print(f"saved in {folder}", highlight=False)
+
+
+@app.command()
+def study(
+    study_file: Annotated[Path, typer.Argument(metavar="STUDY.toml")],
+    out: Annotated[
+        str | None, typer.Option(help="the study's folder (default results/<date>-<name>); again: resume")
+    ] = None,
+    duration: Annotated[
+        str | None, typer.Option(help="per load, instead of the file's (a short try)")
+    ] = None,
+    settle: Annotated[
+        str | None, typer.Option(help="load running before measuring, instead of the file's")
+    ] = None,
+    idle_after_boot: Annotated[
+        str | None, typer.Option(help="wait after boot, instead of the file's (0s: not at all)")
+    ] = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Targets (kernels) x tuning stages x loads from one file, one run each, then the
+    comparison of all of them (examples/*.toml). Resumable: the same command again goes on
+    where an interrupted study stopped."""
+    from datetime import datetime
+
+    from rtlab import store
+    from rtlab import study as studies
+    from rtlab.progress import RunProgress
+    from rtlab.results.rundir import write_atomic
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    plan_of = studies.read(study_file)
+    instead = {"duration": duration, "settle": settle, "idle-after-boot": idle_after_boot}
+    given = {**plan_of.options, **{k: v for k, v in instead.items() if v is not None}}
+    base = _plan(
+        given.get("preset"), given.get("loads"), given.get("duration"), given.get("interval"),
+        _int(given, "priority"), given.get("settle"), _int(given, "workers"), None,
+        given.get("histogram-range"), given.get("governor"), given.get("block"), given.get("spike-threshold"),
+        given.get("segment"), given.get("trace"), given.get("trace-duration"), _int(given, "trace-spikes"),
+        given.get("trace-level"), plan_of.loads_file, given.get("idle-after-boot"),
+    )  # fmt: skip
+    if plan_of.deadline is not None:
+        parse_latency(plan_of.deadline)
+    plans = {
+        stage.name: replace(
+            base, rt_cpus=stage.rt_cpus, loads_on=stage.loads_on or "housekeeping", tune=stage.tune
+        ).validate()
+        for stage in plan_of.stages
+    }
+    cells = plan_of.cells()
+    for cell in cells:
+        open_target(cell.spec, accept_new_host_key).close()  # a bad target is found before any run
+    folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-{_slug(plan_of.name)}"
+    per_run = len(base.loads) * (base.duration_s + base.settle_s + (base.trace_s if base.trace_us else 0))
+    err.print(
+        f"study {plan_of.name}: {len(plan_of.targets)} targets x {len(plan_of.stages)} stages x "
+        f"{len(base.loads)} loads, {format_duration(base.duration_s)} each "
+        f"(about {format_duration(len(cells) * (per_run + base.idle_after_boot_s))} of measuring)",
+        highlight=False,
+    )
+
+    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool]:
+        plan = plans[cell.stage.name]
+        with RunProgress(plan, err) as progress:
+            outcome = execute(
+                plan, open_target(cell.spec, accept_new_host_key), out=where,
+                name=f"{plan_of.name} {plan_of.label(cell)}", on_event=progress,
+            )  # fmt: skip
+        status = outcome.summary["status"]
+        return status, "" if status == "complete" else f"see {where}/events", outcome.interrupted
+
+    doc = studies.run(plan_of, folder, measure, lambda line: err.print(line, highlight=False))
+    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / "run.json").is_file()]
+    summaries = [store.summary(path) for _, path in measured]
+    labels = [plan_of.label(c) for c, _ in measured]
+    for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
+        write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
+    err.print(f"saved in {folder}: report.md, report.html, report.json", highlight=False)
+    try:
+        _present(summaries, labels, deadline=plan_of.deadline)
+    finally:
+        failed = [f"{r['target']} / {r['stage']}" for r in doc["runs"].values() if r["status"] != "complete"]
+        if failed:
+            raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
+
+
+def _int(options: dict[str, str], key: str) -> int | None:
+    if key not in options:
+        return None
+    try:
+        return int(options[key])
+    except ValueError:
+        raise UsageError(f"{key} = {options[key]!r}: give a whole number") from None
 
 
 @app.command()

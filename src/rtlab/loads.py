@@ -70,7 +70,9 @@ class Load:
             return arg.replace("{workers}", str(workers)).replace("{scratch}", scratch)
 
         if self.stress_ng is not None:
-            argv = ["stress-ng", *map(fill, self.stress_ng), "--timeout", f"{timeout_s}s"]
+            # its throughput table when it ends (results/stressng.py), unless asked for already
+            metrics = [] if {"--metrics", "--metrics-brief"} & set(self.stress_ng) else ["--metrics-brief"]
+            argv = ["stress-ng", *map(fill, self.stress_ng), *metrics, "--timeout", f"{timeout_s}s"]
             return argv + ["--taskset", cpus] if cpus else argv
         if self.command:
             return ["taskset", "-c", cpus, *map(fill, self.command)] if cpus else [*map(fill, self.command)]

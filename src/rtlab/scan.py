@@ -19,7 +19,7 @@ from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.loads import Load
 from rtlab.plan import Plan
 from rtlab.results import events as ev
-from rtlab.results.rundir import read_json, write_atomic, write_json
+from rtlab.results.rundir import move_aside, read_json, write_atomic, write_json
 from rtlab.targets.base import Target
 
 SCHEMA = "rtlab.scan/1"
@@ -116,10 +116,7 @@ def run(
     for i, name in enumerate(todo, start=done_before + 1):
         folder = out / "runs" / name
         if folder.exists():  # cut off last time: kept beside, measured again
-            n = 1
-            while (aside := folder.with_name(f"{name}.interrupted-{n}")).exists():
-                n += 1
-            folder.rename(aside)
+            move_aside(folder)
         plan = replace(base, loads=(name,), custom_loads=(stressor_load(name),))
         try:
             outcome = execute(plan, open_target(), out=folder, name=f"scan-{name}")

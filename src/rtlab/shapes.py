@@ -282,6 +282,49 @@ class CausesJSON(TypedDict):
     reason: str | None  # why the pass ended early, if it did
 
 
+class StressorJSON(TypedDict):
+    """One stressor's row of stress-ng's metrics table (results/stressng.py)."""
+
+    bogo_ops: float
+    real_s: float
+    usr_s: float
+    sys_s: float
+    ops_per_s: float
+    ops_per_cpu_s: float
+    rss_max_kb: float | None
+
+
+class ThroughputJSON(TypedDict):
+    ops_per_s: float | None  # bogo ops per second of real time, the load's stressors together
+    stressors: dict[str, StressorJSON]
+    reason: str | None  # why there is no throughput
+
+
+class ResourcesJSON(TypedDict):
+    """Memory and power while a load was measured (null: the target does not expose it)."""
+
+    mem_total_kb: float | None
+    mem_available_min_kb: float | None  # the lowest MemAvailable seen
+    mem_free_min_kb: float | None
+    cyclictest_hwm_kb: float | None  # the measuring process's peak resident memory (VmHWM)
+    power_mw: float | None  # mean of hwmon power sensors, or of power supplies' power_now
+    missing: list[str]
+
+
+class RepeatsJSON(TypedDict):
+    """A load across the repeats of a campaign (--repeat N): each repeat's value, in order."""
+
+    n: int
+    max_us: list[int | None]
+    max_us_median: float | None
+    max_us_min: float | None
+    max_us_max: float | None
+    ops_per_s: list[float | None]
+    ops_per_s_median: float | None
+    ops_per_s_min: float | None
+    ops_per_s_max: float | None
+
+
 class LoadEntry(TypedDict):
     status: str  # complete / partial / failed / not-run
     reason: str | None  # why it is not complete, in words
@@ -290,6 +333,9 @@ class LoadEntry(TypedDict):
     histograms: Histograms | None
     phases: PhasesJSON | None
     timeline: TimelineJSON | None
+    throughput: ThroughputJSON | None  # None: the load ran nothing (idle)
+    resources: ResourcesJSON | None  # None: not measured, or by an agent that did not record it
+    repeats: NotRequired[RepeatsJSON]  # only for a campaign measured more than once
     causes: NotRequired[CausesJSON]  # only with a trace pass
     clusters: NotRequired[dict[str, StatsJSON]]  # heterogeneous CPUs: per cluster, its CPUs merged
 

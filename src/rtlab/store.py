@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rtlab.analysis import repeats
 from rtlab.analysis.summary import summarize
+from rtlab.errors import UsageError
 from rtlab.plan import Plan
 from rtlab.results import liveness
 from rtlab.results.events import Event
-from rtlab.results.rundir import RunDir, UnreadableFile
+from rtlab.results.rundir import RunDir, UnreadableFile, read_json
 from rtlab.shapes import Manifest, PlanJSON, Summary, Sysinfo
 
 
@@ -64,7 +66,14 @@ def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]
 
 
 def summary(path: Path) -> Summary:
-    """The summary of the run at `path`, always recomputed from its raw results."""
+    """The summary of the run at `path`, always recomputed from its raw results; of a campaign
+    measured several times (--repeat), its repeats read together."""
+    if (path / repeats.FILE).is_file():
+        done = [path / repeats.folder(k) for k in range(1, read_json(path / repeats.FILE)["n"] + 1)]
+        found = [summary(p) for p in done if (p / "run.json").is_file()]
+        if not found:
+            raise UsageError(f"{path} holds no repeat measured yet: run the same command again")
+        return repeats.combine(found, path.name)
     run = RunDir.open(path)
     manifest, info, events, problems = read(run)
     note = liveness.abandoned(manifest, path)

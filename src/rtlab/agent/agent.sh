@@ -613,6 +613,59 @@ load_stop() {
 	LOAD_OOM_KILLS=$kills
 }
 
+# Memory and power while a load is measured, each where the target has it ("-" where not):
+# MemAvailable and MemFree at their lowest, cyclictest's peak resident memory (VmHWM), and
+# the mean power of hwmon's power sensors, else of the power supplies' power_now (both in
+# microwatts), read once a second.
+resources_reset() {
+	MEM_AVAILABLE_MIN=-
+	MEM_FREE_MIN=-
+	CT_HWM=-
+	POWER_UW_SUM=0
+	POWER_N=0
+	SAMPLED_AT=
+	POWER_FILES=
+	for f in "$ROOT"/sys/class/hwmon/hwmon*/power*_input; do
+		[ -r "$f" ] && POWER_FILES="$POWER_FILES $f"
+	done
+	if [ -z "$POWER_FILES" ]; then
+		for f in "$ROOT"/sys/class/power_supply/*/power_now; do
+			[ -r "$f" ] && POWER_FILES="$POWER_FILES $f"
+		done
+	fi
+}
+
+resources_sample() {
+	[ "$1" != "$SAMPLED_AT" ] || return 0
+	SAMPLED_AT=$1
+	# shellcheck disable=SC2046 # three numbers or dashes
+	set -- $(awk -v fa="$MEM_AVAILABLE_MIN" -v ff="$MEM_FREE_MIN" -v fh="$CT_HWM" '
+		function low(old, new) { return (new == "" ? old : (old == "-" || new + 0 < old + 0) ? new : old) }
+		/^MemAvailable:/ { a = $2 } /^MemFree:/ { f = $2 } /^VmHWM:/ { h = $2 }
+		END { print low(fa, a), low(ff, f), (h == "" ? fh : h) }' \
+		"$ROOT/proc/meminfo" "$ROOT/proc/$CT_PID/status" 2>/dev/null)
+	if [ $# = 3 ]; then
+		MEM_AVAILABLE_MIN=$1
+		MEM_FREE_MIN=$2
+		CT_HWM=$3
+	fi
+	if [ -n "$POWER_FILES" ]; then
+		# shellcheck disable=SC2086 # a list of paths without blanks
+		uw=$(cat $POWER_FILES 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }')
+		POWER_UW_SUM=$((POWER_UW_SUM + ${uw:-0}))
+		POWER_N=$((POWER_N + 1))
+	fi
+}
+
+resources_emit() {
+	power=-
+	if [ "$POWER_N" -gt 0 ]; then power=$((POWER_UW_SUM / POWER_N / 1000)); fi
+	total=$(awk '/^MemTotal:/ { print $2 }' "$ROOT/proc/meminfo" 2>/dev/null)
+	emit resources load="$1" mem_total_kb="${total:--}" mem_available_min_kb="$MEM_AVAILABLE_MIN" \
+		mem_free_min_kb="$MEM_FREE_MIN" cyclictest_hwm_kb="$CT_HWM" power_mw="$power" \
+		power_sources="$(echo "$POWER_FILES" | wc -w)"
+}
+
 # Runs cyclictest in folder $1 (its cyclictest.argv; the load's folder, or a segment's)
 # for $2 seconds while watching it, the load (whose log is $3) and the clock.
 # Sets REASON when the measurement cannot be vouched for.
@@ -643,6 +696,7 @@ measure() {
 			killed=1
 		fi
 		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
+		resources_sample "$t"
 		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
 			[ -n "$REASON" ] || REASON="cyclictest did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
 			signal_group KILL "$CT_PID"
@@ -967,12 +1021,14 @@ run_load() {
 	fi
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
 		emit measure-start load="$name"
+		resources_reset
 		if [ "$SEGMENT" -gt 0 ] 2>/dev/null; then
 			measure_segments "$ld" "$name"
 		else
 			measure "$ld" "$SECS" "$ld/load.log"
 		fi
 		emit measure-end load="$name"
+		resources_emit "$name"
 		if [ "$TRACE_SECS" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
 			trace_pass "$ld" "$name"
 		fi

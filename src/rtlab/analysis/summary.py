@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
-from rtlab.analysis import causes, stats, timeline
+from rtlab.analysis import causes, cost, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
@@ -165,6 +165,8 @@ def summarize(
             "histograms": None,
             "phases": None,
             "timeline": None,
+            "throughput": cost.throughput(files.argv, files.log),
+            "resources": cost.resources(events, load),
         }
         if load in when:
             p = when[load]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
+from rtlab.analysis import cost
 from rtlab.analysis.stats import Field
 from rtlab.loads import BUILTIN
 from rtlab.shapes import LoadEntry, StatsJSON, Summary
@@ -100,3 +102,56 @@ def verdict(summary: Summary, load: str) -> str:
         return "no data"
     word = "pass" if v["verdict"] == "pass" else "MISS"
     return f"{word} ({v['margin_us']:+d})"
+
+
+def ops_per_s(entry: LoadEntry | None) -> float | None:
+    """The load's bogo ops per second; None when it has none (or the run predates them)."""
+    work = entry.get("throughput") if entry else None
+    return work["ops_per_s"] if work else None
+
+
+def has_throughput(summaries: Sequence[Summary]) -> bool:
+    """Whether any run's load got work done that rtlab measured (a throughput column's worth)."""
+    return any(ops_per_s(e) is not None for s in summaries for e in s["loads"].values())
+
+
+def ops(summary: Summary, load: str) -> str:
+    """The load's bogo ops per second as text, '' when it has none."""
+    found = ops_per_s(summary["loads"].get(load))
+    return f"{found:.0f}" if found is not None else ""
+
+
+def ops_ratio(first: Summary, summary: Summary, load: str) -> str:
+    """The load's throughput as a multiple of the first run's, e.g. '0.82×' ('' without both)."""
+    a, b = first["loads"].get(load), summary["loads"].get(load)
+    found = cost.ratio(a.get("throughput"), b.get("throughput")) if a and b else None
+    return f"{found:.2f}×" if found is not None else ""
+
+
+def cost_table(summaries: Sequence[Summary], labels: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """Throughput per load and run, each run after the first also as a multiple of the first's:
+    the head and the rows, for the formats that show it as a table of its own."""
+    head = ["Load"]
+    for i, label in enumerate(labels):
+        head += [f"{label} Ops/s"] + ([f"{label} ×{labels[0]}"] if i else [])
+    rows = []
+    for load in loads_in_order(summaries):
+        row = [load]
+        for i, summary in enumerate(summaries):
+            row += [ops(summary, load)] + ([ops_ratio(summaries[0], summary, load)] if i else [])
+        rows.append(row)
+    return head, rows
+
+
+def repeated(summaries: Sequence[Summary]) -> bool:
+    """Whether any run is a campaign measured several times (a spread's worth of columns)."""
+    return any("repeats" in e for s in summaries for e in s["loads"].values())
+
+
+def spread(entry: LoadEntry | None, key: str) -> str:
+    """A value across the repeats as 'median (min–max)', e.g. '812 (790–845)'; '' without."""
+    found = cast(dict[str, float | None], entry.get("repeats") or {}) if entry else {}
+    middle, low, high = (found.get(f"{key}_{part}") for part in ("median", "min", "max"))
+    if middle is None or low is None or high is None:
+        return ""
+    return f"{middle:.0f} ({low:.0f}–{high:.0f})"

@@ -1,4 +1,6 @@
-"""CSV: one row per run, load and CPU (`all` = merged), every statistic; for spreadsheets."""
+"""CSV: one row per run, load and CPU (`all` = merged), every statistic; for spreadsheets.
+What the load cost (throughput and its ratio to the first run's, memory, power) is on the
+`all` row: it belongs to the load, not to a CPU."""
 
 from __future__ import annotations
 
@@ -6,21 +8,45 @@ import csv
 import io
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 from rtlab.analysis import timeline
 from rtlab.analysis.stats import FIELDS
 from rtlab.report import cells
 from rtlab.shapes import StatsJSON, Summary
 
+COST = ("ops_per_s", "ops_ratio", "mem_available_min_kb", "cyclictest_hwm_kb", "power_mw")
+# --repeat: the spread across the repeats of the maximum latency and the throughput
+SPREAD = tuple(f"{k}_{p}" for k in ("max_us", "ops_per_s") for p in ("median", "min", "max"))
+
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    head = ["run", "label", "load", "status", "cpu", *(f.key for f in FIELDS), "lower_bounds", "reason"]
+    head = [
+        "run",
+        "label",
+        "load",
+        "status",
+        "cpu",
+        *(f.key for f in FIELDS),
+        "lower_bounds",
+        *COST,
+        *SPREAD,
+        "reason",
+    ]
     writer.writerow(head)
     for summary, label in zip(summaries, labels, strict=True):
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
+            used = cast(dict[str, float | None], entry.get("resources") or {})
+            first = summary is summaries[0]
+            spent = [
+                cells.ops_per_s(entry),
+                "" if first else cells.ops_ratio(summaries[0], summary, load).rstrip("×"),
+                *(used.get(k) for k in COST[2:]),
+                *(cast(dict[str, float | None], entry.get("repeats") or {}).get(k) for k in SPREAD),
+            ]
             scopes: list[tuple[str, StatsJSON | None]] = [("all", entry["merged"]), *entry["cpus"].items()]
             scopes += [(f"cluster:{name}", stats) for name, stats in (entry.get("clusters") or {}).items()]
             for cpu, stats in scopes:
@@ -28,7 +54,13 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                 writer.writerow(
                     [summary["run"], label, load, entry["status"], cpu]
                     + ["" if v is None else v for v in values]
-                    + [" ".join(stats["lower_bounds"]) if stats else "", entry["reason"] or ""]
+                    + [" ".join(stats["lower_bounds"]) if stats else ""]
+                    + (
+                        ["" if v is None else v for v in spent]
+                        if cpu == "all"
+                        else [""] * (len(COST) + len(SPREAD))
+                    )
+                    + [entry["reason"] or ""]
                 )
     return buffer.getvalue()
 

@@ -22,7 +22,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from rtlab.analysis import timeline, worst
+from rtlab.analysis import cost, timeline, worst
 from rtlab.loads import BUILTIN
 from rtlab.report import cells
 from rtlab.shapes import CausesJSON, HistogramJSON, Summary
@@ -158,6 +158,38 @@ def max_figure(summaries: Sequence[Summary], labels: Sequence[str], deadline_us:
     ax.set_title("Maximum latency per load")
     ax.legend(fontsize="small")
     return NamedFigure("max-latency", "Maximum latency per load", fig)
+
+
+def cost_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> NamedFigure | None:
+    """What real time costs against what it buys: each run and load one point, its throughput
+    (x) and its maximum latency (y) as multiples of the first run's. Left of 1: less work got
+    done; below 1: lower latency. None with one run, or no load with a throughput."""
+    if len(summaries) < 2 or not cells.has_throughput(summaries):
+        return None
+    fig = Figure(figsize=(8, 5), layout="constrained")
+    ax = fig.add_subplot()
+    first = summaries[0]
+    for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
+        for load in cells.loads_in_order(summaries):
+            a, b = first["loads"].get(load), summary["loads"].get(load)
+            work = cost.ratio(a.get("throughput"), b.get("throughput")) if a and b else None
+            base, late = _max_us(first, load), _max_us(summary, load)
+            if work is None or not base or not late:
+                continue
+            ax.scatter([work], [late / base], color=run_color(i), label=label)
+            ax.annotate(
+                load, (work, late / base), textcoords="offset points", xytext=(4, 4), fontsize="small"
+            )
+    ax.axvline(1, color="grey", linewidth=0.8)
+    ax.axhline(1, color="grey", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel(f"throughput, × {labels[0]}'s (stress-ng bogo ops/s)")
+    ax.set_ylabel(f"max latency, × {labels[0]}'s")
+    ax.set_title("Latency gained against throughput paid, per load")
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize="small")
+    return NamedFigure("latency-vs-throughput", "Latency gained against throughput paid", fig)
 
 
 def time_series(summary: Summary, load: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -308,8 +340,10 @@ def all_figures(
         over_time = [
             timeline_figure(s, label, deadline_us) for s, label in zip(summaries, labels, strict=True)
         ]
+        paid = cost_figure(summaries, labels)
         return [
             max_figure(summaries, labels, deadline_us),
+            *([paid] if paid is not None else []),
             *(f for f in over_time if f is not None),
             *histogram_figures(summaries, labels),
         ]

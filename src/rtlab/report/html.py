@@ -145,6 +145,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             {"name": f.name, "svg": figures.svg(f.figure)}
             for f in figures.all_figures(summaries, labels, deadline)
         ],
+        cost=cells.cost_table(summaries, labels) if cells.has_throughput(summaries) else None,
         worst_tables=[(label, worst_table.render(doc)) for label, doc in zip(labels, documents, strict=True)],
         worst_figures=extra,
     )

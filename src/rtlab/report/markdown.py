@@ -56,6 +56,11 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                 values = [cells.value(f.get(group), field) for f in found for field in SEED_TABLE]
                 rows.append("| " + " | ".join([escape(load), escape(group), *values]) + " |")
         text += "\n### By CPU cluster\n\n" + "\n".join(rows) + "\n"
+    if cells.has_throughput(summaries):
+        head, work = cells.cost_table(summaries, labels)
+        rows = ["| " + " | ".join(map(escape, head)) + " |", "|" + "---|" * len(head)]
+        rows += ["| " + " | ".join(map(escape, row)) + " |" for row in work]
+        text += "\n### Throughput (stress-ng bogo ops/s)\n\n" + "\n".join(rows) + "\n"
     traced = causes.lines(summaries, labels)
     if traced:
         text += (

@@ -39,20 +39,42 @@ def by_cluster(summaries: Sequence[Summary], labels: Sequence[str]) -> Table | N
     return table
 
 
+# Throughput beside latency: the load's bogo ops per second, and as a multiple of the first run's.
+OPS = "Ops/s"
+RATIO = "×first"
+# A campaign measured several times: the median (and range) across its repeats.
+MAX_SPREAD = "Max, repeats"
+OPS_SPREAD = "Ops/s, repeats"
+# Beyond this many runs, a column group each would not fit a terminal: one row per run instead.
+SIDE_BY_SIDE_MAX = 2
+
+
 def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
+    if len(summaries) > SIDE_BY_SIDE_MAX:
+        return _grouped(summaries, labels)
     fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
     title = "Scheduling latency (µs)"
     deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
     if deadline is not None:
         title += f", deadline {deadline} µs"
+    work = cells.has_throughput(summaries)
+    spreads = cells.repeated(summaries)
     table = Table(title=title, title_justify="left")
     table.add_column("Load", style="bold")
-    for label in labels:
+    for n, label in enumerate(labels):
         for i, field in enumerate(fields):
             top = label if i == 0 else ""
             table.add_column(Text(f"{top}\n{field.label}"), justify="right")
         if deadline is not None:
             table.add_column("\nDeadline", justify="right")
+        if work:
+            table.add_column(f"\n{OPS}", justify="right")
+            if n > 0:
+                table.add_column(f"\n{RATIO}", justify="right")
+        if spreads:
+            table.add_column(f"\n{MAX_SPREAD}", justify="right")
+            if work:
+                table.add_column(f"\n{OPS_SPREAD}", justify="right")
         if len(summaries) == 1:
             table.add_column(SPARK_HEADER, justify="left", no_wrap=True, overflow="crop", min_width=4)
     notes: list[str] = []
@@ -64,6 +86,14 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             row += [cells.value(merged, f) for f in fields]
             if deadline is not None:
                 row.append(_colour(cells.verdict(summary, load)))
+            if work:
+                row.append(cells.ops(summary, load))
+                if summary is not summaries[0]:
+                    row.append(cells.ops_ratio(summaries[0], summary, load))
+            if spreads:
+                row.append(cells.spread(entry, "max_us"))
+                if work:
+                    row.append(cells.spread(entry, "ops_per_s"))
             if len(summaries) == 1:
                 axis = entry["timeline"] if entry else None
                 row.append(Text(cells.sparkline(axis["merged"]) if axis else "", "cyan"))
@@ -71,6 +101,55 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             if mark:
                 notes.append(f"{label} {load}: {mark}")
         table.add_row(*row)
+    _finish(table, notes)
+    return table
+
+
+def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
+    """Many runs (a study's kernels x stages): each load a group of rows, one per run."""
+    fields = SEED_TABLE + (FIELD_BY_KEY["p99_99_us"],)
+    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
+    title = "Scheduling latency (µs)" + (f", deadline {deadline} µs" if deadline is not None else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("Load", style="bold")
+    table.add_column("Run")
+    for field in fields:
+        table.add_column(field.label, justify="right")
+    if deadline is not None:
+        table.add_column("Deadline", justify="right")
+    work = cells.has_throughput(summaries)
+    if work:
+        table.add_column(OPS, justify="right")
+        table.add_column(RATIO, justify="right")
+    spreads = cells.repeated(summaries)
+    if spreads:
+        table.add_column(MAX_SPREAD, justify="right")
+        if work:
+            table.add_column(OPS_SPREAD, justify="right")
+    notes: list[str] = []
+    for load in cells.loads_in_order(summaries):
+        for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
+            entry = summary["loads"].get(load)
+            row: list[str | Text] = [Text(load if i == 0 else ""), Text(label)]
+            row += [cells.value(entry["merged"] if entry else None, f) for f in fields]
+            if deadline is not None:
+                row.append(_colour(cells.verdict(summary, load)))
+            if work:
+                row += [cells.ops(summary, load), cells.ops_ratio(summaries[0], summary, load) if i else ""]
+            if spreads:
+                row.append(cells.spread(entry, "max_us"))
+                if work:
+                    row.append(cells.spread(entry, "ops_per_s"))
+            mark = cells.status_mark(entry)
+            if mark:
+                notes.append(f"{label} {load}: {mark}")
+            table.add_row(*row, end_section=i == len(summaries) - 1)
+    _finish(table, notes)
+    return table
+
+
+def _finish(table: Table, notes: list[str]) -> None:
+    """The caption's notes; every column as wide as its widest number or name."""
     if any(cells.LOWER_BOUND in str(cell) for column in table.columns for cell in column.cells):
         notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
     table.caption = Text("; ".join(notes)) if notes else None
@@ -82,7 +161,6 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             )
             column.no_wrap = True
     table.caption_justify = "left"
-    return table
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ class Kind(StrEnum):
     SEGMENT_START = "segment-start"
     SEGMENT_END = "segment-end"
     MEASURE_END = "measure-end"
+    RESOURCES = "resources"  # memory and power while the load was measured
     TRACE_START = "trace-start"  # the trace pass after a load's measurement (spike causes)
     TRACE_SPIKE = "trace-spike"
     TRACE_END = "trace-end"

@@ -67,6 +67,16 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def move_aside(folder: Path, why: str = "interrupted") -> Path:
+    """A run cut off (or failed) before it ended, kept beside as FOLDER.interrupted-N for the
+    one measured again in its place: nothing measured is deleted."""
+    n = 1
+    while (aside := folder.with_name(f"{folder.name}.{why}-{n}")).exists():
+        n += 1
+    folder.rename(aside)
+    return aside
+
+
 def read_json(path: Path) -> Any:
     with path.open(encoding="utf-8", errors="replace") as f:
         return json.load(f)
@@ -94,6 +104,8 @@ class RawLoad:
     stress_end: dict[str, str] | None = None  # the agent's last load.log line: exit, running_at_end
     stress_words: str = ""  # the load's last error line
     check: str = "alive"  # how the load is checked (load.check): alive or oom-kill
+    argv: tuple[str, ...] = ()  # the load's command line (load.argv), program first
+    log: str = ""  # what the load printed (load.log): stress-ng's throughput table at its end
     # the time axis as cyclictest printed it: (segment number, 0 without segments, output)
     verbose: tuple[tuple[int, timeline.Verbose], ...] = ()
     segments_lost: tuple[str, ...] = ()  # segments whose result is missing or cut off
@@ -228,7 +240,7 @@ class RunDir:
         elif (folder / f"{cyclictest.FILE}.part").is_file():
             problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {cyclictest.FILE}.part)"
         stress_end = None
-        words = ""
+        words = text = ""
         log = next((f for f in (folder / "load.log", folder / "stress.log") if f.is_file()), None)
         if log is not None:
             text = log.read_text(encoding="utf-8", errors="replace")
@@ -237,7 +249,9 @@ class RunDir:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
-        stressed = (folder / "load.argv").is_file() or (folder / "stress.argv").is_file()
+        argv_file = next((f for f in (folder / "load.argv", folder / "stress.argv") if f.is_file()), None)
+        argv = tuple(argv_file.read_text(errors="replace").split("\n")[:-1]) if argv_file else ()
+        stressed = argv_file is not None
         if not segments:
             whole = timeline.read(folder)
             verbose = [(0, whole)] if whole is not None else []
@@ -246,8 +260,8 @@ class RunDir:
         check_file = folder / "load.check"
         check = check_file.read_text().strip() if check_file.is_file() else "alive"
         return RawLoad(
-            data, problem, stressed, stress_end, words, check, tuple(verbose), tuple(lost), trace_events,
-            self._traces(folder / "trace"),
+            data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
+            trace_events, self._traces(folder / "trace"),
         )  # fmt: skip
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:

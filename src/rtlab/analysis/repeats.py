@@ -1,0 +1,122 @@
+"""A campaign measured N times (rtlab run --repeat N): RUN/repeat-K/ are whole runs, each load
+measured once per repeat, so the loads take turns and a slow drift of the machine reaches every
+load alike. Read together they are one summary: each load's samples pooled (the histograms
+summed, as if measured N times longer), and the spread across repeats of what varies from one
+to the next: the maximum latency and the throughput, as median and range."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any, cast
+
+from rtlab.analysis import stats
+from rtlab.analysis.histogram import Histogram, merge
+from rtlab.shapes import (
+    HistogramJSON,
+    LoadEntry,
+    RepeatsJSON,
+    StatsJSON,
+    StressorJSON,
+    Summary,
+    ThroughputJSON,
+)
+
+FILE = "repeats.json"
+SCHEMA = "rtlab.repeats/1"
+
+
+def folder(k: int) -> str:
+    return f"repeat-{k}"
+
+
+def spread(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
+    """(median, min, max) of the values measured; Nones when none was."""
+    found = [v for v in values if v is not None]
+    if not found:
+        return None, None, None
+    return statistics.median(found), min(found), max(found)
+
+
+def _histogram(counts: HistogramJSON, own: StatsJSON) -> Histogram:
+    # the repeat's own maximum and mean over every sample, binned or not (cyclictest's)
+    return Histogram.from_counts(
+        dict(zip(counts["values"], counts["counts"], strict=True)), counts["limit_us"], counts["overflows"],
+        own["max_us"], own["avg_us"],
+    )  # fmt: skip
+
+
+def _pooled(entries: list[LoadEntry]) -> LoadEntry:
+    """The load's statistics over every repeat's samples."""
+    entry = cast(LoadEntry, dict(entries[0]))
+    measured = [e for e in entries if e["merged"] and e["histograms"]]
+    if not measured:
+        return entry
+    hists = [cast(dict[str, Any], e["histograms"]) for e in measured]
+    merged = merge(
+        _histogram(h["merged"], cast(StatsJSON, e["merged"])) for h, e in zip(hists, measured, strict=True)
+    )
+    cpus: dict[str, Histogram] = {}
+    for e, h in zip(measured, hists, strict=True):
+        for cpu, counts in cast(dict[str, HistogramJSON], h.get("cpus") or {}).items():
+            part = _histogram(counts, e["cpus"][cpu])
+            cpus[cpu] = merge([cpus[cpu], part]) if cpu in cpus else part
+    entry["merged"] = stats.compute(merged).to_json()
+    entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in cpus.items()}
+    entry["histograms"] = {"merged": merged.to_json(), "cpus": {cpu: h.to_json() for cpu, h in cpus.items()}}
+    return entry
+
+
+def _throughput(entries: list[LoadEntry]) -> ThroughputJSON | None:
+    """Each stressor at its median over the repeats that measured it."""
+    found = [w for e in entries if (w := e.get("throughput")) and w["ops_per_s"] is not None]
+    if not found:
+        return entries[0].get("throughput")
+    rows: dict[str, StressorJSON] = {}
+    for name in found[0]["stressors"]:
+        runs = [w["stressors"][name] for w in found if name in w["stressors"]]
+        middle = sorted(runs, key=lambda r: r["ops_per_s"])[(len(runs) - 1) // 2]
+        rows[name] = {**middle, "ops_per_s": statistics.median(r["ops_per_s"] for r in runs)}
+    total = statistics.median(cast(float, w["ops_per_s"]) for w in found)
+    return {"ops_per_s": total, "stressors": rows, "reason": None}
+
+
+def _status(entries: list[LoadEntry]) -> tuple[str, str | None]:
+    statuses = {e["status"] for e in entries}
+    if statuses == {"complete"}:
+        return "complete", None
+    why = "; ".join(
+        f"repeat {k}: {e['reason']}" for k, e in enumerate(entries, 1) if e["status"] != "complete"
+    )
+    return ("failed" if statuses == {"failed"} else "partial"), why
+
+
+def combine(runs: Sequence[Summary], name: str) -> Summary:
+    """One summary of the repeats (in order): the first's facts, every load pooled, with the
+    spread across repeats. A load's time axis and spike causes are the first repeat's."""
+    first = runs[0]
+    loads: dict[str, LoadEntry] = {}
+    for load in first["plan"]["loads"]:
+        entries = [r["loads"][load] for r in runs if load in r["loads"]]
+        entry = _pooled(entries)
+        entry["status"], entry["reason"] = _status(entries)
+        entry["throughput"] = _throughput(entries)
+        maxima = [e["merged"]["max_us"] if e["merged"] else None for e in entries]
+        work = [w["ops_per_s"] if (w := e.get("throughput")) else None for e in entries]
+        entry["repeats"] = cast(
+            RepeatsJSON,
+            {"n": len(entries), "max_us": maxima, "ops_per_s": work}
+            | dict(zip(("max_us_median", "max_us_min", "max_us_max"), spread(maxima), strict=True))
+            | dict(zip(("ops_per_s_median", "ops_per_s_min", "ops_per_s_max"), spread(work), strict=True)),
+        )
+        loads[load] = entry
+    statuses = {r["status"] for r in runs}
+    status = "complete" if statuses == {"complete"} else "failed" if statuses == {"failed"} else "partial"
+    # the first's warnings, and those about a load of each later repeat, named by it
+    warnings = list(first["warnings"]) + [
+        {**w, "message": f"repeat {k}: {w['message']}"}
+        for k, r in enumerate(runs[1:], 2)
+        for w in r["warnings"]
+        if w["load"]
+    ]
+    return cast(Summary, {**first, "run": name, "status": status, "loads": loads, "warnings": warnings})

@@ -1,0 +1,267 @@
+"""rtlab study: a whole study from one file, as the StarFive study and the Linaro talk are
+laid out: targets (kernels) x tuning stages x loads. Each target x stage is one ordinary run
+in STUDY/runs/<target>/<stage>/, measured in the file's order; STUDY/study.json is rewritten
+after each, so the same command again goes on where an interrupted study stopped. The end is
+the comparison of every run, one column group each.
+
+    [study]
+    name = "rb5"
+    loads = ["idle", "cpu60", "cpu100"]   # and any option of rtlab run, spelled as there
+    duration = "10m"
+
+    [targets]                             # label = target, in the report's order
+    Real-time = "qemu:debian-rt"
+    Mainline = "qemu:debian"
+
+    [stages.none]                         # as the target is (the only stage when none is given)
+    [stages.tuned]
+    tune = true                           # rtlab tune for the run, reverted after
+    rt-cpus = "1"
+    [stages.isolated]
+    boot = "isolcpus=1 nohz_full=1"       # kernel parameters: appended to a qemu target's
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab.results.rundir import move_aside, read_json, write_json
+
+SCHEMA = "rtlab.study/1"
+FILE = "study.json"
+STANDING = ("complete", "partial")  # a run's statuses a resumed study keeps
+
+# [study] keys given to rtlab run as its options of the same name; the rest are the study's.
+RUN_OPTIONS = (
+    "preset", "loads", "duration", "interval", "priority", "settle", "workers", "histogram-range",
+    "governor", "block", "spike-threshold", "segment", "trace", "trace-duration", "trace-spikes",
+    "trace-level", "idle-after-boot",
+)  # fmt: skip
+STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)
+STAGE_KEYS = ("tune", "rt-cpus", "loads-on", "boot", "about")
+_TOP = ("study", "targets", "stages")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    tune: bool = False
+    rt_cpus: str | None = None
+    loads_on: str | None = None
+    boot: str = ""  # kernel parameters the target must boot with
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the study: a target in a stage."""
+
+    target: str  # its label
+    spec: str  # what rtlab run --target gets, boot parameters included
+    stage: Stage
+
+    @property
+    def folder(self) -> str:
+        return f"runs/{_slug(self.target)}/{_slug(self.stage.name)}"
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    source: Path
+    options: Mapping[str, str]  # rtlab run's options, as text (RUN_OPTIONS)
+    loads_file: Path | None
+    deadline: str | None
+    targets: tuple[tuple[str, str], ...]  # (label, target), in order
+    stages: tuple[Stage, ...]
+
+    def cells(self) -> list[Cell]:
+        """Every target in every stage: a target's stages one after another."""
+        return [
+            Cell(label, with_boot(spec, stage.boot), stage)
+            for label, spec in self.targets
+            for stage in self.stages
+        ]
+
+    def label(self, cell: Cell) -> str:
+        """The cell's column in the report: only what differs between cells."""
+        parts = [cell.target] * (len(self.targets) > 1) + [cell.stage.name] * (len(self.stages) > 1)
+        return " / ".join(parts) or cell.target
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text).strip("_") or "_"
+
+
+def with_boot(spec: str, boot: str) -> str:
+    """A target booted with extra kernel parameters: only a qemu guest can be (a board is
+    booted by its own boot loader; make it a target of its own once booted so)."""
+    if not boot:
+        return spec
+    if not spec.startswith("qemu:"):
+        raise UsageError(
+            f"boot parameters ({boot}) go only to qemu: targets, not {spec}: boot the board with "
+            "them and give it as a target of its own"
+        )
+    if "," in boot:
+        raise UsageError(
+            f"boot = {boot!r}: a qemu target's parameters cannot hold commas: write CPU lists as "
+            "ranges (isolcpus=1-3), or use a kernel=PATH built with them"
+        )
+    head, sep, current = spec.partition(",append=")
+    if not sep:
+        return f"{spec},append={boot}"
+    rest, comma, tail = current.partition(",")
+    return f"{head},append={rest} {boot}{comma}{tail}"
+
+
+def _text(value: Any, where: str) -> str:
+    """A run option as rtlab run reads it: "10m", 99, ["idle", "cpu"] -> "idle,cpu"."""
+    if isinstance(value, bool) or not isinstance(value, str | int | list):
+        raise UsageError(f'{where}: give a string such as "10m", a number, or a list of load names')
+    if isinstance(value, list):
+        if not value or not all(isinstance(v, str) for v in value):
+            raise UsageError(f'{where}: give a list of names, e.g. ["idle", "cpu"]')
+        return ",".join(value)
+    return str(value)
+
+
+def _table(doc: dict[str, Any], key: str, source: Path) -> dict[str, Any]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: {key} must be a table, [{key}]")
+    return value
+
+
+def _unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise UsageError(f"{where}: unknown key {', '.join(unknown)}: use {', '.join(known)}")
+
+
+def _stage(name: str, table: Any, source: Path) -> Stage:
+    where = f"{source}: [stages.{name}]"
+    if not isinstance(table, dict):
+        raise UsageError(f"{where} must be a table of {', '.join(STAGE_KEYS)}")
+    _unknown(table, STAGE_KEYS, where)
+    tune = table.get("tune", False)
+    if not isinstance(tune, bool):
+        raise UsageError(f"{where}: tune = true or false")
+    texts = {k: table[k] for k in ("rt-cpus", "loads-on", "boot", "about") if k in table}
+    for key, value in texts.items():
+        if not isinstance(value, str):
+            raise UsageError(f'{where}: {key} is a string, e.g. {key} = "..."')
+    if texts.get("loads-on") not in (None, "housekeeping", "all"):
+        raise UsageError(f'{where}: loads-on = "housekeeping" or "all"')
+    if "loads-on" in texts and "rt-cpus" not in texts:
+        raise UsageError(f"{where}: loads-on goes with rt-cpus, the CPUs measured")
+    return Stage(
+        name, tune, texts.get("rt-cpus"), texts.get("loads-on"), texts.get("boot", "").strip(),
+        texts.get("about", ""),
+    )  # fmt: skip
+
+
+def parse(text: str, source: Path) -> Study:
+    """A study file, checked whole: one line naming the fix on the first thing wrong."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{source} is not valid TOML ({e}): fix that line") from None
+    _unknown(doc, _TOP, str(source))
+    head = _table(doc, "study", source)
+    _unknown(head, STUDY_KEYS, f"{source}: [study]")
+    options = {k: _text(head[k], f"{source}: [study] {k}") for k in RUN_OPTIONS if k in head}
+    targets = _table(doc, "targets", source)
+    if not targets:
+        raise UsageError(f'{source}: no [targets]: add e.g. [targets] then Real-time = "qemu:debian-rt"')
+    for label, spec in targets.items():
+        if not isinstance(spec, str) or not spec.strip():
+            raise UsageError(f'{source}: [targets] {label} = "local", "ssh://..." or "qemu:..."')
+    stages = tuple(_stage(n, t, source) for n, t in _table(doc, "stages", source).items())
+    slugs = [_slug(label) for label in targets] + [_slug(s.name) for s in stages]
+    if len(set(map(_slug, targets))) < len(targets) or len({_slug(s.name) for s in stages}) < len(stages):
+        raise UsageError(f"{source}: two targets or two stages share a folder name ({slugs}): rename one")
+    loads_file = head.get("loads-file")
+    if loads_file is not None and not isinstance(loads_file, str):
+        raise UsageError(f'{source}: loads-file = "PATH" (relative to the study file)')
+    deadline = head.get("deadline")
+    study = Study(
+        name=str(head.get("name") or source.stem),
+        source=source,
+        options=options,
+        loads_file=(source.parent / loads_file) if loads_file else None,
+        deadline=_text(deadline, f"{source}: [study] deadline") if deadline is not None else None,
+        targets=tuple(targets.items()),
+        stages=stages or (Stage("none"),),
+    )
+    study.cells()  # boot parameters on a board are refused here, before anything runs
+    return study
+
+
+def read(path: Path) -> Study:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read study file {path}: {e.strerror}: give an existing TOML file") from None
+    return parse(text, path)
+
+
+def _record(cell: Cell, status: str, reason: str) -> dict[str, Any]:
+    return {"target": cell.target, "spec": cell.spec, "stage": cell.stage.name, "status": status,
+            "reason": reason}  # fmt: skip
+
+
+def run(
+    study: Study,
+    out: Path,
+    measure: Callable[[Cell, Path], tuple[str, str, bool]],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Runs each cell not yet measured; `measure(cell, folder)` runs one and returns its
+    status, why, and whether a signal came (RunFailed: it failed). Returns the study.json it
+    wrote. Complete and partial runs stand; a failed one, or one cut off, is measured again
+    (the old folder kept beside)."""
+    path = out / FILE
+    before: dict[str, Any] = read_json(path) if path.is_file() else {}
+    cells = study.cells()
+    if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
+        raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    old: dict[str, Any] = before.get("runs", {})
+    done = {c.folder: old[c.folder] for c in cells if old.get(c.folder, {}).get("status") in STANDING}
+    doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": done}
+    if done:
+        say(f"resuming: {len(done)} of {len(cells)} runs already measured")
+    for i, cell in enumerate(cells, start=1):
+        if cell.folder in done:
+            continue
+        folder = out / cell.folder
+        if folder.exists():
+            move_aside(
+                folder, "failed" if old.get(cell.folder, {}).get("status") == "failed" else "interrupted"
+            )
+        say(f"[{i}/{len(cells)}] {study.label(cell)}: {cell.spec}")
+        try:
+            status, reason, interrupted = measure(cell, folder)
+        except KeyboardInterrupt:  # Ctrl-C between two runs: nothing is measuring
+            interrupted, status = True, ""
+        except Stopped:
+            write_json(path, doc)
+            raise
+        except RunFailed as e:
+            status, reason, interrupted = "failed", str(e), False
+        # a run cut short by the signal is measured again; one that ended before it stands
+        if status and not (interrupted and status != "complete"):
+            done[cell.folder] = _record(cell, status, reason)
+            say(f"[{i}/{len(cells)}] {study.label(cell)}: {status}{': ' + reason if reason else ''}")
+        write_json(path, doc)
+        if interrupted:
+            raise Stopped(f"interrupted during {study.label(cell)}: run the same study again to go on")
+    doc["runs"] = {c.folder: done[c.folder] for c in cells}  # in the study's order
+    write_json(path, doc)
+    return doc
