@@ -97,6 +97,10 @@ def write_plan(run: Path, loads: dict[str, list[str] | None], seconds: int) -> N
 def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
     root = tmp_path / "root"
     before = fake_root(root)
+    # a board's power sensors (hwmon, µW); its /proc has no meminfo and no process status
+    for n, microwatts in ((0, 1_500_000), (1, 500_000)):
+        (root / f"sys/class/hwmon/hwmon{n}").mkdir(parents=True)
+        (root / f"sys/class/hwmon/hwmon{n}/power1_input").write_text(f"{microwatts}\n")
     run = tmp_path / "run"
     write_plan(run, {"idle": None, "cpu": ["--matrix", "1", "--timeout", "30s"]}, seconds=1)
     cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--seconds", "1", "--settle", "1")
@@ -117,8 +121,14 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
     assert kinds == [
         (k, load)
         for load in ("idle", "cpu")
-        for k in ("load-start", "measure-start", "measure-end", "load-end")
+        for k in ("load-start", "measure-start", "measure-end", "resources", "load-end")
     ]
+    # what the target lacks is a dash, never an error; the power is the sensors' sum, in mW
+    used = next(e for e in events if e.kind == "resources")
+    assert used.fields == {
+        "t": used.get("t"), "load": "idle", "mem_total_kb": "-", "mem_available_min_kb": "-",
+        "mem_free_min_kb": "-", "cyclictest_hwm_kb": "-", "power_mw": "2000", "power_sources": "2",
+    }  # fmt: skip
     for load in ("idle", "cpu"):
         data = json.loads((run / "loads" / load / "cyclictest.json").read_text())
         assert data["num_threads"] == os.cpu_count()

@@ -8,12 +8,14 @@ import os
 import shutil
 import signal
 import time
+from csv import DictReader
 from pathlib import Path
 
 import pytest
 
 from conftest import processes_named, read_json, rtlab, run_args, start_rtlab
 from rtlab.errors import UsageError
+from rtlab.loads import BUILTIN
 from rtlab.targets.qemu import GuestSpec, cpio
 
 LOADS = ["idle", "cpu", "os", "memory", "storage"]
@@ -92,8 +94,29 @@ def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
         "md",
     )
     assert done.returncode == 0
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    latency, _, cost = done.stdout.partition("### Throughput")
+    rows = [line for line in latency.splitlines() if line.startswith("| ")]
     assert [row.split("|")[1].strip() for row in rows[1:]] == LOADS
+    # what real time costs, beside what it buys: each stress-ng load's throughput on the
+    # standard kernel as a multiple of the RT kernel's, recomputed here from both summaries
+    assert "| Load | RT Ops/s | Standard Ops/s | Standard ×RT |" in cost
+    csv = rtlab(
+        "compare", *(str(rt_and_standard[k]) for k in ("debian-rt", "debian")), "--labels", "RT,Standard",
+        "--format", "csv",
+    )  # fmt: skip
+    shown = {(r["label"], r["load"]): r for r in DictReader(io.StringIO(csv.stdout)) if r["cpu"] == "all"}
+    rt, standard = (read_json(rt_and_standard[k] / "summary.json")["loads"] for k in ("debian-rt", "debian"))
+    for load in LOADS[1:]:
+        a, b = rt[load]["throughput"]["stressors"], standard[load]["throughput"]["stressors"]
+        assert set(a) == set(b) == {BUILTIN[load].stress_ng[0].lstrip("-")}
+        name = next(iter(a))
+        expected = b[name]["ops_per_s"] / a[name]["ops_per_s"]
+        assert float(shown[("Standard", load)]["ops_ratio"]) == pytest.approx(expected, abs=0.006)
+        # a guest has memory figures and no power sensor: recorded as missing, no error
+        used = standard[load]["resources"]
+        assert used["mem_available_min_kb"] > 0 and used["cyclictest_hwm_kb"] > 0
+        assert used["power_mw"] is None and used["missing"] == ["power_mw"]
+    assert rt["idle"]["throughput"] is None
     assert guests() == set()
 
 
