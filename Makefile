@@ -8,9 +8,10 @@ DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # What the tests add: a browser for the HTML report, setpriv for the unprivileged case,
 # QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target,
 # the 6.12 source, the riscv64 cross compiler and patch for the kernel builds, gcc for the
-# busy loop the spike-cause tests inject into guests.
+# busy loop the spike-cause tests inject into guests, LAVA's dispatcher (lava-run) for the
+# board-farm test.
 TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps \
-    linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make patch xz-utils gcc libc6-dev
+    linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make patch xz-utils gcc libc6-dev lava-dispatcher
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)

@@ -42,13 +42,15 @@ def injections(text: str) -> list[tuple[float, int, int, int]]:
 @pytest.fixture(scope="module")
 def injected(tmp_path_factory) -> dict[str, Path]:
     """The same injected spike traced at level a (rtla) and at level b (tracefs), one run each.
-    The cpu load's stress-ng starts the spin program: after 6 s (past the settle and the
-    measurement, inside the trace pass) it holds CPU 1 for 400 ms, four times, 2 s apart."""
+    The cpu load's stress-ng starts the spin program: after 10 s (past the settle and the
+    measurement, inside the trace pass) it holds CPU 1 for 400 ms, six times, 2 s apart. rtla
+    arms its tracer in an emulated guest under the load only seconds into the pass (up to
+    ~10 s), so the first bursts may go unseen, or be seen from the middle on."""
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("make test installs qemu-system-x86")
     tmp = tmp_path_factory.mktemp("causes")
     wrapper = (
-        '#!/bin/sh\ncase " $* " in *" --matrix "*) /usr/local/bin/spin 1 400 6 4 2 & ;; esac\n'
+        '#!/bin/sh\ncase " $* " in *" --matrix "*) /usr/local/bin/spin 1 400 10 6 2 & ;; esac\n'
         'exec /usr/bin/stress-ng "$@"\n'
     )
     spin = spin_binary(tmp).read_bytes()
@@ -58,7 +60,7 @@ def injected(tmp_path_factory) -> dict[str, Path]:
         out = tmp / f"level-{level}"
         done = rtlab(
             *run_args(out, "idle,cpu", "2s", "--target", f"qemu:debian-rt,initrd={extra}",
-                      "--trace", "100ms", "--trace-duration", "12s", "--trace-level", level, settle="1s")
+                      "--trace", "100ms", "--trace-duration", "24s", "--trace-level", level, settle="1s")
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         runs[level] = out
@@ -87,9 +89,8 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
         # (rtla decides by the timer interrupt's moment, so the two levels may differ here)
         assert top["role"] in ("blocking", "interference")
         assert spike["cpu"] == 1
-        # the duration is the 400 ms burst's: osnoise counts it net of the interrupts nested
-        # in it, which in an emulated guest on a busy host took up to a third of it
-        assert 200_000 <= top["duration_us"] <= 480_000, spike
+        # never longer than the 400 ms burst (a burst seen from the middle on is shorter)
+        assert top["duration_us"] <= 480_000, spike
         # at the right moment: when a burst ended (the measured thread ran again), within 1 s
         ends = [start + ms / 1000 - origin for start, ms, _, _ in bursts]
         assert min(abs(spike["t_s"] - end) for end in ends) < 1.0, (spike["t_s"], ends)
@@ -97,6 +98,9 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
         phases = summary["loads"]["cpu"]["phases"]
         assert phases["trace_start"] <= spike["t_s"] <= phases["trace_end"]
         assert (out / spike["trace"]).is_file()
+    # a burst seen whole: the 400 ms, net of the interrupts nested in it (osnoise's way), which
+    # in an emulated guest on a busy host took up to a third of it
+    assert max(s["top"]["duration_us"] for s in traced["spikes"]) >= 200_000, traced["spikes"]
     if level == "b":
         assert all("(rt 99)" in s["top"]["name"] for s in traced["spikes"])
     assert traced["top"][0]["name"].startswith(f"spin:{pid}")

@@ -68,8 +68,9 @@ def test_a_real_run_has_exactly_the_defined_fields(run):
     assert all(set(w) == keys(WarningJSON) for w in summary["warnings"])
     assert summary["audit"] and all(set(f) == keys(FindingJSON) for f in summary["audit"])
     for entry in summary["loads"].values():
-        # clusters only on heterogeneous CPUs (not this machine's); causes: this run traced
-        assert required(LoadEntry) | {"causes"} == set(entry) == keys(LoadEntry) - {"clusters"}
+        # clusters only on heterogeneous CPUs (not this machine's), repeats only with --repeat;
+        # causes: this run traced
+        assert required(LoadEntry) | {"causes"} == set(entry) == keys(LoadEntry) - {"clusters", "repeats"}
         assert set(entry["phases"]) == keys(PhasesJSON)
         assert set(entry["causes"]) == keys(CausesJSON)
         assert all(set(spike) == keys(TracedSpikeJSON) for spike in entry["causes"]["spikes"])

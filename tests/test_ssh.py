@@ -88,6 +88,8 @@ def board(tmp_path_factory) -> Board:
         # a board's shell runs no startup file of this machine's root: bash sources ~/.bashrc
         # for a command from sshd only as a top-level shell, and SHLVL=1 makes it a nested one
         "SetEnv SHLVL=1\n"
+        # scp (LAVA's deploy to ssh) speaks SFTP
+        "Subsystem sftp /usr/lib/openssh/sftp-server\n"
     )
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
     sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)

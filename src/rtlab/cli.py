@@ -672,6 +672,61 @@ def study(
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
 
+lava_app = typer.Typer(
+    help="Board farms: rtlab campaigns as LAVA jobs, their logs back as runs.", no_args_is_help=True
+)
+app.add_typer(lava_app, name="lava")
+
+
+@lava_app.command("job")
+def lava_job(
+    base: Annotated[Path, typer.Option(help="the lab's job for the board: its deploy and boot actions")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="write the job here")],
+    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
+    duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,
+    settle: Annotated[str | None, typer.Option(help="load running before measuring (default 5s)")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="stress-ng workers per load (default: one per online CPU of the board)")
+    ] = None,
+    preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
+    loads_file: LoadsFile = None,
+    deadline: Deadline = None,
+    name: Annotated[
+        str | None, typer.Option(help="the run's id in reports (default: rtlab-lava-<date>)")
+    ] = None,
+) -> None:
+    """Append rtlab's test action to the lab's job: the agent and the plan inline; on the board
+    it measures, then reports each load to LAVA and prints the run for `rtlab lava import`."""
+    from datetime import datetime
+
+    from rtlab import lava
+
+    document = lava.read_base(base)
+    plan = _plan(preset_name, loads, duration, None, None, settle, workers, None, None, None,
+                 loads_file=loads_file)  # fmt: skip
+    # stress-ng's 0 workers: one per online CPU, counted on the board
+    plan = replace(plan, workers=0 if plan.workers is None else plan.workers).for_target("", 1)
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    run_name = name or f"rtlab-lava-{datetime.now():%Y%m%d-%H%M%S}"
+    _emit(lava.dump(lava.job(document, plan, run_name, deadline_us)), output)
+
+
+@lava_app.command("import")
+def lava_import(
+    log: Annotated[Path, typer.Option(help="the job's log (lava-run's output, or the server's job log)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the run directory to make")],
+) -> None:
+    """Rebuild the run of a LAVA job from its log, as a run made here would be."""
+    from rtlab import lava
+
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {log}: {e.strerror}: give the job's log file") from None
+    outcome = lava.import_log(text, output)
+    _conclude(outcome, None, None)
+
+
 def _int(options: dict[str, str], key: str) -> int | None:
     if key not in options:
         return None

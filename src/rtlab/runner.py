@@ -415,6 +415,22 @@ def _finish_quietly(run: RunDir, manifest: Manifest, info: Sysinfo | None, reaso
         _finish(run, manifest, info, reason=reason)
 
 
+def conclude(run: RunDir, **extra: Any) -> Outcome:
+    """A run whose agent ran out of rtlab's reach (a LAVA job) and whose folder came back
+    whole: its summary, and run.json saying how it ended, as for a run made here."""
+    manifest = run.manifest()
+    _, info, events, _ = store.read(run)
+    if info is not None and "derived" not in info:
+        info["derived"] = {"preemption": preemption(info).to_json()}
+        write_json(run.path / "sysinfo.json", info)
+    clock = next((e for e in events if e.kind == ev.Kind.CLOCK and e.get("wall").isdigit()), None)
+    if clock is not None and not manifest.get("started"):
+        manifest["started"] = datetime.fromtimestamp(int(clock.get("wall")), UTC).isoformat(
+            timespec="seconds"
+        )
+    return Outcome(run, _finish(run, manifest, info, **extra))
+
+
 def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     """Fetches the results of a board run whose connection dropped, once the board is back."""
     from rtlab.targets import open_target

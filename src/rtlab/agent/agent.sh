@@ -1280,6 +1280,41 @@ cmd_stressors() {
 	done
 }
 
+# --- LAVA (rtlab lava job) -------------------------------------------------------
+# LAVA: each load's outcome as LAVA test cases, after the measurement (never during it: console
+# output adds latency). lava-test-set and lava-test-case come with LAVA's test shell; outside
+# one, the calls are printed.
+cmd_lava_report() {
+	[ $# -ge 1 ] || die "usage: agent.sh lava-report DIR [DEADLINE_US]"
+	DIR=$1
+	deadline=${2:-0}
+	while read -r load; do
+		[ -n "$load" ] || continue
+		status=$(sed -n "s/^@rtlab load-end .* load=$load status=\([a-z-]*\).*/\1/p" "$DIR/events" 2>/dev/null | tail -n 1)
+		lava_call lava-test-set start "$load"
+		if [ "$status" = complete ]; then result=pass; else result=fail; fi
+		lava_call lava-test-case "$load" --result "$result"
+		# per CPU, from cyclictest's JSON without its histograms: min, avg, max (and the verdict)
+		if [ -f "$DIR/loads/$load/cyclictest.json" ]; then
+			tr -d ' \n\t' <"$DIR/loads/$load/cyclictest.json" | sed 's/"histogram":{[^}]*}//g' |
+				grep -o '"min":[0-9]*,"max":[0-9]*,"avg":[0-9.]*,"cpu":[0-9]*' |
+				sed 's/"min":\([0-9]*\),"max":\([0-9]*\),"avg":\([0-9.]*\),"cpu":\([0-9]*\)/\4 \1 \2 \3/' |
+				while read -r cpu min max avg; do
+					lava_call lava-test-case "$load.cpu$cpu-min-latency" --result pass --measurement "$min" --units us
+					lava_call lava-test-case "$load.cpu$cpu-avg-latency" --result pass --measurement "$avg" --units us
+					verdict=pass
+					if [ "$deadline" -gt 0 ] && [ "$max" -gt "$deadline" ]; then verdict=fail; fi
+					lava_call lava-test-case "$load.cpu$cpu-max-latency" --result "$verdict" --measurement "$max" --units us
+				done
+		fi
+		lava_call lava-test-set stop
+	done <"$DIR/plan.loads"
+}
+
+lava_call() {
+	if command -v "$1" >/dev/null 2>&1; then "$@"; else echo "$*"; fi
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
@@ -1289,6 +1324,7 @@ run) cmd_run "$@" ;;
 stop) cmd_stop "$@" ;;
 hwlat) cmd_hwlat "$@" ;;
 stressors) cmd_stressors "$@" ;;
+lava-report) cmd_lava_report "$@" ;;
 file) cmd_file "$@" ;;
-*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | stressors [CLASS...] | file OP PATH [ARG]" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | stressors [CLASS...] | lava-report DIR [DEADLINE_US] | file OP PATH [ARG]" ;;
 esac

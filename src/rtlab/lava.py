@@ -1,0 +1,283 @@
+"""Board farms through LAVA: an rtlab campaign as one `test` action appended to the lab's
+own job, and the job's log read back into a run directory like any other.
+
+The lab's deploy and boot actions are the user's (they are lab-specific: rtlab never guesses
+them). The test action carries the agent and the plan inline, base64 in one step; on the
+board it measures with nothing printed (console output adds latency), then reports each load
+to LAVA (lava-test-set, lava-test-case per CPU: min, avg, max, the deadline's verdict) and
+prints the whole run folder between two marks, since LAVA copies no file back from a board.
+`rtlab lava import` finds those marks in the job's log and rebuilds the run; a job without
+them (cut off, or a health other than Complete) is imported as failed, never as a pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import tarfile
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from rtlab import __version__
+from rtlab.errors import RunFailed, UsageError
+from rtlab.plan import Plan
+from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
+from rtlab.results.rundir import RunDir, write_json
+from rtlab.runner import write_plan_files
+from rtlab.shapes import Manifest
+
+if TYPE_CHECKING:
+    from rtlab.runner import Outcome
+
+BEGIN = "@rtlab-bundle-begin"
+END = "@rtlab-bundle-end"
+MARGIN_S = 600  # beyond the plan: the agent's own setup, sysinfo, the report and the bundle
+BOARD_BASE = "/tmp/rtlab/lava"
+
+
+def read_base(path: Path) -> dict[str, Any]:
+    """The lab's job, checked for what rtlab relies on."""
+    try:
+        base = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot read base job {path}: {e.strerror}: give the lab's job YAML") from None
+    except yaml.YAMLError as e:
+        raise UsageError(f"{path} is not valid YAML ({e}): fix it first") from None
+    if not isinstance(base, dict) or not isinstance(base.get("actions"), list) or "device_type" not in base:
+        raise UsageError(
+            f"{path} is not a LAVA job: it needs device_type and a list of actions (deploy, boot)"
+        )
+    if not any("boot" in action for action in base["actions"]):
+        raise UsageError(
+            f"{path} has no boot action: rtlab's test runs on the booted board, after the lab's boot"
+        )
+    return base
+
+
+def _serial(base: dict[str, Any]) -> bool:
+    """Whether the test shell is a serial console (signals then go through the kernel log)."""
+    boots = [a["boot"] for a in base["actions"] if "boot" in a]
+    return not any(b.get("method") == "ssh" or b.get("connection") == "ssh" for b in boots)
+
+
+def _skeleton(plan: Plan, manifest: Manifest, remote: str) -> bytes:
+    """agent.sh and the run folder as the agent reads it (plan files, run.json), gzipped tar."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        agent = resources.files("rtlab.agent").joinpath("agent.sh").read_bytes()
+        info = tarfile.TarInfo("agent.sh")
+        info.size, info.mode = len(agent), 0o755
+        tar.addfile(info, io.BytesIO(agent))
+        with _scratch_run() as run:
+            write_plan_files(run, plan, f"{remote}/run")
+            write_json(run.path / "run.json", manifest)
+            tar.add(run.path, arcname="run")
+    return buffer.getvalue()
+
+
+class _scratch_run:
+    def __enter__(self) -> RunDir:
+        import tempfile
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-lava-")
+        return RunDir(Path(self._tmp.name))
+
+    def __exit__(self, *_: object) -> None:
+        self._tmp.cleanup()
+
+
+def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) -> dict[str, Any]:
+    """The lab's job with rtlab's test action appended (the plan fixed: stress-ng's workers
+    are 0, one per online CPU of the board, unless --workers says otherwise)."""
+    uid = uuid.uuid4().hex[:12]
+    remote = f"{BOARD_BASE}/{uid}"
+    manifest: Manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "id": name,
+        "uid": uid,
+        "rtlab_version": __version__,
+        "plan": plan.to_json(),
+        "target": {"kind": "lava", "name": f"lava:{base.get('device_type')}"},
+        "ended": None,
+        "status": "running",
+        "loads": {load: {"status": "not-run"} for load in plan.loads},
+        "remote": remote,
+    }
+    bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
+    agent_args = " ".join(_agent_args(plan))
+    steps = [
+        f"R={remote}; rm -rf $R && mkdir -p $R && cd $R",
+        f"echo {bundle} | base64 -d | tar -xzf -",
+        "sh ./agent.sh sysinfo > run/sysinfo.json 2> run/sysinfo.log",
+        # measured with nothing on the console: output there adds latency
+        f"sh ./agent.sh run $R/run {agent_args} > run/agent.out 2>&1; echo rtlab agent exit $?",
+        f"sh ./agent.sh lava-report $R/run {deadline_us or 0}",
+        f"echo {BEGIN} {uid}; tar -czf - run | base64; echo {END} {uid}",
+        "cd / && rm -rf $R",
+    ]
+    definition: dict[str, Any] = {
+        "from": "inline",
+        "name": "rtlab",
+        "path": "inline/rtlab.yaml",
+        "repository": {
+            "metadata": {
+                "format": "Lava-Test Test Definition 1.0",
+                "name": "rtlab",
+                "description": f"rtlab {__version__}: scheduling latency under {', '.join(plan.loads)}",
+            },
+            "run": {"steps": steps},
+        },
+    }
+    if _serial(base):
+        definition["lava-signal"] = "kmsg"
+    seconds = int(plan.planned_seconds()) + MARGIN_S
+    out = dict(base)
+    out["actions"] = [
+        *base["actions"],
+        {"test": {"timeout": {"seconds": seconds}, "definitions": [definition]}},
+    ]
+    out["metadata"] = {**(base.get("metadata") or {}), "rtlab.run": name, "rtlab.uid": uid}
+    out["timeouts"] = _timeouts(base.get("timeouts") or {}, seconds)
+    return out
+
+
+def _agent_args(plan: Plan) -> list[str]:
+    from rtlab.runner import GRACE_S
+
+    return [
+        "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s), "--governor", plan.governor,
+        "--grace", str(GRACE_S), *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
+        *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
+    ]  # fmt: skip
+
+
+def _timeouts(timeouts: dict[str, Any], test_s: int) -> dict[str, Any]:
+    """The job's own timeout raised to hold the test (and the lab's deploy and boot)."""
+    job_s = _seconds(timeouts.get("job") or {})
+    return {**timeouts, "job": {"seconds": max(job_s, test_s + MARGIN_S)}}
+
+
+def _seconds(timeout: dict[str, Any]) -> int:
+    scale = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+    return sum(int(timeout.get(k, 0)) * v for k, v in scale.items())
+
+
+def dump(document: dict[str, Any]) -> str:
+    return yaml.safe_dump(document, sort_keys=False, width=1 << 20)
+
+
+def log_entries(text: str) -> Iterable[dict[str, Any]]:
+    """The job's log, entry by entry: lava-run's lines or the server's YAML list. Read as YAML,
+    not JSON: some values carry YAML tags (`! "176"`)."""
+    for raw in text.splitlines():
+        line = raw[2:] if raw.startswith("- ") else raw
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = yaml.safe_load(line)
+        except yaml.YAMLError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+def bundle(entries: Iterable[dict[str, Any]]) -> tuple[bytes | None, list[dict[str, Any]], str | None]:
+    """(the run folder's tar.gz, the test results, the job's own result) from a job's log."""
+    chunks: list[str] | None = None
+    found: bytes | None = None
+    results: list[dict[str, Any]] = []
+    health = None
+    for entry in entries:
+        msg = entry.get("msg")
+        if entry.get("lvl") == "results" and isinstance(msg, dict):
+            results.append(msg)
+            if msg.get("case") == "job" and msg.get("definition") == "lava":
+                health = str(msg.get("result"))
+        if entry.get("lvl") != "target" or not isinstance(msg, str):
+            continue
+        text = msg.strip()
+        if text.startswith(BEGIN):
+            chunks = []
+        elif text.startswith(END) and chunks is not None:
+            try:
+                found = base64.b64decode("".join(chunks), validate=True)
+            except (binascii.Error, ValueError):
+                found = None
+            chunks = None
+        elif chunks is not None and text and not text.startswith("+ "):
+            chunks.append(text)
+    return found, results, health
+
+
+def unpack(data: bytes, out: Path) -> RunDir:
+    """The board's run folder into OUT (a new folder)."""
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = [m for m in tar.getmembers() if m.name == "run" or m.name.startswith("run/")]
+            for member in members:
+                member.name = member.name[len("run/") :] if member.name != "run" else "."
+            tar.extractall(out, members=members, filter="data")
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise RunFailed(f"the job's run bundle is damaged ({e}): nothing could be imported") from None
+    return RunDir(out)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def import_log(text: str, out: Path) -> Outcome:
+    """The run of a LAVA job, from its log: the board's run folder when the job printed it,
+    else a failed run holding the job's test results. A job whose own result is not a pass
+    ends failed, whatever the loads say: LAVA saw it go wrong."""
+    from rtlab.runner import conclude
+
+    data, results, health = bundle(log_entries(text))
+    if data is None:
+        return _without_bundle(results, health, out)
+    run = unpack(data, out)
+    write_json(run.path / "lava-results.json", results)
+    if health != "pass":
+        reason = f"the LAVA job's own result is {health or 'missing (the log was cut off)'}"
+        with (run.path / "events").open("a", encoding="utf-8") as f:
+            f.write(f"@rtlab done status=failed source=lava reason={reason}\n")
+    return conclude(run, collected=now())
+
+
+def _without_bundle(results: list[dict[str, Any]], health: str | None, out: Path) -> Outcome:
+    from rtlab.runner import conclude
+
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
+    sets = list(dict.fromkeys(str(r["set"]) for r in results if r.get("set")))
+    plan = Plan(loads=tuple(sets) or ("unknown",))
+    reason = f"the job's log holds no run from the board (the LAVA job's result: {health or 'missing'})"
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "id": out.name,
+        "uid": "",
+        "rtlab_version": __version__,
+        "plan": {**plan.to_json(), "load_definitions": {}},
+        "target": {"kind": "lava", "name": "lava"},
+        "started": None,
+        "ended": None,
+        "status": "failed",
+        "loads": {load: {"status": "failed", "reason": reason} for load in plan.loads},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    run = RunDir(out)
+    write_json(run.path / "lava-results.json", results)
+    ends = "".join(f"@rtlab load-end load={load} status=failed reason={reason}\n" for load in plan.loads)
+    (run.path / "events").write_text(f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
+    run.write_manifest(manifest)  # type: ignore[arg-type]
+    return conclude(run, collected=now(), reason=reason)

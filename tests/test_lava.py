@@ -1,0 +1,178 @@
+"""Board farms through LAVA: a job made from a lab's base job, validated by LAVA's own schema
+in strict mode, run by LAVA's dispatcher (lava-run, Debian's lava-dispatcher) on this
+machine's sshd as the board, its log imported into a run and checked against the same
+campaign measured directly; a job that went wrong is imported as failed."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
+from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
+
+LAVA_RUN = shutil.which("lava-run")
+needs_lava = pytest.mark.skipif(LAVA_RUN is None, reason="make test installs lava-dispatcher")
+
+# The lab's job: its own deploy and boot (here LAVA's ssh device type, as a lab with
+# SSH-reachable boards writes it); rtlab adds only the test action.
+BASE = """
+device_type: ssh
+job_name: rtlab on the desk board
+visibility: public
+priority: medium
+timeouts:
+  job: {minutes: 10}
+  action: {minutes: 5}
+  connection: {minutes: 2}
+metadata: {lab.board: desk-01}
+actions:
+- deploy: {to: ssh, os: debian, timeout: {minutes: 2}}
+- boot:
+    method: ssh
+    connection: ssh
+    prompts: ['root@', '# ']
+    timeout: {minutes: 2}
+"""
+
+# LAVA's ssh device type rendered for a board at 127.0.0.1:PORT (what lava-server renders from
+# its ssh.jinja2 and base.jinja2; only what the dispatcher reads for deploy to ssh and boot ssh)
+DEVICE = """
+constants:
+  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: /lava-%s, lava_test_shell_file: ~/.bashrc}}
+  default-shell-prompt: 'lava-test: # '
+  kernel-start-message: Linux version [0-9]
+  shutdown-message: The system is going down for reboot NOW
+  spawn_maxread: '4092'
+  failure_retry: 1
+  boot_retry:
+actions:
+  deploy:
+    connections: {{serial: }}
+    methods:
+      ssh:
+        options: ['-o', 'Compression=yes', '-o', 'PasswordAuthentication=no', '-o', 'LogLevel=FATAL']
+        host: 127.0.0.1
+        port: {port}
+        user: root
+        identity_file: {key}
+  boot:
+    connections: {{serial: }}
+    methods: {{ssh: }}
+timeouts: {{actions: {{}}, connections: {{}}}}
+"""
+
+
+def strict_validation(job: Path) -> subprocess.CompletedProcess[str]:
+    """LAVA's own schema (lava_common, Debian's python3), strict as lava-server submits."""
+    code = (
+        "import sys, yaml; from lava_common.schemas import validate; "
+        "validate(yaml.safe_load(open(sys.argv[1])), strict=True)"
+    )
+    return subprocess.run(["/usr/bin/python3", "-c", code, str(job)], capture_output=True, text=True)
+
+
+def lava_run(job: Path, device: Path, out: Path) -> tuple[int, str]:
+    job_id = str(random.randrange(10**6, 10**7))  # the dispatcher's tmp folder is per job id
+    done = subprocess.run(
+        [LAVA_RUN, "--job-id", job_id, "--output-dir", str(out), "--device", str(device), str(job)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def device(board, tmp_path_factory) -> Path:  # noqa: F811
+    path = tmp_path_factory.mktemp("lava") / "device.yaml"
+    path.write_text(DEVICE.format(port=board.port, key=board.keys / "user_key"))
+    return path
+
+
+@needs_root
+@needs_tools
+@needs_lava
+def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    job = tmp_path / "job.yaml"
+    made = rtlab("lava", "job", "--base", str(base), "--loads", "idle,cpu", "--duration", "2s",
+                 "--settle", "1s", "--deadline", "100ms", "--name", "farm", "-o", str(job))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    document = yaml.safe_load(job.read_text())
+    checked = strict_validation(job)
+    assert checked.returncode == 0, checked.stderr
+    # the lab's actions untouched, rtlab's test after them, with the run's name in metadata
+    assert document["actions"][:2] == yaml.safe_load(BASE)["actions"]
+    test = document["actions"][2]["test"]
+    assert test["timeout"]["seconds"] >= 2 * (2 + 1)
+    assert document["metadata"]["lab.board"] == "desk-01" and document["metadata"]["rtlab.run"] == "farm"
+    assert "lava-signal" not in test["definitions"][0]  # an SSH test shell reads signals on stdout
+    assert document["timeouts"]["job"]["seconds"] >= test["timeout"]["seconds"]
+
+    status, log = lava_run(job, device, tmp_path / "dispatcher")
+    assert status == 0, log[-3000:]
+    (tmp_path / "job.log").write_text(log)
+    # LAVA's own results: each load a test set, its CPUs' latencies as measurements in µs
+    results = [
+        e for e in map(yaml.safe_load, log.splitlines()) if isinstance(e, dict) and e.get("lvl") == "results"
+    ]
+    cases = {r["msg"]["case"]: r["msg"] for r in results}
+    assert cases["job"]["result"] == "pass"
+    assert cases["idle"]["result"] == cases["cpu"]["result"] == "pass"
+    assert cases["cpu.cpu0-max-latency"]["units"] == "us" and cases["cpu.cpu0-max-latency"]["set"] == "cpu"
+
+    run = tmp_path / "imported"
+    imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
+    assert imported.returncode == 0, imported.stderr
+    summary = read_json(run / "summary.json")
+    assert summary["status"] == "complete" and summary["run"] == "farm"
+    assert read_json(run / "run.json")["target"]["kind"] == "lava"
+    for load in ("idle", "cpu"):
+        entry = summary["loads"][load]
+        assert entry["status"] == "complete" and entry["merged"]["samples"] > 0
+        for cpu, stats in entry["cpus"].items():
+            # what LAVA shows is what rtlab computed from the same cyclictest output
+            assert float(cases[f"{load}.cpu{cpu}-max-latency"]["measurement"]) == stats["max_us"]
+            assert float(cases[f"{load}.cpu{cpu}-min-latency"]["measurement"]) == stats["min_us"]
+    assert summary["loads"]["cpu"]["throughput"]["ops_per_s"] > 0
+    assert read_json(run / "sysinfo.json")["hostname"]
+
+    # the same campaign measured directly: the same layout and the same shape of result
+    direct = tmp_path / "direct"
+    done = rtlab("run", "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s", "--out", str(direct))
+    assert done.returncode == 0, done.stderr
+    mine = read_json(direct / "summary.json")
+    assert set(summary) == set(mine) and summary["plan"]["loads"] == mine["plan"]["loads"]
+    assert {p.relative_to(run).as_posix() for p in (run / "loads").rglob("*") if p.is_file()} >= {
+        p.relative_to(direct).as_posix() for p in (direct / "loads").rglob("*") if p.is_file()
+    }
+    compared = rtlab("compare", str(direct), str(run), "--labels", "direct,lava", "--format", "md")
+    assert compared.returncode == 0 and "| idle |" in compared.stdout
+    assert processes_named("cyclictest", "stress-ng") == set()
+
+
+@needs_lava
+def test_a_job_that_went_wrong_is_imported_as_failed(tmp_path):
+    # the board's bundle is there, but LAVA's own verdict on the job is not a pass
+    log = tmp_path / "job.log"
+    entries = [
+        {"lvl": "target", "msg": "nothing of rtlab here"},
+        {"lvl": "results", "msg": {"case": "idle", "definition": "0_rtlab", "result": "pass", "set": "idle"}},
+        {
+            "lvl": "results",
+            "msg": {"case": "job", "definition": "lava", "result": "fail", "error_type": "Infra"},
+        },
+    ]
+    log.write_text("".join(json.dumps({"dt": "x", **e}) + "\n" for e in entries))
+    run = tmp_path / "run"
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(run))
+    assert done.returncode == 3
+    assert read_json(run / "run.json")["status"] == "failed"
+    assert read_json(run / "summary.json")["loads"]["idle"]["status"] == "failed"
+    assert "holds no run from the board" in done.stderr + (run / "run.json").read_text()
