@@ -4,6 +4,7 @@ x 2 loads in real QEMU guests, interrupted and resumed; the example study files 
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,7 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
         said.append(line)
         if line.startswith("idle 1/2") and any(s.startswith("[2/4] Real-time / tuned:") for s in said):
             break
+    time.sleep(1.5)  # into the 4 s measurement (the line comes as the load starts)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=180)
     stderr = "".join(said) + stderr
@@ -127,7 +129,8 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
     aside = out / "runs/Real-time/tuned.interrupted-1"
     assert aside.is_dir() == cut
     if cut:
-        assert read_json(aside / "run.json")["status"] == "partial"
+        # partial when cyclictest had measured when the stop came, failed when not yet
+        assert read_json(aside / "run.json")["status"] in ("partial", "failed")
         assert rtlab("report", str(aside), "--format", "json").returncode == 0
 
     doc = read_json(out / "study.json")
