@@ -67,7 +67,7 @@ def test_a_study_file_names_its_cells_and_folders():
         ('[targets]\nA = "local"\n[stages.t]\ntune = "yes"\n', "tune = true or false"),
         ('[targets]\nA = "local"\n[stages.t]\nloads-on = "all"\n', "loads-on goes with rt-cpus"),
         ('[targets]\nA = "local"\n[stages.t]\nrt_cpus = "1"\n', "unknown key rt_cpus"),
-        ('[targets]\n"a b" = "local"\na_b = "local"\n', "share a folder name"),
+        ('[targets]\n"a b" = "local"\na_b = "local"\n', "share the folder name a_b"),
         ("[targets\n", "is not valid TOML"),
     ],
 )

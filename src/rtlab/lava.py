@@ -16,9 +16,9 @@ import base64
 import binascii
 import io
 import tarfile
+import tempfile
 import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, write_json
-from rtlab.runner import write_plan_files
+from rtlab.runner import agent_options, now, write_plan_files
 from rtlab.shapes import Manifest
 
 if TYPE_CHECKING:
@@ -75,22 +75,12 @@ def _skeleton(plan: Plan, manifest: Manifest, remote: str) -> bytes:
         info = tarfile.TarInfo("agent.sh")
         info.size, info.mode = len(agent), 0o755
         tar.addfile(info, io.BytesIO(agent))
-        with _scratch_run() as run:
+        with tempfile.TemporaryDirectory(prefix="rtlab-lava-") as folder:
+            run = RunDir(Path(folder))
             write_plan_files(run, plan, f"{remote}/run")
             write_json(run.path / "run.json", manifest)
             tar.add(run.path, arcname="run")
     return buffer.getvalue()
-
-
-class _scratch_run:
-    def __enter__(self) -> RunDir:
-        import tempfile
-
-        self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-lava-")
-        return RunDir(Path(self._tmp.name))
-
-    def __exit__(self, *_: object) -> None:
-        self._tmp.cleanup()
 
 
 def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) -> dict[str, Any]:
@@ -111,7 +101,7 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
         "remote": remote,
     }
     bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
-    agent_args = " ".join(_agent_args(plan))
+    agent_args = " ".join(agent_options(plan))
     steps = [
         f"R={remote}; rm -rf $R && mkdir -p $R && cd $R",
         f"echo {bundle} | base64 -d | tar -xzf -",
@@ -146,16 +136,6 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
     out["metadata"] = {**(base.get("metadata") or {}), "rtlab.run": name, "rtlab.uid": uid}
     out["timeouts"] = _timeouts(base.get("timeouts") or {}, seconds)
     return out
-
-
-def _agent_args(plan: Plan) -> list[str]:
-    from rtlab.runner import GRACE_S
-
-    return [
-        "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s), "--governor", plan.governor,
-        "--grace", str(GRACE_S), *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
-        *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
-    ]  # fmt: skip
 
 
 def _timeouts(timeouts: dict[str, Any], test_s: int) -> dict[str, Any]:
@@ -230,10 +210,6 @@ def unpack(data: bytes, out: Path) -> RunDir:
     except (tarfile.TarError, EOFError, OSError) as e:
         raise RunFailed(f"the job's run bundle is damaged ({e}): nothing could be imported") from None
     return RunDir(out)
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def import_log(text: str, out: Path) -> Outcome:

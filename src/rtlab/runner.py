@@ -67,11 +67,11 @@ class _Progress:
         loads = self.manifest["loads"]
         name = event.get("load")
         if event.kind == ev.Kind.LOAD_START and name in loads:
-            loads[name].update({"status": "running", "started": _now()})
+            loads[name].update({"status": "running", "started": now()})
         elif event.kind == ev.Kind.MEASURE_START and name in loads:
-            loads[name]["measuring_since"] = _now()
+            loads[name]["measuring_since"] = now()
         elif event.kind == ev.Kind.LOAD_END and name in loads:
-            loads[name].update({"status": event.get("status"), "ended": _now()})
+            loads[name].update({"status": event.get("status"), "ended": now()})
             if event.get("reason"):
                 loads[name]["reason"] = event.get("reason")
         elif event.kind == ev.Kind.GOVERNOR:
@@ -84,7 +84,7 @@ class _Progress:
             self.write_error = e
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -315,7 +315,7 @@ def _execute(
         "target": target.describe(),
         "tools": tools,
         "host_process": liveness.this_process(),
-        "started": _now(),
+        "started": now(),
         "ended": None,
         "status": "running",
         "loads": {load: {"status": "not-run"} for load in plan.loads},
@@ -357,13 +357,7 @@ def _measure(
             progress.record(event)
             on_event(event)
 
-    args = ["run", remote, "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
-            "--governor", plan.governor, "--grace", str(GRACE_S),
-            *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
-            *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
-            *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
-               "--trace-spikes", str(plan.trace_spikes), "--trace-level", plan.trace_level]
-              if plan.trace_us else [])]  # fmt: skip
+    args = ["run", remote, *agent_options(plan)]
     started = time.monotonic()
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase
@@ -388,6 +382,19 @@ def _measure(
     return Outcome(run, summary, interrupted=bool(guard.caught))
 
 
+def agent_options(plan: Plan) -> list[str]:
+    """`agent.sh run DIR` 's options for the plan, wherever the agent is started from."""
+    return [
+        "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
+        "--governor", plan.governor, "--grace", str(GRACE_S),
+        *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
+        *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
+        *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
+           "--trace-spikes", str(plan.trace_spikes), "--trace-level", plan.trace_level]
+          if plan.trace_us else []),
+    ]  # fmt: skip
+
+
 def _finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) -> Summary:
     """The summary from what the run directory holds now; run.json says how it ended."""
     loads = manifest["plan"]["loads"]
@@ -402,7 +409,7 @@ def _finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any)
         record["status"] = entry["status"]
         if entry["reason"]:
             record["reason"] = entry["reason"]
-    manifest.update({"status": summary["status"], "ended": _now()})
+    manifest.update({"status": summary["status"], "ended": now()})
     manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
     write_json(run.path / "summary.json", summary)
@@ -473,4 +480,4 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     if (run.path / "collect-error.txt").exists():
         raise RunFailed((run.path / "collect-error.txt").read_text().strip())
     _, info, _, _ = store.read(run)
-    return Outcome(run, _finish(run, manifest, info, collected=_now()))
+    return Outcome(run, _finish(run, manifest, info, collected=now()))

@@ -183,9 +183,11 @@ def parse(text: str, source: Path) -> Study:
         if not isinstance(spec, str) or not spec.strip():
             raise UsageError(f'{source}: [targets] {label} = "local", "ssh://..." or "qemu:..."')
     stages = tuple(_stage(n, t, source) for n, t in _table(doc, "stages", source).items())
-    slugs = [_slug(label) for label in targets] + [_slug(s.name) for s in stages]
-    if len(set(map(_slug, targets))) < len(targets) or len({_slug(s.name) for s in stages}) < len(stages):
-        raise UsageError(f"{source}: two targets or two stages share a folder name ({slugs}): rename one")
+    for names in (list(targets), [s.name for s in stages]):
+        folders = [_slug(n) for n in names]
+        if len(set(folders)) < len(folders):
+            clash = next(f for f in folders if folders.count(f) > 1)
+            raise UsageError(f"{source}: two targets or two stages share the folder name {clash}: rename one")
     loads_file = head.get("loads-file")
     if loads_file is not None and not isinstance(loads_file, str):
         raise UsageError(f'{source}: loads-file = "PATH" (relative to the study file)')
