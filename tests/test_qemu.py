@@ -172,14 +172,25 @@ def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
 
 @needs_x86
 def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
-    # A cyclictest that never returns from its measurement; every other call is the real one.
-    fake = '#!/bin/sh\ncase " $* " in *" -D "*) exec sleep 100000 ;; esac\nexec /usr/bin/cyclictest "$@"\n'
+    # A guest that stops answering mid-measurement: every process but init frozen (the agent's
+    # own watchdog and the console's shell with it); every other cyclictest call is the real one.
+    fake = (
+        '#!/bin/sh\ncase " $* " in *" -D "*) kill -STOP -1; exec sleep 100000 ;; esac\n'
+        'exec /usr/bin/cyclictest "$@"\n'
+    )
     hang = initrd(tmp_path, {"usr/local/bin/cyclictest": fake})
     out = tmp_path / "run"
     done = rtlab(*run_args(out, "idle", "2s", "--target", f"qemu:debian,initrd={hang},margin=5"))
     assert done.returncode == 3
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
+    # the reason says what the host saw and what to change: under TCG, three times the plan (2 s
+    # measured, 15 s to stop, 2 s to start cyclictest) and margin=5
+    assert manifest["loads"]["idle"]["reason"] == (
+        "the guest had not finished 62 s after the start and was stopped: "
+        "give it longer with the qemu target's margin=SECONDS (now 5)"
+    )
+    assert "guest-timeout: no end after 62 s" in done.stderr
     console = (out / "console.log").read_text()
     assert "@rtlab load-start t=" in console and "load=idle" in console
     assert "guest-timeout" in (out / "events").read_text()

@@ -444,10 +444,10 @@ def _run_parallel(
 ) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
     from rtlab.report import table
-    from rtlab.results.events import Kind
+    from rtlab.results.events import HOST_SAID, Kind
     from rtlab.runner import Outcome, execute_parallel
 
-    shown = (Kind.LOAD_START, Kind.LOAD_END, Kind.DONE, Kind.CONNECTION_LOST, Kind.HOST_TIMEOUT)
+    shown = {Kind.LOAD_START, Kind.LOAD_END, Kind.DONE, *HOST_SAID}
 
     def line(tgt: Target, event: Event) -> None:
         if event.kind in shown:

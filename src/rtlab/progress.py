@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from rtlab.plan import Plan
-from rtlab.results.events import Event, Kind
+from rtlab.results.events import HOST_SAID, Event, Kind
 
 
 def _elapsed(task: Task) -> float:
@@ -83,3 +83,6 @@ class RunProgress:
             task = next(t for t in self.progress.tasks if t.id == self.tasks[load])
             self.progress.update(task.id, completed=_elapsed(task), outcome=status)
             self.say(f"{load}: {status}")
+        elif event.kind in HOST_SAID:
+            detail = event.get("reason") or f"no end after {event.get('seconds')} s"
+            self.console.print(f"{event.kind}: {detail}", highlight=False)

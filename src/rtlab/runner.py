@@ -349,11 +349,14 @@ def _measure(
 
     progress = _Progress(manifest, run)
     streamed: list[str] = []
+    host_said: list[str] = []
 
     def on_line(line: str) -> None:
         event = ev.parse(line)
         if event is not None:
             streamed.append(line.rstrip("\n"))
+            if event.kind in ev.HOST_SAID:
+                host_said.append(streamed[-1])
             progress.record(event)
             on_event(event)
 
@@ -366,8 +369,12 @@ def _measure(
         finally:
             guard.phase = "after" if guard.phase == "measuring" else guard.phase
     target.collect(run, remote)
-    if not (run.path / "events").exists():  # the target's copy was lost: keep what was streamed
-        (run.path / "events").write_text("".join(f"{line}\n" for line in streamed))
+    events = run.path / "events"
+    if not events.exists():  # the target's copy was lost: keep what was streamed
+        events.write_text("".join(f"{line}\n" for line in streamed))
+    else:  # what only the host saw (a guest that hung or died) goes beside the target's word
+        with events.open("a", encoding="utf-8") as f:
+            f.writelines(f"{line}\n" for line in host_said)
 
     summary = _finish(
         run,

@@ -56,9 +56,23 @@ def load_status(
         done = sum(1 for e in events if e.kind == Kind.SEGMENT_END and e.get("load") == load)
         so_far = f": {done} segments done so far" if done else ""
         return ("partial" if has_data else "running"), f"still measuring{so_far}"
+    cut = _guest_end(events)
     if has_data:
-        return "partial", "the events file does not say how this load ended"
-    return ("failed", "started but never ended") if started else ("not-run", None)
+        return "partial", cut or "the events file does not say how this load ended"
+    return ("failed", cut or "started but never ended") if started else ("not-run", None)
+
+
+def _guest_end(events: Sequence[Event]) -> str | None:
+    """Why a QEMU guest's run ended before its loads did, as the host saw it."""
+    for event in events:
+        if event.kind == Kind.GUEST_TIMEOUT:
+            return (
+                f"the guest had not finished {event.get('seconds')} s after the start and was stopped: "
+                f"give it longer with the qemu target's margin=SECONDS (now {event.get('margin') or '?'})"
+            )
+        if event.kind == Kind.GUEST_DIED:
+            return f"the guest died: {event.get('reason')}"
+    return None
 
 
 def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[str, str | None]:

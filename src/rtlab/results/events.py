@@ -44,6 +44,10 @@ class Kind(StrEnum):
     GUEST_DIED = "guest-died"
 
 
+# How a run ended as only the host saw it: never in the target's own events file.
+HOST_SAID = frozenset({Kind.HOST_TIMEOUT, Kind.CONNECTION_LOST, Kind.GUEST_TIMEOUT, Kind.GUEST_DIED})
+
+
 def line(kind: Kind, **fields: object) -> str:
     """An event line as the agent writes it (`reason` last: it is free text)."""
     reason = fields.pop("reason", None)

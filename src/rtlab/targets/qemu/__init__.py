@@ -5,7 +5,8 @@
     qemu:riscv64:debian             Debian trixie's riscv64 kernel (qemu-system-riscv64 virt)
     qemu:kernel=PATH[,arch=riscv64][,initrd=PATH]   a kernel of the user's own
   options, after a comma: cpus=2, memory=1G, accel=auto|kvm|tcg, append=KERNEL ARGS,
-  boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take)
+  boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take; a
+  software-emulated guest is given three times its plan besides)
 
 The guest gets rtlab's initramfs (busybox, cyclictest, stress-ng from Debian packages
 of its architecture, the agent) and talks over its serial console (see console.py):
@@ -299,7 +300,10 @@ class QemuTarget:
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         console = self._ensure_booted()
-        timeout = planned_s + self.spec.margin
+        # Emulation slows the agent's own work (tool start-up, rtla arming its tracer, archiving
+        # results) several times over on a busy host, so a software guest gets its plan twice more.
+        emulated = self.boot is not None and self.boot.accel == "tcg"
+        timeout = planned_s * (3 if emulated else 1) + self.spec.margin
         # Each load's files come back over the console as soon as it ends, so a guest that
         # hangs or dies later costs only the loads it had not finished.
         receiving: list[str] = []
@@ -325,7 +329,7 @@ class QemuTarget:
             on_line(line(Kind.GUEST_DIED, reason=e))
             return 125
         if status is None:  # hung: stop it, keep what the console showed
-            on_line(line(Kind.GUEST_TIMEOUT, seconds=f"{timeout:.0f}"))
+            on_line(line(Kind.GUEST_TIMEOUT, seconds=f"{timeout:.0f}", margin=f"{self.spec.margin:.0f}"))
             console.kill()
             return 124
         return status
