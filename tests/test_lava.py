@@ -140,6 +140,9 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
             # what LAVA shows is what rtlab computed from the same cyclictest output
             assert float(cases[f"{load}.cpu{cpu}-max-latency"]["measurement"]) == stats["max_us"]
             assert float(cases[f"{load}.cpu{cpu}-min-latency"]["measurement"]) == stats["min_us"]
+            tail = cases[f"{load}.cpu{cpu}-p99.99-latency"]
+            assert float(tail["measurement"]) == stats["p99_99_us"]
+            assert tail["result"] == ("unknown" if "p99_99_us" in stats["lower_bounds"] else "pass")
     assert summary["loads"]["cpu"]["throughput"]["ops_per_s"] > 0
     assert read_json(run / "sysinfo.json")["hostname"]
 

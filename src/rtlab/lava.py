@@ -4,8 +4,9 @@ own job, and the job's log read back into a run directory like any other.
 The lab's deploy and boot actions are the user's (they are lab-specific: rtlab never guesses
 them). The test action carries the agent and the plan inline, base64 in one step; on the
 board it measures with nothing printed (console output adds latency), then reports each load
-to LAVA (lava-test-set, lava-test-case per CPU: min, avg, max, the deadline's verdict) and
-prints the whole run folder between two marks, since LAVA copies no file back from a board.
+to LAVA (lava-test-set, lava-test-case per CPU: min, avg, max with the deadline's verdict,
+p99.99) and prints the whole run folder between two marks, since LAVA copies no file back
+from a board.
 `rtlab lava import` finds those marks in the job's log and rebuilds the run; a job without
 them (cut off, or a health other than Complete) is imported as failed, never as a pass.
 """
