@@ -9,9 +9,18 @@ DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # QEMU for the guests that boot real RT and standard kernels, sshd for the SSH target,
 # the 6.12 source, the riscv64 cross compiler and patch for the kernel builds, gcc for the
 # busy loop the spike-cause tests inject into guests, LAVA's dispatcher (lava-run) for the
-# board-farm test.
+# board-farm tests.
 TEST_DEB_PACKAGES := chromium util-linux qemu-system-x86 qemu-system-misc opensbi openssh-server openssh-client procps \
     linux-source-6.12 gcc-riscv64-linux-gnu flex bison bc make patch xz-utils gcc libc6-dev lava-dispatcher
+# LAVA's server for the board-farm test: its code unpacked, not installed (the package depends
+# on systemd-sysv, and its postinst sets up a system database); what it runs on is Debian's.
+LAVA_SERVER_DEB_PACKAGES := postgresql gunicorn python3-celery python3-defusedxml python3-django \
+    python3-django-allauth python3-django-auth-ldap python3-django-environ python3-django-filters \
+    python3-django-tables2 python3-djangorestframework python3-djangorestframework-extensions \
+    python3-djangorestframework-filters python3-docutils python3-eventlet python3-junit.xml \
+    python3-psycopg2 python3-simplejson python3-tap python3-voluptuous python3-whitenoise python3-zmq \
+    python3-aiohttp python3-tz python3-jinja2 python3-requests
+LAVA_SERVER := .cache/lava-server
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
@@ -23,7 +32,14 @@ setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
 
 test-setup: setup
-	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_DEB_PACKAGES)"
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_DEB_PACKAGES) $(LAVA_SERVER_DEB_PACKAGES)"
+	@$(MAKE) --no-print-directory $(LAVA_SERVER)/usr/bin/lava-server
+
+# the version that matches lava-dispatcher's lava-common, from the same apt lists
+$(LAVA_SERVER)/usr/bin/lava-server:
+	rm -rf $(LAVA_SERVER) && mkdir -p $(LAVA_SERVER)/deb
+	cd $(LAVA_SERVER)/deb && apt-get download -qq lava-server
+	dpkg -x $(LAVA_SERVER)/deb/lava-server_*.deb $(LAVA_SERVER)
 
 # A package counts as installed only when dpkg says "install ok installed": one left
 # unpacked by an interrupted apt run is installed again (after dpkg --configure -a).

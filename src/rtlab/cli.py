@@ -24,6 +24,7 @@ from rtlab.units import format_duration, parse_duration, parse_latency
 # Everything else is imported by the command that needs it: `rtlab --help` must not pay
 # for numpy, matplotlib, asyncssh or the kernel builder (bench/bench_startup.py).
 if TYPE_CHECKING:
+    from rtlab.lava_server import Server
     from rtlab.results.events import Event
     from rtlab.runner import Outcome
     from rtlab.shapes import Summary
@@ -711,19 +712,97 @@ def lava_job(
     _emit(lava.dump(lava.job(document, plan, run_name, deadline_us)), output)
 
 
+LavaUrl = Annotated[str | None, typer.Option(help="the LAVA server, e.g. https://lava.example.org")]
+TokenFile = Annotated[
+    Path | None,
+    typer.Option(help="a file holding the user's API token (sent only in the Authorization header)"),
+]
+
+
+@lava_app.command("submit")
+def lava_submit(
+    job: Annotated[Path, typer.Argument(help="the job from `rtlab lava job`")],
+    url: LavaUrl = None,
+    token_file: TokenFile = None,
+    wait: Annotated[bool, typer.Option(help="wait for the job to finish, then import its run")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="with --wait: the run directory (default results/lava-<id>)"),
+    ] = None,
+) -> None:
+    """Submit a job to a LAVA server (REST API v0.2); prints its id. With --wait, follows it to
+    its end and imports its run, as `rtlab lava import ID` would."""
+    from rtlab import lava, lava_server
+
+    if url is None:
+        raise UsageError("rtlab lava submit needs --url: the LAVA server to submit to")
+    if output is not None and not wait:
+        raise UsageError(
+            "-o is where --wait imports the run: add --wait, or import later with rtlab lava import"
+        )
+    try:
+        definition = job.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read {job}: {e.strerror}: give the job from rtlab lava job") from None
+    lava.read_job(definition, job)
+    server = lava_server.Server(url, lava_server.read_token(token_file))
+    job_id = server.submit(definition)
+    console.print(job_id, highlight=False)
+    err.print(f"job {job_id} submitted: {server.job_url(job_id)}", highlight=False)
+    if wait:
+        _import_job(server, job_id, output)
+
+
 @lava_app.command("import")
 def lava_import(
-    log: Annotated[Path, typer.Option(help="the job's log (lava-run's output, or the server's job log)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="the run directory to make")],
+    job_id: Annotated[int | None, typer.Argument(help="the job's id on --url")] = None,
+    url: LavaUrl = None,
+    token_file: TokenFile = None,
+    log: Annotated[
+        Path | None,
+        typer.Option(help="instead of a job id: the job's log (lava-run's output, or the server's)"),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="the run directory to make (default results/lava-<id>)"),
+    ] = None,
 ) -> None:
-    """Rebuild the run of a LAVA job from its log, as a run made here would be."""
+    """Rebuild the run of a LAVA job, from the server or from its log, as a run made here
+    would be. A job whose health is not Complete is imported as failed."""
+    from rtlab import lava, lava_server
+
+    if (job_id is None) == (log is None):
+        raise UsageError("give a job id with --url, or --log FILE (one of the two)")
+    if log is not None:
+        if output is None:
+            raise UsageError("rtlab lava import --log needs -o: the run directory to make")
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise UsageError(f"cannot read {log}: {e.strerror}: give the job's log file") from None
+        _conclude(lava.import_log(text, output), None, None)
+        return
+    assert job_id is not None
+    if url is None:
+        raise UsageError(f"rtlab lava import {job_id} needs --url: the LAVA server that ran it")
+    server = lava_server.Server(url, lava_server.read_token(token_file))
+    record = server.job(job_id)
+    if record["state"] != lava_server.FINISHED:
+        raise UsageError(
+            f"job {job_id} is {record['state']}, not Finished: import it when it ends (or submit with --wait)"
+        )
+    _import_job(server, job_id, output, record)
+
+
+def _import_job(
+    server: Server, job_id: int, output: Path | None, record: dict[str, Any] | None = None
+) -> None:
     from rtlab import lava
 
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read {log}: {e.strerror}: give the job's log file") from None
-    outcome = lava.import_log(text, output)
+    if record is None:
+        record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))
+    out = output or Path("results") / f"lava-{job_id}"
+    outcome = lava.import_log(server.log(job_id), out, health=str(record.get("health")))
     _conclude(outcome, None, None)
 
 

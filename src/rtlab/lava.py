@@ -46,20 +46,28 @@ BOARD_BASE = "/tmp/rtlab/lava"
 def read_base(path: Path) -> dict[str, Any]:
     """The lab's job, checked for what rtlab relies on."""
     try:
-        base = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UsageError(f"cannot read base job {path}: {e.strerror}: give the lab's job YAML") from None
-    except yaml.YAMLError as e:
-        raise UsageError(f"{path} is not valid YAML ({e}): fix it first") from None
-    if not isinstance(base, dict) or not isinstance(base.get("actions"), list) or "device_type" not in base:
-        raise UsageError(
-            f"{path} is not a LAVA job: it needs device_type and a list of actions (deploy, boot)"
-        )
+    base = read_job(text, path)
     if not any("boot" in action for action in base["actions"]):
         raise UsageError(
             f"{path} has no boot action: rtlab's test runs on the booted board, after the lab's boot"
         )
     return base
+
+
+def read_job(text: str, path: Path) -> dict[str, Any]:
+    """A LAVA job's YAML, as far as it must be one before a server sees it."""
+    try:
+        job = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise UsageError(f"{path} is not valid YAML ({e}): fix it first") from None
+    if not isinstance(job, dict) or not isinstance(job.get("actions"), list) or "device_type" not in job:
+        raise UsageError(
+            f"{path} is not a LAVA job: it needs device_type and a list of actions (deploy, boot)"
+        )
+    return job
 
 
 def _serial(base: dict[str, Any]) -> bool:
@@ -213,32 +221,42 @@ def unpack(data: bytes, out: Path) -> RunDir:
     return RunDir(out)
 
 
-def import_log(text: str, out: Path) -> Outcome:
+def import_log(text: str, out: Path, health: str | None = None) -> Outcome:
     """The run of a LAVA job, from its log: the board's run folder when the job printed it,
-    else a failed run holding the job's test results. A job whose own result is not a pass
-    ends failed, whatever the loads say: LAVA saw it go wrong."""
+    else a failed run holding the job's test results. A job whose own result is not a pass, or
+    whose health on the server (`health`, when read from one) is not Complete, ends failed,
+    whatever the loads say: LAVA saw it go wrong."""
     from rtlab.runner import conclude
 
-    data, results, health = bundle(log_entries(text))
+    data, results, result = bundle(log_entries(text))
+    problem = _problem(result, health)
     if data is None:
-        return _without_bundle(results, health, out)
+        return _without_bundle(results, problem or "the job's own result is a pass", out)
     run = unpack(data, out)
     write_json(run.path / "lava-results.json", results)
-    if health != "pass":
-        reason = f"the LAVA job's own result is {health or 'missing (the log was cut off)'}"
+    if problem is not None:
         with (run.path / "events").open("a", encoding="utf-8") as f:
-            f.write(f"@rtlab done status=failed source=lava reason={reason}\n")
+            f.write(f"@rtlab done status=failed source=lava reason={problem}\n")
     return conclude(run, collected=now())
 
 
-def _without_bundle(results: list[dict[str, Any]], health: str | None, out: Path) -> Outcome:
+def _problem(result: str | None, health: str | None) -> str | None:
+    """What LAVA says went wrong with the job, if anything."""
+    if health is not None and health != "Complete":
+        return f"the LAVA job's health is {health}"
+    if result != "pass":
+        return f"the LAVA job's own result is {result or 'missing (the log was cut off)'}"
+    return None
+
+
+def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> Outcome:
     from rtlab.runner import conclude
 
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
     sets = list(dict.fromkeys(str(r["set"]) for r in results if r.get("set")))
     plan = Plan(loads=tuple(sets) or ("unknown",))
-    reason = f"the job's log holds no run from the board (the LAVA job's result: {health or 'missing'})"
+    reason = f"the job's log holds no run from the board ({problem})"
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "id": out.name,

@@ -1,0 +1,210 @@
+"""A real LAVA server on this machine: Debian's lava-server 2023.01 (its code unpacked by
+`make test-setup`: the package depends on systemd-sysv and configures a system database in
+its postinst), on a private PostgreSQL, with gunicorn, lava-scheduler and lava-worker started
+by hand. `rtlab lava submit --wait` sends a job through its REST API, the worker runs it on
+this machine's sshd as the board, and the run comes back as rtlab's; the token never shows."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
+from test_lava import BASE
+from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
+
+ROOT = Path(__file__).resolve().parents[1] / ".cache" / "lava-server"
+LAVA_SERVER = ROOT / "usr/bin/lava-server"
+PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)), None)
+needs_server = pytest.mark.skipif(
+    not (LAVA_SERVER.exists() and PG_BIN is not None),
+    reason="make test-setup unpacks lava-server and installs PostgreSQL",
+)
+
+DEVICE = """{{% extends 'ssh.jinja2' %}}
+{{% set ssh_host = '127.0.0.1' %}}
+{{% set ssh_port = {port} %}}
+{{% set ssh_user = 'root' %}}
+{{% set ssh_identity_file = '{key}' %}}
+"""
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str  # the API token of the lab's user
+
+
+def wait_port(port: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
+    assert PG_BIN is not None
+    tmp = tmp_path_factory.mktemp("lava-server")
+    postgres = pwd.getpwnam("postgres")
+    # PostgreSQL runs as its own user, who cannot enter pytest's private folders
+    data = Path(tempfile.mkdtemp(prefix="rtlab-test-pg-"))
+    os.chown(data, postgres.pw_uid, postgres.pw_gid)
+
+    def as_postgres(*argv: str) -> None:
+        subprocess.run(["setpriv", f"--reuid={postgres.pw_uid}", f"--regid={postgres.pw_gid}",
+                        "--init-groups", *argv], check=True, capture_output=True, cwd="/")  # fmt: skip
+
+    pg_port, web_port = free_port(), free_port()
+    as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+    as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w", "start",
+                "-o", f"-p {pg_port} -k {data} -c listen_addresses=127.0.0.1")  # fmt: skip
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for sql in ("CREATE USER lavaserver", "CREATE DATABASE lavaserver OWNER lavaserver"):
+            as_postgres("psql", "-q", "-h", str(data), "-p", str(pg_port), "-c", sql)
+        for folder in ("devices", "media", "dispatcher.d", "health-checks", "worker"):
+            (tmp / folder).mkdir()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "usr/lib/python3/dist-packages"),
+            "DJANGO_SETTINGS_MODULE": "lava_server.settings.prod",
+            "DATABASE_URL": f"postgres://lavaserver@127.0.0.1:{pg_port}/lavaserver",
+            "SECRET_KEY": "rtlab-test",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "LAVA_SETTINGS_DJANGO_LOGFILE": str(tmp / "django.log"),
+            "LAVA_SETTINGS_DEVICES_PATH": str(tmp / "devices"),
+            "LAVA_SETTINGS_MEDIA_ROOT": str(tmp / "media"),
+            "LAVA_SETTINGS_DISPATCHER_CONFIG_PATH": str(tmp / "dispatcher.d"),
+            "LAVA_SETTINGS_HEALTH_CHECKS_PATH": str(tmp / "health-checks"),
+            "LAVA_YAML_SETTINGS_DEVICE_TYPES_PATHS": f'["{ROOT}/usr/share/lava-server/device-types"]',
+        }
+
+        def manage(*argv: str) -> str:
+            done = subprocess.run(["/usr/bin/python3", str(LAVA_SERVER), "manage", *argv],
+                                  env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout
+
+        def start(name: str, *argv: str) -> None:
+            log = (tmp / f"{name}.out").open("wb")
+            started.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log, start_new_session=True))
+
+        manage("migrate")
+        manage("users", "add", "--superuser", "--staff", "--passwd", "lab", "lab")
+        token = manage("tokens", "add", "--user", "lab").strip().splitlines()[-1]
+        manage("device-types", "add", "ssh")
+        worker_token = re.findall(r"Token: (\S+)", manage("workers", "add", "w1"))[0]
+        manage("devices", "add", "--device-type", "ssh", "--worker", "w1", "desk-01")
+        (tmp / "devices/desk-01.jinja2").write_text(
+            DEVICE.format(port=board.port, key=board.keys / "user_key")
+        )
+        start("gunicorn", "gunicorn3", "lava_server.wsgi", "--workers", "2", "--timeout", "120",
+              "--bind", f"127.0.0.1:{web_port}")  # fmt: skip
+        wait_port(web_port)
+        start("scheduler", "/usr/bin/python3", str(LAVA_SERVER), "manage", "lava-scheduler",
+              "--log-file", str(tmp / "scheduler.log"), "--user", "root", "--group", "root")  # fmt: skip
+        start("worker", "lava-worker", "--name", "w1", "--url", f"http://127.0.0.1:{web_port}/",
+              "--token", worker_token, "--worker-dir", str(tmp / "worker"),
+              "--log-file", str(tmp / "worker.log"))  # fmt: skip
+        yield Lab(f"http://127.0.0.1:{web_port}", token)
+    finally:
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in started:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(data)
+
+
+@needs_root
+@needs_tools
+@needs_server
+def test_a_job_submitted_to_a_lava_server_comes_back_as_a_run(lab, tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    job = tmp_path / "job.yaml"
+    made = rtlab("lava", "job", "--base", str(base), "--loads", "idle,cpu", "--duration", "2s",
+                 "--settle", "1s", "--name", "served", "-o", str(job))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    token = tmp_path / "token"
+    token.write_text(lab.token + "\n")
+
+    run = tmp_path / "run"
+    done = rtlab("lava", "submit", str(job), "--url", lab.url, "--token-file", str(token),
+                 "--wait", "-o", str(run), timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    job_id = int(done.stdout.split()[0])
+    assert f"job {job_id}: Finished" in done.stderr
+
+    # what the server says of the job, read here independently
+    api = f"{lab.url}/api/v0.2/jobs/{job_id}"
+    headers = {"Authorization": f"Token {lab.token}"}
+    record = requests.get(f"{api}/", headers=headers, timeout=30).json()
+    assert record["health"] == "Complete" and record["state"] == "Finished"
+    tests = requests.get(f"{api}/tests/?limit=1000", headers=headers, timeout=30).json()["results"]
+    cases = {t["name"]: t for t in tests}
+
+    summary = read_json(run / "summary.json")
+    assert summary["status"] == "complete" and summary["run"] == "served"
+    for load in ("idle", "cpu"):
+        assert cases[load]["result"] == "pass"
+        for cpu, stats in summary["loads"][load]["cpus"].items():
+            assert float(cases[f"{load}.cpu{cpu}-max-latency"]["measurement"]) == stats["max_us"]
+            assert float(cases[f"{load}.cpu{cpu}-p99.99-latency"]["measurement"]) == stats["p99_99_us"]
+
+    # import by id gives the same run again
+    again = tmp_path / "again"
+    imported = rtlab(
+        "lava", "import", str(job_id), "--url", lab.url, "--token-file", str(token), "-o", str(again)
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert read_json(again / "summary.json")["loads"] == summary["loads"]
+
+    # the token is in no file of the run and no output
+    for path in (*run.rglob("*"), *again.rglob("*")):
+        if path.is_file():
+            assert lab.token.encode() not in path.read_bytes(), path
+    assert lab.token not in done.stdout + done.stderr + imported.stdout + imported.stderr
+    assert processes_named("cyclictest", "stress-ng") == set()
+
+
+@needs_server
+def test_a_lava_server_refuses_a_bad_token_in_one_line(lab, tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE)
+    job = tmp_path / "job.yaml"
+    assert rtlab("lava", "job", "--base", str(base), "--loads", "idle", "-o", str(job)).returncode == 0
+    token = tmp_path / "token"
+    token.write_text("not-a-token")
+    done = rtlab("lava", "submit", str(job), "--url", lab.url, "--token-file", str(token))
+    assert done.returncode == 2
+    assert "give a valid --token-file" in done.stderr and "not-a-token" not in done.stderr
+    # a job id the server does not have
+    missing = rtlab("lava", "import", "999999", "--url", lab.url, "-o", str(tmp_path / "none"))
+    assert missing.returncode == 2 and "HTTP 404" in missing.stderr
+    assert yaml.safe_load(job.read_text())["device_type"] == "ssh"
