@@ -100,9 +100,11 @@ class PlanJSON(TypedDict):
 class TargetJSON(TypedDict, total=False):
     """Target.describe(): kind and name always; the rest as the kind of target knows it."""
 
-    kind: str  # local / ssh / qemu
+    kind: str  # local / ssh / qemu / labgrid / lava
     name: str
     host: str
+    place: str  # labgrid: the place held while measuring, and its coordinator
+    coordinator: str
     shell: str
     runs_dir: str
     host_key: str

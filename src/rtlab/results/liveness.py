@@ -59,7 +59,7 @@ def abandoned(manifest: Mapping[str, Any], path: Path | None = None) -> str | No
         return "still measuring: this report covers the loads done so far"
     if alive is None and record:
         return f"measured from {record.get('host')}: whether it still runs cannot be told here"
-    if (manifest.get("target") or {}).get("kind") == "ssh":
+    if (manifest.get("target") or {}).get("kind") in ("ssh", "labgrid"):
         run = path if path is not None else Path(str(manifest.get("id") or "RUN"))
         return f"the host process ended without finishing this run: rtlab collect {run}"
     return "the host process ended without finishing this run: the loads shown are what it measured"

@@ -1,4 +1,5 @@
-"""Targets by name: `local`, `ssh://[user@]host[:port]`, `qemu:...`, one interface (base.py)."""
+"""Targets by name: `local`, `ssh://[user@]host[:port]`, `qemu:...`, `labgrid:PLACE`, one
+interface (base.py)."""
 
 from __future__ import annotations
 
@@ -19,4 +20,8 @@ def open_target(spec: str, accept_new_host_key: bool = False) -> Target:
         from rtlab.targets.ssh import SshTarget
 
         return SshTarget(spec, accept_new_host_key=accept_new_host_key)
-    raise UsageError(f"unknown target {spec!r}: use local, ssh://user@host or qemu:<kernel>")
+    if kind == "labgrid":
+        from rtlab.targets.labgrid import LabgridTarget
+
+        return LabgridTarget(rest, accept_new_host_key=accept_new_host_key)
+    raise UsageError(f"unknown target {spec!r}: use local, ssh://user@host, qemu:<kernel> or labgrid:<place>")

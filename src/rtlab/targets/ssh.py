@@ -98,7 +98,7 @@ class _Loop:
 
 
 class SshTarget:
-    def __init__(self, spec: str, accept_new_host_key: bool = False):
+    def __init__(self, spec: str, accept_new_host_key: bool = False, password: str | None = None):
         # rtlab's folder on the board: the agent, the runs and the lock that keeps runs apart.
         self.base = target_dir()
         self.runs_dir = f"{self.base}/runs"
@@ -111,6 +111,7 @@ class SshTarget:
         self.host = match.group("host").strip("[]")
         self.port = int(match.group("port")) if match.group("port") else None
         self.accept_new_host_key = accept_new_host_key
+        self.password = password  # a lab's word for the board (labgrid); keys and agent come first
         self.host_key_note = ""
         self._loop: _Loop | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
@@ -131,6 +132,8 @@ class SshTarget:
         options: dict[str, Any] = {"known_hosts": self._known_hosts}
         if self.user:
             options["username"] = self.user
+        if self.password:
+            options["password"] = self.password
         try:
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except asyncssh.HostKeyNotVerifiable:
