@@ -61,7 +61,7 @@ $(BIN)/rtlab: pyproject.toml
 	      DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,labgrid]'
 	@touch $@
 
 run: setup

@@ -245,7 +245,9 @@ def _present(
 def run(
     target: Annotated[
         list[str] | None,
-        typer.Option(help="local, ssh://[user@]host[:port] or qemu:...; several boards run in parallel"),
+        typer.Option(
+            help="local, ssh://[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
+        ),
     ] = None,
     loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
     duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,

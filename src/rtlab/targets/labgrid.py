@@ -47,7 +47,7 @@ class _Place:
             from labgrid.remote.client import ClientSession, Error, ensure_event_loop
             from labgrid.util.proxy import proxymanager
         except ImportError:
-            raise UsageError("the labgrid target needs labgrid: pip install 'labgrid>=25.0'") from None
+            raise UsageError("the labgrid target needs labgrid: pip install 'rtlab[labgrid]'") from None
         self.name, self.coordinator, self._errors = place, coordinator, Error
         self.loop = ensure_event_loop()
         options = argparse.Namespace(place=place, allow_unmatched=False, kick=False)
