@@ -38,7 +38,8 @@ test-setup: setup
 # the version that matches lava-dispatcher's lava-common, from the same apt lists
 $(LAVA_SERVER)/usr/bin/lava-server:
 	rm -rf $(LAVA_SERVER) && mkdir -p $(LAVA_SERVER)/deb
-	cd $(LAVA_SERVER)/deb && apt-get download -qq lava-server
+	cd $(LAVA_SERVER)/deb && { apt-get download -qq lava-server || \
+	    { $(SUDO) apt-get update -qq && apt-get download -qq lava-server; }; }
 	dpkg -x $(LAVA_SERVER)/deb/lava-server_*.deb $(LAVA_SERVER)
 
 # A package counts as installed only when dpkg says "install ok installed": one left

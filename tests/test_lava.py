@@ -69,6 +69,13 @@ timeouts: {{actions: {{}}, connections: {{}}}}
 """
 
 
+def make_job(folder: Path, *options: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`rtlab lava job` on the desk board's base job, written into FOLDER."""
+    base, job = folder / "base.yaml", folder / "job.yaml"
+    base.write_text(BASE)
+    return job, rtlab("lava", "job", "--base", str(base), *options, "-o", str(job))
+
+
 def strict_validation(job: Path) -> subprocess.CompletedProcess[str]:
     """LAVA's own schema (lava_common, Debian's python3), strict as lava-server submits."""
     code = (
@@ -98,11 +105,8 @@ def device(board, tmp_path_factory) -> Path:  # noqa: F811
 @needs_tools
 @needs_lava
 def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
-    base = tmp_path / "base.yaml"
-    base.write_text(BASE)
-    job = tmp_path / "job.yaml"
-    made = rtlab("lava", "job", "--base", str(base), "--loads", "idle,cpu", "--duration", "2s",
-                 "--settle", "1s", "--deadline", "100ms", "--name", "farm", "-o", str(job))  # fmt: skip
+    job, made = make_job(tmp_path, "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s",
+                         "--deadline", "100ms", "--name", "farm")  # fmt: skip
     assert made.returncode == 0, made.stderr
     document = yaml.safe_load(job.read_text())
     checked = strict_validation(job)

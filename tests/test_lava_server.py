@@ -25,7 +25,7 @@ import requests
 import yaml
 
 from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
-from test_lava import BASE
+from test_lava import make_job
 from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 ROOT = Path(__file__).resolve().parents[1] / ".cache" / "lava-server"
@@ -145,11 +145,9 @@ def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
 @needs_tools
 @needs_server
 def test_a_job_submitted_to_a_lava_server_comes_back_as_a_run(lab, tmp_path):
-    base = tmp_path / "base.yaml"
-    base.write_text(BASE)
-    job = tmp_path / "job.yaml"
-    made = rtlab("lava", "job", "--base", str(base), "--loads", "idle,cpu", "--duration", "2s",
-                 "--settle", "1s", "--name", "served", "-o", str(job))  # fmt: skip
+    job, made = make_job(
+        tmp_path, "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s", "--name", "served"
+    )
     assert made.returncode == 0, made.stderr
     token = tmp_path / "token"
     token.write_text(lab.token + "\n")
@@ -195,10 +193,8 @@ def test_a_job_submitted_to_a_lava_server_comes_back_as_a_run(lab, tmp_path):
 
 @needs_server
 def test_a_lava_server_refuses_a_bad_token_in_one_line(lab, tmp_path):
-    base = tmp_path / "base.yaml"
-    base.write_text(BASE)
-    job = tmp_path / "job.yaml"
-    assert rtlab("lava", "job", "--base", str(base), "--loads", "idle", "-o", str(job)).returncode == 0
+    job, made = make_job(tmp_path, "--loads", "idle")
+    assert made.returncode == 0, made.stderr
     token = tmp_path / "token"
     token.write_text("not-a-token")
     done = rtlab("lava", "submit", str(job), "--url", lab.url, "--token-file", str(token))
