@@ -183,3 +183,41 @@ def test_a_job_that_went_wrong_is_imported_as_failed(tmp_path):
     assert read_json(run / "run.json")["status"] == "failed"
     assert read_json(run / "summary.json")["loads"]["idle"]["status"] == "failed"
     assert "holds no run from the board" in done.stderr + (run / "run.json").read_text()
+
+
+@needs_root
+@needs_tools
+def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path):
+    # A soak run keeps one cyclictest JSON per segment; LAVA gets one figure per CPU for the
+    # load, the same as rtlab's summary of all segments together. Outside LAVA's test shell
+    # the agent prints the calls it would make, in busybox's sh as on a board.
+    from rtlab.agent import script_path
+
+    run = tmp_path / "run"
+    done = rtlab(
+        "run", "--loads", "idle", "--duration", "4s", "--segment", "2s", "--settle", "0s", "--out", str(run)
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(list(run.glob("loads/idle/segments/*/cyclictest.json"))) == 2
+    shell = shutil.which("busybox")
+    argv = [shell, "sh"] if shell else ["sh"]
+    report = subprocess.run([*argv, str(script_path()), "lava-report", str(run), "1000000"],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    cases = {}
+    for line in report.stdout.splitlines():
+        words = line.split()
+        if words[0] == "lava-test-case" and "--measurement" in words:
+            cases[words[1]] = (
+                words[words.index("--result") + 1],
+                float(words[words.index("--measurement") + 1]),
+            )
+    cpus = read_json(run / "summary.json")["loads"]["idle"]["cpus"]
+    assert cpus
+    for cpu, stats in cpus.items():
+        assert cases[f"idle.cpu{cpu}-max-latency"] == ("pass", stats["max_us"])
+        assert cases[f"idle.cpu{cpu}-min-latency"][1] == stats["min_us"]
+        bounded = "p99_99_us" in stats["lower_bounds"]
+        assert cases[f"idle.cpu{cpu}-p99.99-latency"] == (
+            "unknown" if bounded else "pass",
+            stats["p99_99_us"],
+        )

@@ -1294,53 +1294,71 @@ cmd_lava_report() {
 		lava_call lava-test-set start "$load"
 		if [ "$status" = complete ]; then result=pass; else result=fail; fi
 		lava_call lava-test-case "$load" --result "$result"
-		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON
-		if [ -f "$DIR/loads/$load/cyclictest.json" ]; then
-			limit=$(sed -n '/^-h$/{n;p;}' "$DIR/loads/$load/cyclictest.argv" 2>/dev/null | first_line)
-			tr -d ' \n\t' <"$DIR/loads/$load/cyclictest.json" | lava_latencies "${limit:-0}" |
-				while read -r cpu min max avg p9999 bound; do
-					lava_call lava-test-case "$load.cpu$cpu-min-latency" --result pass --measurement "$min" --units us
-					lava_call lava-test-case "$load.cpu$cpu-avg-latency" --result pass --measurement "$avg" --units us
-					verdict=pass
-					if [ "$deadline" -gt 0 ] && [ "$max" -gt "$deadline" ]; then verdict=fail; fi
-					lava_call lava-test-case "$load.cpu$cpu-max-latency" --result "$verdict" --measurement "$max" --units us
-					# above the histogram's range p99.99 is only known to be at least its limit:
-					# LAVA's result then says unknown, never pass
-					if [ "$bound" = lower ]; then result=unknown; else result=pass; fi
-					[ "$p9999" = - ] || lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
-				done
-		fi
+		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON,
+		# the load's own or its segments' (a soak run) taken together
+		ld=$DIR/loads/$load
+		limit=$(sed -n '/^-h$/{n;p;}' "$ld/cyclictest.argv" 2>/dev/null | first_line)
+		if [ -f "$ld/cyclictest.json" ]; then set -- "$ld/cyclictest.json"; else set -- "$ld"/segments/*/cyclictest.json; fi
+		for f in "$@"; do
+			if [ -f "$f" ]; then tr -d ' \n\t' <"$f" && echo; fi
+		done | lava_latencies "${limit:-0}" |
+			while read -r cpu min max avg p9999 bound; do
+				lava_call lava-test-case "$load.cpu$cpu-min-latency" --result pass --measurement "$min" --units us
+				lava_call lava-test-case "$load.cpu$cpu-avg-latency" --result pass --measurement "$avg" --units us
+				verdict=pass
+				if [ "$deadline" -gt 0 ] && [ "$max" -gt "$deadline" ]; then verdict=fail; fi
+				lava_call lava-test-case "$load.cpu$cpu-max-latency" --result "$verdict" --measurement "$max" --units us
+				# above the histogram's range p99.99 is only known to be at least its limit:
+				# LAVA's result then says unknown, never pass
+				if [ "$bound" = lower ]; then result=unknown; else result=pass; fi
+				lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
+			done
 		lava_call lava-test-set stop
 	done <"$DIR/plan.loads"
 }
 
-# cyclictest's JSON (whitespace removed) -> per thread: cpu min max avg p99.99 exact|lower.
-# p99.99 is the nearest-rank percentile of all cycles, as rtlab computes it on the host; the
-# histogram lists its whole-µs bins in ascending order, and cycles beyond it overflowed.
+# cyclictest's JSON, one document a line with whitespace removed (several: a soak run's
+# segments) -> per CPU: cpu min max avg p99.99 exact|lower, the segments' threads of a CPU
+# taken together as rtlab does on the host (cycles and bins summed, avg weighted by cycles).
+# p99.99 is the nearest-rank percentile of all cycles; cycles beyond the histogram overflowed.
 lava_latencies() {
-	awk -v limit="$1" '{
+	awk -v limit="$1" '
+	{
 		n = split($0, part, "\"histogram\":[{]")
 		for (i = 2; i <= n; i++) {
 			end = index(part[i], "}")
-			bins = substr(part[i], 1, end - 1)
 			rest = substr(part[i], end + 1)
-			cycles = field(rest, "cycles"); cpu = field(rest, "cpu")
-			min = field(rest, "min"); max = field(rest, "max"); avg = field(rest, "avg")
-			q = 99.99 / 100.0 * cycles
-			rank = int(q); if (rank < q) rank++; if (rank < 1) rank = 1
-			p = "-"; seen = 0; last = -1; ordered = 1
-			m = split(bins, kv, ",")
+			cpu = field(rest, "cpu")
+			if (cpu == "-") continue
+			if (!(cpu in cycles)) { order[++cpus] = cpu; cycles[cpu] = 0; sum[cpu] = 0; top[cpu] = -1 }
+			c = field(rest, "cycles"); lo = field(rest, "min"); hi = field(rest, "max")
+			if (!(cpu in min) || lo + 0 < min[cpu]) min[cpu] = lo + 0
+			if (!(cpu in max) || hi + 0 > max[cpu]) max[cpu] = hi + 0
+			sum[cpu] += field(rest, "avg") * c
+			cycles[cpu] += c
+			m = split(substr(part[i], 1, end - 1), kv, ",")
 			for (j = 1; j <= m; j++) {
 				if (split(kv[j], pair, ":") != 2) continue
 				us = pair[1]; gsub(/"/, "", us); us += 0
-				if (us <= last) ordered = 0
-				last = us; seen += pair[2]
-				if (p == "-" && seen >= rank) p = us
+				bins[cpu, us] += pair[2]
+				if (us > top[cpu]) top[cpu] = us
+			}
+		}
+	}
+	END {
+		for (k = 1; k <= cpus; k++) {
+			cpu = order[k]
+			q = 99.99 / 100.0 * cycles[cpu]
+			rank = int(q); if (rank < q) rank++; if (rank < 1) rank = 1
+			p = "-"; seen = 0
+			for (us = 0; us <= top[cpu] && p == "-"; us++) {
+				seen += bins[cpu, us]
+				if (seen >= rank) p = us
 			}
 			bound = "exact"
-			if (!ordered) p = "-"
-			else if (p == "-" && limit > 0 && cycles > 0) { p = limit; bound = "lower" }
-			print cpu, min, max, avg, p, bound
+			if (p == "-") { p = limit; bound = "lower" }
+			avg = cycles[cpu] ? sum[cpu] / cycles[cpu] : 0
+			printf "%s %d %d %.2f %s %s\n", cpu, min[cpu], max[cpu], avg, p, bound
 		}
 	}
 	function field(text, key,   at) {
