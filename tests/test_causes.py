@@ -91,9 +91,12 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
         assert spike["cpu"] == 1
         # never longer than the 400 ms burst (a burst seen from the middle on is shorter)
         assert top["duration_us"] <= 480_000, spike
-        # at the right moment: when a burst ended (the measured thread ran again), within 1 s
+        # at the right moment: when a burst ended (the measured thread ran again); level b has
+        # the kernel's time (within 1 s), level a only when rtla said it hit, which an emulated
+        # guest under the load delayed by up to 1.6 s (seen here)
         ends = [start + ms / 1000 - origin for start, ms, _, _ in bursts]
-        assert min(abs(spike["t_s"] - end) for end in ends) < 1.0, (spike["t_s"], ends)
+        near = {"a": 2.0, "b": 1.0}[level]
+        assert min(abs(spike["t_s"] - end) for end in ends) < near, (spike["t_s"], ends)
         # inside the cpu load's trace pass
         phases = summary["loads"]["cpu"]["phases"]
         assert phases["trace_start"] <= spike["t_s"] <= phases["trace_end"]

@@ -303,14 +303,20 @@ def test_too_little_space_is_refused_before_measuring(small_disk):
 def test_disk_full_mid_run_fails_with_what_was_measured_kept(small_disk):
     run = small_disk / "run"
     proc = start_rtlab(*run_args(run, "idle,cpu", "3s"))
-    wait_for(lambda: events_say(run, "load-end", load="idle"))
-    with (small_disk / "filler").open("wb") as f:  # fill the disk to the last byte
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-        except OSError:
-            pass
-    _, stderr = proc.communicate(timeout=60)
+    try:
+        wait_for(lambda: events_say(run, "load-end", load="idle"))
+        # unbuffered: a buffered file would fail again when it is closed on the full disk
+        with (small_disk / "filler").open("wb", buffering=0) as f:  # fill the disk to the last byte
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # never leave the run holding the lock for the tests after this one
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 3, stderr
     assert "Traceback" not in stderr
     assert "No space left on device" in stderr or "failed" in stderr

@@ -35,8 +35,9 @@ from rtlab.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, Trace
 
 NOTE_A = (
     "level a: rtla timerlat's auto-analysis of each spike (rtla's own threads at the measurement's "
-    "priority and period), in a pass after the measurement; its times are within 0.6 s, as rtla "
-    "looks for the stop once a second"
+    "priority and period), in a pass after the measurement; rtla prints no time, so a spike's time "
+    "is when rtla said it hit, less half of its one-second check: within about a second on an "
+    "idle target, up to two on a busy or emulated one"
 )
 NOTE_B = (
     "level b: the kernel's scheduler, interrupt and softirq events on the spiking CPU, traced in "
