@@ -5,6 +5,7 @@ refused and left held."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -79,8 +80,14 @@ def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
         yield lab
     finally:
         for proc in started:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in started:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 @needs_root
@@ -93,6 +100,7 @@ def test_a_place_is_acquired_measured_over_ssh_and_released(lab, tmp_path):
     assert done.returncode == 0, done.stderr
     described = read_json(out / "run.json")["target"]
     assert described["kind"] == "labgrid" and described["place"] == "desk" and described["name"] == target
+    assert described["host"] == "board"  # measured where the place's NetworkService points
     summary = read_json(out / "summary.json")
     assert summary["status"] == "complete" and summary["loads"]["idle"]["merged"]["samples"] > 0
     assert lab.holder() == "None"  # released

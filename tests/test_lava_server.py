@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 import requests
-import yaml
 
 from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
 from test_lava import make_job
@@ -203,4 +202,3 @@ def test_a_lava_server_refuses_a_bad_token_in_one_line(lab, tmp_path):
     # a job id the server does not have
     missing = rtlab("lava", "import", "999999", "--url", lab.url, "-o", str(tmp_path / "none"))
     assert missing.returncode == 2 and "HTTP 404" in missing.stderr
-    assert yaml.safe_load(job.read_text())["device_type"] == "ssh"

@@ -1311,7 +1311,7 @@ cmd_lava_report() {
 				# above the histogram's range p99.99 is only known to be at least its limit:
 				# LAVA's result then says unknown, never pass
 				if [ "$bound" = lower ]; then result=unknown; else result=pass; fi
-				lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
+				[ "$p9999" = - ] || lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
 			done
 		lava_call lava-test-set stop
 	done <"$DIR/plan.loads"
@@ -1321,6 +1321,7 @@ cmd_lava_report() {
 # segments) -> per CPU: cpu min max avg p99.99 exact|lower, the segments' threads of a CPU
 # taken together as rtlab does on the host (cycles and bins summed, avg weighted by cycles).
 # p99.99 is the nearest-rank percentile of all cycles; cycles beyond the histogram overflowed.
+# A thread without its numbers is left out; p99.99 is "-" without samples or a known range.
 lava_latencies() {
 	awk -v limit="$1" '
 	{
@@ -1329,12 +1330,12 @@ lava_latencies() {
 			end = index(part[i], "}")
 			rest = substr(part[i], end + 1)
 			cpu = field(rest, "cpu")
-			if (cpu == "-") continue
+			c = field(rest, "cycles"); lo = field(rest, "min"); hi = field(rest, "max"); a = field(rest, "avg")
+			if (cpu == "-" || c == "-" || lo == "-" || hi == "-" || a == "-") continue
 			if (!(cpu in cycles)) { order[++cpus] = cpu; cycles[cpu] = 0; sum[cpu] = 0; top[cpu] = -1 }
-			c = field(rest, "cycles"); lo = field(rest, "min"); hi = field(rest, "max")
 			if (!(cpu in min) || lo + 0 < min[cpu]) min[cpu] = lo + 0
 			if (!(cpu in max) || hi + 0 > max[cpu]) max[cpu] = hi + 0
-			sum[cpu] += field(rest, "avg") * c
+			sum[cpu] += a * c
 			cycles[cpu] += c
 			m = split(substr(part[i], 1, end - 1), kv, ",")
 			for (j = 1; j <= m; j++) {
@@ -1356,7 +1357,7 @@ lava_latencies() {
 				if (seen >= rank) p = us
 			}
 			bound = "exact"
-			if (p == "-") { p = limit; bound = "lower" }
+			if (p == "-" && cycles[cpu] > 0 && limit > 0) { p = limit; bound = "lower" }
 			avg = cycles[cpu] ? sum[cpu] / cycles[cpu] : 0
 			printf "%s %d %d %.2f %s %s\n", cpu, min[cpu], max[cpu], avg, p, bound
 		}
