@@ -1,7 +1,11 @@
 # rtlab: `make setup` installs what is missing, `make run` measures this machine,
 # `make test` runs lint, type checks and the tests (real cyclictest and stress-ng).
 
-PYTHON ?= python3
+# Debian 12's own Python (3.11.2) when there is one: what a stock bookworm host runs rtlab on
+PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
+# ... and the unit tests also on the newest Python this machine has (pyenv's), so a feature
+# only one of the two has is found here, not by a user
+NEWEST_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.*/bin/python3 2>/dev/null | sort -V | tail -1)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
@@ -26,7 +30,7 @@ RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
 PYTEST_ARGS ?= -m "not slow"
 
-.PHONY: setup test-setup apt-install run test test-slow lint bench clean
+.PHONY: setup test-setup apt-install run test test-newest test-slow lint bench clean
 
 setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
@@ -77,6 +81,14 @@ lint: setup
 
 test: lint test-setup
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-newest
+
+test-newest:
+	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
+	echo "unit tests on $$($(NEWEST_PYTHON) --version)"; \
+	[ -x .venv-newest/bin/pytest ] || { $(NEWEST_PYTHON) -m venv .venv-newest && \
+	    .venv-newest/bin/pip install -q --upgrade pip && .venv-newest/bin/pip install -q -e '.[dev]'; } && \
+	.venv-newest/bin/pytest -q -m unit -p no:cacheprovider
 
 test-slow: lint test-setup
 	$(BIN)/pytest -q -m slow
@@ -85,4 +97,4 @@ bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-newest .pytest_cache .mypy_cache .ruff_cache

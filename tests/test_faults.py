@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -56,9 +57,9 @@ def statuses(run: Path) -> dict[str, tuple[str, str | None]]:
     "mode, reason",
     [
         ("segv", "cyclictest exited with signal 11"),
-        ("truncated", "cyclictest.json is not valid JSON"),
+        ("truncated", "damaged cyclictest.json"),
         ("null", "cyclictest.json holds null"),
-        ("nan", "cyclictest.json is not valid JSON"),
+        ("nan", "damaged cyclictest.json"),
         ("bad-key", "histogram key 'abc'"),
         ("bad-cpu", 'has cpu "zero", not a count'),
         ("thread-list", "thread 0 is list, not an object"),
@@ -249,6 +250,23 @@ def test_a_second_run_is_refused_while_one_measures(tmp_path):
     assert not (TARGET_DIR / "lock").exists()  # released
 
 
+def test_two_runs_started_at_the_same_instant_one_measures_the_other_is_refused(tmp_path):
+    # both may pass preflight before either takes the lock: the one that loses is refused as
+    # a run started later is (exit 2, the other run and its PID named), and leaves no folder
+    outs = [tmp_path / "left", tmp_path / "right"]
+    procs = [start_rtlab(*run_args(out, "idle", "2s")) for out in outs]
+    done = [(proc, *proc.communicate(timeout=120)) for proc in procs]
+    codes = sorted(proc.returncode for proc, _, _ in done)
+    assert codes == [0, 2], [stderr for _, _, stderr in done]
+    loser = next(i for i, (proc, _, _) in enumerate(done) if proc.returncode == 2)
+    winner = outs[1 - loser]
+    said = done[loser][2]
+    assert re.search(rf"another rtlab run \({winner.name}, pid \d+\) is measuring", said), said
+    assert said.strip().splitlines()[-1].startswith("rtlab: another rtlab run") and "Traceback" not in said
+    assert not outs[loser].exists()
+    assert read_json(winner / "run.json")["status"] == "complete"
+
+
 def test_a_stale_lock_is_not_busy(tmp_path):
     lock = TARGET_DIR / "lock"
     lock.mkdir()
@@ -365,8 +383,8 @@ def test_report_into_a_missing_folder_is_one_line(finished, tmp_path):
 @pytest.mark.parametrize(
     "damage, named",
     [
-        ("run.json", "run.json is unreadable"),
-        ("sysinfo.json", "sysinfo.json is unreadable"),
+        ("run.json", "copy/run.json: "),
+        ("sysinfo.json", "copy/sysinfo.json: "),
         ("events", None),
     ],
 )
@@ -381,7 +399,7 @@ def test_a_damaged_file_is_named_and_the_loads_still_reported(finished, tmp_path
     assert summary["loads"]["idle"]["merged"]["samples"] > 0
     assert summary["loads"]["cpu"]["merged"]["samples"] > 0
     if named:
-        assert any(named in w["message"] for w in summary["warnings"])
+        assert any(f"damaged {tmp_path}/{named}" in w["message"] for w in summary["warnings"])
     else:  # a cut-off events file: no load is "comp"lete; the cut one is partial, and says why
         assert {e["status"] for e in summary["loads"].values()} <= {"complete", "partial"}
         assert all(e["status"] in ("complete", "partial", "failed") for e in summary["loads"].values())

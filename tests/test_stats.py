@@ -10,6 +10,8 @@ import pytest
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
 
+pytestmark = pytest.mark.unit
+
 
 def from_samples(samples: list[int], limit: int = 1000) -> Histogram:
     values, counts = np.unique(np.array(samples), return_counts=True)

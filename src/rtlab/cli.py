@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from rtlab import __version__, report
+from rtlab import __version__, report, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, parse_loads, read_file
 from rtlab.plan import Plan, preset
@@ -54,9 +54,18 @@ def _options(
     """Measure, compare and explain the scheduling latency of real-time Linux."""
 
 
-# No console markup anywhere: names, paths and what targets report are data ("[/x]" is a name).
-console = Console(markup=False)
-err = Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
+class _Console(Console):
+    """No console markup (names, paths and what targets report are data: "[/x]" is a name),
+    and no control characters in what is printed as text: a target's strings can hold
+    terminal escapes. Tables get their cells from summaries made printable (_present)."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        shown = (untrusted.printable(o, lines=True) if isinstance(o, str) else o for o in objects)
+        super().print(*shown, **options)
+
+
+console = _Console(markup=False)
+err = _Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
@@ -208,6 +217,7 @@ def _present(
     deadline_us = parse_latency(deadline) if deadline is not None else None
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
+        summaries = [untrusted.printable_tree(s) for s in summaries]
         console.print(table.build(summaries, labels))
         grouped = table.by_cluster(summaries, labels)
         if grouped is not None:
@@ -778,11 +788,7 @@ def lava_import(
     if log is not None:
         if output is None:
             raise UsageError("rtlab lava import --log needs -o: the run directory to make")
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise UsageError(f"cannot read {log}: {e.strerror}: give the job's log file") from None
-        _conclude(lava.import_log(text, output), None, None)
+        _conclude(lava.import_log(lava.read_log(log), output), None, None)
         return
     assert job_id is not None
     if url is None:

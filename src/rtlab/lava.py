@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rtlab import __version__
+from rtlab import __version__, untrusted
 from rtlab.errors import RunFailed, UsageError
+from rtlab.loads import valid_name
 from rtlab.plan import Plan
+from rtlab.results import unpack as archive
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
-from rtlab.results.rundir import RunDir, write_json
+from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import agent_options, now, write_plan_files
 from rtlab.shapes import Manifest
 
@@ -41,6 +43,9 @@ BEGIN = "@rtlab-bundle-begin"
 END = "@rtlab-bundle-end"
 MARGIN_S = 600  # beyond the plan: the agent's own setup, sysinfo, the report and the bundle
 BOARD_BASE = "/tmp/rtlab/lava"
+# A job's log as rtlab reads it: the bundle (base64 of the gzipped run) and LAVA's own lines.
+LOG_BYTES = 256 << 20
+LOG_LINE_CHARS = 1 << 20
 
 
 def read_base(path: Path) -> dict[str, Any]:
@@ -162,16 +167,29 @@ def dump(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, sort_keys=False, width=1 << 20)
 
 
+def read_log(path: Path) -> str:
+    """A job's log file (the user's own: it may be a link), up to LOG_BYTES."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(LOG_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}: give the job's log file") from None
+    if len(data) > LOG_BYTES:
+        raise UsageError(f"{path} is larger than {LOG_BYTES >> 20} MiB, more than a job's log of rtlab holds")
+    return data.decode("utf-8", errors="replace")
+
+
 def log_entries(text: str) -> Iterable[dict[str, Any]]:
     """The job's log, entry by entry: lava-run's lines or the server's YAML list. Read as YAML,
-    not JSON: some values carry YAML tags (`! "176"`)."""
+    not JSON: some values carry YAML tags (`! "176"`). Anyone who can submit a job writes into
+    its log: a line too long, too deep or with aliases is skipped, as any line not an entry."""
     for raw in text.splitlines():
         line = raw[2:] if raw.startswith("- ") else raw
-        if not line.startswith("{"):
+        if not line.startswith("{") or len(line) > LOG_LINE_CHARS:
             continue
         try:
-            entry = yaml.safe_load(line)
-        except yaml.YAMLError:
+            entry = untrusted.yaml_loads(line, "log line")
+        except untrusted.Damaged:
             continue
         if isinstance(entry, dict):
             yield entry
@@ -206,18 +224,14 @@ def bundle(entries: Iterable[dict[str, Any]]) -> tuple[bytes | None, list[dict[s
 
 
 def unpack(data: bytes, out: Path) -> RunDir:
-    """The board's run folder into OUT (a new folder)."""
+    """The board's run folder into OUT (a new folder). Its caps are the defaults: the plan in
+    the bundle is the board's word, not the host's."""
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
-    out.mkdir(parents=True, exist_ok=True)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name == "run" or m.name.startswith("run/")]
-            for member in members:
-                member.name = member.name[len("run/") :] if member.name != "run" else "."
-            tar.extractall(out, members=members, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as e:
-        raise RunFailed(f"the job's run bundle is damaged ({e}): nothing could be imported") from None
+        archive.unpack(data, out, archive.Limits.for_plan(None), "the job's run bundle", prefix="run")
+    except archive.Refused as e:
+        raise RunFailed(f"{e}: nothing was imported") from None
     return RunDir(out)
 
 
@@ -235,17 +249,17 @@ def import_log(text: str, out: Path, health: str | None = None) -> Outcome:
     run = unpack(data, out)
     write_json(run.path / "lava-results.json", results)
     if problem is not None:
-        with (run.path / "events").open("a", encoding="utf-8") as f:
-            f.write(f"@rtlab done status=failed source=lava reason={problem}\n")
+        append_line(run.path / "events", f"@rtlab done status=failed source=lava reason={problem}")
     return conclude(run, collected=now())
 
 
 def _problem(result: str | None, health: str | None) -> str | None:
     """What LAVA says went wrong with the job, if anything."""
     if health is not None and health != "Complete":
-        return f"the LAVA job's health is {health}"
+        return f"the LAVA job's health is {untrusted.printable(health)[:40]}"
     if result != "pass":
-        return f"the LAVA job's own result is {result or 'missing (the log was cut off)'}"
+        said = untrusted.printable(result or "")[:40] or "missing (the log was cut off)"
+        return f"the LAVA job's own result is {said}"
     return None
 
 
@@ -254,7 +268,8 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
 
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
-    sets = list(dict.fromkeys(str(r["set"]) for r in results if r.get("set")))
+    # the test sets name the loads; one that is no load name rtlab makes is left out
+    sets = list(dict.fromkeys(str(r["set"]) for r in results if r.get("set") and valid_name(str(r["set"]))))
     plan = Plan(loads=tuple(sets) or ("unknown",))
     reason = f"the job's log holds no run from the board ({problem})"
     manifest = {
@@ -273,6 +288,6 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
     run = RunDir(out)
     write_json(run.path / "lava-results.json", results)
     ends = "".join(f"@rtlab load-end load={load} status=failed reason={reason}\n" for load in plan.loads)
-    (run.path / "events").write_text(f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
+    write_atomic(run.path / "events", f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
     run.write_manifest(manifest)  # type: ignore[arg-type]
     return conclude(run, collected=now(), reason=reason)

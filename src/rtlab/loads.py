@@ -37,7 +37,14 @@ CHECKS = {
 _KEYS = {"stress-ng", "command", "on", "check", "about"}
 # rtlab sets these itself: the safety timeout and, with --rt-cpus, the CPUs
 _STRESS_OWN = ("--timeout", "-t", "--taskset")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+
+
+def valid_name(name: str) -> bool:
+    """Whether NAME can be a load's: it names a folder of the run (loads/<name>)."""
+    return _NAME.fullmatch(name) is not None
+
+
 _PLACEHOLDER = re.compile(r"\{([^}]*)\}")
 
 
@@ -104,8 +111,8 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def parse_load(name: str, table: Any, source: str) -> Load:
     where = f"{source}: load {name!r}"
-    if not _NAME.fullmatch(name):
-        raise UsageError(f"{where}: a load's name is letters, digits and ._+- (it names a folder)")
+    if not valid_name(name):
+        raise UsageError(f"{where}: a load's name is up to 64 letters, digits and ._+- (it names a folder)")
     if not isinstance(table, dict):
         raise UsageError(f"{where} must be a table: [loads.{name}] with stress-ng = [...] or command = [...]")
     unknown = sorted(set(table) - _KEYS)

@@ -7,7 +7,6 @@ the agent measures.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import signal
@@ -22,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
-from rtlab import __version__, store
+from rtlab import __version__, shapes, store, untrusted
 from rtlab.analysis.summary import summarize
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.plan import Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness
-from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, write_json
+from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
@@ -103,10 +102,7 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
                 hint = INSTALL_HINT.get(tool) or f"install it, or change load {', '.join(users)}"
                 raise UsageError(f"{tool} is not installed on {target.name}: {hint}")
         elif event.kind == ev.Kind.BUSY:
-            raise UsageError(
-                f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
-                f"{target.name}: wait for it to end, or stop it, then run again"
-            )
+            raise Busy(event, target.name)
         elif event.kind == ev.Kind.SPACE and event.get("kb").isdigit() and int(event.get("kb")) < MIN_FREE_KB:
             raise UsageError(
                 f"{target.name} has {event.get('kb')} KiB free in {target.runs_dir}: results need at least "
@@ -123,14 +119,28 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     return found
 
 
+class Busy(UsageError):
+    """Another run holds the target's lock: exit 2, naming it."""
+
+    def __init__(self, event: ev.Event, target: str):
+        super().__init__(
+            f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
+            f"{target}: wait for it to end, or stop it, then run again"
+        )
+
+
 def sysinfo(target: Target) -> Sysinfo:
     status, out = target.agent(["sysinfo"])
     try:
-        data = json.loads(out[out.index("{") :])
-    except ValueError:
+        data = untrusted.json_loads(out[out.index("{") :], "system information")
+    except (ValueError, untrusted.Damaged):
         data = None
     if not isinstance(data, dict):
-        raise RunFailed(f"the agent's system information was unreadable (exit {status}): {out[-300:]}")
+        said = untrusted.printable(out[-300:])
+        raise RunFailed(f"the agent's system information was unreadable (exit {status}): {said}")
+    problem = shapes.problem(shapes.Sysinfo, data)
+    if problem is not None:
+        raise RunFailed(f"the agent's system information is damaged: {problem}")
     return cast(Sysinfo, data)
 
 
@@ -138,7 +148,7 @@ def default_run_path(info: Sysinfo, base: Path = Path("results")) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     host = info.get("hostname") or "host"
     release = (info.get("kernel") or {}).get("release") or "kernel"
-    name = re.sub(r"[^A-Za-z0-9._+-]", "_", f"{stamp}-{host}-{release}")
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", f"{stamp}-{host[:64]}-{release[:64]}")
     return base / name
 
 
@@ -301,6 +311,7 @@ def _execute(
     info["derived"] = {"preemption": preemption(info).to_json()}
     cpu_facts = info.get("cpus") or {}
     plan = plan.for_target(str(cpu_facts.get("online") or ""), int(cpu_facts.get("count") or 1))
+    made = out is None or not out.exists()
     run = RunDir.create(out) if out is not None else RunDir.create_new(default_run_path(info))
     _check_space(run)
     write_json(run.path / "sysinfo.json", info)
@@ -326,9 +337,25 @@ def _execute(
     except Interrupted:
         _finish_quietly(run, manifest, info, reason="interrupted before the agent started measuring")
         raise Stopped(f"interrupted before measuring began: {run.path} says so") from None
+    except Busy:  # nothing was measured: the folder goes, as when preflight finds the lock taken
+        _remove_unmeasured(run, made)
+        raise
     except (RunFailed, UsageError, OSError) as e:
         _finish_quietly(run, manifest, info, reason=str(e))
         raise
+
+
+def _remove_unmeasured(run: RunDir, made: bool) -> None:
+    """The files of a run that never measured (only rtlab's own: the folder was empty)."""
+    with suppress(OSError):
+        if made:
+            shutil.rmtree(run.path)
+        else:
+            for entry in run.path.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
 
 
 def _measure(
@@ -348,15 +375,23 @@ def _measure(
     target.push(run, remote)
 
     progress = _Progress(manifest, run)
-    streamed: list[str] = []
     host_said: list[str] = []
+    busy: list[ev.Event] = []
+    # A target's events reach RUN/events as they arrive, so a host killed mid-run leaves what
+    # the target said so far; a local agent writes them there itself.
+    streams = Path(remote) != run.path.resolve()
 
     def on_line(line: str) -> None:
         event = ev.parse(line)
         if event is not None:
-            streamed.append(line.rstrip("\n"))
+            text = line.rstrip("\n")
+            if streams:
+                with suppress(OSError):
+                    append_line(run.path / "events", text)
             if event.kind in ev.HOST_SAID:
-                host_said.append(streamed[-1])
+                host_said.append(text)
+            if event.kind == ev.Kind.BUSY:
+                busy.append(event)
             progress.record(event)
             on_event(event)
 
@@ -368,13 +403,12 @@ def _measure(
             target.run_agent(args + tuned_args, on_line, plan.planned_seconds())
         finally:
             guard.phase = "after" if guard.phase == "measuring" else guard.phase
-    target.collect(run, remote)
-    events = run.path / "events"
-    if not events.exists():  # the target's copy was lost: keep what was streamed
-        events.write_text("".join(f"{line}\n" for line in streamed))
-    else:  # what only the host saw (a guest that hung or died) goes beside the target's word
-        with events.open("a", encoding="utf-8") as f:
-            f.writelines(f"{line}\n" for line in host_said)
+    if busy:  # another run took the lock first (both passed preflight at the same instant)
+        raise Busy(busy[0], target.name)
+    target.collect(run, remote)  # the target's own events file replaces the streamed copy
+    if streams:  # what only the host saw (a guest that hung or died) goes beside the target's word
+        for line in host_said:
+            append_line(run.path / "events", line)
 
     summary = _finish(
         run,
@@ -432,7 +466,10 @@ def _finish_quietly(run: RunDir, manifest: Manifest, info: Sysinfo | None, reaso
 def conclude(run: RunDir, **extra: Any) -> Outcome:
     """A run whose agent ran out of rtlab's reach (a LAVA job) and whose folder came back
     whole: its summary, and run.json saying how it ended, as for a run made here."""
-    manifest = run.manifest()
+    try:
+        manifest = run.manifest()
+    except UnreadableFile as e:
+        raise RunFailed(f"{e}: the run in {run.path} cannot be used") from None
     _, info, events, _ = store.read(run)
     if info is not None and "derived" not in info:
         info["derived"] = {"preemption": preemption(info).to_json()}

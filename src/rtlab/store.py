@@ -26,9 +26,11 @@ def _plan_from_files(run: RunDir) -> PlanJSON:
     for load in loads:
         argv = run.load_dir(load) / "cyclictest.argv"
         if argv.is_file():
-            words = argv.read_text().split("\n")
+            words = run.text(argv).split("\n")
             options = {
-                w: int(v) for w, v in zip(words, words[1:], strict=False) if w in _ARGV and v.isdigit()
+                w: int(v)
+                for w, v in zip(words, words[1:], strict=False)
+                if w in _ARGV and v.isascii() and v.isdigit() and len(v) < 12
             }
             break
     return Plan(

@@ -377,8 +377,15 @@ lock_take() {
 	mkdir -p "$BASE_DIR" 2>/dev/null
 	lock=$BASE_DIR/lock
 	tries=0
+	waits=0
 	while ! mkdir "$lock" 2>/dev/null; do
 		holder=$(lock_holder)
+		if [ "$holder" = "? ?" ] && [ $waits -lt 5 ]; then
+			# taken a moment ago by a run started at the same instant: its owner is being written
+			waits=$((waits + 1))
+			sleep 1
+			continue
+		fi
 		if [ -n "$holder" ] || [ $tries -ge 3 ]; then
 			# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
 			set -- $holder

@@ -11,6 +11,7 @@ of each thread are missing; the check against the histogram says so when that ma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,9 +38,10 @@ class Phases:
 def event_time(event: Event) -> float | None:
     """The event's t= (seconds since the target booted), None when it is not a number."""
     try:
-        return float(event.get("t"))
+        t = float(event.get("t"))
     except ValueError:
         return None
+    return t if math.isfinite(t) else None
 
 
 def clock(events: Sequence[Event]) -> ClockJSON | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from rtlab.errors import UsageError
 from rtlab.shapes import Summary
+from rtlab.untrusted import printable_tree
 
 Renderer = Callable[[Sequence[Summary], Sequence[str]], str]
 
@@ -27,7 +28,11 @@ FORMATS: dict[str, str] = {
 
 
 def renderer(name: str) -> Renderer:
+    """The format's render(); but for JSON (which escapes them), the summaries' strings reach
+    it without control characters: a target's strings are data, never terminal escapes."""
     if name not in FORMATS:
         raise UsageError(f"unknown format {name!r}: choose from {', '.join(FORMATS)}")
     render: Renderer = importlib.import_module(f"{__name__}.{FORMATS[name]}").render
-    return render
+    if name == "json":
+        return render
+    return lambda summaries, labels: render([printable_tree(s) for s in summaries], labels)

@@ -10,8 +10,14 @@ from rich.text import Text
 
 from rtlab.system.audit import Finding
 from rtlab.system.knobs import Change
+from rtlab.untrusted import printable
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
+
+
+def _cell(text: str) -> Text:
+    """What a target reported, as a cell: its control characters never reach the terminal."""
+    return Text(printable(text, lines=True))
 
 
 def build(findings: Sequence[Finding], title: str) -> Table:
@@ -20,7 +26,7 @@ def build(findings: Sequence[Finding], title: str) -> Table:
         table.add_column(heading, overflow="fold")
     for f in findings:
         table.add_row(
-            *map(Text, (f.area, f.item)), Text(f.status, STYLE[f.status]), Text(f.found), Text(f.advice)
+            *map(_cell, (f.area, f.item)), Text(f.status, STYLE[f.status]), _cell(f.found), _cell(f.advice)
         )
     return table
 
@@ -32,8 +38,8 @@ def changes(items: Sequence[Change], outcomes: Sequence[str], title: str) -> Tab
     for change, outcome in zip(items, outcomes, strict=True):
         style = "red" if outcome.startswith("failed") else "green"
         table.add_row(
-            *map(Text, (change.knob, change.path, change.old, change.new)),
-            Text(outcome, style),
-            Text(change.why),
+            *map(_cell, (change.knob, change.path, change.old, change.new)),
+            Text(printable(outcome), style),
+            _cell(change.why),
         )
     return table

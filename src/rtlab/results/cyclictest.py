@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtlab import untrusted
+
 FILE = "cyclictest.json"
 
 
@@ -40,13 +42,9 @@ class ThreadResult:
 def read(path: Path) -> dict[str, Any]:
     """The parsed file; InvalidResult when it is not a JSON object."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise InvalidResult(f"{FILE} cannot be read: {e.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidResult(f"{FILE} is not valid JSON: {e}") from None
+        data = untrusted.json_loads(untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE), FILE)
+    except untrusted.Damaged as e:
+        raise InvalidResult(str(e)) from None
     if not isinstance(data, dict):
         raise InvalidResult(f"{FILE} holds {json.dumps(data)[:40]}, not cyclictest's results object")
     return data
@@ -78,7 +76,9 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
         raise InvalidResult(f"{FILE}: {where} has no histogram object")
     counts: dict[int, int] = {}
     for key, count in raw.items():
-        if not (isinstance(key, str) and key.isdigit() and int(key) < limit_us):
+        if not (
+            isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 12 and int(key) < limit_us
+        ):
             raise InvalidResult(
                 f"{FILE}: {where} has histogram key {key!r}, not a latency below {limit_us} µs"
             )
@@ -91,7 +91,7 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
     seen = [v for v, c in counts.items() if c]
     if seen and (min(seen) < min_us or max(seen) > max_us):
         raise InvalidResult(f"{FILE}: {where} has histogram samples outside its own min..max")
-    index = int(name) if name.isdigit() else -1
+    index = int(name) if name.isascii() and name.isdigit() and len(name) < 12 else -1
     return ThreadResult(index, cpu, cycles, min_us, max_us, float(avg), counts, cycles - binned)
 
 

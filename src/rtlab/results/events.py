@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rtlab.untrusted import printable
+
 PREFIX = "@rtlab "
+MAX_CHARS = 4096
+MAX_VALUE = 64  # the agent's longest line is a reason of a few hundred characters
 
 
 class Kind(StrEnum):
@@ -67,8 +71,10 @@ class Event:
 
 
 def parse(line: str) -> Event | None:
-    """The event on `line`, or None for any other output."""
-    line = line.rstrip("\n")
+    """The event on `line`, or None for any other output. A target writes these lines: a
+    value never holds control characters (they would reach the terminal) and a line is cut
+    at MAX_CHARS, a value (but the free-text reason) at MAX_VALUE."""
+    line = printable(line.rstrip("\n")[:MAX_CHARS])
     if not line.startswith(PREFIX):
         return None
     kind, _, rest = line[len(PREFIX) :].partition(" ")
@@ -82,5 +88,7 @@ def parse(line: str) -> Event | None:
             fields[key] = rest
             break
         value, _, rest = rest.partition(" ")
-        fields[key.strip()] = value
+        # a number, a name or a word: ASCII and short, so no digit a script of its own
+        # reads as one (int("²") fails) and no number too long for int() reaches a reader
+        fields[key.strip()] = value[:MAX_VALUE] if value.isascii() else "?"
     return Event(kind, fields)

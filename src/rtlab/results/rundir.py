@@ -13,8 +13,10 @@ still says how far it got: status `running` then means it never finished.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
+import io
 import json
 import os
 import re
@@ -24,13 +26,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from rtlab import shapes, untrusted
 from rtlab.errors import RunFailed, UsageError
+from rtlab.loads import valid_name
 from rtlab.results import cyclictest, events, timeline
-from rtlab.shapes import Manifest, Sysinfo
+from rtlab.shapes import Manifest, PlanJSON, Sysinfo
 
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
+# What only the host writes in a run: a board's copy of a run folder never replaces them.
+HOST_FILES = (MANIFEST, "summary.json", "collect-error.txt", "console.log", "plan.loads")
+# What rtlab reads of a run's files at most: a load's log (a command's output over a soak) and
+# one trace capture (the agent's 2 MB ring buffer per CPU printed as text is about 20 MB).
+LOG_BYTES = 64 << 20
+TRACE_BYTES = 32 << 20
 PLAN_FILES = ("plan.loads", "cyclictest.argv", "load.argv", "load.check", "trace.argv", "rtla.argv")
 
 
@@ -77,9 +87,24 @@ def move_aside(folder: Path, why: str = "interrupted") -> Path:
     return aside
 
 
+def append_line(path: Path, line: str) -> None:
+    """LINE (made one line) at the end of PATH, through no link: a run's events and notes."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(untrusted.printable(line) + "\n")
+
+
+def write_note(path: Path, text: str) -> None:
+    """A note of rtlab's own in the run (collect-error.txt): replaced whole, never written
+    through a link a target may have left."""
+    with contextlib.suppress(RunFailed):  # a full disk: the error is told on the terminal too
+        write_atomic(path, text)
+
+
 def read_json(path: Path) -> Any:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        return json.load(f)
+    """A JSON document of a run, read with untrusted's bounds; json.JSONDecodeError-like
+    UnreadableFile is the caller's to raise (untrusted.Damaged is a ValueError)."""
+    return untrusted.json_file(path)
 
 
 @dataclass(frozen=True)
@@ -176,27 +201,55 @@ class RunDir:
         return self.path / MANIFEST
 
     def manifest(self) -> Manifest:
+        """run.json, its values checked against their shape (a board's LAVA bundle brings its
+        own): UnreadableFile "damaged run.json: <field>: <why>" else."""
         data = self._json(self.manifest_path)
         if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
             raise UnreadableFile(f"{self.manifest_path} holds no run manifest")
+        problem = shapes.problem(shapes.Manifest, data, required=shapes.MANIFEST_NEEDS)
+        if problem is None:
+            problem = next((f"plan.loads: {n[:40]!r} is no load name" for n in data["plan"]["loads"]
+                            if not valid_name(n)), None)  # fmt: skip
+        if problem is not None:
+            raise UnreadableFile(f"damaged {self.manifest_path}: {problem}")
         return cast(Manifest, data)
 
     @staticmethod
     def _json(path: Path) -> Any:
         try:
-            return read_json(path)
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UnreadableFile(f"{path} is unreadable ({e}): it was cut off or damaged") from None
+            return untrusted.json_file(path, str(path))
+        except untrusted.Damaged as e:
+            raise UnreadableFile(str(e)) from None
+
+    def plan(self) -> PlanJSON | None:
+        """The plan in run.json (the host's own file), None when it cannot be read."""
+        try:
+            return self.manifest()["plan"]
+        except UnreadableFile:
+            return None
 
     def write_manifest(self, data: Manifest) -> None:
         write_json(self.manifest_path, data)
 
     def load_dir(self, load: str) -> Path:
+        """A load's folder; a name read back from a run becomes a path only if a load could
+        have it (letters, digits, ._+-: never `..` or `/`)."""
+        if not valid_name(load):
+            raise UnreadableFile(f"{self.path}: {untrusted.printable(load)[:40]!r} is not a load's name")
         return self.path / "loads" / load
 
     def planned_loads(self) -> list[str]:
         path = self.path / "plan.loads"
-        return [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+        if not path.is_file():
+            return []
+        return [line for line in self.text(path).splitlines() if valid_name(line)]
+
+    def text(self, path: Path, cap: int = untrusted.DOCUMENT_BYTES) -> str:
+        """A file of the run as text: no link, no file larger than CAP (UnreadableFile)."""
+        try:
+            return untrusted.read_text(path, cap, path.relative_to(self.path).as_posix())
+        except untrusted.Damaged as e:
+            raise UnreadableFile(str(e)) from None
 
     def sysinfo(self) -> Sysinfo | None:
         """What the agent found on the target; UnreadableFile when the file is damaged."""
@@ -206,10 +259,20 @@ class RunDir:
         data = self._json(path)
         if not isinstance(data, dict):
             raise UnreadableFile(f"{path} holds no system information")
+        problem = shapes.problem(shapes.Sysinfo, data)
+        if problem is not None:
+            raise UnreadableFile(f"damaged {path}: {problem}")
         return cast(Sysinfo, data)
 
     def raw_load(self, load: str) -> RawLoad:
-        """The files of one load as the agent left them, each read defensively."""
+        """The files of one load as the agent left them, each read defensively: a file that
+        is a link or larger than it can be fails the load with its reason."""
+        try:
+            return self._raw_load(load)
+        except UnreadableFile as e:
+            return RawLoad(problem=str(e))
+
+    def _raw_load(self, load: str) -> RawLoad:
         folder = self.load_dir(load)
         data: dict[str, Any] | None = None
         problem = None
@@ -243,22 +306,22 @@ class RunDir:
         words = text = ""
         log = next((f for f in (folder / "load.log", folder / "stress.log") if f.is_file()), None)
         if log is not None:
-            text = log.read_text(encoding="utf-8", errors="replace")
+            text = self.text(log, LOG_BYTES)
             ends = _STRESS_END.findall(text)
             if ends:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
         argv_file = next((f for f in (folder / "load.argv", folder / "stress.argv") if f.is_file()), None)
-        argv = tuple(argv_file.read_text(errors="replace").split("\n")[:-1]) if argv_file else ()
+        argv = tuple(self.text(argv_file).split("\n")[:-1]) if argv_file else ()
         stressed = argv_file is not None
         if not segments:
             whole = timeline.read(folder)
             verbose = [(0, whole)] if whole is not None else []
         events_file = folder / "trace" / "events"
-        trace_events = tuple(events_file.read_text().split()) if events_file.is_file() else ()
+        trace_events = tuple(self.text(events_file).split()) if events_file.is_file() else ()
         check_file = folder / "load.check"
-        check = check_file.read_text().strip() if check_file.is_file() else "alive"
+        check = self.text(check_file).strip() if check_file.is_file() else "alive"
         return RawLoad(
             data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
             trace_events, self._traces(folder / "trace"),
@@ -271,11 +334,13 @@ class RunDir:
             text = None
             if path is not None:
                 try:
-                    opener = gzip.open if path.suffix == ".gz" else open
-                    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-                        text = f.read()
-                except (OSError, EOFError, zlib.error):
-                    text = None  # cut off: the capture says it explains nothing
+                    raw = untrusted.read_bytes(path, TRACE_BYTES)
+                    if path.suffix == ".gz":  # read no further than a trace can be
+                        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+                            raw = f.read(TRACE_BYTES + 1)
+                    text = raw.decode("utf-8", errors="replace") if len(raw) <= TRACE_BYTES else None
+                except (untrusted.Damaged, OSError, EOFError, zlib.error):
+                    text = None  # cut off, or too large: the capture says it explains nothing
             counters = capture / "interrupts"
             rtla = capture / "rtla.out"
             kept = path or (rtla if rtla.is_file() else None)  # the raw record of the capture
@@ -285,8 +350,8 @@ class RunDir:
                     kept.relative_to(self.path).as_posix() if kept is not None else None,
                     text,
                     timeline.read(capture),
-                    counters.read_text(errors="replace") if counters.is_file() else None,
-                    rtla.read_text(errors="replace") if rtla.is_file() else None,
+                    self.text(counters) if counters.is_file() else None,
+                    self.text(rtla) if rtla.is_file() else None,
                 )
             )
         return tuple(found)
@@ -295,8 +360,5 @@ class RunDir:
         path = self.path / "events"
         if not path.is_file():
             return []
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError as e:
-            raise UnreadableFile(f"{path} is unreadable ({e.strerror})") from None
+        lines = self.text(path, LOG_BYTES).splitlines()
         return [e for e in map(events.parse, lines) if e is not None]

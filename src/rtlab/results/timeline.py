@@ -16,11 +16,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtlab import untrusted
+
 FILE = "cyclictest.out"
 
-_BLOCK = re.compile(r"^\s*(\d+):\s*(\d+):\s*(-?\d+)\s*$")
-_SPIKE = re.compile(r"^T:\s*(\d+) Spike:\s*(-?\d+): TS:\s*(\d+)\s*$")
-_TOTAL = re.compile(r"^spikes = (\d+)\s*$")
+# (numbers as C's printf gives them: 20 digits at most; longer ones are garbled lines)
+_BLOCK = re.compile(r"^\s*(\d{1,20}):\s*(\d{1,20}):\s*(-?\d{1,20})\s*$")
+_SPIKE = re.compile(r"^T:\s*(\d{1,20}) Spike:\s*(-?\d{1,20}): TS:\s*(\d{1,20})\s*$")
+_TOTAL = re.compile(r"^spikes = (\d{1,20})\s*$")
 # cyclictest's own header lines: expected, not garbled
 _HEADER = re.compile(r"^(Max CPUs|Online CPUs|# |Thread \d+ Interval|\s*$)")
 
@@ -53,4 +56,7 @@ def read(folder: Path) -> Verbose | None:
     path = folder / FILE
     if not path.is_file():
         return None
-    return parse(path.read_text(encoding="utf-8", errors="replace"))
+    try:
+        return parse(untrusted.read_text(path, untrusted.RESULT_BYTES))
+    except untrusted.Damaged:
+        return None  # a link or too large: the time axis says it is missing

@@ -41,7 +41,9 @@ def _facts(cpus: dict[str, Any]) -> dict[int, dict[str, str]]:
     cores = cpus.get("cores") or {}
     found: dict[int, dict[str, str]] = {}
     for number, core in cores.items():
-        if not str(number).isdigit() or not isinstance(core, dict):
+        if not (str(number).isascii() and str(number).isdigit() and len(str(number)) < 6) or not isinstance(
+            core, dict
+        ):
             continue
         facts = {k: str(core[k]).strip() for k in ("capacity", "clock_domain", "type") if core.get(k)}
         found[int(number)] = facts

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from rtlab import untrusted
 from rtlab.errors import UsageError
 from rtlab.system import cpus as cpulist
 from rtlab.system.files import Files
@@ -55,7 +56,15 @@ def plan(root: Files, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
 
 def _load_state(root: Files) -> dict[str, Any] | None:
     text = root.read(STATE)
-    return json.loads(text) if text else None
+    if not text:
+        return None
+    try:
+        state = untrusted.json_loads(text, root.describe(STATE))
+    except untrusted.Damaged as e:
+        raise UsageError(f"{e}: put the saved values back by hand, then remove it") from None
+    if not isinstance(state, dict):
+        raise UsageError(f"damaged {root.describe(STATE)}: not an object; remove it")
+    return state
 
 
 def apply(root: Files, cpus: CpuPlan, changes: list[Change]) -> list[Result]:

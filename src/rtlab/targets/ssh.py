@@ -21,23 +21,27 @@ import io
 import re
 import shlex
 import tarfile
+import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import asyncssh
 
+from rtlab import untrusted
 from rtlab.agent import script_path
 from rtlab.errors import RunFailed, UsageError
+from rtlab.results import unpack
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
-from rtlab.results.rundir import PLAN_FILES, RunDir
+from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 
 T = TypeVar("T")
+_HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
 )
@@ -283,16 +287,42 @@ class SshTarget:
             self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
 
     def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
+        limits = unpack.Limits.for_plan(run.plan())
+        # the tar stream's own bytes: a header and padding per member beside the files' bytes
+        cap = limits.total_bytes + limits.members * 1536
         try:
-            status, data = self._run_sh(f"tar -cf - -C {shlex.quote(remote)} .", timeout=600)
-            if status != 0:
-                raise RunFailed(data[-300:].decode(errors="replace"))
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(run.path, filter="data")
+            with tempfile.SpooledTemporaryFile(max_size=16 << 20) as spool:
+                command = f"tar -cf - -C {shlex.quote(remote)} ."
+                loop, _ = self._conn_ready()
+                try:
+                    status, said = loop.run(self._download(command, spool, cap), 600)
+                except (OSError, asyncssh.Error, TimeoutError) as e:
+                    raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e or 'timed out'}") from None
+                if status != 0:
+                    raise RunFailed(untrusted.printable(said.decode(errors="replace"))[-300:])
+                spool.seek(0)
+                unpack.unpack(
+                    spool, run.path, limits, f"{self.name}'s run folder", keep=HOST_FILES + PLAN_FILES
+                )
             if not keep:  # home safe: boards have little storage
                 self._run_sh(f"rm -rf {shlex.quote(remote)}")
-        except (RunFailed, UsageError, tarfile.TarError) as e:
-            (run.path / "collect-error.txt").write_text(f"{e}\nrun `rtlab collect {run.path}` later\n")
+        except (RunFailed, UsageError, unpack.Refused) as e:
+            write_note(run.path / "collect-error.txt", f"{e}\nrun `rtlab collect {run.path}` later\n")
+
+    async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
+        """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""
+        assert self._conn is not None
+        async with self._conn.create_process(command, encoding=None) as proc:
+            got = 0
+            while chunk := await proc.stdout.read(1 << 16):
+                got += len(chunk)
+                if got > cap:
+                    proc.kill()
+                    raise unpack.Refused(f"{self.name} sent more than {cap} bytes, the cap for this run")
+                into.write(chunk)
+            said = await proc.stderr.read(4096)
+            done = await proc.wait()
+        return int(done.exit_status if done.exit_status is not None else 255), said
 
     def holds(self, remote: str) -> bool:
         """Whether the board still has the run folder `remote`."""

@@ -20,12 +20,10 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import io
 import os
 import re
 import shlex
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,15 +33,17 @@ from typing import Any
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
+from rtlab.results import unpack
 from rtlab.results.events import Event, Kind, line, parse
-from rtlab.results.rundir import PLAN_FILES, RunDir
+from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import initramfs, kernels, machines
-from rtlab.targets.qemu.console import Console, GuestDied
+from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
+_HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 
 
@@ -141,6 +141,8 @@ class QemuTarget:
         self.boot: _Boot | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
         self._remote: str | None = None
+        self._limits = unpack.Limits.for_plan(None)
+        self._refused: list[str] = []  # results the guest streamed beyond the caps
         self._results: dict[str, bytes] = {}  # each finished load's folder, as the agent streamed it
 
     # --- preparing and booting -------------------------------------------
@@ -249,7 +251,7 @@ class QemuTarget:
     @staticmethod
     def _save_console(console: Console, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(console.tail) + "\n", encoding="utf-8")
+        write_note(path, "\n".join(console.tail) + "\n")  # replaced, never written through a link
 
     # --- the Target interface ---------------------------------------------
 
@@ -290,6 +292,7 @@ class QemuTarget:
 
     def push(self, run: RunDir, remote: str) -> None:
         self._remote = remote
+        self._limits = unpack.Limits.for_plan(run.plan())
         files = self.files()  # the one way files reach a target through the agent
         for path in sorted(run.path.rglob("*")):
             rel = path.relative_to(run.path).as_posix()
@@ -308,6 +311,8 @@ class QemuTarget:
         # hangs or dies later costs only the loads it had not finished.
         receiving: list[str] = []
         chunks: list[str] = []
+        received = [0]
+        cap = self._limits.total_bytes * 4 // 3 + 4096  # base64 of the run's cap
 
         def receive(text: str) -> None:
             event = parse(text)
@@ -320,6 +325,13 @@ class QemuTarget:
                 receiving.clear()
             elif receiving and _BASE64_LINE.match(text):
                 chunks.append(text)
+                received[0] += len(text)
+                if received[0] > cap:  # more than the run can make: none of it is kept
+                    self._refused.append(
+                        f"the guest sent more than {cap} characters of results ({receiving[0]})"
+                    )
+                    receiving.clear()
+                    chunks.clear()
             else:
                 on_line(text)
 
@@ -339,26 +351,29 @@ class QemuTarget:
             self.console.send(f"sh {AGENT} stop {shlex.quote(self._remote)}")
 
     def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
+        limits = unpack.Limits.for_plan(run.plan())
+        cap = limits.total_bytes * 4 // 3 + 4096
+        problems = list(self._refused)
         for load, data in self._results.items():  # the loads that ended, whatever came later
             try:
-                with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-                    tar.extractall(run.path, filter="data")
-            except tarfile.TarError as e:
-                (run.path / "collect-error.txt").write_text(f"{load}: {e}\n")
+                unpack.unpack(data, run.path, limits, f"the guest's results of {load}", keep=_HOST_OWNED)
+            except unpack.Refused as e:
+                problems.append(str(e))
         console = self.console
         try:
             if console is not None and console.alive():
                 command = f"cd {shlex.quote(remote)} && tar -cf - . | gzip | base64"
-                status, lines = console.run(command, timeout=300)
+                status, lines = console.run(command, timeout=300, keep_chars=cap)
                 if status == 0:
                     data = base64.b64decode("".join(line for line in lines if _BASE64_LINE.match(line)))
-                    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-                        tar.extractall(run.path, filter="data")
-        except (GuestDied, binascii.Error, tarfile.TarError) as e:
-            (run.path / "collect-error.txt").write_text(f"{e}\n")
+                    unpack.unpack(data, run.path, limits, "the guest's run folder", keep=_HOST_OWNED)
+        except (GuestDied, OutputTooLarge, binascii.Error, unpack.Refused) as e:
+            problems.append(str(e))
         finally:
             if console is not None:
                 self._save_console(console, run.path / "console.log")
+        if problems:
+            write_note(run.path / "collect-error.txt", "".join(f"{p}\n" for p in problems))
 
     def still_running(self, remote: str) -> bool | None:
         return None  # every guest ends with rtlab

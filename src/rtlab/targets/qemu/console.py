@@ -20,6 +20,19 @@ from collections.abc import Callable
 
 from rtlab.targets.lifetime import die_with_parent
 
+# What a command's output may hold: the largest is a run folder's tar.gz in base64.
+KEEP_CHARS = 1 << 30
+LINE_BYTES = 1 << 16
+
+
+class OutputTooLarge(RuntimeError):
+    """A command printed more than the host keeps of it."""
+
+
+def _status(line: str) -> int:
+    word = line.split()[2] if len(line.split()) > 2 else ""
+    return int(word) if word.isdigit() and len(word) < 4 else 255
+
 
 class GuestDied(Exception):
     pass
@@ -45,7 +58,8 @@ class Console:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
+        # a line is cut at LINE_BYTES: a guest that never ends one cannot fill the host's memory
+        for raw in iter(lambda: self.proc.stdout.readline(LINE_BYTES), b""):  # type: ignore[union-attr]
             line = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")
             self.tail.append(line)
             self.lines.put(line)
@@ -86,23 +100,37 @@ class Console:
             os.write(self.proc.stdin.fileno(), text.encode())
 
     def run(
-        self, command: str, timeout: float, on_line: Callable[[str], None] | None = None
+        self,
+        command: str,
+        timeout: float,
+        on_line: Callable[[str], None] | None = None,
+        keep_chars: int = KEEP_CHARS,
     ) -> tuple[int | None, list[str]]:
-        """Runs `command` to its end: (status or None on timeout, output lines)."""
+        """Runs `command` to its end: (status or None on timeout, output lines). With ON_LINE
+        each line goes there and none is kept; else up to KEEP_CHARS are (OutputTooLarge past
+        them, once the command ended: the guest says what it likes, the host's memory is bounded)."""
         ident = self.send(command)
         deadline = time.monotonic() + timeout
         out: list[str] = []
+        kept = 0
         while time.monotonic() < deadline:
             line = self.next_line(deadline)
             if line is None:
                 continue
             if line.startswith(f"@rtlab-exit {ident} "):
-                return int(line.split()[2]), out
+                if kept > keep_chars:
+                    raise OutputTooLarge(f"`{command[:40]}` printed more than {keep_chars} characters")
+                return _status(line), out
             if line.startswith("@rtlab-exit ") or line.startswith("@rtlab-cmd "):
                 continue
-            out.append(line)
             if on_line is not None:
                 on_line(line)
+                continue
+            kept += len(line)
+            if kept <= keep_chars:
+                out.append(line)
+            else:
+                out.clear()
         return None, out
 
     def kill(self) -> None:

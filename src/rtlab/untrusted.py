@@ -1,0 +1,187 @@
+"""What a target, a log or a server sends, read with bounds: the one place for documents and
+strings that cross the trust boundary (archives have results/unpack.py).
+
+A board runs experimental kernels and a farm is shared, so a file, a JSON or YAML document or
+a line of text from one is hostile until checked: files are read without following links and
+only up to a size named for them, documents are parsed with bounds on nesting, aliases and
+integer digits, a parse error is one "damaged X: why" line (never a traceback), and every
+string is made printable before it reaches a terminal, Markdown or CSV (JSON keeps it, escaped).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MIB = 1 << 20
+# A run's JSON documents are small (sysinfo, run.json: kB); cyclictest's is the largest: one
+# "µs": count pair (up to 20 bytes) per histogram microsecond per CPU, 1 s x 1,000 CPUs at most.
+DOCUMENT_BYTES = 16 * MIB
+RESULT_BYTES = 512 * MIB
+MAX_DEPTH = 64  # cyclictest's JSON nests 4 deep, run.json 5, a LAVA log entry 4
+MAX_INT_DIGITS = 40  # far above any count, µs or size; Python refuses 4,300 with a traceback
+MAX_ALIASES = 16  # LAVA's logs use none; "billion laughs" needs many
+
+
+class Damaged(ValueError):
+    """A file or document that cannot be used as it is: the message is one line saying why."""
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def read_bytes(path: Path, cap: int, what: str | None = None) -> bytes:
+    """PATH's bytes if it is a regular file (not a link) of at most CAP bytes; else Damaged."""
+    name = what or path.name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == 40:  # ELOOP: the last component is a link
+            raise Damaged(f"{name} is a link: rtlab reads no links from a target") from None
+        raise Damaged(f"{name} cannot be read: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Damaged(f"{name} is not a regular file")
+        if info.st_size > cap:
+            raise Damaged(f"{name} has {info.st_size} bytes, more than the {cap} a run's file may hold")
+        data = f.read(cap + 1)
+    if len(data) > cap:  # grew while read
+        raise Damaged(f"{name} has more than the {cap} bytes a run's file may hold")
+    return data
+
+
+def read_text(path: Path, cap: int = DOCUMENT_BYTES, what: str | None = None) -> str:
+    return read_bytes(path, cap, what).decode("utf-8", errors="replace")
+
+
+def within(path: Path, folder: Path) -> bool:
+    """Whether PATH, its links resolved, lies inside FOLDER (whose own links are the host's)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
+
+
+# --- documents -------------------------------------------------------------------------------
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise Damaged(f"an integer of {len(text)} digits")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > 2 * MAX_INT_DIGITS:
+        raise Damaged(f"a number of {len(text)} characters")
+    value = float(text)
+    if not math.isfinite(value):
+        raise Damaged(f"{text} is not a finite number")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise Damaged(f"{text} is not a number JSON allows")
+
+
+def _depth(value: Any, limit: int) -> int:
+    """The nesting of VALUE, stopping once it is beyond LIMIT."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                break
+            todo.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def json_loads(text: str | bytes, what: str, depth: int = MAX_DEPTH) -> Any:
+    """A JSON document with bounded numbers and nesting; Damaged("damaged WHAT: why") else."""
+    try:
+        data = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except Damaged as e:
+        raise Damaged(f"damaged {what}: {e}") from None
+    except RecursionError:
+        raise Damaged(f"damaged {what}: nested deeper than {depth} levels") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Damaged(f"damaged {what}: {printable(str(e))[:120]}") from None
+    if _depth(data, depth) > depth:
+        raise Damaged(f"damaged {what}: nested deeper than {depth} levels")
+    return data
+
+
+def json_file(path: Path, what: str | None = None, cap: int = DOCUMENT_BYTES) -> Any:
+    name = what or path.name
+    return json_loads(read_bytes(path, cap, name), name)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with a bound on aliases (each one can stand for a whole tree) and
+    on nesting (its composer recurses once per level)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise Damaged(f"more than {MAX_ALIASES} aliases")
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise Damaged(f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def yaml_loads(text: str, what: str) -> Any:
+    """A YAML document with bounded aliases and nesting, safe tags only; Damaged else."""
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except Damaged as e:
+        raise Damaged(f"damaged {what}: {e}") from None
+    except (yaml.YAMLError, RecursionError, ValueError) as e:
+        raise Damaged(f"damaged {what}: {printable(str(e)).splitlines()[0][:120]}") from None
+    finally:
+        loader.dispose()
+
+
+# --- strings ---------------------------------------------------------------------------------
+
+# C0 and C1 controls (ESC starts a terminal's escape sequences: screen clears, clipboard
+# writes, links), DEL, and the bidirectional overrides that reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAKS = re.compile("[\t\n]")
+
+
+def printable(text: str, lines: bool = False) -> str:
+    """TEXT without control characters, each replaced by '?'; tabs and newlines become spaces
+    unless LINES keeps them."""
+    cleaned = _CONTROL.sub("?", text)
+    return cleaned if lines else _LINE_BREAKS.sub(" ", cleaned)
+
+
+def printable_tree(value: Any) -> Any:
+    """VALUE (JSON-like) with every string, keys included, made printable (newlines kept)."""
+    if isinstance(value, str):
+        return printable(value, lines=True)
+    if isinstance(value, dict):
+        return {printable_tree(k): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [printable_tree(v) for v in value]
+    return value
