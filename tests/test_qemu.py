@@ -4,6 +4,7 @@ riscv64 guest, and guests that hang or are interrupted (killed, reported, never 
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import processes_named, read_json, rtlab, run_args, start_rtlab
+from conftest import event_seen, processes_named, read_json, rtlab, run_args, start_rtlab, wait_for
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN
 from rtlab.targets.qemu import GuestSpec, cpio
@@ -286,3 +287,25 @@ def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
     assert [t["cpu"] for t in data["thread"].values()] == [1]
     assert "ERROR" not in (out / "loads/idle/cyclictest.log").read_text()
     assert guests() == set()
+
+
+@needs_x86
+def test_a_killed_host_leaves_the_events_the_guest_streamed(tmp_path):
+    # SIGKILL: no handler runs. What the guest said so far was written as it came, so the
+    # load it was measuring is reported as measured-and-cut, never "not-run".
+    out = tmp_path / "run"
+    proc = start_rtlab(*run_args(out, "idle,cpu", "60s", "--target", "qemu:debian"))
+    deadline = time.monotonic() + 180
+    while not event_seen(out / "events", "measure-start", load="idle"):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    proc.kill()
+    proc.communicate(timeout=60)
+    wait_for(lambda: guests() == set(), 30)  # the guest dies with its host
+    assert read_json(out / "run.json")["loads"]["idle"]["status"] == "running"
+    done = rtlab("report", str(out), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    idle = json.loads(done.stdout)["loads"]["idle"]
+    assert idle["status"] in ("partial", "failed") and idle["status"] != "not-run"
+    assert "host process ended" in idle["reason"] or "host process ended" in done.stdout, idle
+    assert json.loads(done.stdout)["loads"]["cpu"]["status"] == "not-run"

@@ -43,6 +43,13 @@ def _extract_boot(deb: Path, into: Path) -> None:
     assert proc.stdout is not None
     with tarfile.open(fileobj=proc.stdout, mode="r|*") as tar:
         for member in tar:
-            if member.name.lstrip("./").startswith("boot/"):
-                tar.extract(member, into, filter="data")
+            name = member.name.lstrip("./")
+            # the package's plain files in /boot (image, config, System.map), by name only:
+            # no extraction filter, which Debian 12's Python 3.11.2 does not have
+            if name.startswith("boot/") and name.count("/") == 1 and member.isreg():
+                source = tar.extractfile(member)
+                assert source is not None
+                (into / "boot").mkdir(exist_ok=True)
+                with (into / name).open("wb") as out:
+                    shutil.copyfileobj(source, out)
     proc.wait()
