@@ -81,3 +81,18 @@ def test_an_unknown_class_is_one_line(tmp_path):
     done = rtlab("scan", "--class", "pipe,rtlab-nope", "--out", str(tmp_path / "s"))
     assert done.returncode == 2
     assert "knows no class rtlab-nope" in done.stderr and not (tmp_path / "s").exists()
+
+
+def test_a_stressor_named_as_a_built_in_load_comes_out_usable(tmp_path):
+    # stress-ng's `cpu` stressor is not rtlab's `cpu` load: the loads file names it apart,
+    # and `rtlab run --loads-file` takes what `rtlab scan` wrote
+    out = tmp_path / "scan"
+    done = rtlab("scan", "--stressors", "cpu", "--per-stressor", "1s", "--settle", "0s", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    top = read_file(out / "top-loads.toml")
+    assert [load.name for load in top] == ["stress-ng-cpu"] and top[0].stress_ng == ("--cpu", "{workers}")
+    run = tmp_path / "run"
+    again = rtlab("run", "--loads-file", str(out / "top-loads.toml"), "--loads", "stress-ng-cpu",
+                  "--duration", "1s", "--settle", "0s", "--out", str(run))  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert read_json(run / "summary.json")["loads"]["stress-ng-cpu"]["status"] == "complete"

@@ -103,7 +103,7 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
                 raise UsageError(f"{tool} is not installed on {target.name}: {hint}")
         elif event.kind == ev.Kind.BUSY:
             raise Busy(event, target.name)
-        elif event.kind == ev.Kind.SPACE and event.get("kb").isdigit() and int(event.get("kb")) < MIN_FREE_KB:
+        elif event.kind == ev.Kind.SPACE and (event.number("kb") or 0) < MIN_FREE_KB and event.get("kb"):
             raise UsageError(
                 f"{target.name} has {event.get('kb')} KiB free in {target.runs_dir}: results need at least "
                 f"{MIN_FREE_KB} KiB; free some space"
@@ -474,11 +474,9 @@ def conclude(run: RunDir, **extra: Any) -> Outcome:
     if info is not None and "derived" not in info:
         info["derived"] = {"preemption": preemption(info).to_json()}
         write_json(run.path / "sysinfo.json", info)
-    clock = next((e for e in events if e.kind == ev.Kind.CLOCK and e.get("wall").isdigit()), None)
-    if clock is not None and not manifest.get("started"):
-        manifest["started"] = datetime.fromtimestamp(int(clock.get("wall")), UTC).isoformat(
-            timespec="seconds"
-        )
+    wall = next((w for e in events if e.kind == ev.Kind.CLOCK and (w := e.number("wall")) is not None), None)
+    if wall is not None and wall < 1 << 35 and not manifest.get("started"):  # before the year 3058
+        manifest["started"] = datetime.fromtimestamp(wall, UTC).isoformat(timespec="seconds")
     return Outcome(run, _finish(run, manifest, info, **extra))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import tomli_w
 
 from rtlab.errors import RunFailed, Stopped, UsageError
-from rtlab.loads import Load
+from rtlab.loads import BUILTIN, Load
 from rtlab.plan import Plan
 from rtlab.results import events as ev
 from rtlab.results.rundir import move_aside, read_json, write_atomic, write_json
@@ -120,8 +120,12 @@ def run(
         plan = replace(base, loads=(name,), custom_loads=(stressor_load(name),))
         try:
             outcome = execute(plan, open_target(), out=folder, name=f"scan-{name}")
-        except Stopped:
-            raise
+        except Stopped:  # a stop between stressors: those measured are kept, and said to be
+            kept = sum(1 for r in results.values() if r["status"] == "complete")
+            raise Stopped(
+                f"interrupted before {name} was measured; {kept} of {len(choice.stressors)} stressors "
+                f"measured are kept in {out}: run the same scan again to go on"
+            ) from None
         except RunFailed as e:
             results[name] = {"status": "failed", "reason": str(e), "run": f"runs/{name}"}
         else:
@@ -140,12 +144,18 @@ def run(
     return doc
 
 
+def file_name(stressor: str) -> str:
+    """The stressor's load name in a loads file: its own, unless a built-in load has it
+    (stress-ng's `cpu` is not rtlab's `cpu` load, and a loads file may not redefine that)."""
+    return f"stress-ng-{stressor}" if stressor in BUILTIN else stressor
+
+
 def top_loads(doc: dict[str, Any], top: int) -> str:
     """A loads file (--loads-file) with the TOP worst stressors of a scan."""
     loads = {}
     for name in doc["ranking"][:top]:
         r = doc["results"][name]
-        loads[name] = {
+        loads[file_name(name)] = {
             "stress-ng": [f"--{name}", "{workers}"],
             "about": f"rtlab scan on {doc['target']}: max {r['max_us']} µs, p99.99 {r['p99_99_us']} µs "
             f"in {doc['seconds_per_stressor']} s",

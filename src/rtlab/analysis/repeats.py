@@ -86,7 +86,9 @@ def _status(entries: list[LoadEntry]) -> tuple[str, str | None]:
     if statuses == {"complete"}:
         return "complete", None
     why = "; ".join(
-        f"repeat {k}: {e['reason']}" for k, e in enumerate(entries, 1) if e["status"] != "complete"
+        f"repeat {k}: {e['reason'] or e['status']}"  # a repeat never measured has no reason: its status
+        for k, e in enumerate(entries, 1)
+        if e["status"] != "complete"
     )
     return ("failed" if statuses == {"failed"} else "partial"), why
 

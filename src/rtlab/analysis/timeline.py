@@ -48,9 +48,9 @@ def clock(events: Sequence[Event]) -> ClockJSON | None:
     """The campaign's origin: uptime and wall time of the agent's clock event."""
     for event in events:
         if event.kind == Kind.CLOCK:
-            up, wall = event_time(event), event.get("wall")
-            if up is not None and wall.isdigit():
-                return {"uptime_s": up, "wall_s": int(wall)}
+            up, wall = event_time(event), event.number("wall")
+            if up is not None and wall is not None:
+                return {"uptime_s": up, "wall_s": wall}
     return None
 
 
@@ -106,9 +106,9 @@ def segment_times(events: Sequence[Event], origin: ClockJSON | None) -> dict[str
     out: dict[str, dict[int, list[float]]] = {}
     for event in events:
         t = event_time(event)
-        n = event.get("n")
-        if event.kind in (Kind.SEGMENT_START, Kind.SEGMENT_END) and t is not None and n.isdigit():
-            marks = out.setdefault(event.get("load"), {}).setdefault(int(n), [])
+        n = event.number("n")
+        if event.kind in (Kind.SEGMENT_START, Kind.SEGMENT_END) and t is not None and n is not None:
+            marks = out.setdefault(event.get("load"), {}).setdefault(n, [])
             marks.append(round(t - zero, 2))
     return out
 

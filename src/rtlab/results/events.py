@@ -8,8 +8,7 @@ from enum import StrEnum
 from rtlab.untrusted import printable
 
 PREFIX = "@rtlab "
-MAX_CHARS = 4096
-MAX_VALUE = 64  # the agent's longest line is a reason of a few hundred characters
+MAX_CHARS = 16384  # the longest line is stress-ng's list of stressors (2 kB in 0.15)
 
 
 class Kind(StrEnum):
@@ -69,11 +68,16 @@ class Event:
     def get(self, key: str, default: str = "") -> str:
         return self.fields.get(key, default)
 
+    def number(self, key: str) -> int | None:
+        """The field as a whole number (0 or more, at most 18 digits), None when it is not one."""
+        value = self.fields.get(key, "")
+        return int(value) if value.isdigit() and len(value) <= 18 else None
+
 
 def parse(line: str) -> Event | None:
     """The event on `line`, or None for any other output. A target writes these lines: a
     value never holds control characters (they would reach the terminal) and a line is cut
-    at MAX_CHARS, a value (but the free-text reason) at MAX_VALUE."""
+    at MAX_CHARS."""
     line = printable(line.rstrip("\n")[:MAX_CHARS])
     if not line.startswith(PREFIX):
         return None
@@ -88,7 +92,6 @@ def parse(line: str) -> Event | None:
             fields[key] = rest
             break
         value, _, rest = rest.partition(" ")
-        # a number, a name or a word: ASCII and short, so no digit a script of its own
-        # reads as one (int("²") fails) and no number too long for int() reaches a reader
-        fields[key.strip()] = value[:MAX_VALUE] if value.isascii() else "?"
+        # a number, a name or a word: ASCII, so no digit of another script (int("²") fails)
+        fields[key.strip()] = value if value.isascii() else "?"
     return Event(kind, fields)
