@@ -469,3 +469,47 @@ def test_terminal_compare_warns_about_different_loads(finished, tmp_path):
     done = rtlab("compare", str(finished), str(other))
     assert done.returncode == 0
     assert "runs measured different loads" in done.stderr
+
+
+# --- a load that daemonises -----------------------------------------------------------------
+
+DAEMON_LOADS = """
+[loads.daemon]
+command = ["sh", "-c", "setsid sleep 3001 & setsid sh -c 'sleep 3002 & exit'; sleep 3003"]
+about = "a command that daemonises twice (setsid, a double fork), then waits"
+"""
+
+
+@pytest.mark.parametrize("track", ["cgroup", "mark"])
+def test_a_daemonising_load_is_stopped_with_its_load_and_named(tmp_path, track):
+    # its own cgroup where the target has one; else the mark in its processes' environment
+    loads = tmp_path / "loads.toml"
+    loads.write_text(DAEMON_LOADS)
+    env = {"RTLAB_LOAD_CGROUPS": ""} if track == "mark" else {}
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "daemon", "2s", "--loads-file", str(loads)), env=env)
+    assert done.returncode == 0, done.stderr
+    assert processes_named("sleep", "sh") == set()
+    summary = read_json(out / "summary.json")
+    assert summary["loads"]["daemon"]["status"] == "complete"
+    said = [w["message"] for w in summary["warnings"] if w["code"] == "load-left-behind"]
+    assert said and "sleep,sleep" in said[0], summary["warnings"]
+    assert not (out / "loads/daemon/load.cgroup").exists() or not Path(
+        (out / "loads/daemon/load.cgroup").read_text().strip()
+    ).exists()  # the cgroup went with the load
+
+
+def test_ctrl_c_and_a_killed_agent_leave_no_daemon_of_a_load(tmp_path):
+    loads = tmp_path / "loads.toml"
+    loads.write_text(DAEMON_LOADS)
+    for stop in (signal.SIGINT, signal.SIGKILL):
+        out = tmp_path / f"run-{stop.name}"
+        proc = start_rtlab(*run_args(out, "daemon", "60s", "--loads-file", str(loads)))
+        wait_for(lambda out=out: events_say(out, "measure-start"))
+        wait_for(lambda: len(processes_named("sleep")) >= 3)
+        if stop == signal.SIGKILL:  # the agent killed hard: `agent.sh stop` finds what it left
+            os.kill(int((out / "agent.pid").read_text()), signal.SIGKILL)
+        else:
+            proc.send_signal(stop)
+        proc.communicate(timeout=120)
+        wait_for(lambda: processes_named("sleep", "sh") == set(), 30)

@@ -81,6 +81,7 @@ GOT_SIGNAL=0
 CT_PID=
 SLEEP_PID=
 STRESS_PID=
+LOAD_DIR=
 GOVSAVE=
 LOCK=
 GRACE=30
@@ -585,21 +586,97 @@ load_program() {
 	sed -n '1{/^taskset$/!{p;q;};};4p' "$1/load.argv"
 }
 
+# Every process of a load, even one that left its process group (a daemon: setsid, a double
+# fork), is found again by its cgroup where the target has one to spare (v2, or v1's freezer
+# or cpuacct hierarchy: mkdir there and cgroup.procs), else by the mark every process of the
+# load inherits in its environment (RTLAB_LOAD). Both are written in the load's folder, so
+# `agent.sh stop` finds them after an agent that died hard. RTLAB_LOAD_CGROUPS: the cgroup
+# folders to try, in order ("" for none: the mark alone).
+LOAD_CGROUPS=${RTLAB_LOAD_CGROUPS-/sys/fs/cgroup/freezer /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup}
+load_cgroup() {
+	for base in $LOAD_CGROUPS; do
+		[ -f "$base/cgroup.procs" ] || continue
+		if mkdir "$base/rtlab-load-$$" 2>/dev/null; then
+			echo "$base/rtlab-load-$$"
+			return 0
+		fi
+	done
+}
+
+# The PIDs of what is left of the load in folder $1 (zombies aside: they are only waiting to
+# be reaped): its cgroup's, else those with its mark.
+load_members() {
+	if [ -f "$1/load.cgroup" ]; then
+		pids=$(cat "$(cat "$1/load.cgroup")/cgroup.procs" 2>/dev/null)
+	elif [ -f "$1/load.mark" ]; then
+		mark="RTLAB_LOAD=$(cat "$1/load.mark")"
+		pids=
+		for env in /proc/[0-9]*/environ; do
+			if tr '\000' '\n' <"$env" 2>/dev/null | grep -qxF "$mark"; then
+				p=${env#/proc/}
+				pids="$pids ${p%/environ}"
+			fi
+		done
+	else
+		return 0
+	fi
+	for p in $pids; do
+		state=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+		[ -z "$state" ] || [ "$state" = Z ] || echo "$p"
+	done
+}
+
+# Ends what is left of the load in folder $1 (SIGTERM, SIGKILL after STOP_GRACE seconds) and
+# removes its cgroup; LOAD_LEFT says what had outlived the load's process group.
+load_sweep() {
+	LOAD_LEFT=
+	n=0 # what the group's SIGKILL ended may take a moment to go
+	while [ -n "$(load_members "$1")" ] && [ $n -lt 5 ]; do
+		sleep "$FINE_NAP"
+		n=$((n + 1))
+	done
+	for pid in $(load_members "$1"); do
+		LOAD_LEFT="$LOAD_LEFT${LOAD_LEFT:+,}$(tr -cd 'A-Za-z0-9_.+-' <"/proc/$pid/comm" 2>/dev/null)"
+		kill -TERM "$pid" 2>/dev/null
+	done
+	since=$(now_s)
+	while [ -n "$(load_members "$1")" ] && [ $(($(now_s) - since)) -lt "$STOP_GRACE" ]; do sleep 1; done
+	for pid in $(load_members "$1"); do kill -KILL "$pid" 2>/dev/null; done
+	if [ -f "$1/load.cgroup" ]; then
+		n=0 # the cgroup can be removed once its last process is reaped
+		while ! rmdir "$(cat "$1/load.cgroup")" 2>/dev/null && [ $n -lt 20 ]; do
+			sleep "$FINE_NAP"
+			n=$((n + 1))
+		done
+	fi
+}
+
 load_start() {
 	ld=$1
 	LOAD_PROGRAM=$(load_program "$ld")
 	OOM_BEFORE=$(oom_kills)
+	rm -f "$ld/load.cgroup"
+	LOAD_CG=$(load_cgroup)
+	if [ -n "$LOAD_CG" ]; then echo "$LOAD_CG" >"$ld/load.cgroup"; fi
+	echo "$$:$ld" >"$ld/load.mark"
 	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
 	(
 		echo 0 >/proc/self/oom_score_adj 2>/dev/null
+		# into the load's cgroup before anything is started: /proc/self is this subshell here
+		# (read is built in), and every process it starts is born inside
+		if [ -n "$LOAD_CG" ]; then read -r self _ </proc/self/stat && echo "$self" >"$LOAD_CG/cgroup.procs"; fi
+		RTLAB_LOAD="$$:$ld"
+		export RTLAB_LOAD
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
 		cd "$ld" && run_argv load.argv $NORMAL $SETSID
 	) >"$ld/load.log" 2>&1 &
 	STRESS_PID=$!
+	LOAD_DIR=$ld
 	echo "$STRESS_PID" >"$ld/load.pid"
 }
 
-# Ends the load: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds.
+# Ends the load: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds, then
+# whatever of it left the group (load_sweep), named in load.log's last line.
 load_stop() {
 	ld=$1
 	[ -n "$STRESS_PID" ] || return 0
@@ -611,11 +688,12 @@ load_stop() {
 	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.
 	signal_group KILL "$STRESS_PID"
 	wait_pid "$STRESS_PID"
+	load_sweep "$ld"
 	after=$(oom_kills)
 	kills=-
 	if [ "$after" != - ] && [ "$OOM_BEFORE" != - ]; then kills=$((after - OOM_BEFORE)); fi
-	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s\n' "$WAIT_RC" "$running" "$kills" \
-		>>"$ld/load.log"
+	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s left=%s\n' "$WAIT_RC" "$running" \
+		"$kills" "${LOAD_LEFT:--}" >>"$ld/load.log"
 	STRESS_PID=
 	LOAD_OOM_KILLS=$kills
 }
@@ -999,7 +1077,10 @@ stream_result() {
 
 cleanup() {
 	if [ -n "$CT_PID" ]; then signal_group KILL "$CT_PID"; fi
-	if [ -n "$STRESS_PID" ]; then signal_group KILL "$STRESS_PID"; fi
+	if [ -n "$STRESS_PID" ]; then
+		signal_group KILL "$STRESS_PID"
+		STOP_GRACE=0 load_sweep "$LOAD_DIR"
+	fi
 	governors_restore
 	tracefs_restore
 	if [ -n "${DIR:-}" ]; then rm -f "$DIR/agent.pid"; fi
@@ -1190,6 +1271,10 @@ cmd_stop() {
 		if alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$tool" ]; then
 			signal_group KILL "$pid"
 		fi
+	done
+	# and what a load left outside its group (its cgroup, or its mark)
+	for ld in "$DIR"/loads/*; do
+		if [ -f "$ld/load.cgroup" ] || [ -f "$ld/load.mark" ]; then STOP_GRACE=0 load_sweep "$ld"; fi
 	done
 	# An agent that died hard left its saved governors behind: put them back.
 	GOVSAVE=$DIR/governors.saved

@@ -226,6 +226,16 @@ def summarize(
             grouped = _by_cluster(per_cpu, groups)
             if grouped:
                 entry["clusters"] = grouped
+        left = (files.stress_end or {}).get("left", "-")
+        if left not in ("-", ""):  # processes of the load outside its group: a daemon, stopped
+            axis_warnings.append(
+                {
+                    "code": "load-left-behind",
+                    "load": load,
+                    "message": f"{load}: the load left {left} running outside its process group "
+                    "(a daemon?): rtlab stopped it with the load",
+                }
+            )
         traced = causes.build(
             load, files.traces, files.trace_events, events, origin["uptime_s"] if origin else 0.0,
             _thread_cpus(plan, sysinfo),
