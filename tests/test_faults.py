@@ -8,6 +8,7 @@ processes this test session started (conftest.processes_named)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import subprocess
 import threading
 import time
 import xml.etree.ElementTree as ET
+from csv import DictReader
 from pathlib import Path
 
 import pytest
@@ -513,3 +515,27 @@ def test_ctrl_c_and_a_killed_agent_leave_no_daemon_of_a_load(tmp_path):
             proc.send_signal(stop)
         proc.communicate(timeout=120)
         wait_for(lambda: processes_named("sleep", "sh") == set(), 30)
+
+
+def test_a_load_ignoring_sigterm_at_its_end_is_complete_with_a_warning(tmp_path):
+    # it ran the whole measurement: the numbers stand; that it had to be killed is said
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", stress="ignore-term"), "FAKE_LOAD": "cpu"}
+    done = rtlab(*run_args(run, "cpu", "2s"), env=env)
+    assert done.returncode == 0, done.stderr
+    summary = read_json(run / "summary.json")
+    assert summary["loads"]["cpu"]["status"] == "complete"
+    assert any(w["code"] == "load-ignored-sigterm" for w in summary["warnings"]), summary["warnings"]
+    assert processes_named(*TOOLS) == set()
+
+
+def test_a_failed_load_shows_no_throughput(tmp_path):
+    run = tmp_path / "run"
+    env = {**fakes.install(tmp_path / "bin", stress="die-after-2s"), "FAKE_LOAD": "cpu"}
+    done = rtlab(*run_args(run, "cpu", "4s"), env=env)
+    assert done.returncode == 3
+    entry = read_json(run / "summary.json")["loads"]["cpu"]
+    assert entry["status"] == "failed" and entry["throughput"]["ops_per_s"] is None
+    csv = rtlab("report", str(run), "--format", "csv").stdout
+    row = next(r for r in DictReader(io.StringIO(csv)) if r["load"] == "cpu" and r["cpu"] == "all")
+    assert row["status"] == "failed" and row["ops_per_s"] == ""

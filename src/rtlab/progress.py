@@ -79,7 +79,8 @@ class RunProgress:
         elif event.kind == Kind.MEASURE_START and load in self.tasks:
             self.progress.update(self.tasks[load], since=time.monotonic())
         elif event.kind == Kind.LOAD_END and load in self.tasks:
-            status = event.get("status")
+            # the agent's "complete" is not yet rtlab's: its results are checked once home
+            status = "measured" if event.get("status") == "complete" else event.get("status")
             task = next(t for t in self.progress.tasks if t.id == self.tasks[load])
             self.progress.update(task.id, completed=_elapsed(task), outcome=status)
             self.say(f"{load}: {status}")

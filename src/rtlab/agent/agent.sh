@@ -685,6 +685,8 @@ load_stop() {
 	signal_group TERM "$STRESS_PID"
 	since=$(now_s)
 	while alive "$STRESS_PID" && [ $(($(now_s) - since)) -lt $STOP_GRACE ]; do sleep 1; done
+	ignored=no
+	if alive "$STRESS_PID"; then ignored=yes; fi
 	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.
 	signal_group KILL "$STRESS_PID"
 	wait_pid "$STRESS_PID"
@@ -692,8 +694,8 @@ load_stop() {
 	after=$(oom_kills)
 	kills=-
 	if [ "$after" != - ] && [ "$OOM_BEFORE" != - ]; then kills=$((after - OOM_BEFORE)); fi
-	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s left=%s\n' "$WAIT_RC" "$running" \
-		"$kills" "${LOAD_LEFT:--}" >>"$ld/load.log"
+	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s left=%s term_ignored=%s\n' \
+		"$WAIT_RC" "$running" "$kills" "${LOAD_LEFT:--}" "$ignored" >>"$ld/load.log"
 	STRESS_PID=
 	LOAD_OOM_KILLS=$kills
 }
@@ -802,6 +804,8 @@ measure() {
 	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
 		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
 		REASON="stopped before cyclictest had measured anything"
+	elif [ -z "$REASON" ] && [ "$rc" = 0 ]; then
+		REASON="cyclictest exited with status 0 but its JSON is missing or empty (cyclictest.json.part)"
 	elif [ -z "$REASON" ]; then
 		REASON="$(exit_text cyclictest "$rc")"
 		words=$(last_words "$mf/cyclictest.log")
@@ -1243,7 +1247,8 @@ cmd_run() {
 }
 
 # Ends the run in DIR: its agent first (it stops in order), then any cyclictest or load
-# group it left behind (an agent killed with SIGKILL cannot), then the saved governors.
+# group it left behind (an agent killed with SIGKILL cannot: SIGTERM, then SIGKILL after
+# STOP_GRACE seconds), then the saved governors.
 cmd_stop() {
 	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
 	DIR=$1
@@ -1256,6 +1261,7 @@ cmd_stop() {
 			n=$((n + 1))
 		done
 	fi
+	left=
 	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
 		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid; do
 		[ -f "$f" ] || continue
@@ -1269,9 +1275,19 @@ cmd_stop() {
 		fi
 		# Only a group still led by the tool this run started: a reused PID is left alone.
 		if alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$tool" ]; then
-			signal_group KILL "$pid"
+			signal_group TERM "$pid" # cyclictest writes what it measured on SIGTERM
+			left="$left $pid"
 		fi
 	done
+	n=0
+	while [ $n -lt "$STOP_GRACE" ]; do
+		alive_left=
+		for pid in $left; do if alive "$pid"; then alive_left="$alive_left $pid"; fi; done
+		[ -n "$alive_left" ] || break
+		sleep 1
+		n=$((n + 1))
+	done
+	for pid in $left; do signal_group KILL "$pid"; done # and whatever ignored SIGTERM
 	# and what a load left outside its group (its cgroup, or its mark)
 	for ld in "$DIR"/loads/*; do
 		if [ -f "$ld/load.cgroup" ] || [ -f "$ld/load.mark" ]; then STOP_GRACE=0 load_sweep "$ld"; fi

@@ -23,12 +23,14 @@ def program(argv: Sequence[str]) -> str | None:
     return argv[0] if argv else None
 
 
-def throughput(argv: Sequence[str], log: str) -> ThroughputJSON | None:
+def throughput(argv: Sequence[str], log: str, failed: bool = False) -> ThroughputJSON | None:
     """None for a load that runs nothing (idle); otherwise the load's throughput, or why it has
-    none (ops_per_s null, reason in words)."""
+    none (ops_per_s null, reason in words). A failed load gets no numbers, this one neither."""
     name = program(argv)
     if name is None:
         return None
+    if failed:
+        return {"ops_per_s": None, "stressors": {}, "reason": "the load failed: rtlab vouches for none of it"}
     if name.rsplit("/", 1)[-1] != "stress-ng":
         reason = f"{name} is not stress-ng: rtlab reads no throughput"
         return {"ops_per_s": None, "stressors": {}, "reason": reason}

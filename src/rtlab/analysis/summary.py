@@ -40,6 +40,7 @@ SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
 ENDINGS = ("complete", "partial", "failed")
 # Fewer merged samples than this and the tail percentiles say nothing: p99.99 needs 10,000.
 FEW_SAMPLES = 10_000
+STOP_GRACE_S = 10  # the agent's STOP_GRACE: how long a load has to end after SIGTERM
 
 
 def load_status(
@@ -179,7 +180,7 @@ def summarize(
             "histograms": None,
             "phases": None,
             "timeline": None,
-            "throughput": cost.throughput(files.argv, files.log),
+            "throughput": cost.throughput(files.argv, files.log, failed=status == "failed"),
             "resources": cost.resources(events, load),
         }
         if load in when:
@@ -226,6 +227,15 @@ def summarize(
             grouped = _by_cluster(per_cpu, groups)
             if grouped:
                 entry["clusters"] = grouped
+        if (files.stress_end or {}).get("term_ignored") == "yes":  # it ran to the end: measured whole
+            axis_warnings.append(
+                {
+                    "code": "load-ignored-sigterm",
+                    "load": load,
+                    "message": f"{load}: the load ignored SIGTERM at its end and was killed after "
+                    f"{STOP_GRACE_S} s; the measurement before was whole",
+                }
+            )
         left = (files.stress_end or {}).get("left", "-")
         if left not in ("-", ""):  # processes of the load outside its group: a daemon, stopped
             axis_warnings.append(

@@ -36,10 +36,20 @@ class LocalTarget:
         return [self.shell, str(script_path()), *args]
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        done = subprocess.run(
-            self._argv(args), capture_output=True, text=True, errors="replace", env=self.env
-        )
-        return done.returncode, done.stdout + done.stderr
+        # A group of its own, ended whole if rtlab is interrupted: the agent's subshells and
+        # their commands (sysinfo reads with a timeout) go with it, not seconds later.
+        proc = subprocess.Popen(
+            self._argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True, errors="replace", env=self.env, preexec_fn=lambda: die_with_parent(signal.SIGKILL),
+        )  # fmt: skip
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        return proc.returncode, out + err
 
     def workdir(self, run: RunDir, uid: str) -> str:
         return str(run.path.resolve())
