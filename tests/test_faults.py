@@ -496,9 +496,10 @@ def test_a_daemonising_load_is_stopped_with_its_load_and_named(tmp_path, track):
     assert summary["loads"]["daemon"]["status"] == "complete"
     said = [w["message"] for w in summary["warnings"] if w["code"] == "load-left-behind"]
     assert said and "sleep,sleep" in said[0], summary["warnings"]
-    assert not (out / "loads/daemon/load.cgroup").exists() or not Path(
-        (out / "loads/daemon/load.cgroup").read_text().strip()
-    ).exists()  # the cgroup went with the load
+    assert (
+        not (out / "loads/daemon/load.cgroup").exists()
+        or not Path((out / "loads/daemon/load.cgroup").read_text().strip()).exists()
+    )  # the cgroup went with the load
 
 
 def test_ctrl_c_and_a_killed_agent_leave_no_daemon_of_a_load(tmp_path):

@@ -596,3 +596,18 @@ def test_collect_from_a_hostile_board_refuses_and_keeps_the_run(board, tmp_path,
     assert not (out / "collect-error.txt").is_symlink()
     assert not any(p.is_symlink() for p in out.rglob("*"))
     assert read_json(out / "summary.json")["loads"]["idle"]["merged"] == before  # nothing lost
+
+
+def test_a_log_without_a_bundle_naming_loads_rtlab_does_not_know_is_imported_as_failed(tmp_path):
+    # sets of a loads file, a hostile name, or none: the import never fails on a name
+    results = [
+        {"case": "x", "definition": "0_rtlab", "result": "pass", "set": s} for s in ("spin", "../../etc")
+    ]
+    log = tmp_path / "job.log"
+    log.write_text("".join(json.dumps({"lvl": "results", "msg": r}) + "\n" for r in results))
+    out = tmp_path / "imported"
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(out))
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["plan"]["loads"] == ["spin"] and manifest["loads"]["spin"]["status"] == "failed"
+    assert "holds no run from the board" in manifest["loads"]["spin"]["reason"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,10 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
+UPDATE_TRIES = 3
+UPDATE_PAUSE_S = 15
+
+
 @dataclass(frozen=True)
 class Apt:
     """apt for one Debian release and architecture, confined to a folder of the cache."""
@@ -103,6 +108,7 @@ class Apt:
             "-o", "Acquire::Languages=none",
             "-o", "Debug::NoLocking=true",
             "-o", "APT::Sandbox::User=root",
+            "-o", "Acquire::Retries=3",  # a download cut short is fetched again
         ]  # fmt: skip
 
     def update(self, force: bool = False) -> None:
@@ -129,7 +135,16 @@ class Apt:
         (self.root / "etc/apt/sources.list.d").mkdir(exist_ok=True)
         for name, text in self.sources:
             (self.root / "etc/apt/sources.list.d" / name).write_text(text)
-        _run(["apt-get", *self.options(), "update"])
+        # A mirror being synced serves index files that disagree for a while ("Hash Sum
+        # mismatch", "Some index files failed to download"): asked again a little later.
+        for attempt in range(1, UPDATE_TRIES + 1):
+            try:
+                _run(["apt-get", *self.options(), "update"])
+                return
+            except UsageError:
+                if attempt == UPDATE_TRIES:
+                    raise
+                time.sleep(UPDATE_PAUSE_S * attempt)
 
     def depends_on(self, package: str, prefix: str) -> str:
         """The package a metapackage points to, e.g. linux-image-rt-amd64 -> linux-image-6.1.0-28-rt-amd64."""

@@ -28,7 +28,7 @@ import yaml
 
 from rtlab import __version__, untrusted
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import valid_name
+from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
 from rtlab.results import unpack as archive
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
@@ -270,7 +270,11 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
         raise UsageError(f"-o {out} is not empty: give a new folder for the imported run")
     # the test sets name the loads; one that is no load name rtlab makes is left out
     sets = list(dict.fromkeys(str(r["set"]) for r in results if r.get("set") and valid_name(str(r["set"]))))
-    plan = Plan(loads=tuple(sets) or ("unknown",))
+    loads = tuple(sets) or ("unknown",)
+    # a set of a loads file, or none at all: named as the job named it, defined as nothing
+    # rtlab knows, so the import never fails on a name (the run is failed with its reason)
+    unknown = tuple(Load(n, about="named by the LAVA job's results") for n in loads if n not in BUILTIN)
+    plan = Plan(loads=loads, custom_loads=unknown)
     reason = f"the job's log holds no run from the board ({problem})"
     manifest = {
         "schema": MANIFEST_SCHEMA,
