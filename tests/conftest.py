@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,3 +161,17 @@ def processes_named(*names: str, session: bool = False) -> set[int]:
             except OSError:
                 pass
     return pids
+
+
+def stop_groups(started: list[subprocess.Popen[Any]]) -> None:
+    """Servers a test started, each leading a process group: SIGTERM to every group, then
+    SIGKILL to a group still there after 30 s; one that ended already is gone."""
+    for proc in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in started:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

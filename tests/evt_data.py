@@ -28,10 +28,16 @@ def truth(xi: float, p: float, tail_p: float) -> float:
 
 
 def samples(
-    rng: np.random.Generator, seconds: int, xi: float, tail_p: float, shift: bool = False, storm: bool = False
+    rng: np.random.Generator,
+    seconds: int,
+    xi: float,
+    tail_p: float,
+    shift: bool = False,
+    storm: bool = False,
+    body: float = 1.0,
 ) -> np.ndarray:
     n = seconds * RATE
-    x = 5 + 20 * rng.beta(2, 5, n)
+    x = (5 + 20 * rng.beta(2, 5, n)) * body  # body: how much slower the body is (1.1: 10 %)
     hit = rng.random(n) < tail_p
     if shift:  # the first half's tail four times as frequent: a changing spike rate
         hit[: n // 2] |= rng.random(n // 2) < 3 * tail_p
@@ -43,16 +49,23 @@ def samples(
 
 
 def write_run(
-    base: Path, seed: int, xi: float, seconds: int = 600, tail_p: float = 2e-3, cpus: int = 2, **breaks: bool
+    base: Path,
+    seed: int,
+    xi: float,
+    seconds: int = 600,
+    tail_p: float = 2e-3,
+    cpus: int = 2,
+    body: float = 1.0,
+    **breaks: bool,
 ) -> Path:
     rng = np.random.default_rng(seed)
-    run = base / f"synthetic-{seed}-{xi}"
+    run = base / f"synthetic-{seed}-{xi}-{tail_p:g}-{body:g}-{'-'.join(sorted(breaks))}"
     folder = run / "loads" / "idle"
     folder.mkdir(parents=True)
     lines = ["Max CPUs = 2", "Online CPUs = 2", "# /dev/cpu_dma_latency set to 0us"]
     threads = {}
     for cpu in range(cpus):
-        x = samples(rng, seconds, xi, tail_p, **breaks)
+        x = samples(rng, seconds, xi, tail_p, body=body, **breaks)
         maxima = x.reshape(seconds, RATE)
         cycle = maxima.argmax(axis=1) + np.arange(seconds) * RATE
         # cyclictest never prints the last block of a run

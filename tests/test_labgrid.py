@@ -5,7 +5,6 @@ refused and left held."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from conftest import (
     read_json,
     rtlab,
     start_rtlab,
+    stop_groups,
     wait_for,
 )
 from test_lava_server import wait_port
@@ -79,15 +79,7 @@ def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
         wait_for(lambda: "rack/desk/NetworkService" in lab.client("show").stdout, 30)
         yield lab
     finally:
-        for proc in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in started:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups(started)
 
 
 @needs_root

@@ -6,12 +6,10 @@ this machine's sshd as the board, and the run comes back as rtlab's; the token n
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -23,7 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
+from conftest import needs_root, needs_tools, processes_named, read_json, rtlab, stop_groups
 from test_lava import make_job
 from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
@@ -127,15 +125,7 @@ def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
               "--log-file", str(tmp / "worker.log"))  # fmt: skip
         yield Lab(f"http://127.0.0.1:{web_port}", token)
     finally:
-        for proc in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in started:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups(started)
         as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(data)
 

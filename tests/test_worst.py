@@ -108,3 +108,13 @@ def test_time_series_tests_agree_with_statsmodels():
             stat, p_ref, *_ = kpss(x, regression="c", nlags="legacy")
         eta, p = stationarity.kpss_level(x)
         assert eta == pytest.approx(stat, rel=1e-9) and p == pytest.approx(p_ref, abs=1e-9)
+
+
+@pytest.mark.unit
+def test_holm_agrees_with_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        p = list(rng.uniform(0, 0.2, size=8))
+        assert np.allclose(stationarity.holm(p), multipletests(p, method="holm")[1])

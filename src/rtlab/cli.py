@@ -24,6 +24,7 @@ from rtlab.units import format_duration, parse_duration, parse_latency
 # Everything else is imported by the command that needs it: `rtlab --help` must not pay
 # for numpy, matplotlib, asyncssh or the kernel builder (bench/bench_startup.py).
 if TYPE_CHECKING:
+    from rtlab.analysis.verdicts import Margin
     from rtlab.lava_server import Server
     from rtlab.results.events import Event
     from rtlab.runner import Outcome
@@ -863,18 +864,70 @@ def compare(
     deadline: Deadline = None,
     figures_dir: Figures = None,
     series: Series = False,
+    margin: Annotated[
+        str, typer.Option(help="a difference within it is the same: µs, %, or both, e.g. 5us,10%")
+    ] = "5us,10%",
+    gate: Annotated[
+        bool, typer.Option("--gate", help="exit 1 when a load of a later run is worse than the first's")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")
+    ] = False,
+    junit: Annotated[Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load")] = None,
 ) -> None:
-    """Runs side by side, one column group each: Table 5-1 of the StarFive study."""
+    """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
+    the first run, whether each difference is real: better, worse, same or unknown."""
     from rtlab import store
+    from rtlab.analysis import verdicts
+    from rtlab.report import verdict_table
 
     report.renderer(fmt)
+    limit = _margin(margin)
     summaries = [store.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
     if labels is not None:
         names = [label.strip() for label in labels.split(",")]
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    sides = [store.replicates(path) for path in runs]
+    compared = []
+    for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
+        found = verdicts.compare(sides[0], side, limit, deadline_us)
+        summary["verdicts"] = {"against": names[0], **found}
+        compared.append((name, found))
     _present(summaries, names, fmt, output, deadline, figures_dir, series=series)
+    if compared and fmt == "table" and output is None:
+        console.print(verdict_table.build(compared, untrusted.printable(names[0])))
+    elif compared and fmt == "md" and output is None:
+        console.print(verdict_table.markdown(compared, names[0]), highlight=False)
+    if junit is not None:
+        _emit(verdict_table.junit(compared, names[0], strict), junit)
+    if gate:
+        said = [v["verdict"] for _, found in compared for v in found["loads"].values()]
+        failing = {"worse"} | ({"unknown", "refused"} if strict else set())
+        counts = ", ".join(f"{said.count(w)} {w}" for w in ("worse", "better", "same", "unknown", "refused"))
+        err.print(f"gate: {counts}", highlight=False)
+        if failing & set(said):
+            raise typer.Exit(1)
+
+
+def _margin(text: str) -> Margin:
+    """--margin: "5us", "10%" or both ("5us,10%"): the larger of them applies."""
+    from rtlab.analysis import verdicts
+
+    us, fraction = 0.0, 0.0
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part.endswith("%"):
+            try:
+                fraction = float(part[:-1]) / 100
+            except ValueError:
+                raise UsageError(f"--margin {text}: {part} is not a percentage, e.g. 10%") from None
+        else:
+            us = float(parse_latency(part))
+    if us < 0 or not 0 <= fraction < 10 or (us == 0 and fraction == 0):
+        raise UsageError(f"--margin {text}: give a latency, a percentage or both, e.g. 5us,10%")
+    return verdicts.Margin(us, fraction)
 
 
 @app.command()

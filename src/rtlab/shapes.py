@@ -410,6 +410,7 @@ class Summary(TypedDict):
     audit: list[FindingJSON]
     warnings: list[WarningJSON]
     deadline: NotRequired[Deadline]  # only when a deadline was given
+    verdicts: NotRequired[dict[str, Any]]  # rtlab compare: against the first run (analysis/verdicts.py)
 
 
 # --- checking a document read back against its shape -----------------------------------------

@@ -67,11 +67,31 @@ def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]
     return manifest, info, events, problems
 
 
+def replicates(path: Path) -> list[Summary]:
+    """The whole runs a folder holds: each repeat of a campaign measured more than once
+    (--repeat), else the run itself. Comparisons replicate at this level."""
+    if (path / repeats.FILE).is_file():
+        n = _repeat_count(path)
+        found = [summary(path / repeats.folder(k)) for k in range(1, n + 1)]
+        return [s for k, s in enumerate(found, 1) if (path / repeats.folder(k) / "run.json").is_file()]
+    return [summary(path)]
+
+
+def _repeat_count(path: Path) -> int:
+    try:
+        n = read_json(path / repeats.FILE).get("n")
+    except (UnreadableFile, ValueError, AttributeError):
+        n = None
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
+        raise UsageError(f"{path}/{repeats.FILE} is damaged: it does not say how many repeats (1 to 1000)")
+    return n
+
+
 def summary(path: Path) -> Summary:
     """The summary of the run at `path`, always recomputed from its raw results; of a campaign
     measured several times (--repeat), its repeats read together."""
     if (path / repeats.FILE).is_file():
-        done = [path / repeats.folder(k) for k in range(1, read_json(path / repeats.FILE)["n"] + 1)]
+        done = [path / repeats.folder(k) for k in range(1, _repeat_count(path) + 1)]
         found = [summary(p) for p in done if (p / "run.json").is_file()]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")

@@ -156,6 +156,7 @@ def assess(
                     "name": check.name,
                     "statistic": round(check.statistic, 4),
                     "p_value": round(check.p_value, 4),
+                    "p_adjusted": round(check.p_adjusted, 4),
                     "passed": check.passed,
                 }
             )
@@ -163,7 +164,10 @@ def assess(
         return refuse(f"the time axis has {len(axis)} blocks: the stationarity checks need 40 or more")
     failed = [ch["name"] for ch in checks if not ch["passed"]]
     if failed:
-        return refuse(f"the time axis fails {', '.join(failed)} at alpha 0.05: not stationary, or bursts")
+        return refuse(
+            f"the time axis fails {', '.join(failed)} (Holm-adjusted, alpha 0.05 for all the checks): "
+            "not stationary, or bursts"
+        )
 
     blocks, trap = _gev_blocks(np.asarray(series, dtype=np.int64), fit.u)
     if blocks is None:

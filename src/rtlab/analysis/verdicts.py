@@ -1,0 +1,458 @@
+"""Is the difference real? Verdicts of a run (or a group of repeats) against a baseline, per
+load: better, worse, same (equivalent within a margin) or unknown, each with its effect, its
+95 % interval and the test behind it; refused where the runs cannot be compared.
+
+Replicates are taken at the level that varies. Whole runs (--repeat) are the replicates of
+the body (p99, p99.9, p99.99): a bootstrap over runs, never over samples, which are
+autocorrelated. With one run per side the body has no replicates and is unknown, which says
+how many repeats would settle it. Within a run the blocks of the time axis (their maxima,
+--block) are the replicates of the block maxima: a Mann-Whitney U test, the shift of their
+median with a moving-block bootstrap interval. The tail is the rate of wake-ups later than a
+level (the deadline, else the baseline's p99.99): an exact Poisson rate-ratio test on the
+counts, or, when the blocks' exceedances are over-dispersed (storms: the dispersion check
+of `worst`), Fisher's exact test on the blocks above the level. No maximum is ever
+bootstrapped. The p-values of all loads and metrics are adjusted together (Holm), and a load
+whose time axis fails the stationarity gate on either side is refused, as `worst` refuses.
+
+Pure functions over summaries: no file is read here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from rtlab.analysis import stationarity
+from rtlab.shapes import HistogramJSON, Summary
+
+ALPHA = 0.05
+POWER = 0.8
+BOOTSTRAP = 2000
+BLOCK_BOOTSTRAP = 400
+MIN_BLOCKS = 20  # block maxima a side needs for their test
+GATE_BLOCKS = 40  # ... and for the stationarity gate (as `worst`)
+QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
+MARGIN_US = 5  # the default margin: the larger of 5 µs and 10 %
+MARGIN_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class Margin:
+    """A difference within it is "same": the larger of `us` and `fraction` of the baseline."""
+
+    us: float = MARGIN_US
+    fraction: float = MARGIN_FRACTION
+
+    def of(self, base: float) -> float:
+        return max(self.us, self.fraction * abs(base))
+
+
+@dataclass
+class Test:
+    metric: str  # p99 / p99.9 / p99.99 / block-max / exceedance
+    test: str  # which test, in words
+    unit: str  # µs, or "ratio" for the exceedance rate
+    base: float | None = None
+    new: float | None = None
+    effect: float | None = None  # new - base (µs), or new / base (ratio)
+    interval: tuple[float | None, float | None] = (None, None)
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    margin: float | None = None
+    verdict: str = "unknown"
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric, "test": self.test, "unit": self.unit,
+            "base": _round(self.base), "new": _round(self.new), "effect": _round(self.effect),
+            "interval": [_round(x) for x in self.interval], "p_value": _round(self.p_value, 6),
+            "p_adjusted": _round(self.p_adjusted, 6), "margin": _round(self.margin),
+            "verdict": self.verdict, "note": self.note,
+        }  # fmt: skip
+
+
+@dataclass
+class LoadVerdict:
+    verdict: str = "unknown"  # better / worse / same / unknown / refused
+    reason: str = ""
+    tests: list[Test] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "reason": self.reason, "tests": [t.to_json() for t in self.tests]}
+
+
+def _round(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), digits)
+
+
+# --- the data of one side ------------------------------------------------------------------
+
+
+def _histogram(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(values, counts, overflows, limit) of runs' merged histograms pooled."""
+    values: list[int] = []
+    counts: list[int] = []
+    overflows, limit = 0, 0
+    for entry in entries:
+        h: HistogramJSON = entry["histograms"]["merged"]
+        values += h["values"]
+        counts += h["counts"]
+        overflows += h["overflows"]
+        limit = min(limit, h["limit_us"]) if limit else h["limit_us"]
+    v = np.asarray(values, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    keep = v < limit
+    return v[keep], c[keep], overflows + int(c[~keep].sum()), limit
+
+
+def quantile(values: np.ndarray, counts: np.ndarray, overflows: int, q: float) -> float | None:
+    """Nearest-rank quantile of a histogram (as the summary's); None beyond its range."""
+    n = int(counts.sum()) + overflows
+    if n == 0:
+        return None
+    order = np.argsort(values)
+    cum = np.cumsum(counts[order])
+    rank = math.ceil(q * n)
+    if rank > (cum[-1] if len(cum) else 0):
+        return None
+    return float(values[order][int(np.searchsorted(cum, rank))].item())
+
+
+def _above(values: np.ndarray, counts: np.ndarray, overflows: int, level: float) -> int:
+    return int(counts[values > level].sum()) + overflows
+
+
+def _blocks(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, float]:
+    maxima: list[int] = []
+    block_s = 1.0
+    for entry in entries:
+        axis = entry.get("timeline") or {}
+        maxima += [m for m in axis.get("merged") or [] if m is not None and m >= 0]
+        block_s = float(axis.get("block_s") or block_s)
+    return np.asarray(maxima, dtype=float), block_s
+
+
+# --- the tests -----------------------------------------------------------------------------
+
+
+def _grid(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every run's merged histogram on one grid of values: (values, counts per run (rows:
+    the baseline's runs, then the new ones; the last column the overflows), limit)."""
+    runs = [*base, *new]
+    limit = min(e["histograms"]["merged"]["limit_us"] for e in runs)
+    values = np.unique(
+        np.concatenate([np.asarray(e["histograms"]["merged"]["values"], dtype=np.int64) for e in runs])
+    )
+    values = values[values < limit]
+    table = np.zeros((len(runs), len(values) + 1), dtype=np.int64)
+    for row, e in enumerate(runs):
+        h = e["histograms"]["merged"]
+        v, c = np.asarray(h["values"], dtype=np.int64), np.asarray(h["counts"], dtype=np.int64)
+        inside = v < limit
+        table[row, np.searchsorted(values, v[inside])] = c[inside]
+        table[row, -1] = h["overflows"] + int(c[~inside].sum())
+    return values, table, limit
+
+
+def _quantiles(values: np.ndarray, counts: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """Nearest-rank quantiles of each row of COUNTS (last column: overflows); nan beyond range."""
+    cum = np.cumsum(counts[:, :-1], axis=1)
+    total = cum[:, -1] + counts[:, -1] if cum.shape[1] else counts[:, -1]
+    out = np.full((len(counts), len(qs)), np.nan)
+    for j, q in enumerate(qs):
+        rank = np.ceil(q * total)
+        for i in range(len(counts)):
+            if total[i] and cum.shape[1] and rank[i] <= cum[i, -1]:
+                out[i, j] = values[int(np.searchsorted(cum[i], rank[i]))]
+    return out
+
+
+def _bodies(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], margin: Margin,
+            rng: np.random.Generator) -> list[Test]:  # fmt: skip
+    """p99, p99.9 and p99.99, new against base: a bootstrap over whole runs (each side's runs
+    resampled with replacement, their histograms pooled), never over samples."""
+    values, table, _ = _grid(base, new)
+    nb = len(base)
+    qs = list(QUANTILES.values())
+    pooled = np.vstack([table[:nb].sum(axis=0), table[nb:].sum(axis=0)])
+    point = _quantiles(values, pooled, qs)
+    samples = pooled.sum(axis=1)
+    diffs = None
+    if nb >= 2 and len(new) >= 2:
+        picks_b = rng.integers(0, nb, size=(BOOTSTRAP, nb))
+        picks_n = rng.integers(nb, len(table), size=(BOOTSTRAP, len(new)))
+        qb = _quantiles(values, table[picks_b].sum(axis=1), qs)
+        qn = _quantiles(values, table[picks_n].sum(axis=1), qs)
+        diffs = qn - qb
+    tests = []
+    for j, (name, q) in enumerate(QUANTILES.items()):
+        test = Test(name, "bootstrap over whole runs (their histograms pooled)", "µs")
+        b, n = point[0, j], point[1, j]
+        test.base, test.new = (None if np.isnan(b) else float(b)), (None if np.isnan(n) else float(n))
+        need = math.ceil(10 / (1 - q))
+        if samples.min() < need:
+            test.note = f"fewer than {need} samples on a side: {name} is not yet measured"
+        elif test.base is None or test.new is None:
+            test.note = f"{name} lies beyond the histogram's range on a side: measure with a wider one"
+        else:
+            test.effect = test.new - test.base
+            test.margin = margin.of(test.base)
+            if diffs is None:
+                test.note = (
+                    "one run per side: the body has no replicates (samples within a run are not "
+                    "independent); measure each side with --repeat 3 or more"
+                )
+            else:
+                d = diffs[:, j][~np.isnan(diffs[:, j])]
+                if len(d) >= BOOTSTRAP // 2:
+                    test.interval = (float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975)))
+                    below, above = float(np.mean(d <= 0)), float(np.mean(d >= 0))
+                    test.p_value = min(1.0, 2 * min(below, above))
+                else:
+                    test.note = "the bootstrap's resamples fell beyond the histogram's range"
+        tests.append(test)
+    return tests
+
+
+def _moving_block_medians(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Medians of moving-block bootstrap resamples of x (blocks of about n^(1/3))."""
+    n = len(x)
+    size = max(1, round(n ** (1 / 3)))
+    starts = rng.integers(0, n - size + 1, size=(BLOCK_BOOTSTRAP, -(-n // size)))
+    index = (starts[:, :, None] + np.arange(size)).reshape(BLOCK_BOOTSTRAP, -1)[:, :n]
+    medians: np.ndarray = np.median(x[index], axis=1)
+    return medians
+
+
+def _block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
+               rng: np.random.Generator) -> Test:  # fmt: skip
+    test = Test(
+        "block-max", "Mann-Whitney U on the blocks' maxima; median shift, moving-block bootstrap", "µs"
+    )
+    if min(len(base_blocks), len(new_blocks)) < MIN_BLOCKS:
+        test.note = f"fewer than {MIN_BLOCKS} blocks on a side: measure longer or with a shorter --block"
+        return test
+    test.base, test.new = float(np.median(base_blocks)), float(np.median(new_blocks))
+    test.effect = test.new - test.base
+    test.margin = margin.of(test.base)
+    test.p_value = float(stats.mannwhitneyu(new_blocks, base_blocks, alternative="two-sided").pvalue)
+    d = _moving_block_medians(new_blocks, rng) - _moving_block_medians(base_blocks, rng)
+    test.interval = (float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975)))
+    return test
+
+
+def _exceedance(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], level: float, said: str,
+    base_blocks: np.ndarray, new_blocks: np.ndarray, block_s: float, margin: Margin,
+) -> Test:  # fmt: skip
+    test = Test("exceedance", "", "ratio")
+    vb, cb, ob, _ = _histogram(base)
+    vn, cn, on, _ = _histogram(new)
+    nb, nn = int(cb.sum()) + ob, int(cn.sum()) + on
+    kb, kn = _above(vb, cb, ob, level), _above(vn, cn, on, level)
+    test.base, test.new = kb / nb * 1e6 if nb else None, kn / nn * 1e6 if nn else None
+    test.note = f"wake-ups later than {level:g} µs ({said}), per million"
+    test.margin = 1 + margin.fraction
+    if kb + kn == 0:
+        test.note += ": none on either side, the rates cannot be told apart"
+        return test
+    per = max(int(round(30 / block_s)), 1)  # 30 s windows, as the stationarity gate's
+    dispersed = any(
+        len(blocks) >= 2 * per
+        and stationarity.dispersion(
+            (blocks[: len(blocks) // per * per] > level).reshape(-1, per).sum(axis=1)
+        )[1]
+        < ALPHA
+        for blocks in (base_blocks, new_blocks)
+    )
+    if dispersed and min(len(base_blocks), len(new_blocks)) >= MIN_BLOCKS:
+        # storms: the wake-ups are not independent; the blocks (above the level or not) are
+        xb, xn = int((base_blocks > level).sum()), int((new_blocks > level).sum())
+        table = [[xn, len(new_blocks) - xn], [xb, len(base_blocks) - xb]]
+        result = stats.fisher_exact(table)
+        test.test = "Fisher's exact test on the blocks above the level (exceedances over-dispersed)"
+        test.p_value = float(result.pvalue)
+        if xb and xn:
+            rb, rn = xb / len(base_blocks), xn / len(new_blocks)
+            test.effect = rn / rb
+            se = math.sqrt(1 / xn - 1 / len(new_blocks) + 1 / xb - 1 / len(base_blocks))
+            test.interval = (test.effect * math.exp(-1.96 * se), test.effect * math.exp(1.96 * se))
+        return test
+    test.test = "exact Poisson rate-ratio test (conditional binomial) on the wake-ups above the level"
+    share = nn / (nn + nb)
+    result = stats.binomtest(kn, kn + kb, share)
+    test.p_value = float(result.pvalue)
+    ci = result.proportion_ci(0.95, method="exact")
+    odds = share / (1 - share)
+
+    def ratio(pi: float) -> float | None:
+        return None if pi >= 1 else (pi / (1 - pi)) / odds
+
+    test.effect = ratio(kn / (kn + kb)) if kb else None
+    test.interval = (ratio(ci.low), ratio(ci.high))
+    return test
+
+
+# --- verdicts ------------------------------------------------------------------------------
+
+
+def _judge(test: Test) -> None:
+    """The metric's verdict from its corrected p-value, effect and interval (test.verdict)."""
+    if test.effect is None or test.margin is None:
+        test.verdict = "unknown"
+        return
+    lo, hi = test.interval
+    ratio = test.unit == "ratio"
+    up = test.effect > test.margin if ratio else test.effect > test.margin
+    down = test.effect < 1 / test.margin if ratio else test.effect < -test.margin
+    significant = test.p_adjusted is not None and test.p_adjusted < ALPHA
+    low, high = (1 / test.margin, test.margin) if ratio else (-test.margin, test.margin)
+    inside = lo is not None and hi is not None and low <= lo and hi <= high
+    if significant and up:
+        test.verdict = "worse"
+    elif significant and down:
+        test.verdict = "better"
+    elif inside:
+        test.verdict = "same"
+    else:
+        test.verdict = "unknown"
+        more = _how_much_more(test) if lo is not None and hi is not None else ""
+        if more:
+            test.note = f"{test.note}: {more}" if test.note else more
+
+
+def _how_much_more(test: Test) -> str:
+    """How much more measuring would settle it: the data needed for the interval to fit in
+    the margin (or to show a difference of the margin's size with 80 % power)."""
+    lo, hi = test.interval
+    assert lo is not None and hi is not None and test.margin is not None
+    if test.unit == "ratio":
+        if lo <= 0 or hi <= 0:
+            return ""
+        se, width = (math.log(hi) - math.log(lo)) / 3.92, math.log(test.margin)
+    else:
+        se, width = (hi - lo) / 3.92, test.margin
+    if se <= 0 or width <= 0:
+        return ""
+    z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
+    factor = (z * se / width) ** 2
+    if factor <= 1:
+        return "near the edge: a little more data would settle it"
+    return f"about {math.ceil(factor)} times the data would settle it (repeats, or longer runs)"
+
+
+def _refusal(base: Summary, new: Summary, load: str) -> str | None:
+    bp, np_ = base["plan"], new["plan"]
+    for key, what in (("interval_us", "intervals"), ("rt_cpus", "measured CPUs")):
+        if bp.get(key) != np_.get(key):
+            return f"the runs used different {what} ({bp.get(key)} / {np_.get(key)})"
+    if (base["system"].get("cpu_count") or 0) != (new["system"].get("cpu_count") or 0):
+        counts = f"{base['system'].get('cpu_count')} / {new['system'].get('cpu_count')}"
+        return f"the runs had different CPUs ({counts})"
+    for side, s in (("the baseline", base), ("the new run", new)):
+        entry = s["loads"].get(load)
+        if entry is None:
+            return f"{side} did not measure {load}"
+        if entry["status"] not in ("complete", "partial") or entry["merged"] is None:
+            return f"{side}'s {load} has no numbers rtlab vouches for ({entry['status']})"
+    return None
+
+
+def _gate(entries: Sequence[dict[str, Any]], side: str) -> str | None:
+    """Why a side's time axis is refused (stationarity, Holm across the checks), or None."""
+    for k, entry in enumerate(entries, 1):
+        axis = (entry.get("timeline") or {}).get("merged") or []
+        if len(axis) < GATE_BLOCKS:
+            continue
+        x = np.asarray(axis, dtype=float)
+        block_s = float((entry.get("timeline") or {}).get("block_s") or 1.0)
+        failed = [
+            c.name for c in stationarity.run_all(x, float(np.quantile(x, 0.9)), block_s) if not c.passed
+        ]
+        if failed:
+            which = f"{side} (repeat {k})" if len(entries) > 1 else side
+            return (
+                f"{which}'s time axis fails {', '.join(failed)}: not stationary, a difference means nothing"
+            )
+    return None
+
+
+def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Margin(),
+            deadline_us: int | None = None, seed: int = 1) -> dict[str, Any]:  # fmt: skip
+    """Verdicts of NEW (runs, or repeats of one campaign) against BASE, per load they share."""
+    rng = np.random.default_rng(seed)
+    verdicts: dict[str, LoadVerdict] = {}
+    loads = [load for load in base[0]["loads"] if load in new[0]["loads"]] or list(base[0]["loads"])
+    for load in loads:
+        why = _refusal(base[0], new[0], load)
+        b = [s["loads"][load] for s in base if load in s["loads"]]
+        n = [s["loads"][load] for s in new if load in s["loads"]]
+        if why is None:
+            b = [e for e in b if e["merged"] is not None and e["histograms"] is not None]
+            n = [e for e in n if e["merged"] is not None and e["histograms"] is not None]
+            why = None if b and n else f"{load} has no histogram on a side"
+        why = why or _gate(b, "the baseline") or _gate(n, "the new run")  # type: ignore[arg-type]
+        if why is not None:
+            verdicts[load] = LoadVerdict("refused", why)
+            continue
+        bb, block_s = _blocks(b)  # type: ignore[arg-type]
+        nb, _ = _blocks(n)  # type: ignore[arg-type]
+        tests = _bodies(b, n, margin, rng)  # type: ignore[arg-type]
+        tests.append(_block_max(bb, nb, margin, rng))
+        vb, cb, ob, _ = _histogram(b)  # type: ignore[arg-type]
+        level, said = (float(deadline_us), "the deadline") if deadline_us else (None, "")
+        if level is None:
+            level, said = quantile(vb, cb, ob, 0.9999), "the baseline's p99.99"
+        if level is not None:
+            tests.append(_exceedance(b, n, level, said, bb, nb, block_s, margin))  # type: ignore[arg-type]
+        verdicts[load] = LoadVerdict(tests=tests)
+    _correct(verdicts)
+    for v in verdicts.values():
+        if v.verdict != "refused":
+            v.verdict, v.reason = _overall(v.tests, len(base), len(new))
+    return {
+        "alpha": ALPHA,
+        "correction": "holm, across every load and metric",
+        "margin": {"us": margin.us, "fraction": margin.fraction},
+        "replicates": {"base": len(base), "new": len(new)},
+        "loads": {load: v.to_json() for load, v in verdicts.items()},
+    }
+
+
+def _correct(verdicts: dict[str, LoadVerdict]) -> None:
+    tests = [t for v in verdicts.values() for t in v.tests if t.p_value is not None]
+    for t, adjusted in zip(tests, stationarity.holm([t.p_value for t in tests]), strict=True):  # type: ignore[misc]
+        t.p_adjusted = adjusted
+    for v in verdicts.values():
+        for t in v.tests:
+            _judge(t)
+
+
+def _overall(tests: list[Test], runs_base: int, runs_new: int) -> tuple[str, str]:
+    worse = [t.metric for t in tests if t.verdict == "worse"]
+    better = [t.metric for t in tests if t.verdict == "better"]
+    limit = "" if min(runs_base, runs_new) > 1 else "; one run per side: only within-run noise is tested"
+    if worse:
+        return "worse", f"worse in {', '.join(worse)}{limit}"
+    if better:
+        return "better", f"better in {', '.join(better)}{limit}"
+    # same: every metric that could be tested (it has an interval) is within the margin; the
+    # untested ones are named
+    tested = [t for t in tests if t.interval[0] is not None and t.interval[1] is not None]
+    untested = [t.metric for t in tests if t not in tested]
+    if tested and all(t.verdict == "same" for t in tested):
+        rest = f" ({', '.join(untested)} untested)" if untested else ""
+        return "same", f"within the margin in {', '.join(t.metric for t in tested)}{rest}{limit}"
+    notes: dict[str, list[str]] = {}  # one note, the metrics it holds for
+    for t in tests:
+        if t.verdict == "unknown":
+            notes.setdefault(t.note or "neither shown", []).append(t.metric)
+    return "unknown", "; ".join(f"{', '.join(m)}: {note}" for note, m in notes.items()) + limit

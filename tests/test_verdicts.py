@@ -1,0 +1,116 @@
+"""Is the difference real? Verdicts on synthetic runs with a known difference (tests/evt_data.py,
+in cyclictest's own formats, read through rtlab's whole path), and the gate as CI uses it.
+
+Each case is one fixed pair of seeds, so it is deterministic; the false-alarm rate and the
+power over many pairs are measured by bench/bench_compare.py and written in docs/compare.md.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import read_json, rtlab
+from evt_data import write_run
+from rtlab import store
+from rtlab.analysis import verdicts
+
+SECONDS = 120  # 1.2 million wake-ups a run: enough for p99.99 (100,000)
+
+pytestmark = pytest.mark.unit
+
+
+def side(tmp: Path, seeds: range, **kind: float | bool) -> list:
+    return [store.summary(write_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]  # type: ignore[arg-type]
+
+
+def by_metric(found: dict) -> dict[str, dict]:
+    return {t["metric"]: t for t in found["loads"]["idle"]["tests"]}
+
+
+def test_the_same_system_twice_is_never_called_different(tmp_path):
+    found = verdicts.compare(side(tmp_path, range(1, 2)), side(tmp_path, range(2, 3)))
+    idle = found["loads"]["idle"]
+    assert idle["verdict"] in ("same", "unknown"), idle
+    assert all(t["verdict"] in ("same", "unknown") for t in idle["tests"]), idle["tests"]
+    # one run per side: the body has no replicates, and the verdict says so
+    assert "one run per side" in idle["reason"]
+    assert by_metric(found)["p99"]["interval"] == [None, None]
+    assert found["correction"].startswith("holm")
+
+
+def test_a_tail_four_times_as_frequent_is_worse_and_the_reverse_better(tmp_path):
+    base = side(tmp_path, range(1, 2))
+    spiky = side(tmp_path, range(2, 3), tail_p=8e-3)
+    worse = verdicts.compare(base, spiky)
+    tail = by_metric(worse)["exceedance"]
+    assert tail["verdict"] == "worse" and tail["effect"] > 2, tail
+    lo, hi = tail["interval"]
+    assert lo <= tail["effect"] <= hi and lo > 1.1  # the rate ratio's 95 % interval, all above the margin
+    assert tail["p_adjusted"] < 0.05 and "Poisson" in tail["test"]
+    assert worse["loads"]["idle"]["verdict"] == "worse"
+    better = verdicts.compare(spiky, base)
+    assert better["loads"]["idle"]["verdict"] == "better"
+    assert by_metric(better)["exceedance"]["effect"] < 0.5
+
+
+def test_repeats_are_the_replicates_of_the_body(tmp_path):
+    base = side(tmp_path, range(1, 4))
+    same = verdicts.compare(base, side(tmp_path, range(4, 7)))
+    body = by_metric(same)["p99"]
+    assert body["interval"][0] is not None and body["verdict"] in ("same", "unknown"), body
+    slower = verdicts.compare(base, side(tmp_path, range(7, 10), body=1.3))
+    p99 = by_metric(slower)["p99"]
+    # the body 30 % slower: p99 (~20 µs) rises by about 6 µs, more than the 5 µs margin
+    assert p99["verdict"] == "worse" and 4 <= p99["effect"] <= 9, p99
+    assert p99["interval"][0] > 0 and slower["loads"]["idle"]["verdict"] == "worse"
+    assert slower["replicates"] == {"base": 3, "new": 3}
+
+
+def test_runs_that_cannot_be_compared_are_refused(tmp_path):
+    base = side(tmp_path, range(1, 2))
+    other = side(tmp_path, range(2, 3))
+    other[0]["plan"]["interval_us"] = 1000
+    refused = verdicts.compare(base, other)["loads"]["idle"]
+    assert refused["verdict"] == "refused" and "different intervals" in refused["reason"]
+    # a time axis that is not stationary (the spike rate changes halfway) means nothing
+    changing = side(tmp_path, range(3, 4), shift=True)
+    refused = verdicts.compare(base, changing)["loads"]["idle"]
+    assert refused["verdict"] == "refused" and "time axis fails" in refused["reason"], refused
+
+
+def test_the_gate_fails_a_worse_run_and_writes_junit(tmp_path):
+    base = write_run(tmp_path, 1, 0.1, seconds=SECONDS)
+    spiky = write_run(tmp_path, 2, 0.1, seconds=SECONDS, tail_p=8e-3)
+    junit = tmp_path / "gate.xml"
+    done = rtlab("compare", str(base), str(spiky), "--labels", "old,new", "--gate", "--junit", str(junit))
+    assert done.returncode == 1, done.stderr
+    assert "gate: 1 worse" in done.stderr and "worse" in done.stdout
+    xml = junit.read_text()
+    assert 'failures="1"' in xml and 'name="idle"' in xml
+    again = write_run(tmp_path, 3, 0.1, seconds=SECONDS)
+    same = rtlab("compare", str(base), str(again), "--gate")
+    assert same.returncode == 0 and "gate: 0 worse" in same.stderr, same.stderr
+    # strict: a gate never passes on "unknown"
+    strict = rtlab("compare", str(base), str(again), "--gate", "--strict")
+    found = json.loads(rtlab("compare", str(base), str(again), "--format", "json").stdout)
+    verdict = found["runs"][1]["verdicts"]["loads"]["idle"]["verdict"]
+    assert strict.returncode == (1 if verdict in ("unknown", "refused") else 0)
+
+
+def test_a_repeated_campaign_is_compared_repeat_by_repeat(tmp_path):
+    # the folder of `rtlab run --repeat 3`: repeats.json and repeat-K/
+    for name, seeds in (("base", range(1, 4)), ("new", range(4, 7))):
+        folder = tmp_path / name
+        folder.mkdir()
+        for k, seed in enumerate(seeds, 1):
+            shutil.move(write_run(tmp_path, seed, 0.1, seconds=SECONDS), folder / f"repeat-{k}")
+        (folder / "repeats.json").write_text(json.dumps({"n": 3}))
+    done = rtlab("compare", str(tmp_path / "base"), str(tmp_path / "new"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)["runs"][1]["verdicts"]
+    assert found["replicates"] == {"base": 3, "new": 3} and found["against"] == "base"
+    assert read_json(tmp_path / "base" / "repeats.json")["n"] == 3
