@@ -114,3 +114,14 @@ def test_a_repeated_campaign_is_compared_repeat_by_repeat(tmp_path):
     found = json.loads(done.stdout)["runs"][1]["verdicts"]
     assert found["replicates"] == {"base": 3, "new": 3} and found["against"] == "base"
     assert read_json(tmp_path / "base" / "repeats.json")["n"] == 3
+
+
+def test_every_format_of_a_comparison_carries_the_verdicts(tmp_path):
+    base = write_run(tmp_path, 1, 0.1, seconds=SECONDS)
+    spiky = write_run(tmp_path, 2, 0.1, seconds=SECONDS, tail_p=8e-3)
+    md = rtlab("compare", str(base), str(spiky), "--labels", "old,new", "--format", "md")
+    assert "### Against old: is the difference real?" in md.stdout and "| new | idle | worse |" in md.stdout
+    html = rtlab("compare", str(base), str(spiky), "--labels", "old,new", "--format", "html")
+    assert 'id="verdicts"' in html.stdout and ">worse<" in html.stdout
+    table = rtlab("compare", str(base), str(spiky), "--labels", "old,new")
+    assert "is the difference real?" in table.stdout and "exceedance" in table.stdout

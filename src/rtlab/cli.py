@@ -897,10 +897,8 @@ def compare(
         summary["verdicts"] = {"against": names[0], **found}
         compared.append((name, found))
     _present(summaries, names, fmt, output, deadline, figures_dir, series=series)
-    if compared and fmt == "table" and output is None:
+    if compared and fmt == "table" and output is None:  # the other formats carry them themselves
         console.print(verdict_table.build(compared, untrusted.printable(names[0])))
-    elif compared and fmt == "md" and output is None:
-        console.print(verdict_table.markdown(compared, names[0]), highlight=False)
     if junit is not None:
         _emit(verdict_table.junit(compared, names[0], strict), junit)
     if gate:

@@ -17,7 +17,7 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.report import causes, cells, figures, worst_table
+from rtlab.report import causes, cells, figures, verdict_table, worst_table
 from rtlab.shapes import FindingJSON, Summary
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
@@ -147,5 +147,6 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         ],
         cost=cells.cost_table(summaries, labels) if cells.has_throughput(summaries) else None,
         worst_tables=[(label, worst_table.render(doc)) for label, doc in zip(labels, documents, strict=True)],
+        verdicts=verdict_table.rows(verdict_table.compared_in(summaries, labels)),
         worst_figures=extra,
     )

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 from rtlab.analysis.stats import SEED_TABLE
-from rtlab.report import causes, cells
+from rtlab.report import causes, cells, verdict_table
 from rtlab.shapes import Summary
 
 # What means something inside a line; a name never starts a line here, so # + - do not.
@@ -44,6 +44,9 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
+    judged = verdict_table.compared_in(summaries, labels)
+    if judged:
+        text += "\n" + verdict_table.markdown(judged, labels[0])
     groups = cells.clusters_in_order(summaries)
     if groups:
         head = ["Load", "Cluster"] + [

@@ -10,6 +10,8 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.table import Table
 from rich.text import Text
 
+from rtlab.shapes import Summary
+
 STYLE = {"better": "green", "same": "cyan", "worse": "bold red", "unknown": "yellow", "refused": "magenta"}
 
 
@@ -27,6 +29,11 @@ def evidence(test: dict[str, Any]) -> str:
 
 def _n(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def compared_in(summaries: Sequence[Summary], labels: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, verdicts) of each run that `rtlab compare` judged against the first."""
+    return [(label, s["verdicts"]) for s, label in zip(summaries, labels, strict=True) if "verdicts" in s]
 
 
 def rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, str, str, str]]:
@@ -55,14 +62,12 @@ def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
 
 
 def markdown(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> str:
-    lines = [
-        f"### Against {base}: verdicts",
-        "",
-        "| Run | Load | Verdict | Evidence | Why |",
-        "|---|---|---|---|---|",
-    ]
+    from rtlab.report.markdown import escape
+
+    head = f"### Against {escape(base)}: is the difference real?"
+    lines = [head, "", "| Run | Load | Verdict | Evidence | Why |", "|---|---|---|---|---|"]
     for row in rows(compared):
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        lines.append("| " + " | ".join(escape(cell) for cell in row) + " |")
     return "\n".join(lines) + "\n"
 
 
