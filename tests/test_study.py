@@ -160,6 +160,14 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
         for load in ("idle", "cpu60"):
             assert entry["loads"][load]["merged"]["max_us"] == own["loads"][load]["merged"]["max_us"]
     assert all(label in (out / "report.md").read_text() for label in labels)
+    # each cell judged against the first, as rtlab compare judges
+    assert "verdicts" not in report["runs"][0]
+    for entry in report["runs"][1:]:
+        assert entry["verdicts"]["against"] == labels[0]
+        assert {v["verdict"] for v in entry["verdicts"]["loads"].values()} <= {
+            "better", "worse", "same", "unknown", "refused"
+        }  # fmt: skip
+    assert "is the difference real?" in (out / "report.md").read_text()
     table = done.stdout.splitlines()
     for load in ("idle", "cpu60"):
         at = next(i for i, line in enumerate(table) if f"│ {load} " in line)

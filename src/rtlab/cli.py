@@ -626,7 +626,9 @@ def study(
 
     from rtlab import store
     from rtlab import study as studies
+    from rtlab.analysis.verdicts import Margin
     from rtlab.progress import RunProgress
+    from rtlab.report import verdict_table
     from rtlab.results.rundir import write_atomic
     from rtlab.runner import execute
     from rtlab.targets import open_target
@@ -675,11 +677,16 @@ def study(
     measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / "run.json").is_file()]
     summaries = [store.summary(path) for _, path in measured]
     labels = [plan_of.label(c) for c, _ in measured]
+    deadline_us = parse_latency(plan_of.deadline) if plan_of.deadline else None
+    # every cell against the first, as rtlab compare does: better, worse, same or unknown
+    compared = _judge(summaries, labels, [store.replicates(p) for _, p in measured], Margin(), deadline_us)
     for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     err.print(f"saved in {folder}: report.md, report.html, report.json", highlight=False)
     try:
         _present(summaries, labels, deadline=plan_of.deadline)
+        if compared:
+            console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
     finally:
         failed = [f"{r['target']} / {r['stage']}" for r in doc["runs"].values() if r["status"] != "complete"]
         if failed:
@@ -878,7 +885,6 @@ def compare(
     """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
     the first run, whether each difference is real: better, worse, same or unknown."""
     from rtlab import store
-    from rtlab.analysis import verdicts
     from rtlab.report import verdict_table
 
     report.renderer(fmt)
@@ -890,12 +896,7 @@ def compare(
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     deadline_us = parse_latency(deadline) if deadline is not None else None
-    sides = [store.replicates(path) for path in runs]
-    compared = []
-    for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
-        found = verdicts.compare(sides[0], side, limit, deadline_us)
-        summary["verdicts"] = {"against": names[0], **found}
-        compared.append((name, found))
+    compared = _judge(summaries, names, [store.replicates(path) for path in runs], limit, deadline_us)
     _present(summaries, names, fmt, output, deadline, figures_dir, series=series)
     if compared and fmt == "table" and output is None:  # the other formats carry them themselves
         console.print(verdict_table.build(compared, untrusted.printable(names[0])))
@@ -908,6 +909,25 @@ def compare(
         err.print(f"gate: {counts}", highlight=False)
         if failing & set(said):
             raise typer.Exit(1)
+
+
+def _judge(
+    summaries: list[Summary],
+    names: list[str],
+    sides: list[list[Summary]],
+    margin: Margin,
+    deadline_us: int | None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each run after the first judged against it (its repeats as replicates); the verdicts go
+    into the run's summary, where every format reads them."""
+    from rtlab.analysis import verdicts
+
+    compared = []
+    for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
+        found = verdicts.compare(sides[0], side, margin, deadline_us)
+        summary["verdicts"] = {"against": names[0], **found}
+        compared.append((name, found))
+    return compared
 
 
 def _margin(text: str) -> Margin:
