@@ -693,6 +693,51 @@ def study(
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
 
+export_app = typer.Typer(help="Results where farms read them: KernelCI's KCIDB.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("kcidb")
+def export_kcidb(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN ...")],
+    origin: Annotated[str, typer.Option(help="your CI system's name in KCIDB (a-z, 0-9, _)")] = "rtlab",
+    output: Output = None,
+    deadline: Deadline = None,
+    worst_case: Annotated[
+        bool, typer.Option("--worst/--no-worst", help="add the statistical worst case at 1e-9 (slower)")
+    ] = True,
+) -> None:
+    """One KCIDB document (schema v5) for RUNs: checkouts and builds from what the targets
+    reported, a test per load and per CPU with max and p99.99 in µs; validated with kcidb-io."""
+    import jsonschema
+    import kcidb_io
+
+    from rtlab import store
+    from rtlab.analysis.verdict import with_deadline
+    from rtlab.export import kcidb
+    from rtlab.results.rundir import RunDir
+
+    if not kcidb.valid_origin(origin):
+        raise UsageError(f"--origin {origin!r}: KCIDB origins are lowercase letters, digits and _")
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    found = []
+    for path in runs:
+        run = RunDir.open(path)
+        _, info, _, _ = store.read(run)
+        summary = with_deadline(store.summary(path), deadline_us)
+        manifest = run.manifest()
+        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+        if any(uid == seen for _, _, seen in found):
+            raise UsageError(f"{path} is the same run (uid {uid}) as one before it: give each run once")
+        found.append((summary, info, uid))
+    document = kcidb.document(found, origin, with_worst=worst_case)
+    try:
+        kcidb_io.schema.LATEST.validate(document)
+    except jsonschema.exceptions.ValidationError as e:  # rtlab's own fault: said, never sent
+        raise RunFailed(f"the KCIDB document does not validate: {e.message}") from None
+    _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
+
+
 lava_app = typer.Typer(
     help="Board farms: rtlab campaigns as LAVA jobs, their logs back as runs.", no_args_is_help=True
 )

@@ -53,11 +53,17 @@ class CpuFacts(TypedDict, total=False):
     hybrid_atom: str
 
 
+class BoardFacts(TypedDict, total=False):
+    model: str | None  # the device tree's model (null without a device tree)
+    compatible: list[str] | None  # its root compatible strings, most specific first
+
+
 class Sysinfo(TypedDict, total=False):
     schema: str
     collected: str
     hostname: str
     kernel: KernelFacts
+    board: BoardFacts
     config: ConfigFacts
     cpus: CpuFacts
     tools: dict[str, str]

@@ -303,6 +303,25 @@ tracing_json() {
 	printf '}'
 }
 
+# The device tree's root `compatible` (NUL-separated strings) as a JSON list; null without
+# a device tree (x86, ACPI): a board's identity for farms (KCIDB's environment.compatible).
+board_compatible() {
+	f=/proc/device-tree/compatible
+	if [ ! -r "$ROOT$f" ]; then
+		MISSING="$MISSING $f"
+		printf null
+		return 0
+	fi
+	printf '['
+	sep=
+	for c in $(tr '\000' ' ' <"$ROOT$f" 2>/dev/null); do
+		printf '%s' "$sep"
+		json_str "$c"
+		sep=', '
+	done
+	printf ']'
+}
+
 cmd_sysinfo() {
 	printf '{"schema": "rtlab.sysinfo/1", "collected": '
 	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -320,6 +339,10 @@ cmd_sysinfo() {
 	json_file /proc/cmdline
 	printf ', "preempt_mode": '
 	json_file /sys/kernel/debug/sched/preempt
+	printf '}, "board": {"model": '
+	json_file /proc/device-tree/model
+	printf ', "compatible": '
+	board_compatible
 	printf '}, "config": '
 	config_json
 	printf ', "cpus": '
