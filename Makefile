@@ -25,6 +25,8 @@ LAVA_SERVER_DEB_PACKAGES := postgresql gunicorn python3-celery python3-defusedxm
     python3-psycopg2 python3-simplejson python3-tap python3-voluptuous python3-whitenoise python3-zmq \
     python3-aiohttp python3-tz python3-jinja2 python3-requests
 LAVA_SERVER := .cache/lava-server
+# SQUAD (LKFT's result database) for the export test: pip's squad in a folder of its own
+SQUAD := .cache/squad
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
@@ -38,6 +40,7 @@ setup: $(BIN)/rtlab
 test-setup: setup
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_DEB_PACKAGES) $(LAVA_SERVER_DEB_PACKAGES)"
 	@$(MAKE) --no-print-directory $(LAVA_SERVER)/usr/bin/lava-server
+	@$(MAKE) --no-print-directory $(SQUAD)/bin/squad-admin
 
 # the version that matches lava-dispatcher's lava-common, from the same apt lists
 $(LAVA_SERVER)/usr/bin/lava-server:
@@ -45,6 +48,16 @@ $(LAVA_SERVER)/usr/bin/lava-server:
 	cd $(LAVA_SERVER)/deb && { apt-get download -qq lava-server || \
 	    { $(SUDO) apt-get update -qq && apt-get download -qq lava-server; }; }
 	dpkg -x $(LAVA_SERVER)/deb/lava-server_*.deb $(LAVA_SERVER)
+
+# Its web pages fetch their scripts from CDNs on first start (no network here): placeholders,
+# marked fetched; the REST API the test uses needs none of them.
+$(SQUAD)/bin/squad-admin:
+	rm -rf $(SQUAD) && $(PYTHON) -m venv $(SQUAD)
+	$(SQUAD)/bin/pip install -q 'squad>=1.90'
+	cd $(SQUAD)/lib/python3*/site-packages/squad/frontend/static && : > download.status && \
+	grep -v '^#' download.conf | while read -r dest url sum; do [ -n "$$dest" ] || continue; \
+	    case "$$url" in *.js|*.css) mkdir -p "$$(dirname "$$dest")" && : > "$$dest" ;; *) mkdir -p "$$dest" ;; esac; \
+	    echo "$$dest $$url $$sum" >> download.status; done
 
 # A package counts as installed only when dpkg says "install ok installed": one left
 # unpacked by an interrupted apt run is installed again (after dpkg --configure -a).

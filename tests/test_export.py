@@ -4,14 +4,21 @@ schema (kcidb-io) and against each run's summary, number for number."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import kcidb_io
 import pytest
+import requests
 
-from conftest import needs_root, needs_tools, read_json, rtlab, run_args
+from conftest import needs_root, needs_tools, read_json, rtlab, run_args, stop_groups, wait_for
+from test_ssh import free_port
 
 pytestmark = [needs_root, needs_tools]
 
@@ -97,3 +104,86 @@ def test_the_worst_case_goes_with_its_refusal(measured):
 def test_a_bad_origin_is_one_line(measured):
     done = rtlab("export", "kcidb", str(measured), "--origin", "My Lab")
     assert done.returncode == 2 and "lowercase letters, digits and _" in done.stderr
+
+
+# --- SQUAD: a real server (pip's squad, its own migrations on SQLite, on loopback) ----------
+
+SQUAD_ADMIN = Path(__file__).resolve().parents[1] / ".cache" / "squad" / "bin" / "squad-admin"
+TOKEN = "rtlab0test0token0" + "0" * 23
+
+
+@dataclass
+class Squad:
+    url: str
+
+    def get(self, path: str) -> Any:
+        answer = requests.get(
+            f"{self.url}/api/{path}", headers={"Authorization": f"Token {TOKEN}"}, timeout=30
+        )
+        answer.raise_for_status()
+        return answer.json()
+
+
+@pytest.fixture(scope="module")
+def squad(tmp_path_factory) -> Iterator[Squad]:
+    if not SQUAD_ADMIN.exists():
+        pytest.skip("make test-setup installs squad into .cache/squad")
+    tmp = tmp_path_factory.mktemp("squad")
+    env = {**os.environ, "DATABASE": f"ENGINE=django.db.backends.sqlite3:NAME={tmp}/db.sqlite3",
+           "SECRET_KEY": "rtlab-test", "SQUAD_HOSTNAME": "127.0.0.1"}  # fmt: skip
+    admin = [str(SQUAD_ADMIN)]
+    for argv in (["migrate", "-v0"], ["users", "add", "--superuser", "lab", "--passwd", "x"],
+                 ["users", "set-token", "lab", TOKEN]):  # fmt: skip
+        subprocess.run(admin + argv, env=env, check=True, capture_output=True, timeout=600)
+    port = free_port()
+    server = subprocess.Popen(admin + ["runserver", f"127.0.0.1:{port}", "--noreload"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=(tmp / "server.log").open("w"),
+                              start_new_session=True)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(url), 60)
+        auth = {"Authorization": f"Token {TOKEN}"}
+        group = requests.post(
+            f"{url}/api/groups/", data={"slug": "rt", "name": "rt"}, headers=auth, timeout=30
+        )
+        group.raise_for_status()
+        project = {"slug": "vf2", "name": "vf2", "group": group.json()["url"], "enabled_plugins_list": []}
+        requests.post(f"{url}/api/projects/", json=project, headers=auth, timeout=30).raise_for_status()
+        yield Squad(url)
+    finally:
+        stop_groups([server])
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(f"{url}/api/", timeout=5).ok
+    except requests.RequestException:
+        return False
+
+
+def test_runs_sent_to_squad_read_back_through_its_api(measured, squad, tmp_path):
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    where = ("--url", squad.url, "--team", "rt", "--project", "vf2")
+    done = rtlab("export", "squad", str(measured), *where, "--build", "6.12-rt", "--environment", "desk",
+                 "--token-file", str(token), "--deadline", "1s")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    builds = squad.get("builds/")["results"]
+    assert [b["version"] for b in builds] == ["6.12-rt"]
+    runs = squad.get(f"builds/{builds[0]['id']}/testruns/")["results"]
+    assert len(runs) == 1 and runs[0]["job_id"] == read_json(measured / "run.json")["uid"]
+    tests = {t["name"]: t["status"] for t in squad.get(f"testruns/{runs[0]['id']}/tests/")["results"]}
+    summary = read_json(measured / "summary.json")
+    assert tests == {f"rtlab/{load}": "pass" for load in summary["loads"]}
+    metrics = {m["name"]: m for m in squad.get(f"testruns/{runs[0]['id']}/metrics/?limit=500")["results"]}
+    for load, entry in summary["loads"].items():
+        assert metrics[f"rtlab/{load}-max"]["result"] == entry["merged"]["max_us"]
+        assert metrics[f"rtlab/{load}-max"]["unit"] == "us"
+        for cpu, stats in entry["cpus"].items():
+            assert metrics[f"rtlab/{load}-p99-cpu{cpu}"]["result"] == stats["p99_us"]
+    assert metrics["rtlab/cpu-ops-per-s"]["result"] == summary["loads"]["cpu"]["throughput"]["ops_per_s"]
+    # a wrong token is one line, exit 2
+    token.write_text("not-the-token\n")
+    refused = rtlab("export", "squad", str(measured), *where, "--token-file", str(token))
+    assert refused.returncode == 2 and "refused the submission" in refused.stderr, refused.stderr

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rtlab.lava_server import Server
     from rtlab.results.events import Event
     from rtlab.runner import Outcome
-    from rtlab.shapes import Summary
+    from rtlab.shapes import Summary, Sysinfo
     from rtlab.system.files import Files
     from rtlab.targets.base import Target
 
@@ -693,7 +693,9 @@ def study(
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
 
-export_app = typer.Typer(help="Results where farms read them: KernelCI's KCIDB.", no_args_is_help=True)
+export_app = typer.Typer(
+    help="Results where farms read them: KernelCI's KCIDB, Linaro's SQUAD.", no_args_is_help=True
+)
 app.add_typer(export_app, name="export")
 
 
@@ -720,7 +722,7 @@ def export_kcidb(
     if not kcidb.valid_origin(origin):
         raise UsageError(f"--origin {origin!r}: KCIDB origins are lowercase letters, digits and _")
     deadline_us = parse_latency(deadline) if deadline is not None else None
-    found = []
+    found: list[tuple[Summary, Sysinfo | None, str]] = []
     for path in runs:
         run = RunDir.open(path)
         _, info, _, _ = store.read(run)
@@ -736,6 +738,46 @@ def export_kcidb(
     except jsonschema.exceptions.ValidationError as e:  # rtlab's own fault: said, never sent
         raise RunFailed(f"the KCIDB document does not validate: {e.message}") from None
     _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
+
+
+@export_app.command("squad")
+def export_squad(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN ...")],
+    url: Annotated[str, typer.Option(help="the SQUAD server, e.g. https://qa-reports.linaro.org")],
+    team: Annotated[str, typer.Option(help="the SQUAD group")],
+    project: Annotated[str, typer.Option(help="the SQUAD project")],
+    build: Annotated[str | None, typer.Option(help="the build (default: the kernel release)")] = None,
+    environment: Annotated[
+        str | None, typer.Option(help="the environment (default: the board's hostname)")
+    ] = None,
+    token_file: Annotated[
+        Path | None, typer.Option(help="a file holding your SQUAD token (sent only in its Auth-Token header)")
+    ] = None,
+    deadline: Deadline = None,
+) -> None:
+    """Each RUN to SQUAD as a test run: tests per load, metrics in µs per load and CPU."""
+    from rtlab import store, web
+    from rtlab.analysis.verdict import with_deadline
+    from rtlab.export import squad
+    from rtlab.results.rundir import RunDir
+
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--url {url}: give the server's address, e.g. https://qa-reports.linaro.org")
+    team, project = squad.slug(team, "team"), squad.slug(project, "project")
+    token = web.read_token(token_file)
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    for path in runs:
+        run = RunDir.open(path)
+        _, info, _, _ = store.read(run)
+        summary = with_deadline(store.summary(path), deadline_us)
+        manifest = run.manifest()
+        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+        where = squad.slug(build or summary["system"].get("kernel_release") or "unknown", "build")
+        env = squad.slug(environment or summary["system"].get("hostname") or "board", "environment")
+        squad.submit(url, token, team, project, where, env, squad.submission(summary, info, uid))
+        err.print(
+            f"{path}: sent to {url} as {team}/{project} build {where}, environment {env}", highlight=False
+        )
 
 
 lava_app = typer.Typer(
