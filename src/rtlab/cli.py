@@ -715,20 +715,14 @@ def export_kcidb(
     import kcidb_io
 
     from rtlab import store
-    from rtlab.analysis.verdict import with_deadline
     from rtlab.export import kcidb
-    from rtlab.results.rundir import RunDir
 
     if not kcidb.valid_origin(origin):
         raise UsageError(f"--origin {origin!r}: KCIDB origins are lowercase letters, digits and _")
     deadline_us = parse_latency(deadline) if deadline is not None else None
     found: list[tuple[Summary, Sysinfo | None, str]] = []
     for path in runs:
-        run = RunDir.open(path)
-        _, info, _, _ = store.read(run)
-        summary = with_deadline(store.summary(path), deadline_us)
-        manifest = run.manifest()
-        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+        summary, info, uid = store.with_identity(path, deadline_us)
         if any(uid == seen for _, _, seen in found):
             raise UsageError(f"{path} is the same run (uid {uid}) as one before it: give each run once")
         found.append((summary, info, uid))
@@ -757,9 +751,7 @@ def export_squad(
 ) -> None:
     """Each RUN to SQUAD as a test run: tests per load, metrics in µs per load and CPU."""
     from rtlab import store, web
-    from rtlab.analysis.verdict import with_deadline
     from rtlab.export import squad
-    from rtlab.results.rundir import RunDir
 
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--url {url}: give the server's address, e.g. https://qa-reports.linaro.org")
@@ -767,11 +759,7 @@ def export_squad(
     token = web.read_token(token_file)
     deadline_us = parse_latency(deadline) if deadline is not None else None
     for path in runs:
-        run = RunDir.open(path)
-        _, info, _, _ = store.read(run)
-        summary = with_deadline(store.summary(path), deadline_us)
-        manifest = run.manifest()
-        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+        summary, info, uid = store.with_identity(path, deadline_us)
         where = squad.slug(build or summary["system"].get("kernel_release") or "unknown", "build")
         env = squad.slug(environment or summary["system"].get("hostname") or "board", "environment")
         squad.submit(url, token, team, project, where, env, squad.submission(summary, info, uid))

@@ -105,3 +105,18 @@ def summary(path: Path) -> Summary:
     loads = manifest["plan"]["loads"]
     raw = {load: run.raw_load(load) for load in loads}
     return summarize(manifest, info, raw, events, problems, measuring=measuring)
+
+
+def with_identity(path: Path, deadline_us: int | None = None) -> tuple[Summary, Sysinfo | None, str]:
+    """A run as exporters send it: its summary (judged against the deadline, if any), what
+    its target reported, and its unique id (the board folder's name, stable across exports)."""
+    from rtlab.analysis.verdict import with_deadline
+
+    run = RunDir.open(path)
+    _, info, _, _ = read(run)
+    try:
+        manifest = run.manifest()
+    except UnreadableFile as e:
+        raise UsageError(f"{e}: a run without its run.json has no identity to send") from None
+    uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+    return with_deadline(summary(path), deadline_us), info, uid
