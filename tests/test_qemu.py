@@ -125,7 +125,8 @@ def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
 def test_riscv64_guest(tmp_path):
     out = tmp_path / "riscv"
     done = rtlab(*run_args(out, "idle", "2s", "--target", "qemu:riscv64:debian"))
-    if done.returncode == 2 and "apt-get update failed" in done.stderr and "index files failed" in done.stderr:
+    said = done.stderr
+    if done.returncode == 2 and "apt-get update failed" in said and "index files failed" in said:
         # rtlab asked three times over a minute and said so in one line: the mirror's riscv64
         # index disagrees with its Release file (seen for days on this machine's registry)
         pytest.skip(f"the Debian mirror serves a broken riscv64 index: {done.stderr.strip()[-200:]}")
