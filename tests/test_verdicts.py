@@ -123,5 +123,6 @@ def test_every_format_of_a_comparison_carries_the_verdicts(tmp_path):
     assert "### Against old: is the difference real?" in md.stdout and "| new | idle | worse |" in md.stdout
     html = rtlab("compare", str(base), str(spiky), "--labels", "old,new", "--format", "html")
     assert 'id="verdicts"' in html.stdout and ">worse<" in html.stdout
+    assert 'id="fig-verdicts"' in html.stdout  # each metric's difference with its interval
     table = rtlab("compare", str(base), str(spiky), "--labels", "old,new")
     assert "is the difference real?" in table.stdout and "exceedance" in table.stdout

@@ -332,6 +332,43 @@ def _max_us(summary: Summary, load: str) -> float:
     return float(merged["max_us"] or 0) if merged else 0.0
 
 
+def verdict_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> NamedFigure | None:
+    """Each metric's difference against the first run, with its 95 % interval (rtlab compare):
+    one row per load and metric in µs, a point and a bar per later run; the margin shaded."""
+    rows: list[tuple[str, list[tuple[int, float, float | None, float | None]], float]] = []
+    for load in cells.loads_in_order(summaries):
+        for metric in ("p99", "p99.9", "p99.99", "block-max"):
+            points = []
+            margin = 0.0
+            for i, summary in enumerate(summaries):
+                found = ((summary.get("verdicts") or {}).get("loads") or {}).get(load) or {}
+                test = next((t for t in found.get("tests", []) if t["metric"] == metric), None)
+                if test is not None and test["effect"] is not None:
+                    lo, hi = test["interval"]
+                    points.append((i, float(test["effect"]), lo, hi))
+                    margin = max(margin, float(test["margin"] or 0))
+            if points:
+                rows.append((f"{load} {metric}", points, margin))
+    if not rows:
+        return None
+    fig = Figure(figsize=(8, 0.45 * len(rows) + 1.2), layout="constrained")
+    ax = fig.add_subplot()
+    for y, (_, points, margin) in enumerate(rows):
+        ax.fill_betweenx([y - 0.4, y + 0.4], -margin, margin, color="0.9", linewidth=0)
+        for i, effect, lo, hi in points:
+            offset = y + 0.15 * (i - (len(summaries) - 1) / 2)
+            if lo is not None and hi is not None:
+                ax.hlines(offset, lo, hi, color=run_color(i), linewidth=2)
+            ax.plot([effect], [offset], "o", color=run_color(i), label=labels[i] if y == 0 else None)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(rows)), [name for name, _, _ in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"difference against {labels[0]} (µs); shaded: the margin")
+    ax.set_title("Is the difference real? Effect and 95 % interval")
+    ax.legend(fontsize="small")
+    return NamedFigure("verdicts", "Differences against the first run", fig)
+
+
 def all_figures(
     summaries: Sequence[Summary], labels: Sequence[str], deadline_us: int | None = None
 ) -> list[NamedFigure]:
@@ -341,8 +378,10 @@ def all_figures(
             timeline_figure(s, label, deadline_us) for s, label in zip(summaries, labels, strict=True)
         ]
         paid = cost_figure(summaries, labels)
+        judged = verdict_figure(summaries, labels)
         return [
             max_figure(summaries, labels, deadline_us),
+            *([judged] if judged is not None else []),
             *([paid] if paid is not None else []),
             *(f for f in over_time if f is not None),
             *histogram_figures(summaries, labels),
