@@ -982,6 +982,12 @@ def compare(
         failing = {"worse"} | ({"unknown", "refused"} if strict else set())
         counts = ", ".join(f"{said.count(w)} {w}" for w in ("worse", "better", "same", "unknown", "refused"))
         err.print(f"gate: {counts}", highlight=False)
+        if any(min(found["replicates"].values()) < 2 for _, found in compared):
+            err.print(
+                "gate: one run a side: the verdicts hold for these runs, not yet for what they measured "
+                "(run-to-run noise is untested); measure each side with --repeat 3 or more",
+                highlight=False,
+            )
         if failing & set(said):
             raise typer.Exit(1)
 
