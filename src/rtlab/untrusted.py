@@ -10,6 +10,7 @@ string is made printable before it reaches a terminal, Markdown or CSV (JSON kee
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -43,7 +44,7 @@ def read_bytes(path: Path, cap: int, what: str | None = None) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
-        if e.errno == 40:  # ELOOP: the last component is a link
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link
             raise Damaged(f"{name} is a link: rtlab reads no links from a target") from None
         raise Damaged(f"{name} cannot be read: {e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
