@@ -10,7 +10,8 @@ bring pandas; tests compare them with statsmodels.)
     kpss               level stationarity (Kwiatkowski et al. 1992; Newey-West variance)
     runs               no runs above/below the median beyond chance (Wald-Wolfowitz)
     halves-ks/-ad      the first and second half drawn from one distribution
-    tail-dispersion    tail events per window as Poisson (index of dispersion): no storms
+    tail-dispersion    tail events per 10 s window as Poisson: no window far busier than the
+                       others (a scan statistic, windows at two offsets): no storms
     tail-ljung-box     no autocorrelation of the tail indicator (clustered spikes)
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from scipy import stats
 
 ALPHA = 0.05
+BURST_WINDOW_S = 10  # a storm of up to 5 s lies whole in a window (two offsets)
 
 # KPSS level-stationarity critical values (Kwiatkowski et al. 1992, table 1): p-values are
 # interpolated between them and clipped at the ends, as statsmodels does.
@@ -113,7 +115,32 @@ def dispersion(counts: np.ndarray) -> tuple[float, float]:
     return d, float(stats.chi2.sf(d, k - 1))
 
 
-def run_all(series: np.ndarray, threshold: float, block_s: float, window_s: float = 30.0) -> list[Check]:
+def burst(tail: np.ndarray, per: int) -> tuple[float, float]:
+    """The busiest window of PER blocks against the other windows' Poisson rate (a scan
+    statistic): one storm in an otherwise quiet run, which the index of dispersion, spread
+    over every window, misses. Windows start at 0 and at PER/2, so a storm shorter than half a
+    window lies whole in one of them (Bonferroni for the two); p = P(the largest of k Poisson
+    counts >= the observed one)."""
+    tail = np.asarray(tail, dtype=float)
+    best_top, best_p = 0.0, 1.0
+    for offset in (0, per // 2):
+        k = (len(tail) - offset) // per
+        if k < 3:
+            continue
+        counts = tail[offset : offset + k * per].reshape(k, per).sum(axis=1)
+        top = int(counts.max())
+        if top == 0:
+            continue
+        # the others' mean, and at least one event in all: a run with almost no tail events
+        # is not called bursty for its first one
+        lam = max(float(counts.sum() - top) / (k - 1), 1.0 / k)
+        p = min(1.0, 2 * (1.0 - float(stats.poisson.cdf(top - 1, lam)) ** k))
+        if p < best_p:
+            best_top, best_p = float(top), p
+    return best_top, best_p
+
+
+def run_all(series: np.ndarray, threshold: float, block_s: float) -> list[Check]:
     """Every check on a series of block maxima; `threshold` makes the tail events."""
     x = np.asarray(series, dtype=float)
     half = len(x) // 2
@@ -136,11 +163,11 @@ def run_all(series: np.ndarray, threshold: float, block_s: float, window_s: floa
     except ValueError:  # all values equal: nothing to compare
         out.append(Check("halves-ad", 0.0, 1.0))
     tail = (x > threshold).astype(float)
-    per = max(int(round(window_s / block_s)), 1)
-    windows = len(tail) // per
-    counts = tail[: windows * per].reshape(windows, per).sum(axis=1) if windows else np.array([])
-    d, p = dispersion(counts)
-    out.append(Check("tail-dispersion", d, p))
+    # one burst of tail events (a storm) is what this check is for: the scan finds it where
+    # the index of dispersion, spread over every window, does not (76 of 100 storms refused
+    # with it, after Holm); storms spread over the run show in tail-ljung-box too
+    top, p = burst(tail, max(int(round(BURST_WINDOW_S / block_s)), 2))
+    out.append(Check("tail-dispersion", top, p))
     q, p = ljung_box(tail, 10)
     out.append(Check("tail-ljung-box", q, p))
     adjusted = holm([c.p_value for c in out])
