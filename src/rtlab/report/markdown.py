@@ -44,9 +44,6 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
-    judged = verdict_table.compared_in(summaries, labels)
-    if judged:
-        text += "\n" + verdict_table.markdown(judged, labels[0])
     groups = cells.clusters_in_order(summaries)
     if groups:
         head = ["Load", "Cluster"] + [
@@ -71,6 +68,9 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             + "\n".join(("  - " if line.startswith("  ") else "- ") + escape(line) for line in traced)
             + "\n"
         )
+    judged = verdict_table.compared_in(summaries, labels)
+    if judged:  # rtlab compare: after the numbers, whether their differences are real
+        text += "\n" + verdict_table.markdown(judged, labels[0])
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     return text
