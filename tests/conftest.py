@@ -87,6 +87,14 @@ def run_args(out: Path, loads: str, duration: str, *more: str, settle: str = "0s
     return ["run", "--loads", loads, "--duration", duration, "--settle", settle, "--out", str(out), *more]
 
 
+def measured_run(factory: Any, name: str, loads: str = "idle,cpu", duration: str = "1s") -> Path:
+    """A short real run in a folder of its own (tmp_path_factory), for a module's tests to share."""
+    out = factory.mktemp(name) / "run"
+    done = rtlab(*run_args(out, loads, duration))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
 def wait_for(predicate: Any, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():

@@ -17,7 +17,7 @@ import kcidb_io
 import pytest
 import requests
 
-from conftest import needs_root, needs_tools, read_json, rtlab, run_args, stop_groups, wait_for
+from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
 from test_ssh import free_port
 
 pytestmark = [needs_root, needs_tools]
@@ -25,10 +25,7 @@ pytestmark = [needs_root, needs_tools]
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("export") / "run"
-    done = rtlab(*run_args(out, "idle,cpu", "2s"))
-    assert done.returncode == 0, done.stderr
-    return out
+    return measured_run(tmp_path_factory, "export", duration="2s")
 
 
 def export(*args: str) -> dict:

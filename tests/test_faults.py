@@ -28,6 +28,7 @@ from conftest import (
     TARGET_DIR,
     event_seen,
     fake_sysfs,
+    measured_run,
     needs_root,
     needs_tools,
     processes_named,
@@ -367,10 +368,7 @@ def test_read_only_folder_and_out_under_a_file(tmp_path):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("finished") / "run"
-    done = rtlab(*run_args(run, "idle,cpu", "1s"))
-    assert done.returncode == 0, done.stderr
-    return run
+    return measured_run(tmp_path_factory, "finished")
 
 
 def test_report_into_a_missing_folder_is_one_line(finished, tmp_path):
