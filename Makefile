@@ -99,9 +99,14 @@ test: lint test-setup
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
 	echo "unit tests on $$($(NEWEST_PYTHON) --version)"; \
-	[ -x .venv-newest/bin/pytest ] || { $(NEWEST_PYTHON) -m venv .venv-newest && \
-	    .venv-newest/bin/pip install -q --upgrade pip && .venv-newest/bin/pip install -q -e '.[dev]'; } && \
-	.venv-newest/bin/pytest -q -m unit -p no:cacheprovider
+	$(MAKE) --no-print-directory .venv-newest/bin/pytest && .venv-newest/bin/pytest -q -m unit -p no:cacheprovider
+
+# rebuilt, as .venv is, when the project's dependencies change
+.venv-newest/bin/pytest: pyproject.toml
+	$(NEWEST_PYTHON) -m venv .venv-newest
+	.venv-newest/bin/pip install -q --upgrade pip
+	.venv-newest/bin/pip install -q -e '.[dev]'
+	@touch $@
 
 test-slow: lint test-setup
 	$(BIN)/pytest -q -m slow
