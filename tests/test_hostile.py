@@ -611,3 +611,15 @@ def test_a_log_without_a_bundle_naming_loads_rtlab_does_not_know_is_imported_as_
     manifest = read_json(out / "run.json")
     assert manifest["plan"]["loads"] == ["spin"] and manifest["loads"]["spin"]["status"] == "failed"
     assert "holds no run from the board" in manifest["loads"]["spin"]["reason"]
+
+
+def test_a_damaged_run_json_and_a_linked_plan_file_are_both_named(good_run, tmp_path, victim):
+    run = copy_of(good_run, tmp_path / "run")
+    (run / "run.json").write_text("{")
+    (run / "plan.loads").unlink()
+    (run / "plan.loads").symlink_to(victim)
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = [w["message"] for w in json.loads(done.stdout)["warnings"]]
+    assert any("run.json" in m for m in said) and any("plan.loads is a link" in m for m in said), said
+    assert "host secret" not in done.stdout

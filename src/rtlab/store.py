@@ -53,7 +53,12 @@ def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]
         manifest = run.manifest()
     except UnreadableFile as e:
         problems.append(f"{e}; the plan is read from plan.loads and cyclictest.argv")
-        manifest = Manifest(id=run.path.name, plan=_plan_from_files(run), status="unknown")
+        try:
+            plan = _plan_from_files(run)
+        except UnreadableFile as also:  # the plan's own files damaged too: no load to report
+            problems.append(str(also))
+            plan = Plan(loads=()).to_json()
+        manifest = Manifest(id=run.path.name, plan=plan, status="unknown")
     try:
         info = run.sysinfo()
     except UnreadableFile as e:

@@ -63,14 +63,6 @@ def read_text(path: Path, cap: int = DOCUMENT_BYTES, what: str | None = None) ->
     return read_bytes(path, cap, what).decode("utf-8", errors="replace")
 
 
-def within(path: Path, folder: Path) -> bool:
-    """Whether PATH, its links resolved, lies inside FOLDER (whose own links are the host's)."""
-    try:
-        return path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a link loop
-        return False
-
-
 # --- documents -------------------------------------------------------------------------------
 
 

@@ -102,8 +102,8 @@ def write_note(path: Path, text: str) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON document of a run, read with untrusted's bounds; json.JSONDecodeError-like
-    UnreadableFile is the caller's to raise (untrusted.Damaged is a ValueError)."""
+    """A JSON document, read with untrusted's bounds: untrusted.Damaged (a ValueError, as
+    json's own errors are) when it is a link, too large or not JSON."""
     return untrusted.json_file(path)
 
 

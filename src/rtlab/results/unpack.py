@@ -17,6 +17,7 @@ cap it broke, and nothing of it is kept.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -107,8 +108,6 @@ def unpack(
 
 def _extract(source: bytes | IO[bytes], fresh: Path, limits: Limits, what: str, prefix: str,
              keep: set[str]) -> list[str]:  # fmt: skip
-    import io
-
     stream = io.BytesIO(source) if isinstance(source, bytes) else source
     written: list[str] = []
     total = members = 0
