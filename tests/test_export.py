@@ -131,11 +131,16 @@ def squad(tmp_path_factory) -> Iterator[Squad]:
     admin = [str(SQUAD_ADMIN)]
     for argv in (["migrate", "-v0"], ["users", "add", "--superuser", "lab", "--passwd", "x"],
                  ["users", "set-token", "lab", TOKEN]):  # fmt: skip
-        subprocess.run(admin + argv, env=env, check=True, capture_output=True, timeout=600)
+        subprocess.run(admin + argv, env=env, check=True, capture_output=True, timeout=600, cwd=tmp)
     port = free_port()
-    server = subprocess.Popen(admin + ["runserver", f"127.0.0.1:{port}", "--noreload"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=(tmp / "server.log").open("w"),
-                              start_new_session=True)  # fmt: skip
+    server = subprocess.Popen(
+        admin + ["runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "server.log").open("w"),
+        start_new_session=True,
+        cwd=tmp,
+    )  # SQUAD keeps its files in its cwd
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: _answers(url), 60)
