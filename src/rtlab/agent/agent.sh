@@ -664,7 +664,16 @@ load_sweep() {
 	done
 	since=$(now_s)
 	while [ -n "$(load_members "$1")" ] && [ $(($(now_s) - since)) -lt "$STOP_GRACE" ]; do sleep 1; done
-	for pid in $(load_members "$1"); do kill -KILL "$pid" 2>/dev/null; done
+	# SIGKILL until none is left (for at most 100 naps): a member may fork between the listing
+	# and the kill, and a killed process takes a moment to go (freeing its memory).
+	n=0
+	pids=$(load_members "$1")
+	while [ -n "$pids" ] && [ $n -lt 100 ]; do
+		for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
+		sleep "$FINE_NAP"
+		n=$((n + 1))
+		pids=$(load_members "$1")
+	done
 	if [ -f "$1/load.cgroup" ]; then
 		n=0 # the cgroup can be removed once its last process is reaped
 		while ! rmdir "$(cat "$1/load.cgroup")" 2>/dev/null && [ $n -lt 20 ]; do
@@ -1102,10 +1111,15 @@ stream_result() {
 	printf '@rtlab result-end load=%s\n' "$1"
 }
 
+# Ends what is still running, and waits for it: nothing outlives the agent.
 cleanup() {
-	if [ -n "$CT_PID" ]; then signal_group KILL "$CT_PID"; fi
+	if [ -n "$CT_PID" ]; then
+		signal_group KILL "$CT_PID"
+		wait "$CT_PID" 2>/dev/null
+	fi
 	if [ -n "$STRESS_PID" ]; then
 		signal_group KILL "$STRESS_PID"
+		wait "$STRESS_PID" 2>/dev/null
 		STOP_GRACE=0 load_sweep "$LOAD_DIR"
 	fi
 	governors_restore
@@ -1310,6 +1324,13 @@ cmd_stop() {
 		n=$((n + 1))
 	done
 	for pid in $left; do signal_group KILL "$pid"; done # and whatever ignored SIGTERM
+	n=0
+	for pid in $left; do
+		while alive "$pid" && [ $n -lt 100 ]; do
+			sleep "$FINE_NAP"
+			n=$((n + 1))
+		done
+	done
 	# and what a load left outside its group (its cgroup, or its mark)
 	for ld in "$DIR"/loads/*; do
 		if [ -f "$ld/load.cgroup" ] || [ -f "$ld/load.mark" ]; then STOP_GRACE=0 load_sweep "$ld"; fi

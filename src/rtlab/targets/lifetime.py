@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import time
 
 _PR_SET_PDEATHSIG = 1
 
@@ -15,3 +16,30 @@ def die_with_parent(sig: signal.Signals) -> None:
     it in order."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
     os.setsid()
+
+
+def _live_members(group: int) -> bool:
+    """Whether a process of this group is still alive (zombies are only waiting to be reaped)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == group and fields[0] != "Z":
+                return True
+    return False
+
+
+def end_group(group: int, timeout_s: float = 10.0) -> None:
+    """SIGKILL to a process group rtlab leads, then until its last process is gone: a killed
+    process takes a moment to exit (freeing locked memory), and a user who sees rtlab return
+    must not see its tools still there."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while _live_members(group) and time.monotonic() < deadline:
+        time.sleep(0.02)

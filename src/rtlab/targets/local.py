@@ -17,7 +17,7 @@ from rtlab.results.rundir import RunDir
 from rtlab.shapes import TargetJSON
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
-from rtlab.targets.lifetime import die_with_parent
+from rtlab.targets.lifetime import die_with_parent, end_group
 
 
 class LocalTarget:
@@ -45,8 +45,7 @@ class LocalTarget:
         try:
             out, err = proc.communicate()
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            end_group(proc.pid)
             proc.wait()
             raise
         return proc.returncode, out + err
