@@ -60,8 +60,8 @@ class Histogram:
         """The counts as the summary keeps them, beside the statistics."""
         return {
             "limit_us": self.limit_us,
-            "values": self.values.tolist(),
-            "counts": self.counts.tolist(),
+            "values": [int(v) for v in self.values],
+            "counts": [int(c) for c in self.counts],
             "overflows": self.overflows,
         }
 

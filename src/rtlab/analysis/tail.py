@@ -235,7 +235,7 @@ def gev_logcdf(x: np.ndarray, mu: float, sigma: float, xi: float) -> np.ndarray:
     """log P(M <= x) of a GEV (xi > 0: Frechet-like, heavy; xi < 0: bounded above)."""
     z = (x - mu) / sigma
     if abs(xi) < 1e-9:
-        return -np.exp(-z)
+        return -np.exp(-z)  # type: ignore[no-any-return,unused-ignore]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inside = 1 + xi * z
         value = -np.power(np.where(inside > 0, inside, 1.0), -1 / xi)

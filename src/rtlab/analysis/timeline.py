@@ -170,7 +170,7 @@ def build(
         statuses.append(status)
         if message:
             warnings.append({"code": "time-axis", "load": load, "message": message})
-    merged = np.zeros(len(next(iter(cpus.values()))), dtype=np.int64)
+    merged: np.ndarray = np.zeros(len(next(iter(cpus.values()))), dtype=np.int64)
     for values in cpus.values():
         merged = np.maximum(merged, np.asarray(values, dtype=np.int64))
 
@@ -210,7 +210,7 @@ def build(
         "start_s": segment_json[0]["start_s"],
         "segments": segment_json,
         "cpus": cpus,
-        "merged": merged.tolist(),
+        "merged": [int(m) for m in merged],
         "spikes": spike_json,
         "check": check,
         "garbled_lines": sum(part.garbled for _, part in parts),

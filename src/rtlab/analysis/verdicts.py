@@ -124,7 +124,8 @@ def quantile(values: np.ndarray, counts: np.ndarray, overflows: int, q: float) -
     return float(values[order][int(np.searchsorted(cum, rank))].item())
 
 
-def _above(values: np.ndarray, counts: np.ndarray, overflows: int, level: float) -> int:
+def above(values: np.ndarray, counts: np.ndarray, overflows: int, level: float) -> int:
+    """Samples above LEVEL (the overflows are: they lie at or beyond the limit, above any level inside it)."""
     return int(counts[values > level].sum()) + overflows
 
 
@@ -257,7 +258,7 @@ def _exceedance(
     vb, cb, ob, _ = _histogram(base)
     vn, cn, on, _ = _histogram(new)
     nb, nn = int(cb.sum()) + ob, int(cn.sum()) + on
-    kb, kn = _above(vb, cb, ob, level), _above(vn, cn, on, level)
+    kb, kn = above(vb, cb, ob, level), above(vn, cn, on, level)
     test.base, test.new = kb / nb * 1e6 if nb else None, kn / nn * 1e6 if nn else None
     test.note = f"wake-ups later than {level:g} µs ({said}), per million"
     test.margin = 1 + margin.fraction

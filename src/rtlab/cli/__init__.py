@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from rtlab import __version__, report, untrusted
+from rtlab.cli.history import app as history_app
+from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, parse_loads, read_file
 from rtlab.plan import Plan, preset
@@ -55,21 +56,7 @@ def _options(
     """Measure, compare and explain the scheduling latency of real-time Linux."""
 
 
-class _Console(Console):
-    """No console markup (names, paths and what targets report are data: "[/x]" is a name),
-    and no control characters in what is printed as text: a target's strings can hold
-    terminal escapes. Tables get their cells from summaries made printable (_present)."""
-
-    def print(self, *objects: Any, **options: Any) -> None:
-        shown = (untrusted.printable(o, lines=True) if isinstance(o, str) else o for o in objects)
-        super().print(*shown, **options)
-
-
-console = _Console(markup=False)
-err = _Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
-
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
-Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
 Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
 Series = Annotated[bool, typer.Option("--series", help="with --format csv: the time axis, one row per block")]
 Figures = Annotated[
@@ -181,18 +168,6 @@ def _none_or_duration(text: str) -> int:
     return 0 if text.strip() in ("0", "0s") else parse_duration(text)
 
 
-def _emit(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as e:
-        fix = "create its folder first" if not output.parent.is_dir() else "choose a file you can write"
-        raise UsageError(f"cannot write {output}: {e.strerror}: {fix}") from None
-    err.print(f"wrote {output}", highlight=False)
-
-
 def _present(
     summaries: list[Summary],
     labels: list[str],
@@ -233,9 +208,9 @@ def _present(
         for warning in fairness.warnings(summaries, labels):
             err.print(f"warning: {warning['message']}", highlight=False)
     else:
-        _emit(render(summaries, labels), output)
+        emit(render(summaries, labels), output)
     if junit is not None:
-        _emit(report.renderer("junit")(summaries, labels), junit)
+        emit(report.renderer("junit")(summaries, labels), junit)
     if figures_dir is not None:
         from rtlab.report import figures
 
@@ -731,7 +706,7 @@ def export_kcidb(
         kcidb_io.schema.LATEST.validate(document)
     except jsonschema.exceptions.ValidationError as e:  # rtlab's own fault: said, never sent
         raise RunFailed(f"the KCIDB document does not validate: {e.message}") from None
-    _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
+    emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
 
 
 @export_app.command("squad")
@@ -804,7 +779,7 @@ def lava_job(
     plan = replace(plan, workers=0 if plan.workers is None else plan.workers).for_target("", 1)
     deadline_us = parse_latency(deadline) if deadline is not None else None
     run_name = name or f"rtlab-lava-{datetime.now():%Y%m%d-%H%M%S}"
-    _emit(lava.dump(lava.job(document, plan, run_name, deadline_us)), output)
+    emit(lava.dump(lava.job(document, plan, run_name, deadline_us)), output)
 
 
 LavaUrl = Annotated[str | None, typer.Option(help="the LAVA server, e.g. https://lava.example.org")]
@@ -976,7 +951,7 @@ def compare(
     if compared and fmt == "table" and output is None:  # the other formats carry them themselves
         console.print(verdict_table.build(compared, untrusted.printable(names[0])))
     if junit is not None:
-        _emit(verdict_table.junit(compared, names[0], strict), junit)
+        emit(verdict_table.junit(compared, names[0], strict), junit)
     if gate:
         said = [v["verdict"] for _, found in compared for v in found["loads"].values()]
         failing = {"worse"} | ({"unknown", "refused"} if strict else set())
@@ -1115,6 +1090,8 @@ def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bo
     if unavailable:
         err.print(f"not available on this system: {', '.join(unavailable)}", highlight=False)
 
+
+app.add_typer(history_app, name="history")
 
 kernel_app = typer.Typer(help="RT kernels: config fragments, builds and their verification (RISC-V first).")
 app.add_typer(kernel_app, name="kernel")
@@ -1288,13 +1265,13 @@ def worst(
         raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
     summary = store.summary(run_dir)
     if fmt == "html":  # the run's report, whose worst-case section is this
-        _emit(report.renderer("html")([summary], [str(summary["run"] or run_dir.name)]), output)
+        emit(report.renderer("html")([summary], [str(summary["run"] or run_dir.name)]), output)
         return
     document = worst_case.of_summary(summary, probability, parse_duration(horizon))
     if fmt == "json":
-        _emit(json.dumps(document, indent=2) + "\n", output)
+        emit(json.dumps(document, indent=2) + "\n", output)
     elif output is not None:
-        _emit(worst_table.render(document), output)
+        emit(worst_table.render(document), output)
     else:
         console.print(worst_table.build(document))
 

@@ -1,0 +1,294 @@
+"""rtlab history: every run in one store, trends across kernels, regressions found by themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rtlab.cli.screen import Output, console, emit, err
+from rtlab.errors import UsageError
+from rtlab.units import parse_latency
+
+if TYPE_CHECKING:
+    from rtlab.history.db import Added, Store
+
+app = typer.Typer(
+    help="Every run in one store (SQLite, or a lab's PostgreSQL): trends across kernels, regressions.",
+    no_args_is_help=True,
+)
+baseline_app = typer.Typer(help="The run a board's new runs are judged against.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+
+Db = Annotated[
+    str | None,
+    typer.Option(help="the store: a file (SQLite) or postgresql://USER@HOST/DB "
+                 "(default $RTLAB_HISTORY_DB, else ~/.local/share/rtlab/history.db)"),
+]  # fmt: skip
+Board = Annotated[str | None, typer.Option(help="a board: the name it was added under, or its hostname")]
+Metric = Annotated[str, typer.Option(help="p99.99, max or exceed-rate")]
+Level = Annotated[
+    str | None, typer.Option(help="with exceed-rate: the level, e.g. 100us (default the first run's p99.99)")
+]
+
+
+def open_store(db: str | None) -> Store:
+    from rtlab.history.db import Store, default_url
+
+    return Store(db or default_url())
+
+
+def say_added(found: list[Added]) -> None:
+    for a in found:
+        where = f" ({a.board}, {a.kernel})" if a.board else ""
+        err.print(f"{a.path}: {a.outcome}{where}{': ' + a.why if a.why else ''}", highlight=False)
+
+
+def add_runs(paths: list[Path], db: str | None, board: str | None = None) -> None:
+    """The runs under PATHS into the store (what `run --history` and the like call)."""
+    found = []
+    store = open_store(db)
+    try:
+        for path in paths:
+            if not path.is_dir():
+                raise UsageError(f"{path} is not a folder: give a run, a campaign with repeats or a study")
+            found += store.add(path, board)
+    finally:
+        store.close()
+    say_added(found)
+
+
+def _metric(metric: str) -> str:
+    from rtlab.history.trend import METRICS
+
+    if metric not in METRICS:
+        raise UsageError(f"--metric {metric}: choose from {', '.join(METRICS)}")
+    return metric
+
+
+def _one_board(store: Store, board: str | None) -> str:
+    boards = store.boards()
+    if board is None:
+        if len(boards) != 1:
+            raise UsageError(
+                f"the store holds {len(boards)} boards: name one with --board ({', '.join(boards)})"
+            )
+        return boards[0]
+    if not store.list_runs(board=board):
+        raise UsageError(
+            f"no run of board {board!r} in {store.shown()}: known are {', '.join(boards) or 'none'}"
+        )
+    return board
+
+
+@app.command("add")
+def add(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN ...", help="run folders, campaigns or studies")],
+    db: Db = None,
+    board: Annotated[str | None, typer.Option(help="the board's name (default its hostname)")] = None,
+) -> None:
+    """Index runs (a run, a campaign's repeats, a study's runs, a LAVA import): adding one
+    twice is a no-op, a damaged one is listed and skipped."""
+    add_runs(runs, db, board)
+
+
+@app.command("list")
+def list_runs(
+    db: Db = None,
+    board: Board = None,
+    kernel: Annotated[str | None, typer.Option(help="a kernel release, or release #config-hash")] = None,
+    since: Annotated[str | None, typer.Option(help="runs started on or after, e.g. 2026-01-31")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    output: Output = None,
+) -> None:
+    """The runs in the store, oldest first."""
+    from rtlab.report import history as shown
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
+    store = open_store(db)
+    try:
+        found = store.list_runs(board, kernel, since)
+    finally:
+        store.close()
+    if fmt == "json":
+        emit(shown.runs_json(found), output)
+    elif output is not None:
+        emit(shown.text(shown.runs_table(found)), output)
+    else:
+        console.print(shown.runs_table(found))
+
+
+def _series(store: Store, board: str, load: str | None) -> dict[str, list[dict[str, Any]]]:
+    by_load: dict[str, list[dict[str, Any]]] = {}
+    for row in store.series(board, load):
+        by_load.setdefault(row["load"], []).append(row)
+    if load and not by_load:
+        raise UsageError(f"board {board!r} has no run of load {load!r}")
+    return by_load
+
+
+def _changes(store: Store, board: str, rows: dict[str, list[dict[str, Any]]], metric: str,
+             level_us: float | None) -> list[Any]:  # fmt: skip
+    from rtlab import store as folders
+    from rtlab.history import changes, trend
+
+    def load_summary(run: dict[str, Any]) -> Any:
+        try:
+            return folders.summary(Path(run["path"]))
+        except (UsageError, OSError):
+            return None
+
+    found = []
+    for load, series in rows.items():
+        level = trend.level_of(series, level_us)
+        found += changes.regressions(
+            board, load, series, metric, level, load_summary, store.baseline(board, load)
+        )
+    return found
+
+
+@app.command("trend")
+def trend(
+    db: Db = None,
+    board: Board = None,
+    load: Annotated[str | None, typer.Option(help="one load (default every load)")] = None,
+    metric: Metric = "p99.99",
+    level: Level = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or html")] = "table",
+    output: Output = None,
+) -> None:
+    """A board's metric across its kernels, with 95 % intervals and change points (html:
+    figures, each kernel's histogram overlaid, every run's block maxima)."""
+    from rtlab.history import trend as trends
+    from rtlab.report import history as shown
+
+    metric = _metric(metric)
+    if fmt not in ("table", "json", "html"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
+    level_us = float(parse_latency(level)) if level is not None else None
+    store = open_store(db)
+    try:
+        name = _one_board(store, board)
+        rows = _series(store, name, load)
+        found = [c for c in _changes(store, name, rows, metric, level_us) if not c.newest]
+    finally:
+        store.close()
+    by_load = {}
+    for each, series in rows.items():
+        points = trends.points(series, metric, trends.level_of(series, level_us))
+        for c in found:
+            if c.load == each:
+                for p in points:
+                    if any(r["id"] == c.run["id"] for r in p.runs):
+                        p.change = {"kind": c.kind, "reason": c.reason}
+        by_load[each] = points
+    first_level = trends.level_of(next(iter(rows.values())), level_us) if rows else None
+    if fmt == "json":
+        emit(shown.trend_json(name, metric, first_level, by_load), output)
+    elif fmt == "html":
+        emit(shown.trend_html(name, metric, first_level, by_load, rows, found), output)
+    else:
+        tables = [shown.trend_table(name, each, metric, trends.level_of(rows[each], level_us), points)
+                  for each, points in by_load.items()]  # fmt: skip
+        if output is not None:
+            emit("".join(shown.text(t) for t in tables), output)
+        else:
+            for t in tables:
+                console.print(t)
+
+
+@app.command("regressions")
+def regressions(
+    db: Db = None,
+    board: Board = None,
+    load: Annotated[str | None, typer.Option(help="one load (default every load)")] = None,
+    metric: Metric = "p99.99",
+    level: Level = None,
+    gate: Annotated[
+        bool, typer.Option("--gate", help="exit 1 when the newest run is a confirmed regression")
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    output: Output = None,
+) -> None:
+    """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
+    compare of the runs before and after; and the newest run against the baseline."""
+    from rtlab.report import history as shown
+
+    metric = _metric(metric)
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
+    level_us = float(parse_latency(level)) if level is not None else None
+    store = open_store(db)
+    try:
+        boards = [_one_board(store, board)] if board else store.boards()
+        found = []
+        for name in boards:
+            found += _changes(store, name, _series(store, name, load), metric, level_us)
+    finally:
+        store.close()
+    if fmt == "json":
+        emit(shown.changes_json(found), output)
+    elif output is not None:
+        emit(shown.text(shown.changes_table(found, metric)), output)
+    else:
+        console.print(shown.changes_table(found, metric))
+    failing = [c for c in found if c.newest and c.kind == "regression"]
+    if gate and failing:
+        for c in failing:
+            err.print(
+                f"rtlab: {c.board} {c.load}: the newest run is a regression: {c.reason}", highlight=False
+            )
+        raise typer.Exit(1)
+
+
+@app.command("rebuild")
+def rebuild(
+    more: Annotated[
+        list[Path] | None, typer.Argument(metavar="[RUN ...]", help="folders to add as well")
+    ] = None,
+    db: Db = None,
+) -> None:
+    """Empty the store and fill it again from the run folders it knew (and any given)."""
+    store = open_store(db)
+    try:
+        added, gone = store.rebuild(list(more or []))
+    finally:
+        store.close()
+    say_added(added)
+    for path in gone:
+        err.print(f"{path}: gone: no longer in the store", highlight=False)
+
+
+@baseline_app.command("set")
+def baseline_set(
+    run: Annotated[Path, typer.Argument(metavar="RUN")],
+    db: Db = None,
+    load: Annotated[str | None, typer.Option(help="for this load only (default every load)")] = None,
+) -> None:
+    """Make RUN its board's baseline (for every load, or one)."""
+    store = open_store(db)
+    try:
+        found = store.set_baseline(run, load)
+    finally:
+        store.close()
+    err.print(f"{found['board']}: baseline for {load or 'every load'} is {found['path']}", highlight=False)
+
+
+@baseline_app.command("show")
+def baseline_show(
+    db: Db = None,
+    board: Board = None,
+    load: Annotated[str | None, typer.Option(help="the load (default every load)")] = None,
+) -> None:
+    """The baseline run of a board."""
+    store = open_store(db)
+    try:
+        name = _one_board(store, board)
+        found = store.baseline(name, load)
+    finally:
+        store.close()
+    if found is None:
+        raise UsageError(f"{name} has no baseline: set one with rtlab history baseline set RUN")
+    console.print(found["path"])

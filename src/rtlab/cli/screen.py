@@ -1,0 +1,43 @@
+"""What every command prints through: the terminal (stdout, and stderr for messages) and
+the files -o names."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from rtlab import untrusted
+from rtlab.errors import UsageError
+
+
+class _Console(Console):
+    """No console markup (names, paths and what targets report are data: "[/x]" is a name),
+    and no control characters in what is printed as text: a target's strings can hold
+    terminal escapes. Tables get their cells from summaries made printable."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        shown = (untrusted.printable(o, lines=True) if isinstance(o, str) else o for o in objects)
+        super().print(*shown, **options)
+
+
+console = _Console(markup=False)
+err = _Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
+
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
+
+
+def emit(text: str, output: Path | None) -> None:
+    """TEXT to stdout, or to the file OUTPUT (said on stderr)."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        fix = "create its folder first" if not output.parent.is_dir() else "choose a file you can write"
+        raise UsageError(f"cannot write {output}: {e.strerror}: {fix}") from None
+    err.print(f"wrote {output}", highlight=False)

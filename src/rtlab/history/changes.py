@@ -1,0 +1,108 @@
+"""Regressions found by themselves: change points in each board's and load's series of runs,
+each put to the test of `rtlab compare` before it is called a regression.
+
+Apache Otava (e-divisive means with a t-test, the method MongoDB and DataStax run on their
+performance histories) proposes where a series moves; the runs just before and just after
+(at most SIDE each, within the neighbouring change points) are then compared from their
+folders with rtlab's own verdicts (histograms and block maxima, Holm-corrected). A point the
+comparison confirms is a regression (worse) or an improvement (better); one it cannot
+confirm is "suspected", with compare's reason. The newest run is also compared with the
+board's baseline (else the runs before it since the last change): the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rtlab.analysis import verdicts
+from rtlab.history.trend import run_value
+from rtlab.shapes import Summary
+
+SIDE = 5  # runs on each side of a change point put to the test
+MAX_PVALUE = 0.01  # Otava's threshold for a change point to be proposed
+
+Loader = Callable[[dict[str, Any]], Summary | None]  # a run's summary from its folder, None if gone
+
+
+@dataclass
+class Change:
+    board: str
+    load: str
+    index: int  # the first run after the change, in the series
+    run: dict[str, Any]
+    kind: str  # regression / improvement / suspected
+    before: float | None  # the series' mean before and after (Otava's statistics)
+    after: float | None
+    p_value: float | None
+    reason: str
+    newest: bool = False  # the gate's comparison of the newest run, not an Otava change point
+
+
+def change_points(values: Sequence[float]) -> list[tuple[int, float, float, float]]:
+    """(index, mean before, mean after, p) of each change point Otava finds."""
+    if len(values) < 4:
+        return []
+    from otava.analysis import compute_change_points
+
+    found, _ = compute_change_points(list(values), window_len=30, max_pvalue=MAX_PVALUE)
+    return [
+        (int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue))
+        for cp in sorted(found, key=lambda cp: cp.index)
+    ]
+
+
+def _judge(
+    load: str,
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    load_summary: Loader,
+    margin: verdicts.Margin,
+) -> tuple[str, str]:
+    base = [s for s in (load_summary(r) for r in before) if s is not None]
+    new = [s for s in (load_summary(r) for r in after) if s is not None]
+    if not base or not new:
+        return "suspected", "the run folders on a side are gone: nothing to compare"
+    found = verdicts.compare(base, new, margin)["loads"].get(load)
+    if found is None:
+        return "suspected", f"{load} is not measured on both sides"
+    kind = {"worse": "regression", "better": "improvement"}.get(found["verdict"], "suspected")
+    return kind, f"compare: {found['verdict']}: {found['reason']}"
+
+
+def regressions(
+    board: str,
+    load: str,
+    rows: Sequence[dict[str, Any]],
+    metric: str,
+    level: float | None,
+    load_summary: Loader,
+    baseline: dict[str, Any] | None = None,
+    margin: verdicts.Margin | None = None,
+) -> list[Change]:
+    """The change points of one board's and load's series (rows oldest first), judged, and
+    the newest run against the baseline."""
+    usable = [(r, v) for r in rows if (v := run_value(r, metric, level)) is not None]
+    series = [r for r, _ in usable]
+    cps = change_points([v for _, v in usable])
+    bounds = [0, *[i for i, *_ in cps], len(series)]
+    found = []
+    for k, (i, mean_1, mean_2, p) in enumerate(cps):
+        before = series[max(bounds[k], i - SIDE) : i]
+        after = series[i : min(bounds[k + 2], i + SIDE)]
+        kind, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
+        found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
+    if len(series) >= 2:
+        newest = series[-1]
+        reference = [baseline] if baseline is not None and baseline["id"] != newest["id"] else None
+        said = "the baseline"
+        if reference is None:
+            start = max(
+                bounds[-2] if len(bounds) > 2 and bounds[-2] < len(series) - 1 else 0, len(series) - 1 - SIDE
+            )
+            reference, said = series[start:-1], f"the {len(series) - 1 - start} run(s) before it"
+        kind, why = _judge(load, reference, [newest], load_summary, margin or verdicts.Margin())
+        found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
+                            f"newest against {said}: {why}", newest=True))  # fmt: skip
+    return found

@@ -1,0 +1,308 @@
+"""The store's reads and writes: SQLite by default, a shared PostgreSQL through the same code.
+
+Each run goes in with one transaction whose first statement writes its row, so two writers
+(two runs ending at once, two hosts on one PostgreSQL) never lose one: the second to add the
+same run finds it there (a no-op), and SQLite's writers wait for each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from rtlab import store as runs_store
+from rtlab.analysis import repeats
+from rtlab.errors import UsageError
+from rtlab.history import schema
+from rtlab.history.index import Context, rows_of
+from rtlab.results.rundir import RunDir, UnreadableFile, read_json
+
+ENV = "RTLAB_HISTORY_DB"  # where the store is, when --db is not given
+STUDY_FILE = "study.json"
+
+
+def default_url() -> str:
+    if os.environ.get(ENV):
+        return os.environ[ENV]
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share")
+    return str(base / "rtlab" / "history.db")
+
+
+def engine_url(given: str) -> str:
+    """A path (SQLite) or a database URL; postgresql:// without a driver uses pg8000 (pure
+    Python, nothing to compile on a lab's host)."""
+    if given.startswith(("postgresql://", "postgres://")):
+        return "postgresql+pg8000://" + given.split("://", 1)[1]
+    if "://" in given:
+        if not given.startswith(("sqlite://", "postgresql+")):
+            raise UsageError(f"--db {given}: give a file (SQLite) or a postgresql://USER@HOST/DB address")
+        return given
+    path = Path(given).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--db {given}: cannot create its folder: {e.strerror}") from None
+    return f"sqlite:///{path}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+@dataclass(frozen=True)
+class Added:
+    path: Path
+    outcome: str  # added / known / damaged
+    why: str = ""
+    board: str = ""
+    kernel: str = ""
+
+
+class Store:
+    def __init__(self, url: str):
+        self.url = engine_url(url)
+        sqlite = self.url.startswith("sqlite")
+        self.engine = sa.create_engine(self.url, connect_args={"timeout": 60} if sqlite else {})
+        if sqlite:
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        for attempt in range(3):  # two stores created at once: the second finds the first's tables
+            try:
+                schema.migrate(self.engine)
+                return
+            except schema.NewerStore as e:
+                raise UsageError(f"{self.url}: {e}: use a newer rtlab") from None
+            except sa.exc.OperationalError as e:
+                raise UsageError(f"cannot open the history store {self.shown()}: {e.orig}") from None
+            except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+
+    def shown(self) -> str:
+        """The store's address without a password."""
+        return sa.make_url(self.url).render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def add(self, path: Path, board: str | None = None) -> list[Added]:
+        """Every run the folder holds (a run, a campaign's repeats, a study's runs)."""
+        return [self._add_one(run, context, board) for run, context in runs_in(path)]
+
+    def _add_one(self, path: Path, context: Context, board: str | None) -> Added:
+        path = path.resolve()
+        try:
+            run = RunDir.open(path)
+            manifest = run.manifest()
+            info = run.sysinfo()
+            summary = runs_store.summary(path)
+        except (UsageError, UnreadableFile, OSError) as e:
+            return Added(path, "damaged", str(e))
+        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+        if summary["status"] == "running":
+            return Added(path, "damaged", "it is still measuring: add it when it has ended")
+        rows = rows_of(str(path), uid, manifest, info, summary, context, _now(), board)
+        return self._insert(path, rows)
+
+    def _insert(self, path: Path, rows: Any) -> Added:
+        said = Added(path, "added", board=rows.run["board"], kernel=rows.run["kernel"])
+        try:
+            with self.engine.begin() as conn:
+                inserted = conn.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key
+                run_id = inserted[0] if inserted is not None else None
+                for table, found in (
+                    (schema.load_stats, rows.load_stats),
+                    (schema.histograms, rows.histograms),
+                    (schema.block_maxima, rows.block_maxima),
+                ):
+                    if found:  # every row with every column: one statement for them all
+                        blank = dict.fromkeys(table.c.keys())
+                        conn.execute(sa.insert(table), [{**blank, **r, "run_id": run_id} for r in found])
+        except sa.exc.IntegrityError:  # its uid is there: added before, or by another writer now
+            return Added(path, "known", board=said.board, kernel=said.kernel)
+        return said
+
+    def rebuild(self, more: list[Path]) -> tuple[list[Added], list[str]]:
+        """Every table emptied and filled again from the run folders: those the store knew
+        (each with the board name it was added under) and MORE; folders gone are named."""
+        with self.engine.connect() as conn:
+            known = conn.execute(sa.select(schema.runs.c.path, schema.runs.c.board)).all()
+            bases = conn.execute(
+                sa.select(schema.baselines.c.board, schema.baselines.c.load, schema.runs.c.uid).join(
+                    schema.runs
+                )
+            ).all()
+        with self.engine.begin() as conn:
+            for table in (
+                schema.baselines,
+                schema.block_maxima,
+                schema.histograms,
+                schema.load_stats,
+                schema.runs,
+            ):
+                conn.execute(sa.delete(table))
+        gone: list[str] = []
+        added: list[Added] = []
+        for path, board in known:
+            if Path(path).is_dir():
+                added += [self._add_one(run, context, board) for run, context in runs_in(Path(path))]
+            else:
+                gone.append(path)
+        for path in more:
+            added += self.add(path)
+        with self.engine.begin() as conn:
+            for board, load, uid in bases:
+                run_id = conn.execute(sa.select(schema.runs.c.id).where(schema.runs.c.uid == uid)).scalar()
+                if run_id is not None:
+                    conn.execute(sa.insert(schema.baselines).values(board=board, load=load, run_id=run_id))
+        return added, gone
+
+    def set_baseline(self, path: Path, load: str | None) -> dict[str, Any]:
+        run = self.run_at(path)
+        if run is None:
+            raise UsageError(f"{path} is not in the history store: add it first (rtlab history add {path})")
+        where = load or "*"
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(schema.baselines).where(
+                    schema.baselines.c.board == run["board"], schema.baselines.c.load == where
+                )
+            )
+            conn.execute(sa.insert(schema.baselines).values(board=run["board"], load=where, run_id=run["id"]))
+        return run
+
+    # --- reading ------------------------------------------------------------------------
+
+    def run_at(self, path: Path) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(schema.runs).where(schema.runs.c.path == str(path.resolve()))
+            ).first()
+        return dict(row._mapping) if row is not None else None
+
+    def baseline(self, board: str, load: str | None) -> dict[str, Any] | None:
+        """The board's baseline run for LOAD (one set for that load, else for every load)."""
+        b = schema.baselines
+        with self.engine.connect() as conn:
+            for where in ([load] if load else []) + ["*"]:
+                row = conn.execute(
+                    sa.select(schema.runs).join(b).where(b.c.board == board, b.c.load == where)
+                ).first()
+                if row is not None:
+                    return dict(row._mapping)
+        return None
+
+    def list_runs(
+        self, board: str | None = None, kernel: str | None = None, since: str | None = None
+    ) -> list[dict[str, Any]]:
+        r = schema.runs
+        query = sa.select(r).order_by(r.c.started, r.c.id)
+        if board:
+            query = query.where(sa.or_(r.c.board == board, r.c.hostname == board))
+        if kernel:
+            query = query.where(sa.or_(r.c.kernel == kernel, r.c.kernel_release == kernel))
+        if since:
+            query = query.where(r.c.started >= since)
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def boards(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    sa.select(schema.runs.c.board).distinct().order_by(schema.runs.c.board)
+                ).scalars()
+            )
+
+    def series(self, board: str, load: str | None = None) -> list[dict[str, Any]]:
+        """Per run of the board (oldest first) and load it measured completely: the run, its
+        merged statistics and histogram, its block maxima."""
+        r, s, h, m = schema.runs, schema.load_stats, schema.histograms, schema.block_maxima
+        query = (
+            sa.select(
+                r,
+                s.c.load,
+                s.c.status.label("load_status"),
+                s.c.samples,
+                s.c.max_us,
+                s.c.p99_us,
+                s.c.p99_9_us,
+                s.c.p99_99_us,
+                s.c.lower_bounds,
+                s.c.ops_per_s,
+                h.c.limit_us,
+                h.c.overflows.label("h_overflows"),
+                h.c["values"].label("h_values"),
+                h.c.counts.label("h_counts"),
+                m.c.block_s,
+                m.c.maxima,
+            )  # fmt: skip
+            .join(s, s.c.run_id == r.c.id)
+            .outerjoin(h, sa.and_(h.c.run_id == r.c.id, h.c.load == s.c.load, h.c.cpu == "all"))
+            .outerjoin(m, sa.and_(m.c.run_id == r.c.id, m.c.load == s.c.load))
+            .where(
+                s.c.cpu == "all", s.c.status == "complete", sa.or_(r.c.board == board, r.c.hostname == board)
+            )
+            .order_by(r.c.started, r.c.id)
+        )
+        if load:
+            query = query.where(s.c.load == load)
+        with self.engine.connect() as conn:
+            found = [dict(row._mapping) for row in conn.execute(query)]
+        for row in found:
+            row["histogram"] = (
+                None if row["h_values"] is None else {
+                    "limit_us": row["limit_us"], "overflows": row["h_overflows"],
+                    "values": json.loads(row["h_values"]), "counts": json.loads(row["h_counts"]),
+                }
+            )  # fmt: skip
+            row["maxima"] = json.loads(row["maxima"]) if row["maxima"] else []
+        return found
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def runs_in(path: Path) -> Iterator[tuple[Path, Context]]:
+    """The run folders under PATH with where they sit: a study's runs (each maybe repeated),
+    a campaign's repeats, or the run itself."""
+    if (path / STUDY_FILE).is_file():
+        try:
+            doc = read_json(path / STUDY_FILE)
+            cells = doc["runs"]
+            name = str(doc.get("study") or path.name)
+        except (UnreadableFile, ValueError, KeyError, TypeError):
+            yield path, Context()  # reported as damaged: no run.json
+            return
+        for folder, cell in cells.items() if isinstance(cells, dict) else []:
+            where = path / str(folder)
+            parts = Path(str(folder)).parts
+            if Path(str(folder)).is_absolute() or ".." in parts or where.is_symlink() or not where.is_dir():
+                continue
+            stage = str(cell.get("stage")) if isinstance(cell, dict) else None
+            for run, context in runs_in(where):
+                yield run, Context(name, stage, context.repeat)
+    elif (path / repeats.FILE).is_file():
+        k = 1
+        while (path / repeats.folder(k)).is_dir():
+            yield path / repeats.folder(k), Context(repeat=k)
+            k += 1
+    else:
+        yield path, Context()

@@ -1,0 +1,125 @@
+"""A board's metric across kernels: one point per kernel (its runs pooled, in the order the
+kernels were first measured), each with a 95 % interval where the data give one.
+
+The interval replicates at the level that varies, as `rtlab compare` does: across a
+kernel's runs (a bootstrap over whole runs) when it has two or more; for one run only the
+exceedance rate has one (exact Poisson: exceedances are rare and counted), and p99.99 and
+max say "one run". Pure: the rows come from db.Store.series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from rtlab.analysis.verdicts import above, quantile
+
+METRICS = ("p99.99", "max", "exceed-rate")
+BOOTSTRAP = 2000
+
+
+@dataclass
+class Point:
+    kernel: str
+    first: str | None  # when the kernel was first measured
+    runs: list[dict[str, Any]]
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    lower_bound: bool = False  # the value is at least this (samples beyond the histogram)
+    note: str = ""
+    change: dict[str, Any] | None = field(default=None)  # a change point at this kernel (changes.py)
+
+
+def level_of(rows: Sequence[dict[str, Any]], given: float | None) -> float | None:
+    """The exceedance level: the one given, else the first run's p99.99 (as compare's)."""
+    if given is not None:
+        return given
+    for row in rows:
+        if row["p99_99_us"] is not None:
+            return float(row["p99_99_us"])
+    return None
+
+
+def pooled_histogram(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int] | None:
+    found = [r["histogram"] for r in rows if r["histogram"] is not None]
+    if not found:
+        return None
+    limit = min(h["limit_us"] for h in found)
+    values = np.concatenate([np.asarray(h["values"], dtype=np.int64) for h in found])
+    counts = np.concatenate([np.asarray(h["counts"], dtype=np.int64) for h in found])
+    inside = values < limit
+    overflows = sum(h["overflows"] for h in found) + int(counts[~inside].sum())
+    return values[inside], counts[inside], overflows
+
+
+def run_value(row: dict[str, Any], metric: str, level: float | None) -> float | None:
+    """One run's value of the metric (for change points: one value a run)."""
+    return _pooled([row], metric, level)[0]
+
+
+def _pooled(rows: Sequence[dict[str, Any]], metric: str, level: float | None) -> tuple[float | None, bool]:
+    if metric == "max":
+        maxima = [r["max_us"] for r in rows if r["max_us"] is not None]
+        return (float(max(maxima)) if maxima else None), False
+    h = pooled_histogram(rows)
+    if h is None:
+        return None, False
+    values, counts, overflows = h
+    n = int(counts.sum()) + overflows
+    if metric == "p99.99":
+        q = quantile(values, counts, overflows, 0.9999)
+        if q is None:  # beyond the histogram: at least its limit
+            return float(min(r["histogram"]["limit_us"] for r in rows if r["histogram"])), True
+        return q, False
+    if level is None or n == 0:
+        return None, False
+    return above(values, counts, overflows, level) / n, False
+
+
+def _poisson(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, float] | None:
+    h = pooled_histogram(rows)
+    if h is None:
+        return None
+    values, counts, overflows = h
+    n = int(counts.sum()) + overflows
+    k = above(values, counts, overflows, level)
+    if n == 0:
+        return None
+    low = stats.chi2.ppf(0.025, 2 * k) / 2 if k else 0.0
+    high = stats.chi2.ppf(0.975, 2 * k + 2) / 2
+    return float(low / n), float(high / n)
+
+
+def points(rows: Sequence[dict[str, Any]], metric: str, level: float | None, seed: int = 1) -> list[Point]:
+    """One point per kernel, in the order kernels were first measured."""
+    rng = np.random.default_rng(seed)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["kernel"], []).append(row)
+    found = []
+    for kernel, runs in groups.items():
+        value, bound = _pooled(runs, metric, level)
+        point = Point(kernel, runs[0]["started"], runs, value, lower_bound=bound)
+        if value is None:
+            point.note = "not measured" if metric != "exceed-rate" or level is not None else "no level"
+        elif len(runs) >= 2:
+            picks = rng.integers(0, len(runs), size=(BOOTSTRAP, len(runs)))
+            resampled = [_pooled([runs[i] for i in pick], metric, level)[0] for pick in picks]
+            got = np.asarray([x for x in resampled if x is not None], dtype=float)
+            if len(got):
+                point.low, point.high = float(np.quantile(got, 0.025)), float(np.quantile(got, 0.975))
+            point.note = f"{len(runs)} runs: bootstrap over runs"
+        elif metric == "exceed-rate" and level is not None:
+            interval = _poisson(runs, level)
+            if interval:
+                point.low, point.high = interval
+            point.note = "1 run: exact Poisson"
+        else:
+            point.note = "1 run: no interval (measure with --repeat 3 for one)"
+        found.append(point)
+    return found

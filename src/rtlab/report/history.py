@@ -1,0 +1,225 @@
+"""History as tables (terminal, and as text for -o) and one HTML page: a board's runs, a
+metric across kernels with intervals and change points, each kernel's histogram overlaid
+(as OSADL's latency plots do) and the block maxima of every run end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+from matplotlib.figure import Figure
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rtlab import __version__
+from rtlab.history.changes import Change
+from rtlab.history.trend import Point, pooled_histogram
+from rtlab.report import figures
+from rtlab.report.verdict_table import STYLE
+
+KIND_STYLE = {"regression": STYLE["worse"], "improvement": STYLE["better"], "suspected": STYLE["unknown"]}
+RUN_COLUMNS = ("started", "board", "kernel", "preemption", "status", "loads", "part of", "path")
+UNITS = {"p99.99": "µs", "max": "µs", "exceed-rate": "per wake-up"}
+
+_env = Environment(
+    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
+)
+
+
+def text(table: Table) -> str:
+    """A table as plain text, wide enough that no number is cut."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=240, color_system=None).print(table)
+    return buffer.getvalue()
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def runs_table(found: Sequence[dict[str, Any]]) -> Table:
+    table = Table(title=f"{len(found)} run(s) in the history", title_justify="left")
+    for heading in RUN_COLUMNS:
+        table.add_column(heading.capitalize(), overflow="fold")
+    for run in found:
+        part = " / ".join(str(run[k]) for k in ("study", "stage") if run[k])
+        if run["repeat"] is not None:
+            part += f"{' / ' if part else ''}repeat {run['repeat']}"
+        table.add_row(*(Text(_cell(part if c == "part of" else run[c])) for c in RUN_COLUMNS))
+    return table
+
+
+def runs_json(found: Sequence[dict[str, Any]]) -> str:
+    return json.dumps({"runs": list(found)}, indent=2, ensure_ascii=False) + "\n"
+
+
+def number(x: float | None, metric: str) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if metric == "exceed-rate" else f"{x:.0f}"
+
+
+def _value(p: Point, metric: str) -> str:
+    return ("≥" if p.lower_bound else "") + number(p.value, metric)
+
+
+def _interval(p: Point, metric: str) -> str:
+    return f"[{number(p.low, metric)}, {number(p.high, metric)}]" if p.low is not None else "-"
+
+
+def trend_table(board: str, load: str, metric: str, level: float | None, found: Sequence[Point]) -> Table:
+    above = f" above {level:.0f} µs" if metric == "exceed-rate" and level is not None else ""
+    table = Table(
+        title=f"{board} · {load} · {metric}{above} ({UNITS[metric]}) by kernel", title_justify="left"
+    )
+    for heading in ("Kernel", "First measured", "Runs", metric, "95 % interval", "Change", "Note"):
+        table.add_column(heading, overflow="fold")
+    for p in found:
+        interval = _interval(p, metric)
+        change = Text(p.change["kind"], KIND_STYLE.get(p.change["kind"], "")) if p.change else Text("")
+        table.add_row(Text(p.kernel), Text(_cell(p.first)), str(len(p.runs)), _value(p, metric), interval,
+                      change, Text(p.note))  # fmt: skip
+    return table
+
+
+def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, list[Point]]) -> str:
+    def point(p: Point) -> dict[str, Any]:
+        return {"kernel": p.kernel, "first": p.first, "runs": [r["uid"] for r in p.runs], "value": p.value,
+                "interval": [p.low, p.high], "lower_bound": p.lower_bound, "note": p.note,
+                "change": p.change}  # fmt: skip
+
+    doc = {"board": board, "metric": metric, "level_us": level,
+           "loads": {load: [point(p) for p in found] for load, found in by_load.items()}}  # fmt: skip
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def changes_table(found: Sequence[Change], metric: str) -> Table:
+    table = Table(title=f"Change points in {metric}, each put to rtlab compare", title_justify="left")
+    for heading in ("Board", "Load", "Run", "Kernel", "Kind", "Mean before → after", "Otava p", "Why"):
+        table.add_column(heading, overflow="fold")
+    for c in found:
+        means = "newest run" if c.newest else f"{number(c.before, metric)} → {number(c.after, metric)}"
+        p = "-" if c.p_value is None else f"{c.p_value:.2g}"
+        table.add_row(Text(c.board), Text(c.load), Text(_cell(c.run["started"])), Text(c.run["kernel"]),
+                      Text(c.kind, KIND_STYLE.get(c.kind, "")), means, p, Text(c.reason))  # fmt: skip
+    return table
+
+
+def changes_json(found: Sequence[Change]) -> str:
+    doc = [{"board": c.board, "load": c.load, "run": c.run["uid"], "path": c.run["path"],
+            "kernel": c.run["kernel"], "kind": c.kind, "newest": c.newest, "mean_before": c.before,
+            "mean_after": c.after, "p_value": c.p_value, "reason": c.reason} for c in found]  # fmt: skip
+    return json.dumps({"changes": doc}, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+def trend_figure(load: str, metric: str, found: Sequence[Point]) -> Figure:
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(found))
+    y = np.asarray([np.nan if p.value is None else p.value for p in found], dtype=float)
+    low = np.asarray([np.nan if p.low is None else p.low for p in found], dtype=float)
+    high = np.asarray([np.nan if p.high is None else p.high for p in found], dtype=float)
+    ax.plot(x, y, marker="o", color="tab:blue", label=metric)
+    has = ~np.isnan(low)
+    if has.any():
+        ax.errorbar(x[has], y[has], yerr=[y[has] - low[has], high[has] - y[has]], fmt="none",
+                    ecolor="tab:blue", capsize=4, label="95 % interval")  # fmt: skip
+    for i, p in enumerate(found):
+        if p.change:
+            colour = {"regression": "tab:red", "improvement": "tab:green"}.get(p.change["kind"], "tab:orange")
+            ax.axvline(i - 0.5, color=colour, linestyle="--", label=p.change["kind"])
+    ax.set_xticks(x, [p.kernel for p in found], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"{metric} ({UNITS[metric]})")
+    ax.set_title(f"{load}: {metric} by kernel")
+    ax.grid(True, alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=8)
+    return fig
+
+
+def overlay_figure(load: str, found: Sequence[Point]) -> Figure | None:
+    """Each kernel's histogram (its runs pooled), on one log scale."""
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    drawn = False
+    for i, p in enumerate(found):
+        h = pooled_histogram(p.runs)
+        if h is None:
+            continue
+        values, counts, _ = h
+        order = np.argsort(values)
+        ax.plot(values[order], counts[order], marker="o", markersize=2, linestyle="-", linewidth=0.8,
+                color=figures.run_color(i), label=p.kernel)  # fmt: skip
+        drawn = True
+    if not drawn:
+        return None
+    ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel("samples")
+    ax.set_title(f"{load}: each kernel's histogram")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def maxima_figure(load: str, rows: Sequence[dict[str, Any]]) -> Figure | None:
+    """Every run's block maxima end to end, in the order the runs were measured."""
+    fig = Figure(figsize=(8, 3.5), layout="constrained")
+    ax = fig.add_subplot()
+    start = 0
+    kernels: dict[str, int] = {}
+    for row in rows:
+        maxima = np.asarray([np.nan if m is None else m for m in row["maxima"]], dtype=float)
+        if not len(maxima):
+            continue
+        colour = figures.run_color(kernels.setdefault(row["kernel"], len(kernels)))
+        ax.plot(np.arange(start, start + len(maxima)), maxima, linestyle="none", marker=".", markersize=2,
+                color=colour, label=row["kernel"])  # fmt: skip
+        start += len(maxima)
+        ax.axvline(start - 0.5, color="0.85", linewidth=0.5)
+    if not start:
+        return None
+    ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel("block, runs end to end (oldest first)")
+    ax.set_ylabel("block maximum (µs)")
+    ax.set_title(f"{load}: block maxima of every run")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=8, markerscale=4)
+    return fig
+
+
+def trend_html(
+    board: str, metric: str, level: float | None, by_load: dict[str, list[Point]],
+    rows: dict[str, list[dict[str, Any]]], changes: Sequence[Change],
+) -> str:  # fmt: skip
+    sections = []
+    with matplotlib.rc_context({"text.parse_math": False}):
+        for load, found in by_load.items():
+            drawn = [
+                trend_figure(load, metric, found),
+                overlay_figure(load, found),
+                maxima_figure(load, rows[load]),
+            ]
+            sections.append({
+                "load": load, "figures": [figures.svg(f) for f in drawn if f is not None],
+                "points": [{"kernel": p.kernel, "first": _cell(p.first), "runs": len(p.runs),
+                            "value": _value(p, metric),
+                            "interval": _interval(p, metric),
+                            "change": p.change["kind"] if p.change else "", "note": p.note} for p in found],
+            })  # fmt: skip
+    return _env.get_template("history.html.j2").render(
+        version=__version__, board=board, metric=metric, unit=UNITS[metric], level=level, sections=sections,
+        changes=[{"load": c.load, "run": _cell(c.run["started"]), "kernel": c.run["kernel"], "kind": c.kind,
+                  "reason": c.reason} for c in changes],
+    )  # fmt: skip
