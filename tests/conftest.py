@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +185,37 @@ def stop_groups(started: list[subprocess.Popen[Any]]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)), None)
+
+
+@contextlib.contextmanager
+def postgres(user: str, database: str) -> Iterator[int]:
+    """A PostgreSQL server of the test's own (Debian's, as `make test-setup` installs it) on
+    a loopback port with USER owning DATABASE (no password); yields the port."""
+    import pwd
+
+    assert PG_BIN is not None
+    owner = pwd.getpwnam("postgres")
+    # PostgreSQL runs as its own user, who cannot enter pytest's private folders
+    data = Path(tempfile.mkdtemp(prefix="rtlab-test-pg-"))
+    os.chown(data, owner.pw_uid, owner.pw_gid)
+
+    def as_postgres(*argv: str) -> None:
+        subprocess.run(["setpriv", f"--reuid={owner.pw_uid}", f"--regid={owner.pw_gid}",
+                        "--init-groups", *argv], check=True, capture_output=True, cwd="/")  # fmt: skip
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+    as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w", "start",
+                "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1")  # fmt: skip
+    try:
+        for sql in (f"CREATE USER {user}", f"CREATE DATABASE {database} OWNER {user}"):
+            as_postgres("psql", "-q", "-h", str(data), "-p", str(port), "-c", sql)
+        yield port
+    finally:
+        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(data)

@@ -7,12 +7,9 @@ this machine's sshd as the board, and the run comes back as rtlab's; the token n
 from __future__ import annotations
 
 import os
-import pwd
 import re
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,13 +18,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import needs_root, needs_tools, processes_named, read_json, rtlab, stop_groups
+from conftest import PG_BIN, needs_root, needs_tools, postgres, processes_named, read_json, rtlab, stop_groups
 from test_lava import make_job
 from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 ROOT = Path(__file__).resolve().parents[1] / ".cache" / "lava-server"
 LAVA_SERVER = ROOT / "usr/bin/lava-server"
-PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)), None)
 needs_server = pytest.mark.skipif(
     not (LAVA_SERVER.exists() and PG_BIN is not None),
     reason="make test-setup unpacks lava-server and installs PostgreSQL",
@@ -60,74 +56,60 @@ def wait_port(port: int, seconds: float = 60) -> None:
 
 @pytest.fixture(scope="module")
 def lab(board, tmp_path_factory) -> Iterator[Lab]:  # noqa: F811
-    assert PG_BIN is not None
     tmp = tmp_path_factory.mktemp("lava-server")
-    postgres = pwd.getpwnam("postgres")
-    # PostgreSQL runs as its own user, who cannot enter pytest's private folders
-    data = Path(tempfile.mkdtemp(prefix="rtlab-test-pg-"))
-    os.chown(data, postgres.pw_uid, postgres.pw_gid)
-
-    def as_postgres(*argv: str) -> None:
-        subprocess.run(["setpriv", f"--reuid={postgres.pw_uid}", f"--regid={postgres.pw_gid}",
-                        "--init-groups", *argv], check=True, capture_output=True, cwd="/")  # fmt: skip
-
-    pg_port, web_port = free_port(), free_port()
-    as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
-    as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w", "start",
-                "-o", f"-p {pg_port} -k {data} -c listen_addresses=127.0.0.1")  # fmt: skip
+    web_port = free_port()
     started: list[subprocess.Popen[bytes]] = []
-    try:
-        for sql in ("CREATE USER lavaserver", "CREATE DATABASE lavaserver OWNER lavaserver"):
-            as_postgres("psql", "-q", "-h", str(data), "-p", str(pg_port), "-c", sql)
-        for folder in ("devices", "media", "dispatcher.d", "health-checks", "worker"):
-            (tmp / folder).mkdir()
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT / "usr/lib/python3/dist-packages"),
-            "DJANGO_SETTINGS_MODULE": "lava_server.settings.prod",
-            "DATABASE_URL": f"postgres://lavaserver@127.0.0.1:{pg_port}/lavaserver",
-            "SECRET_KEY": "rtlab-test",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "LAVA_SETTINGS_DJANGO_LOGFILE": str(tmp / "django.log"),
-            "LAVA_SETTINGS_DEVICES_PATH": str(tmp / "devices"),
-            "LAVA_SETTINGS_MEDIA_ROOT": str(tmp / "media"),
-            "LAVA_SETTINGS_DISPATCHER_CONFIG_PATH": str(tmp / "dispatcher.d"),
-            "LAVA_SETTINGS_HEALTH_CHECKS_PATH": str(tmp / "health-checks"),
-            "LAVA_YAML_SETTINGS_DEVICE_TYPES_PATHS": f'["{ROOT}/usr/share/lava-server/device-types"]',
-        }
+    with postgres("lavaserver", "lavaserver") as pg_port:
+        try:
+            for folder in ("devices", "media", "dispatcher.d", "health-checks", "worker"):
+                (tmp / folder).mkdir()
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(ROOT / "usr/lib/python3/dist-packages"),
+                "DJANGO_SETTINGS_MODULE": "lava_server.settings.prod",
+                "DATABASE_URL": f"postgres://lavaserver@127.0.0.1:{pg_port}/lavaserver",
+                "SECRET_KEY": "rtlab-test",
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "LAVA_SETTINGS_DJANGO_LOGFILE": str(tmp / "django.log"),
+                "LAVA_SETTINGS_DEVICES_PATH": str(tmp / "devices"),
+                "LAVA_SETTINGS_MEDIA_ROOT": str(tmp / "media"),
+                "LAVA_SETTINGS_DISPATCHER_CONFIG_PATH": str(tmp / "dispatcher.d"),
+                "LAVA_SETTINGS_HEALTH_CHECKS_PATH": str(tmp / "health-checks"),
+                "LAVA_YAML_SETTINGS_DEVICE_TYPES_PATHS": f'["{ROOT}/usr/share/lava-server/device-types"]',
+            }
 
-        def manage(*argv: str) -> str:
-            done = subprocess.run(["/usr/bin/python3", str(LAVA_SERVER), "manage", *argv],
-                                  env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
-            assert done.returncode == 0, done.stdout + done.stderr
-            return done.stdout
+            def manage(*argv: str) -> str:
+                done = subprocess.run(["/usr/bin/python3", str(LAVA_SERVER), "manage", *argv],
+                                      env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+                assert done.returncode == 0, done.stdout + done.stderr
+                return done.stdout
 
-        def start(name: str, *argv: str) -> None:
-            log = (tmp / f"{name}.out").open("wb")
-            started.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log, start_new_session=True))
+            def start(name: str, *argv: str) -> None:
+                log = (tmp / f"{name}.out").open("wb")
+                started.append(
+                    subprocess.Popen(argv, env=env, stdout=log, stderr=log, start_new_session=True)
+                )
 
-        manage("migrate")
-        manage("users", "add", "--superuser", "--staff", "--passwd", "lab", "lab")
-        token = manage("tokens", "add", "--user", "lab").strip().splitlines()[-1]
-        manage("device-types", "add", "ssh")
-        worker_token = re.findall(r"Token: (\S+)", manage("workers", "add", "w1"))[0]
-        manage("devices", "add", "--device-type", "ssh", "--worker", "w1", "desk-01")
-        (tmp / "devices/desk-01.jinja2").write_text(
-            DEVICE.format(port=board.port, key=board.keys / "user_key")
-        )
-        start("gunicorn", "gunicorn3", "lava_server.wsgi", "--workers", "2", "--timeout", "120",
-              "--bind", f"127.0.0.1:{web_port}")  # fmt: skip
-        wait_port(web_port)
-        start("scheduler", "/usr/bin/python3", str(LAVA_SERVER), "manage", "lava-scheduler",
-              "--log-file", str(tmp / "scheduler.log"), "--user", "root", "--group", "root")  # fmt: skip
-        start("worker", "lava-worker", "--name", "w1", "--url", f"http://127.0.0.1:{web_port}/",
-              "--token", worker_token, "--worker-dir", str(tmp / "worker"),
-              "--log-file", str(tmp / "worker.log"))  # fmt: skip
-        yield Lab(f"http://127.0.0.1:{web_port}", token)
-    finally:
-        stop_groups(started)
-        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(data)
+            manage("migrate")
+            manage("users", "add", "--superuser", "--staff", "--passwd", "lab", "lab")
+            token = manage("tokens", "add", "--user", "lab").strip().splitlines()[-1]
+            manage("device-types", "add", "ssh")
+            worker_token = re.findall(r"Token: (\S+)", manage("workers", "add", "w1"))[0]
+            manage("devices", "add", "--device-type", "ssh", "--worker", "w1", "desk-01")
+            (tmp / "devices/desk-01.jinja2").write_text(
+                DEVICE.format(port=board.port, key=board.keys / "user_key")
+            )
+            start("gunicorn", "gunicorn3", "lava_server.wsgi", "--workers", "2", "--timeout", "120",
+                  "--bind", f"127.0.0.1:{web_port}")  # fmt: skip
+            wait_port(web_port)
+            start("scheduler", "/usr/bin/python3", str(LAVA_SERVER), "manage", "lava-scheduler",
+                  "--log-file", str(tmp / "scheduler.log"), "--user", "root", "--group", "root")  # fmt: skip
+            start("worker", "lava-worker", "--name", "w1", "--url", f"http://127.0.0.1:{web_port}/",
+                  "--token", worker_token, "--worker-dir", str(tmp / "worker"),
+                  "--log-file", str(tmp / "worker.log"))  # fmt: skip
+            yield Lab(f"http://127.0.0.1:{web_port}", token)
+        finally:
+            stop_groups(started)
 
 
 @needs_root

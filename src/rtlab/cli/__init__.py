@@ -15,7 +15,10 @@ import typer
 from rich.text import Text
 
 from rtlab import __version__, report, untrusted
+from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import app as history_app
+from rtlab.cli.history import baseline_of as history_baseline
+from rtlab.cli.history import remember
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, parse_loads, read_file
@@ -96,6 +99,10 @@ IdleAfterBoot = Annotated[
     typer.Option(help="before the first load, wait until the target has been up this long, e.g. 3m"),
 ]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
+History = Annotated[
+    bool,
+    typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),
+]
 
 
 def _plan(
@@ -282,6 +289,7 @@ def run(
         typer.Option(help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
     ] = 1,
     accept_new_host_key: AcceptKey = False,
+    history: History = False,
 ) -> None:
     """Measure latency under each load, one after another, and print the table."""
     from rtlab.progress import RunProgress
@@ -331,11 +339,11 @@ def run(
         _run_parallel(plan, targets, out_dir, name, deadline, junit)
         return
     if repeat > 1:
-        _run_repeats(plan, specs[0], accept_new_host_key, out_dir, name, repeat, deadline, junit)
+        _run_repeats(plan, specs[0], accept_new_host_key, out_dir, name, repeat, deadline, junit, history)
         return
     with RunProgress(plan, err) as progress:
         outcome = execute(plan, targets[0], out=out_dir, name=name, on_event=progress)
-    _conclude(outcome, deadline, junit)
+    _conclude(outcome, deadline, junit, history)
 
 
 @app.command("trace")
@@ -411,9 +419,10 @@ def _out_dir(out: str | None) -> Path | None:
     return path
 
 
-def _conclude(outcome: Outcome, deadline: str | None, junit: Path | None) -> None:
+def _conclude(outcome: Outcome, deadline: str | None, junit: Path | None, history: bool = False) -> None:
     summary = outcome.summary
     err.print(f"run saved in {outcome.run.path}", highlight=False)
+    remember(outcome.run.path, history)
     try:
         _present([summary], [summary["run"] or outcome.run.path.name], deadline=deadline, junit=junit)
     finally:
@@ -469,6 +478,7 @@ def _run_repeats(
     n: int,
     deadline: str | None,
     junit: Path | None,
+    history: bool = False,
 ) -> None:
     """The campaign N times, each a whole run in OUT/repeat-K, then the table of all of them
     (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
@@ -511,6 +521,7 @@ def _run_repeats(
             raise RunFailed(f"interrupted in repeat {k} of {n}: run the same command again to go on")
     summary = store.summary(folder)
     err.print(f"runs saved in {folder}", highlight=False)
+    remember(folder, history)
     try:
         _present([summary], [name or folder.name], deadline=deadline, junit=junit)
     finally:
@@ -593,6 +604,7 @@ def study(
         str | None, typer.Option(help="wait after boot, instead of the file's (0s: not at all)")
     ] = None,
     accept_new_host_key: AcceptKey = False,
+    history: History = False,
 ) -> None:
     """Targets (kernels) x tuning stages x loads from one file, one run each, then the
     comparison of all of them (examples/*.toml). Resumable: the same command again goes on
@@ -658,6 +670,7 @@ def study(
     for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     err.print(f"saved in {folder}: report.md, report.html, report.json", highlight=False)
+    remember(folder, history)
     try:
         _present(summaries, labels, deadline=plan_of.deadline)
         if compared:
@@ -836,6 +849,7 @@ def lava_import(
         Path | None,
         typer.Option("--output", "-o", help="the run directory to make (default results/lava-<id>)"),
     ] = None,
+    history: History = False,
 ) -> None:
     """Rebuild the run of a LAVA job, from the server or from its log, as a run made here
     would be. A job whose health is not Complete is imported as failed."""
@@ -846,7 +860,7 @@ def lava_import(
     if log is not None:
         if output is None:
             raise UsageError("rtlab lava import --log needs -o: the run directory to make")
-        _conclude(lava.import_log(lava.read_log(log), output), None, None)
+        _conclude(lava.import_log(lava.read_log(log), output), None, None, history)
         return
     assert job_id is not None
     if url is None:
@@ -857,11 +871,15 @@ def lava_import(
         raise UsageError(
             f"job {job_id} is {record['state']}, not Finished: import it when it ends (or submit with --wait)"
         )
-    _import_job(server, job_id, output, record)
+    _import_job(server, job_id, output, record, history)
 
 
 def _import_job(
-    server: Server, job_id: int, output: Path | None, record: dict[str, Any] | None = None
+    server: Server,
+    job_id: int,
+    output: Path | None,
+    record: dict[str, Any] | None = None,
+    history: bool = False,
 ) -> None:
     from rtlab import lava
 
@@ -869,7 +887,7 @@ def _import_job(
         record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))
     out = output or Path("results") / f"lava-{job_id}"
     outcome = lava.import_log(server.log(job_id), out, health=str(record.get("health")))
-    _conclude(outcome, None, None)
+    _conclude(outcome, None, None, history)
 
 
 def _int(options: dict[str, str], key: str) -> int | None:
@@ -931,6 +949,11 @@ def compare(
         bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")
     ] = False,
     junit: Annotated[Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),
+    ] = None,
+    db: HistoryDb = None,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
     the first run, whether each difference is real: better, worse, same or unknown."""
@@ -938,6 +961,10 @@ def compare(
     from rtlab.report import verdict_table
 
     report.renderer(fmt)
+    if baseline is not None:
+        runs = [history_baseline(baseline, db), *runs]
+    if len(runs) < 2:
+        raise UsageError("compare needs two runs or more: give RUN_A RUN_B, or --baseline and a run")
     limit = _margin(margin)
     summaries = [store.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]

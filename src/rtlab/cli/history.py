@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -59,6 +60,19 @@ def add_runs(paths: list[Path], db: str | None, board: str | None = None) -> Non
     say_added(found)
 
 
+def remember(folder: Path, wanted: bool) -> None:
+    """A result into the default store when asked (--history, or RTLAB_HISTORY=1): a store
+    that cannot be written is a warning, never the loss of what was measured."""
+    if not (wanted or os.environ.get("RTLAB_HISTORY") == "1"):
+        return
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        add_runs([folder], None)
+    except (UsageError, OSError, SQLAlchemyError) as e:
+        err.print(f"warning: not added to the history: {e}", highlight=False)
+
+
 def _metric(metric: str) -> str:
     from rtlab.history.trend import METRICS
 
@@ -80,6 +94,24 @@ def _one_board(store: Store, board: str | None) -> str:
             f"no run of board {board!r} in {store.shown()}: known are {', '.join(boards) or 'none'}"
         )
     return board
+
+
+def baseline_of(spec: str, db: str | None) -> Path:
+    """The folder of the baseline SPEC (board:NAME or board:NAME,load:LOAD) names."""
+    parts = dict(part.partition(":")[::2] for part in spec.split(","))
+    if set(parts) - {"board", "load"} or not parts.get("board"):
+        raise UsageError(f"--baseline {spec}: give board:NAME or board:NAME,load:LOAD")
+    store = open_store(db)
+    try:
+        name = _one_board(store, parts["board"])
+        found = store.baseline(name, parts.get("load") or None)
+    finally:
+        store.close()
+    if found is None:
+        raise UsageError(
+            f"{name} has no baseline in the history: set one with rtlab history baseline set RUN"
+        )
+    return Path(found["path"])
 
 
 @app.command("add")
