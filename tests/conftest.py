@@ -213,7 +213,7 @@ def postgres(user: str, database: str) -> Iterator[int]:
     as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w", "start",
                 "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1")  # fmt: skip
     try:
-        for sql in (f"CREATE USER {user}", f"CREATE DATABASE {database} OWNER {user}"):
+        for sql in (f"CREATE USER {user} CREATEDB", f"CREATE DATABASE {database} OWNER {user}"):
             as_postgres("psql", "-q", "-h", str(data), "-p", str(port), "-c", sql)
         yield port
     finally:

@@ -140,9 +140,11 @@ class Store:
 
     def rebuild(self, more: list[Path]) -> tuple[list[Added], list[str]]:
         """Every table emptied and filled again from the run folders: those the store knew
-        (each with the board name it was added under) and MORE; folders gone are named."""
+        (each with the board name and place it was added under) and MORE; folders gone are
+        named."""
         with self.engine.connect() as conn:
-            known = conn.execute(sa.select(schema.runs.c.path, schema.runs.c.board)).all()
+            r = schema.runs
+            known = conn.execute(sa.select(r.c.path, r.c.board, r.c.study, r.c.stage, r.c.repeat)).all()
             bases = conn.execute(
                 sa.select(schema.baselines.c.board, schema.baselines.c.load, schema.runs.c.uid).join(
                     schema.runs
@@ -159,9 +161,9 @@ class Store:
                 conn.execute(sa.delete(table))
         gone: list[str] = []
         added: list[Added] = []
-        for path, board in known:
-            if Path(path).is_dir():
-                added += [self._add_one(run, context, board) for run, context in runs_in(Path(path))]
+        for path, board, study, stage, repeat in known:  # each as it was added: its name, its place
+            if (Path(path) / "run.json").is_file():
+                added.append(self._add_one(Path(path), Context(study, stage, repeat), board))
             else:
                 gone.append(path)
         for path in more:

@@ -1,0 +1,247 @@
+"""rtlab history over real runs, in SQLite and in a real PostgreSQL, through the same tests.
+
+Ten real runs of one load named "work": five quiet (a sleeping command beside cyclictest),
+then five where the load is tests/spin.c, a SCHED_FIFO 99 busy loop taking CPU 0 for 5 ms
+of every 10 ms, which makes cyclictest really late. A second kernel cannot exist on this
+host: the busy runs' sysinfo.json is made to say another kernel release (a fake file tree,
+the only one here), so the history holds two kernels, one worse than the other.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import PG_BIN, needs_root, needs_tools, postgres, read_json, rtlab
+from test_causes import spin_binary
+from test_html_browser import CHROMIUM, chromium
+
+pytestmark = [needs_root, needs_tools]
+
+NEXT_KERNEL = "6.12.0-rtlab-next"
+
+
+@dataclass(frozen=True)
+class Runs:
+    quiet: Path  # a campaign of 5 repeats
+    busy: Path
+    damaged: Path
+
+
+def _campaign(folder: Path, loads_file: Path) -> None:
+    done = rtlab("run", "--loads-file", str(loads_file), "--loads", "work", "--duration", "3s",
+                 "--settle", "0s", "--repeat", "5", "--out", str(folder), timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    base = tmp_path_factory.mktemp("history")
+    spin = spin_binary(base)
+    quiet, busy = base / "quiet.toml", base / "busy.toml"
+    quiet.write_text('[loads.work]\ncommand = ["sleep", "3600"]\n')
+    busy.write_text(f'[loads.work]\ncommand = ["{spin}", "0", "5", "0", "100000", "0.01"]\non = "all"\n')
+    _campaign(base / "quiet", quiet)
+    _campaign(base / "busy", busy)
+    for k in range(1, 6):
+        path = base / "busy" / f"repeat-{k}" / "sysinfo.json"
+        info = read_json(path)
+        info["kernel"]["release"] = NEXT_KERNEL
+        path.write_text(json.dumps(info))
+    damaged = base / "damaged"
+    shutil.copytree(base / "quiet" / "repeat-1", damaged)
+    (damaged / "run.json").write_text('{"id": "cut off')
+    return Runs(base / "quiet", base / "busy", damaged)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[int | None]:
+    if PG_BIN is None:
+        yield None
+        return
+    with postgres("rtlab", "rtlab") as port:
+        yield port
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path) -> str:
+    """A new, empty store of each kind for each test."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.db")
+    port = request.getfixturevalue("server")
+    if port is None:
+        pytest.skip("make test-setup installs PostgreSQL")
+    name = f"t{uuid.uuid4().hex[:12]}"
+    subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-p", str(port), "-U", "rtlab", "-d", "rtlab",
+                    "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True)  # fmt: skip
+    return f"postgresql://rtlab@127.0.0.1:{port}/{name}"
+
+
+def history(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return rtlab("history", *args, "--db", db, timeout=600)
+
+
+def listed(db: str) -> list[dict]:
+    done = history(db, "list", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["runs"]
+
+
+def _nearest_rank(values: list[int], counts: list[int], overflows: int, q: float) -> int | None:
+    order = np.argsort(values)
+    cum = np.cumsum(np.asarray(counts)[order])
+    rank = math.ceil(q * (cum[-1] + overflows))
+    return int(np.asarray(values)[order][np.searchsorted(cum, rank)]) if rank <= cum[-1] else None
+
+
+def _pooled(folders: list[Path]) -> tuple[list[int], list[int], int]:
+    values: list[int] = []
+    counts: list[int] = []
+    overflows = 0
+    for folder in folders:
+        h = read_json(folder / "summary.json")["loads"]["work"]["histograms"]["merged"]
+        values += h["values"]
+        counts += h["counts"]
+        overflows += h["overflows"]
+    return values, counts, overflows
+
+
+def test_runs_go_in_once_and_come_back(runs, db):
+    done = history(db, "add", str(runs.quiet), str(runs.busy), str(runs.damaged))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(": added (") == 10
+    assert f"{runs.damaged}: damaged: " in done.stderr and "run.json" in done.stderr
+    again = history(db, "add", str(runs.quiet), str(runs.busy))
+    assert again.returncode == 0 and again.stderr.count(": known (") == 10, again.stderr
+    found = listed(db)
+    assert len(found) == 10
+    assert [r["repeat"] for r in found] == [1, 2, 3, 4, 5] * 2
+    assert [Path(r["path"]).parent for r in found] == [runs.quiet] * 5 + [runs.busy] * 5
+    assert {r["kernel_release"] for r in found[5:]} == {NEXT_KERNEL}
+    assert len({r["kernel"] for r in found}) == 2 and len({r["board"] for r in found}) == 1
+    for r in found:  # each run as its own folder says
+        manifest = read_json(Path(r["path"]) / "run.json")
+        assert r["uid"] == manifest["uid"] and r["status"] == "complete" and r["loads"] == "work"
+    newer = history(db, "list", "--kernel", NEXT_KERNEL, "--format", "json")
+    assert [r["uid"] for r in json.loads(newer.stdout)["runs"]] == [r["uid"] for r in found[5:]]
+
+
+def test_the_trend_by_kernel_recomputed(runs, db, tmp_path):
+    assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
+    done = history(db, "trend", "--load", "work", "--metric", "p99.99", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    points = json.loads(done.stdout)["loads"]["work"]
+    assert [len(p["runs"]) for p in points] == [5, 5] and points[1]["kernel"].startswith(NEXT_KERNEL)
+    for p, campaign in zip(points, (runs.quiet, runs.busy), strict=True):
+        folders = [campaign / f"repeat-{k}" for k in range(1, 6)]
+        assert p["value"] == _nearest_rank(*_pooled(folders), 0.9999)
+        low, high = p["interval"]
+        assert low <= p["value"] <= high and "bootstrap over runs" in p["note"]
+    assert points[1]["value"] > points[0]["value"]
+    # the exceedance rate above 1 ms, counted again from the histograms
+    done = history(
+        db, "trend", "--load", "work", "--metric", "exceed-rate", "--level", "1ms", "--format", "json"
+    )
+    rates = [p["value"] for p in json.loads(done.stdout)["loads"]["work"]]
+    for rate, campaign in zip(rates, (runs.quiet, runs.busy), strict=True):
+        values, counts, overflows = _pooled([campaign / f"repeat-{k}" for k in range(1, 6)])
+        above = sum(c for v, c in zip(values, counts, strict=True) if v > 1000) + overflows
+        assert rate == pytest.approx(above / (sum(counts) + overflows))
+    assert history(db, "trend", "--metric", "max", "-o", str(tmp_path / "trend.txt")).returncode == 0
+    assert NEXT_KERNEL in (tmp_path / "trend.txt").read_text()
+
+
+def test_a_regression_is_found_confirmed_and_gated(runs, db):
+    assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
+    done = history(db, "regressions", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    changes = json.loads(done.stdout)["changes"]
+    found = [c for c in changes if not c["newest"]]
+    # Otava's change point at the first busy run, confirmed by compare's verdicts
+    assert [(Path(c["path"]), c["kind"]) for c in found] == [(runs.busy / "repeat-1", "regression")]
+    assert found[0]["mean_after"] > found[0]["mean_before"] and "compare: worse" in found[0]["reason"]
+    newest = [c for c in changes if c["newest"]]
+    assert [Path(c["path"]) for c in newest] == [runs.busy / "repeat-5"]
+    assert newest[0]["kind"] != "regression"  # against the busy runs before it: nothing new
+    assert history(db, "regressions", "--gate").returncode == 0
+    # against a quiet baseline the newest run is a regression: the gate fails
+    assert history(db, "baseline", "set", str(runs.quiet / "repeat-2")).returncode == 0
+    gated = history(db, "regressions", "--gate")
+    assert gated.returncode == 1, gated.stderr
+    assert "the newest run is a regression" in gated.stderr
+    board = listed(db)[0]["board"]
+    compared = rtlab("compare", "--baseline", f"board:{board}", str(runs.busy / "repeat-5"), "--db", db,
+                     "--format", "json")  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    verdicts = json.loads(compared.stdout)["runs"][1]["verdicts"]["loads"]["work"]
+    assert verdicts["verdict"] == "worse"
+
+
+def test_concurrent_writers_lose_nothing(runs, db):
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "rtlab", "history", "add", str(runs.busy), str(runs.quiet), "--db", db],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outputs
+    said = "".join(err for _, err in outputs)
+    assert said.count(": added (") == 10 and said.count(": known (") == 30
+    assert len({r["uid"] for r in listed(db)}) == len(listed(db)) == 10
+
+
+def test_rebuild_from_the_folders(runs, db, tmp_path):
+    moved = tmp_path / "quiet"
+    shutil.copytree(runs.quiet, moved)
+    assert history(db, "add", str(moved), str(runs.busy)).returncode == 0
+    assert history(db, "baseline", "set", str(runs.busy / "repeat-1"), "--load", "work").returncode == 0
+    before = listed(db)
+    shutil.rmtree(moved)
+    done = history(db, "rebuild")
+    assert done.returncode == 0, done.stderr
+    assert [f"{moved}/repeat-{k}: gone" in done.stderr for k in range(1, 6)] == [True] * 5
+    assert done.stderr.count(": added (") == 5
+    after = listed(db)
+    assert [(r["uid"], r["repeat"], r["board"]) for r in after] == [
+        (r["uid"], r["repeat"], r["board"]) for r in before[5:]
+    ]
+    shown = history(db, "baseline", "show", "--load", "work")
+    assert shown.stdout.strip() == str(runs.busy / "repeat-1")
+
+
+def test_a_newer_store_is_one_line(tmp_path, runs):
+    db = tmp_path / "history.db"
+    assert history(str(db), "add", str(runs.busy)).returncode == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE rtlab_meta SET value = '99' WHERE key = 'schema_version'")
+    done = history(str(db), "list")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "schema version 99, newer than this rtlab's" in done.stderr
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is installed by `make test`")
+def test_the_html_trend_in_a_browser(runs, tmp_path):
+    db = str(tmp_path / "history.db")
+    assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
+    page = tmp_path / "trend.html"
+    done = history(db, "trend", "--format", "html", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    dom = chromium("--dump-dom", page.as_uri()).stdout
+    assert dom.count("<svg") == 3  # the metric by kernel, the histograms overlaid, the block maxima
+    assert NEXT_KERNEL in dom and '<td class="name regression">regression</td>' in dom
+    assert any(len(d) > 500 for d in dom.split(' d="')[1:])  # drawn curves, not empty axes
