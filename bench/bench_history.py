@@ -84,5 +84,6 @@ def main() -> None:
               f"{query_s:.2f} s; goal < 0.5 s: ratio {query_s / 0.5:.2f}")  # fmt: skip
         print(f"store size: {kb:.1f} kB a run; goal < 200 kB: ratio {kb / 200:.2f}")
 
+
 if __name__ == "__main__":
     main()
