@@ -134,8 +134,13 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
     assert cases["cpu.cpu0-max-latency"]["units"] == "us" and cases["cpu.cpu0-max-latency"]["set"] == "cpu"
 
     run = tmp_path / "imported"
-    imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
+    store = tmp_path / "history.db"
+    imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run), "--history",
+                     env={"RTLAB_HISTORY_DB": str(store)})  # fmt: skip
     assert imported.returncode == 0, imported.stderr
+    # and into the history store, as the run it is
+    listed = rtlab("history", "list", "--db", str(store), "--format", "json")
+    assert [r["uid"] for r in json.loads(listed.stdout)["runs"]] == [read_json(run / "run.json")["uid"]]
     summary = read_json(run / "summary.json")
     assert summary["status"] == "complete" and summary["run"] == "farm"
     assert read_json(run / "run.json")["target"]["kind"] == "lava"

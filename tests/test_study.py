@@ -3,6 +3,7 @@ x 2 loads in real QEMU guests, interrupted and resumed; the example study files 
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -168,6 +169,14 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
             "better", "worse", "same", "unknown", "refused"
         }  # fmt: skip
     assert "is the difference real?" in (out / "report.md").read_text()
+    # the study into the history store: each run with its study, stage and kernel
+    store = str(tmp_path / "history.db")
+    assert rtlab("history", "add", str(out), "--db", store).returncode == 0
+    listed = json.loads(rtlab("history", "list", "--db", store, "--format", "json").stdout)["runs"]
+    assert sorted(
+        (r["study"], r["stage"], Path(r["path"]).relative_to(out).as_posix()) for r in listed
+    ) == sorted((read_json(out / "study.json")["study"], f.rsplit("/", 1)[1], f) for f in folders)
+    assert len({r["kernel"] for r in listed}) == 2
     table = done.stdout.splitlines()
     for load in ("idle", "cpu60"):
         at = next(i for i, line in enumerate(table) if f"│ {load} " in line)

@@ -23,6 +23,8 @@ from rtlab.shapes import Summary
 SIDE = 5  # runs on each side of a change point put to the test
 MAX_PVALUE = 0.01  # Otava's threshold for a change point to be proposed
 
+KINDS = {"worse": "regression", "better": "improvement"}  # compare's verdicts that confirm a change
+
 Loader = Callable[[dict[str, Any]], Summary | None]  # a run's summary from its folder, None if gone
 
 
@@ -32,7 +34,7 @@ class Change:
     load: str
     index: int  # the first run after the change, in the series
     run: dict[str, Any]
-    kind: str  # regression / improvement / suspected
+    kind: str  # regression / improvement / suspected (the newest run: same / unknown / refused too)
     before: float | None  # the series' mean before and after (Otava's statistics)
     after: float | None
     p_value: float | None
@@ -63,12 +65,11 @@ def _judge(
     base = [s for s in (load_summary(r) for r in before) if s is not None]
     new = [s for s in (load_summary(r) for r in after) if s is not None]
     if not base or not new:
-        return "suspected", "the run folders on a side are gone: nothing to compare"
+        return "unknown", "the run folders on a side are gone: nothing to compare"
     found = verdicts.compare(base, new, margin)["loads"].get(load)
     if found is None:
-        return "suspected", f"{load} is not measured on both sides"
-    kind = {"worse": "regression", "better": "improvement"}.get(found["verdict"], "suspected")
-    return kind, f"compare: {found['verdict']}: {found['reason']}"
+        return "unknown", f"{load} is not measured on both sides"
+    return found["verdict"], f"compare: {found['verdict']}: {found['reason']}"
 
 
 def regressions(
@@ -91,7 +92,8 @@ def regressions(
     for k, (i, mean_1, mean_2, p) in enumerate(cps):
         before = series[max(bounds[k], i - SIDE) : i]
         after = series[i : min(bounds[k + 2], i + SIDE)]
-        kind, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
+        verdict, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
+        kind = KINDS.get(verdict, "suspected")
         found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
     if len(series) >= 2:
         newest = series[-1]
@@ -102,7 +104,8 @@ def regressions(
                 bounds[-2] if len(bounds) > 2 and bounds[-2] < len(series) - 1 else 0, len(series) - 1 - SIDE
             )
             reference, said = series[start:-1], f"the {len(series) - 1 - start} run(s) before it"
-        kind, why = _judge(load, reference, [newest], load_summary, margin or verdicts.Margin())
+        verdict, why = _judge(load, reference, [newest], load_summary, margin or verdicts.Margin())
+        kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
         found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
                             f"newest against {said}: {why}", newest=True))  # fmt: skip
     return found

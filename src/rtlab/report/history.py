@@ -43,6 +43,11 @@ def _cell(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
+def when(started: str | None) -> str:
+    """A run's start to the minute, as a table shows it (JSON keeps it whole)."""
+    return "-" if not started else started[:16].replace("T", " ")
+
+
 def runs_table(found: Sequence[dict[str, Any]]) -> Table:
     table = Table(title=f"{len(found)} run(s) in the history", title_justify="left")
     for heading in RUN_COLUMNS:
@@ -51,7 +56,8 @@ def runs_table(found: Sequence[dict[str, Any]]) -> Table:
         part = " / ".join(str(run[k]) for k in ("study", "stage") if run[k])
         if run["repeat"] is not None:
             part += f"{' / ' if part else ''}repeat {run['repeat']}"
-        table.add_row(*(Text(_cell(part if c == "part of" else run[c])) for c in RUN_COLUMNS))
+        shown = {**run, "part of": part, "started": when(run["started"])}
+        table.add_row(*(Text(_cell(shown[c])) for c in RUN_COLUMNS))
     return table
 
 
@@ -83,7 +89,7 @@ def trend_table(board: str, load: str, metric: str, level: float | None, found: 
     for p in found:
         interval = _interval(p, metric)
         change = Text(p.change["kind"], KIND_STYLE.get(p.change["kind"], "")) if p.change else Text("")
-        table.add_row(Text(p.kernel), Text(_cell(p.first)), str(len(p.runs)), _value(p, metric), interval,
+        table.add_row(Text(p.kernel), Text(when(p.first)), str(len(p.runs)), _value(p, metric), interval,
                       change, Text(p.note))  # fmt: skip
     return table
 
@@ -106,7 +112,7 @@ def changes_table(found: Sequence[Change], metric: str) -> Table:
     for c in found:
         means = "newest run" if c.newest else f"{number(c.before, metric)} → {number(c.after, metric)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
-        table.add_row(Text(c.board), Text(c.load), Text(_cell(c.run["started"])), Text(c.run["kernel"]),
+        table.add_row(Text(c.board), Text(c.load), Text(when(c.run["started"])), Text(c.run["kernel"]),
                       Text(c.kind, KIND_STYLE.get(c.kind, "")), means, p, Text(c.reason))  # fmt: skip
     return table
 
@@ -213,13 +219,13 @@ def trend_html(
             ]
             sections.append({
                 "load": load, "figures": [figures.svg(f) for f in drawn if f is not None],
-                "points": [{"kernel": p.kernel, "first": _cell(p.first), "runs": len(p.runs),
+                "points": [{"kernel": p.kernel, "first": when(p.first), "runs": len(p.runs),
                             "value": _value(p, metric),
                             "interval": _interval(p, metric),
                             "change": p.change["kind"] if p.change else "", "note": p.note} for p in found],
             })  # fmt: skip
     return _env.get_template("history.html.j2").render(
         version=__version__, board=board, metric=metric, unit=UNITS[metric], level=level, sections=sections,
-        changes=[{"load": c.load, "run": _cell(c.run["started"]), "kernel": c.run["kernel"], "kind": c.kind,
+        changes=[{"load": c.load, "run": when(c.run["started"]), "kernel": c.run["kernel"], "kind": c.kind,
                   "reason": c.reason} for c in changes],
     )  # fmt: skip
