@@ -22,6 +22,7 @@ reasoned refusal (measurement-based probabilistic timing analysis with extreme v
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -221,10 +222,14 @@ def _one(
     histogram: HistogramJSON, observed_max: int | None, series: list[int], block_s: float,
     interval_us: int, threads: int, probability: float, horizon_s: float,
 ) -> dict[str, Any]:  # fmt: skip
-    return assess(
-        histogram["values"], histogram["counts"], histogram["overflows"], histogram["limit_us"],
-        observed_max or 0, series, block_s, interval_us, threads, probability, horizon_s,
-    )  # fmt: skip
+    # A fit that strays (an overflow in exp, a log of 0) is judged by its own checks and
+    # refused with a reason: scipy's RuntimeWarnings are not the user's to read.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return assess(
+            histogram["values"], histogram["counts"], histogram["overflows"], histogram["limit_us"],
+            observed_max or 0, series, block_s, interval_us, threads, probability, horizon_s,
+        )  # fmt: skip
 
 
 def of_summary(summary: Summary, probability: float, horizon_s: float) -> dict[str, Any]:

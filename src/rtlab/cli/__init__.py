@@ -188,7 +188,7 @@ def _present(
     """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
     from rtlab.analysis import compare as fairness
     from rtlab.analysis.verdict import with_deadline
-    from rtlab.report import causes, table
+    from rtlab.report import table
 
     render = report.renderer(fmt)
     if series:
@@ -201,13 +201,8 @@ def _present(
     summaries = [with_deadline(s, deadline_us) for s in summaries]
     if fmt == "table" and output is None:
         summaries = [untrusted.printable_tree(s) for s in summaries]
-        console.print(table.build(summaries, labels))
-        grouped = table.by_cluster(summaries, labels)
-        if grouped is not None:
-            console.print(grouped)
-        traced = causes.lines(summaries, labels)
-        if traced:
-            console.print(Text("Spike causes\n" + "\n".join(traced)))
+        for section in table.sections(summaries, labels, console.width):
+            console.print(section)
         for summary, label in zip(summaries, labels, strict=True):
             for warning in summary["warnings"]:
                 prefix = f"{label}: " if len(summaries) > 1 else ""

@@ -7,11 +7,12 @@ import io
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.report import cells
+from rtlab.report import causes, cells
 from rtlab.shapes import Summary
 
 # A single run also shows the tail that decides deadlines.
@@ -149,23 +150,52 @@ def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
 
 
 def _finish(table: Table, notes: list[str]) -> None:
-    """The caption's notes; every column as wide as its widest number or name."""
+    """The caption's notes; every column at least as wide as its widest number or name, so a
+    narrow terminal wraps a run's label over lines and never cuts a number (it crops only the
+    sparkline)."""
     if any(cells.LOWER_BOUND in str(cell) for column in table.columns for cell in column.cells):
         notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
     table.caption = Text("; ".join(notes)) if notes else None
-    # A narrow terminal crops the sparkline, never a number or a name.
     for column in table.columns:
         if column.header != SPARK_HEADER:
-            column.min_width = max(
-                len(str(cell)) for cell in [*column.cells, *str(column.header).split("\n")]
-            )
-            column.no_wrap = True
+            field_label = str(column.header).split("\n")[-1]  # the run's label above it may wrap
+            column.min_width = max(len(str(cell)) for cell in [*column.cells, field_label])
+            column.overflow = "fold"
     table.caption_justify = "left"
+
+
+def fitted(summaries: Sequence[Summary], labels: Sequence[str], width: int) -> Table:
+    """The table for a terminal WIDTH columns wide: runs side by side where their numbers fit,
+    else one row per run (stacked), so no number is ever cut."""
+    table = build(summaries, labels)
+    if len(summaries) > 1 and _least_width(table) > width:
+        return _grouped(summaries, labels)
+    return table
+
+
+def _least_width(table: Table) -> int:
+    console = Console(width=10_000, color_system=None)
+    return Measurement.get(console, console.options, table).minimum
+
+
+def sections(summaries: Sequence[Summary], labels: Sequence[str], width: int = 200) -> list[Table | Text]:
+    """Everything the table format shows, in order: the table, the CPU clusters where the
+    CPUs differ, the spike causes; the same on a terminal and in a file."""
+    found: list[Table | Text] = [fitted(summaries, labels, width)]
+    grouped = by_cluster(summaries, labels)
+    if grouped is not None:
+        found.append(grouped)
+    traced = causes.lines(summaries, labels)
+    if traced:
+        found.append(Text("Spike causes\n" + "\n".join(traced)))
+    return found
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None).print(build(summaries, labels))
+    console = Console(file=buffer, width=200, color_system=None)
+    for section in sections(summaries, labels):
+        console.print(section)
     return buffer.getvalue()
 
 

@@ -24,21 +24,12 @@ SHORT = {"heavy": "heavy tail", "treated": "unbounded?", "bounded": "bounded"}
 def build(document: dict[str, Any]) -> Table:
     p = document["probability"]
     table = Table(
-        title=f"Statistical worst case: the latency exceeded with probability {p:g} per wake-up, "
+        title=f"Statistical worst case (µs): the latency exceeded with probability {p:g} per wake-up, "
         f"its 95 % profile-likelihood interval, and the level for {document['horizon_s']:g} s",
         title_justify="left",
     )
-    for heading in (
-        "Load",
-        "CPU",
-        "Max µs",
-        "Tail",
-        "Estimate µs",
-        "95 % interval",
-        "xi [interval]",
-        "Horizon µs",
-    ):
-        table.add_column(heading, no_wrap=True)
+    for heading in ("Load", "CPU", "Max", "Tail", "Estimate", "95 % interval", "xi [interval]", "Horizon"):
+        table.add_column(heading)
     notes: list[str] = []
 
     def note(text: str) -> str:
@@ -77,8 +68,13 @@ def build(document: dict[str, Any]) -> Table:
     if lines:
         table.caption = Text("\n".join(lines))
         table.caption_justify = "left"
-    for column in table.columns:  # a narrow terminal crops the table, never a number
-        column.min_width = max(len(str(cell)) for cell in [*column.cells, column.header])
+    # A narrow terminal wraps cells and notes at spaces, never inside a number or a name.
+    for column in table.columns:
+        column.min_width = max(
+            len(word) for cell in [*column.cells, column.header] for word in str(cell).split()
+        )
+        column.no_wrap = False
+        column.overflow = "fold"
     return table
 
 
