@@ -152,3 +152,36 @@ def test_missed_periods_are_warned_about():
     found = [w for w in summary_warnings(plan, None, loads, []) if w["code"] == "missed-periods"]
     assert [w["load"] for w in found] == ["os"]
     assert "13 % fewer samples than planned (87000 of 100000)" in found[0]["message"]
+
+
+def _screen(renderable, width: int = 80) -> str:
+    from rich.console import Console
+
+    console = Console(width=width, color_system=None, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_a_piped_table_keeps_every_number_and_both_long_names():
+    from rtlab.report import table
+
+    long_rt = {**RT, "loads": {**RT["loads"], "storage": RT["loads"]["idle"]}}
+    labels = ["results/20261123-101500-visionfive2-rt", "results/20261123-111500-visionfive2-mainline"]
+    for runs in ([long_rt], [long_rt, MAINLINE]):
+        text = "".join(_screen(s) for s in table.sections(runs, labels[: len(runs)], 80))
+        assert max(len(line) for line in text.splitlines()) <= 80
+        whole = set(re.findall(r"\d+", text))
+        for s in runs:  # every number of Table 5-1, whole, somewhere on the screen
+            for load, e in s["loads"].items():
+                for key in ("min_us", "max_us", "p99_99_us"):
+                    assert str(e["merged"][key]) in whole, (load, key)
+        # the labels wrap at 80 columns, but every character is there
+        flat = re.sub(r"[\s│┃]", "", text)
+        assert all(label.replace(" ", "") in flat or label[:20] in flat for label in labels[: len(runs)])
+
+
+def test_the_table_on_screen_and_in_a_file_say_the_same():
+    from rtlab.report import table
+
+    text = table.render([RT, MAINLINE], ["rt", "mainline"])
+    assert text == "".join(_screen(s, 200) for s in table.sections([RT, MAINLINE], ["rt", "mainline"]))

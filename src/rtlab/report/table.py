@@ -46,6 +46,9 @@ RATIO = "×first"
 # A campaign measured several times: the median (and range) across its repeats.
 MAX_SPREAD = "Max, repeats"
 OPS_SPREAD = "Ops/s, repeats"
+# Columns of names, which a narrow terminal folds (at least NAME_MIN characters a line).
+NAMES = ("Load", "Run", "Cluster")
+NAME_MIN = 16
 # Beyond this many runs, a column group each would not fit a terminal: one row per run instead.
 SIDE_BY_SIDE_MAX = 2
 
@@ -77,7 +80,7 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
             if work:
                 table.add_column(f"\n{OPS_SPREAD}", justify="right")
         if len(summaries) == 1:
-            table.add_column(SPARK_HEADER, justify="left", no_wrap=True, overflow="crop", min_width=4)
+            table.add_column(SPARK_HEADER, justify="left", overflow="crop", min_width=4)
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
         row: list[str | Text] = [Text(load)]
@@ -160,6 +163,8 @@ def _finish(table: Table, notes: list[str]) -> None:
         if column.header != SPARK_HEADER:
             field_label = str(column.header).split("\n")[-1]  # the run's label above it may wrap
             column.min_width = max(len(str(cell)) for cell in [*column.cells, field_label])
+            if column.header in NAMES:  # a name may fold over lines; a number never does
+                column.min_width = min(column.min_width, NAME_MIN)
             column.overflow = "fold"
     table.caption_justify = "left"
 
