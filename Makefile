@@ -32,7 +32,7 @@ RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
 PYTEST_ARGS ?= -m "not slow"
 
-.PHONY: setup test-setup apt-install run test test-newest test-slow lint bench clean
+.PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
 
 setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
@@ -93,8 +93,12 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint test-setup
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=30 $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-newest
+
+# The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).
+test-fast: setup
+	$(BIN)/pytest -q -m unit -p no:cacheprovider
 
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram
@@ -13,6 +14,8 @@ from rtlab.analysis.summary import warnings as summary_warnings
 from rtlab.analysis.verdict import with_deadline
 from rtlab.plan import Plan
 from rtlab.report import figures, html, junit
+
+pytestmark = pytest.mark.unit  # pure: summaries made here, rendered
 
 
 def entry(counts: dict[int, int], status: str = "complete", overflows: int = 0, cpus: int = 2) -> dict:
