@@ -12,16 +12,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from rtlab import __version__, report, untrusted
+from rtlab.cli import export, kernel
 from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import app as history_app
 from rtlab.cli.history import baseline_of as history_baseline
 from rtlab.cli.history import remember
+from rtlab.cli.options import (
+    LOADS_HELP,
+    AcceptKey,
+    Deadline,
+    Figures,
+    Format,
+    History,
+    IdleAfterBoot,
+    Junit,
+    LoadsFile,
+    Series,
+    Trace,
+    TraceDuration,
+    TraceLevel,
+    TraceSpikes,
+)
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import BUILTIN, DEFAULT_LOADS, parse_loads, read_file
+from rtlab.loads import BUILTIN, parse_loads, read_file
 from rtlab.plan import Plan, preset
 from rtlab.units import format_duration, parse_duration, parse_latency
 
@@ -32,7 +48,7 @@ if TYPE_CHECKING:
     from rtlab.lava_server import Server
     from rtlab.results.events import Event
     from rtlab.runner import Outcome
-    from rtlab.shapes import Summary, Sysinfo
+    from rtlab.shapes import Summary
     from rtlab.system.files import Files
     from rtlab.targets.base import Target
 
@@ -57,52 +73,6 @@ def _options(
     ] = False,
 ) -> None:
     """Measure, compare and explain the scheduling latency of real-time Linux."""
-
-
-Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
-Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
-Series = Annotated[bool, typer.Option("--series", help="with --format csv: the time axis, one row per block")]
-Figures = Annotated[
-    Path | None, typer.Option("--figures", help="also write each figure as PNG into this folder")
-]
-AcceptKey = Annotated[
-    bool, typer.Option("--accept-new-host-key", help="trust an SSH host key seen for the first time")
-]
-Trace = Annotated[
-    str | None,
-    typer.Option(
-        help="spike causes: after each load's measurement, trace what makes samples above this, e.g. 500us"
-    ),
-]
-TraceDuration = Annotated[
-    str | None,
-    typer.Option(help="with --trace: each load's trace pass (default: as long as the measurement)"),
-]
-TraceSpikes = Annotated[
-    int | None, typer.Option(help="with --trace: at most this many traced spikes per load (default 20)")
-]
-TraceLevel = Annotated[
-    str | None,
-    typer.Option(
-        help="with --trace: auto (the best the target has), a (rtla), b (tracefs) or c (no tracing)"
-    ),
-]
-LOADS_HELP = (
-    f"comma-separated, from {','.join(BUILTIN)} or a --loads-file (default {','.join(DEFAULT_LOADS)})"
-)
-LoadsFile = Annotated[
-    Path | None,
-    typer.Option(help="a TOML file of loads of your own (stress-ng lists or any command): docs/loads.md"),
-]
-IdleAfterBoot = Annotated[
-    str | None,
-    typer.Option(help="before the first load, wait until the target has been up this long, e.g. 3m"),
-]
-Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
-History = Annotated[
-    bool,
-    typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),
-]
 
 
 def _plan(
@@ -676,81 +646,6 @@ def study(
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
 
-export_app = typer.Typer(
-    help="Results where farms read them: KernelCI's KCIDB, Linaro's SQUAD.", no_args_is_help=True
-)
-app.add_typer(export_app, name="export")
-
-
-@export_app.command("kcidb")
-def export_kcidb(
-    runs: Annotated[list[Path], typer.Argument(metavar="RUN ...")],
-    origin: Annotated[str, typer.Option(help="your CI system's name in KCIDB (a-z, 0-9, _)")] = "rtlab",
-    output: Output = None,
-    deadline: Deadline = None,
-    worst_case: Annotated[
-        bool, typer.Option("--worst/--no-worst", help="add the statistical worst case at 1e-9 (slower)")
-    ] = True,
-) -> None:
-    """One KCIDB document (schema v5) for RUNs: checkouts and builds from what the targets
-    reported, a test per load and per CPU with max and p99.99 in µs; validated with kcidb-io."""
-    import jsonschema
-    import kcidb_io
-
-    from rtlab import store
-    from rtlab.export import kcidb
-
-    if not kcidb.valid_origin(origin):
-        raise UsageError(f"--origin {origin!r}: KCIDB origins are lowercase letters, digits and _")
-    deadline_us = parse_latency(deadline) if deadline is not None else None
-    found: list[tuple[Summary, Sysinfo | None, str]] = []
-    for path in runs:
-        summary, info, uid = store.with_identity(path, deadline_us)
-        if any(uid == seen for _, _, seen in found):
-            raise UsageError(f"{path} is the same run (uid {uid}) as one before it: give each run once")
-        found.append((summary, info, uid))
-    document = kcidb.document(found, origin, with_worst=worst_case)
-    try:
-        kcidb_io.schema.LATEST.validate(document)
-    except jsonschema.exceptions.ValidationError as e:  # rtlab's own fault: said, never sent
-        raise RunFailed(f"the KCIDB document does not validate: {e.message}") from None
-    emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
-
-
-@export_app.command("squad")
-def export_squad(
-    runs: Annotated[list[Path], typer.Argument(metavar="RUN ...")],
-    url: Annotated[str, typer.Option(help="the SQUAD server, e.g. https://qa-reports.linaro.org")],
-    team: Annotated[str, typer.Option(help="the SQUAD group")],
-    project: Annotated[str, typer.Option(help="the SQUAD project")],
-    build: Annotated[str | None, typer.Option(help="the build (default: the kernel release)")] = None,
-    environment: Annotated[
-        str | None, typer.Option(help="the environment (default: the board's hostname)")
-    ] = None,
-    token_file: Annotated[
-        Path | None, typer.Option(help="a file holding your SQUAD token (sent only in its Auth-Token header)")
-    ] = None,
-    deadline: Deadline = None,
-) -> None:
-    """Each RUN to SQUAD as a test run: tests per load, metrics in µs per load and CPU."""
-    from rtlab import store, web
-    from rtlab.export import squad
-
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--url {url}: give the server's address, e.g. https://qa-reports.linaro.org")
-    team, project = squad.slug(team, "team"), squad.slug(project, "project")
-    token = web.read_token(token_file)
-    deadline_us = parse_latency(deadline) if deadline is not None else None
-    for path in runs:
-        summary, info, uid = store.with_identity(path, deadline_us)
-        where = squad.slug(build or summary["system"].get("kernel_release") or "unknown", "build")
-        env = squad.slug(environment or summary["system"].get("hostname") or "board", "environment")
-        squad.submit(url, token, team, project, where, env, squad.submission(summary, info, uid))
-        err.print(
-            f"{path}: sent to {url} as {team}/{project} build {where}, environment {env}", highlight=False
-        )
-
-
 lava_app = typer.Typer(
     help="Board farms: rtlab campaigns as LAVA jobs, their logs back as runs.", no_args_is_help=True
 )
@@ -1114,154 +1009,8 @@ def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bo
 
 
 app.add_typer(history_app, name="history")
-
-kernel_app = typer.Typer(help="RT kernels: config fragments, builds and their verification (RISC-V first).")
-app.add_typer(kernel_app, name="kernel")
-Board = Annotated[str, typer.Option(help="visionfive2 or qemu-virt")]
-Preempt = Annotated[str, typer.Option(help="rt (PREEMPT_RT) or lowlatency (its CONFIG_PREEMPT twin)")]
-Tick = Annotated[str, typer.Option(help="periodic (the study's) or nohz-full")]
-Debug = Annotated[bool, typer.Option("--debug", help="the lock and atomic-sleep checks (not for measuring)")]
-Base = Annotated[str, typer.Option(help="small (riscv defconfig trimmed for measuring) or defconfig")]
-
-
-@kernel_app.command("fragments")
-def kernel_fragments(
-    board: Board = "visionfive2",
-    preempt: Preempt = "rt",
-    tick: Tick = "periodic",
-    debug: Debug = False,
-    base: Base = "small",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="write the fragments into this folder")
-    ] = None,
-) -> None:
-    """Print (or write) the config fragments a kernel is made of, in merge order."""
-    from rtlab.kernel import fragments
-
-    names = fragments.select(board, preempt, tick, debug, base)
-    for name in names:
-        text = fragments.path(name).read_text()
-        if output is None:
-            sys.stdout.write(f"# ---- {name}.config\n{text}\n")
-        else:
-            output.mkdir(parents=True, exist_ok=True)
-            (output / f"{name}.config").write_text(text)
-    if output is not None:
-        err.print(f"wrote {', '.join(f'{n}.config' for n in names)} into {output}", highlight=False)
-
-
-@kernel_app.command("build")
-def kernel_build(
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="where Image, dtbs, .config and the manifest go")
-    ],
-    board: Board = "visionfive2",
-    preempt: Preempt = "rt",
-    tick: Tick = "periodic",
-    debug: Debug = False,
-    base: Base = "small",
-    fragment: Annotated[
-        list[Path] | None, typer.Option(help="a fragment of your own, merged last (repeatable)")
-    ] = None,
-    source: Annotated[
-        Path | None, typer.Option(help="a kernel tree (default: Debian's linux-source-6.12)")
-    ] = None,
-    rt_patches: Annotated[
-        str | None,
-        typer.Option(
-            metavar="debian|FOLDER|FILE",
-            help="patch Debian's source first: its 6.12 RT series (riscv lazy preemption), "
-            "a quilt folder, or one patch",
-        ),
-    ] = None,
-    jobs: Annotated[int | None, typer.Option(help="parallel jobs (default: the CPU count)")] = None,
-    config_only: Annotated[
-        bool, typer.Option("--config-only", help="merge and check the config, no build")
-    ] = False,
-) -> None:
-    """Cross-build the kernel (riscv64): defconfig + fragments, every option checked, Image + dtbs."""
-    from rtlab.cache import cache_dir
-    from rtlab.kernel import recipe
-
-    for path in fragment or []:
-        if not path.is_file():
-            raise UsageError(f"--fragment {path} does not exist: give the path of a Kconfig fragment")
-    own = tuple(p.resolve() for p in fragment or [])
-    request = recipe.Request(board, preempt, tick, debug, base, own, rt_patches)
-    request.names()  # bad names are found before anything runs
-    manifest = recipe.build(
-        request,
-        output,
-        cache_dir(),
-        source,
-        jobs,
-        config_only,
-        phase=lambda p: err.print(f"kernel build: {p}", highlight=False),
-    )
-    err.print(
-        f"{manifest['source']['version']} {preempt}: {', '.join(manifest['outputs'])} in {output} "
-        f"({manifest['seconds']} s; log in {output / 'build.log'})",
-        highlight=False,
-    )
-    if preempt == "rt" and not manifest["source"]["lazy_preemption"]:
-        err.print(
-            "no lazy preemption in this source: riscv gets it from Debian's 6.12 RT series "
-            "(--rt-patches debian) or from linux 6.13",
-            highlight=False,
-        )
-
-
-@kernel_app.command("verify")
-def kernel_verify(
-    configs: Annotated[list[Path] | None, typer.Argument(metavar="[CONFIG [TWIN_CONFIG]]")] = None,
-    target: Annotated[str | None, typer.Option(help="verify the running kernel of a target instead")] = None,
-    expect: Annotated[
-        str | None, typer.Option(help="rt or lowlatency (default: what the config says)")
-    ] = None,
-) -> None:
-    """The StarFive study's Appendix A checks; with two configs, that they differ only in the model."""
-    from rtlab.kernel import verify as kernel_verify_checks
-    from rtlab.runner import sysinfo
-    from rtlab.system import kernel
-    from rtlab.targets import open_target
-
-    files = configs or []
-    if len(files) > 2 or (not files and target is None):
-        raise UsageError("give one .config, two (the RT kernel and its twin), or --target")
-    options_list: list[tuple[str, dict[str, str]]] = []
-    for path in files:
-        if not path.is_file():
-            raise UsageError(f"{path} does not exist: give the path of a kernel .config")
-        options_list.append((str(path), kernel.parse_config(path.read_text())))
-    if target is not None:
-        tgt = open_target(target)
-        try:
-            info = sysinfo(tgt)
-        finally:
-            tgt.close()
-        options_list.append((tgt.name, kernel.config_options(info)))
-    ok = True
-    for name, options in options_list:
-        if not options:
-            raise UsageError(f"{name}: no kernel config found (enable CONFIG_IKCONFIG_PROC or give the file)")
-        for c in kernel_verify_checks.checks(options, expect if len(options_list) == 1 else None):
-            ok &= c.ok
-            verdict = Text("ok", "green") if c.ok else Text(f"want {c.want}", "red")
-            console.print(Text(f"{name}: {c.item}: {c.found} ").append_text(verdict))
-    if len(options_list) == 2:
-        pair = kernel_verify_checks.twins(options_list[0][1], options_list[1][1])
-        for title, diff in (
-            ("preemption model", pair.model),
-            ("derived from it by Kconfig", pair.derived),
-            ("OTHER", pair.other),
-        ):
-            for option, (a, b) in diff.items():
-                console.print(f"differs ({title}): {option}: {a} / {b}", highlight=False)
-        for problem in pair.problems:
-            err.print(problem, highlight=False)
-        ok &= not pair.problems
-    if not ok:
-        raise typer.Exit(1)
+app.add_typer(export.app, name="export")
+app.add_typer(kernel.app, name="kernel")
 
 
 @app.command()
