@@ -17,7 +17,7 @@ from rtlab.results import ftrace
 from rtlab.results.events import Kind, parse
 from rtlab.results.rundir import write_atomic, write_json
 from rtlab.system import cpus
-from rtlab.targets.base import Target
+from rtlab.targets.base import Target, target_dir
 
 SCHEMA = "rtlab.hwlat/1"
 VM_NOTE = (
@@ -33,7 +33,7 @@ def cpumask(cpu_list: str) -> str:
 
 def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str | None) -> dict[str, Any]:
     """Runs the pass, writes `out` (hwlat.json, hwlat.trace, tracefs.before/.after), returns the document."""
-    remote = f"/tmp/rtlab/hwlat-{uuid.uuid4().hex[:12]}"
+    remote = f"{target_dir()}/hwlat-{uuid.uuid4().hex[:12]}"
     args = ["hwlat", remote, str(seconds), str(threshold_us), *([cpumask(rt_cpus)] if rt_cpus else [])]
     status, text = target.agent(args)
     events = [e for e in map(parse, text.splitlines()) if e is not None]

@@ -219,6 +219,12 @@ class Plan:
             found["taskset"] = None
         return [p for p in found if p]
 
+    def measuring_seconds(self) -> int:
+        """About how long the plan takes: each load's settling, measurement and trace pass, and
+        the wait after boot (what a user is told before it starts)."""
+        per_load = self.duration_s + self.settle_s + (self.trace_s if self.trace_us else 0)
+        return len(self.loads) * per_load + self.idle_after_boot_s
+
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""
         per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()

@@ -289,8 +289,7 @@ def run(
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     specs = target or ["local"]
     targets = [open_target(spec, accept_new_host_key) for spec in specs]
-    total = len(plan.loads) * (plan.duration_s + plan.settle_s + (plan.trace_s if plan.trace_us else 0))
-    total += plan.idle_after_boot_s
+    total = plan.measuring_seconds()
     err.print(
         f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
         f"{format_duration(plan.duration_s)} each (about {format_duration(total)})",
@@ -607,11 +606,10 @@ def study(
     for cell in cells:
         open_target(cell.spec, accept_new_host_key).close()  # a bad target is found before any run
     folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-{_slug(plan_of.name)}"
-    per_run = len(base.loads) * (base.duration_s + base.settle_s + (base.trace_s if base.trace_us else 0))
     err.print(
         f"study {plan_of.name}: {len(plan_of.targets)} targets x {len(plan_of.stages)} stages x "
         f"{len(base.loads)} loads, {format_duration(base.duration_s)} each "
-        f"(about {format_duration(len(cells) * (per_run + base.idle_after_boot_s))} of measuring)",
+        f"(about {format_duration(len(cells) * base.measuring_seconds())} of measuring)",
         highlight=False,
     )
 
