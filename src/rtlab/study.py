@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab.names import slug
 from rtlab.results.rundir import move_aside, read_json, write_json
 
 SCHEMA = "rtlab.study/1"
@@ -67,7 +68,7 @@ class Cell:
 
     @property
     def folder(self) -> str:
-        return f"runs/{_slug(self.target)}/{_slug(self.stage.name)}"
+        return f"runs/{slug(self.target)}/{slug(self.stage.name)}"
 
 
 @dataclass(frozen=True)
@@ -92,10 +93,6 @@ class Study:
         """The cell's column in the report: only what differs between cells."""
         parts = [cell.target] * (len(self.targets) > 1) + [cell.stage.name] * (len(self.stages) > 1)
         return " / ".join(parts) or cell.target
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text).strip("_") or "_"
 
 
 def with_boot(spec: str, boot: str) -> str:
@@ -184,7 +181,7 @@ def parse(text: str, source: Path) -> Study:
             raise UsageError(f'{source}: [targets] {label} = "local", "ssh://..." or "qemu:..."')
     stages = tuple(_stage(n, t, source) for n, t in _table(doc, "stages", source).items())
     for names in (list(targets), [s.name for s in stages]):
-        folders = [_slug(n) for n in names]
+        folders = [slug(n) for n in names]
         if len(set(folders)) < len(folders):
             clash = next(f for f in folders if folders.count(f) > 1)
             raise UsageError(f"{source}: two targets or two stages share the folder name {clash}: rename one")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -38,6 +37,7 @@ from rtlab.cli.options import (
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, parse_loads, read_file
+from rtlab.names import slug
 from rtlab.plan import Plan, preset
 from rtlab.units import format_duration, parse_duration, parse_latency
 
@@ -416,7 +416,7 @@ def _run_parallel(
             detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
             err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
 
-    folders = {t.name: out / _slug(t.name) if out is not None else None for t in targets}
+    folders = {t.name: out / slug(t.name) if out is not None else None for t in targets}
     outcomes = execute_parallel(plan, targets, folders, name, line)
     failed = False
     for t in targets:
@@ -491,10 +491,6 @@ def _run_repeats(
     finally:
         if summary["status"] != "complete":
             raise RunFailed(f"not every repeat is complete: see {folder}/repeat-*/events")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_")
 
 
 @app.command()
@@ -605,7 +601,7 @@ def study(
     cells = plan_of.cells()
     for cell in cells:
         open_target(cell.spec, accept_new_host_key).close()  # a bad target is found before any run
-    folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-{_slug(plan_of.name)}"
+    folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(plan_of.name)}"
     err.print(
         f"study {plan_of.name}: {len(plan_of.targets)} targets x {len(plan_of.stages)} stages x "
         f"{len(base.loads)} loads, {format_duration(base.duration_s)} each "

@@ -12,7 +12,6 @@ The data handed to matplotlib come straight from the summary's histograms
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
 from rtlab.loads import BUILTIN
+from rtlab.names import slug
 from rtlab.report import cells
 from rtlab.shapes import CausesJSON, HistogramJSON, Summary
 
@@ -134,7 +134,7 @@ def histogram_figures(
                 if hist is not None:
                     _plot(ax, hist, full, label, run_color(i))
             ax.legend(fontsize="small")
-            out.append(NamedFigure(f"histogram-{_slug(load)}{suffix}", ax.get_title(), fig))
+            out.append(NamedFigure(f"histogram-{slug(load)}{suffix}", ax.get_title(), fig))
     return out
 
 
@@ -262,7 +262,7 @@ def timeline_figure(summary: Summary, label: str, deadline_us: int | None) -> Na
     ax.set_title(title, pad=18)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small", loc="upper right")
-    return NamedFigure("timeline" if label is None else f"timeline-{_slug(label)}", title, fig)
+    return NamedFigure("timeline" if label is None else f"timeline-{slug(label)}", title, fig)
 
 
 def _traced(ax: Any, found: CausesJSON | None, labelled: bool) -> None:
@@ -323,7 +323,7 @@ def worst_figure(summary: Summary, label: str, document: dict[str, Any]) -> Name
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small")
-    return NamedFigure(f"worst-{_slug(label)}", title, fig)
+    return NamedFigure(f"worst-{slug(label)}", title, fig)
 
 
 def _max_us(summary: Summary, load: str) -> float:
@@ -405,7 +405,3 @@ def save_png(figures: Sequence[NamedFigure], folder: Path) -> list[Path]:
         named.figure.savefig(path, format="png", dpi=150)
         paths.append(path)
     return paths
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)
