@@ -28,7 +28,7 @@ Db = Annotated[
                  "(default $RTLAB_HISTORY_DB, else ~/.local/share/rtlab/history.db)"),
 ]  # fmt: skip
 Board = Annotated[str | None, typer.Option(help="a board: the name it was added under, or its hostname")]
-Metric = Annotated[str, typer.Option(help="p99.99, max or exceed-rate")]
+Metric = Annotated[str, typer.Option(help="p99, p99.9, p99.99, max or exceed-rate")]
 Level = Annotated[
     str | None, typer.Option(help="with exceed-rate: the level, e.g. 100us (default the first run's p99.99)")
 ]

@@ -3,11 +3,12 @@ each put to the test of `rtlab compare` before it is called a regression.
 
 Apache Otava (e-divisive means with a t-test, the method MongoDB and DataStax run on their
 performance histories) proposes where a series moves; the runs just before and just after
-(at most SIDE each, within the neighbouring change points) are then compared from their
-folders with rtlab's own verdicts (histograms and block maxima, Holm-corrected). A point the
-comparison confirms is a regression (worse) or an improvement (better); one it cannot
-confirm is "suspected", with compare's reason. The newest run is also compared with the
-board's baseline (else the runs before it since the last change): the gate.
+(at most SIDE each, within the neighbouring change points; MIN_SIDE at least) are then
+compared from their folders with rtlab's own verdicts (whole runs as replicates, Holm-
+corrected). A point the comparison confirms is a regression (worse) or an improvement
+(better); one it cannot confirm, or with too few runs a side, is "suspected", with why.
+The newest run is also compared with the board's baseline (else the runs before it since
+the last change): the gate.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from rtlab.history.trend import run_value
 from rtlab.shapes import Summary
 
 SIDE = 5  # runs on each side of a change point put to the test
+# A series varies from run to run: a change is confirmed only by a comparison with whole runs
+# as replicates on both sides (with one run, compare tests only the noise within it).
+MIN_SIDE = 2
 MAX_PVALUE = 0.01  # Otava's threshold for a change point to be proposed
 
 KINDS = {"worse": "regression", "better": "improvement"}  # compare's verdicts that confirm a change
@@ -48,7 +52,11 @@ def change_points(values: Sequence[float]) -> list[tuple[int, float, float, floa
         return []
     from otava.analysis import compute_change_points
 
-    found, _ = compute_change_points(list(values), window_len=30, max_pvalue=MAX_PVALUE)
+    # a shift smaller than compare's margin (10 %) is no change worth proposing, however
+    # steady the series (a t-test finds 5 µs in 5000 significant when runs vary by 2)
+    found, _ = compute_change_points(
+        list(values), window_len=30, max_pvalue=MAX_PVALUE, min_magnitude=verdicts.MARGIN_FRACTION
+    )
     return [
         (int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue))
         for cp in sorted(found, key=lambda cp: cp.index)
@@ -92,8 +100,17 @@ def regressions(
     for k, (i, mean_1, mean_2, p) in enumerate(cps):
         before = series[max(bounds[k], i - SIDE) : i]
         after = series[i : min(bounds[k + 2], i + SIDE)]
-        verdict, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
-        kind = KINDS.get(verdict, "suspected")
+        if min(len(before), len(after)) < MIN_SIDE:
+            kind, why = (
+                "suspected",
+                (
+                    f"{len(before)} run(s) before it and {len(after)} after it: a change is confirmed with "
+                    f"{MIN_SIDE} or more a side (run-to-run noise)"
+                ),
+            )
+        else:
+            verdict, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
+            kind = KINDS.get(verdict, "suspected")
         found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
     if len(series) >= 2:
         newest = series[-1]

@@ -3,8 +3,8 @@ kernels were first measured), each with a 95 % interval where the data give one.
 
 The interval replicates at the level that varies, as `rtlab compare` does: across a
 kernel's runs (a bootstrap over whole runs) when it has two or more; for one run only the
-exceedance rate has one (exact Poisson: exceedances are rare and counted), and p99.99 and
-max say "one run". Pure: the rows come from db.Store.series.
+exceedance rate has one (exact Poisson: exceedances are rare and counted), and the quantiles
+and max say "one run". Pure: the rows come from db.Store.series.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from scipy import stats
 
 from rtlab.analysis.verdicts import above, quantile
 
-METRICS = ("p99.99", "max", "exceed-rate")
+QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
+METRICS = (*QUANTILES, "max", "exceed-rate")
 BOOTSTRAP = 2000
 
 
@@ -71,8 +72,8 @@ def _pooled(rows: Sequence[dict[str, Any]], metric: str, level: float | None) ->
         return None, False
     values, counts, overflows = h
     n = int(counts.sum()) + overflows
-    if metric == "p99.99":
-        q = quantile(values, counts, overflows, 0.9999)
+    if metric in QUANTILES:
+        q = quantile(values, counts, overflows, QUANTILES[metric])
         if q is None:  # beyond the histogram: at least its limit
             return float(min(r["histogram"]["limit_us"] for r in rows if r["histogram"])), True
         return q, False
@@ -133,7 +134,7 @@ def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
         above = pooled[:, :-1][:, values > level].sum(axis=1) + pooled[:, -1]
         return np.where(total > 0, above / np.maximum(total, 1), np.nan)
     cum = np.cumsum(pooled[:, :-1], axis=1)
-    rank = np.ceil(0.9999 * total)
+    rank = np.ceil(QUANTILES[metric] * total)
     index = (cum < rank[:, None]).sum(axis=1)  # the first bin whose cumulative count reaches the rank
     inside = index < len(values)
     return np.where(inside, values[np.minimum(index, len(values) - 1)], np.nan)

@@ -25,7 +25,7 @@ from rtlab.report.verdict_table import STYLE
 
 KIND_STYLE = {"regression": STYLE["worse"], "improvement": STYLE["better"], "suspected": STYLE["unknown"]}
 RUN_COLUMNS = ("started", "board", "kernel", "preemption", "status", "loads", "part of", "path")
-UNITS = {"p99.99": "µs", "max": "µs", "exceed-rate": "per wake-up"}
+UNITS = {"p99": "µs", "p99.9": "µs", "p99.99": "µs", "max": "µs", "exceed-rate": "per wake-up"}
 
 _env = Environment(
     loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
