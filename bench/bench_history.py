@@ -67,7 +67,7 @@ def main() -> None:
             summary["started"] = f"2026-{1 + n // 100 % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:00:00Z"
             rows = rows_of(str(base / f"run-{n}"), f"run-{n:05d}", {"uid": f"run-{n:05d}"}, None, summary,
                            Context(), "2026-11-23T00:00:00Z")  # type: ignore[arg-type]  # fmt: skip
-            history._insert(base / f"run-{n}", rows)
+            history.insert(base / f"run-{n}", rows)
         index_s = time.perf_counter() - started
         started = time.perf_counter()
         series = history.series("bench-board", "cpu")

@@ -245,14 +245,55 @@ def test_a_newer_store_is_one_line(tmp_path, runs):
     assert "schema version 99, newer than this rtlab's" in done.stderr
 
 
+def test_bad_history_input_is_one_line(tmp_path, runs):
+    db = str(tmp_path / "history.db")
+    assert history(db, "add", str(runs.busy)).returncode == 0
+    for args, says in (
+        (["list", "--since", "last week"], "give a date as YYYY-MM-DD"),
+        (["trend", "--metric", "p50"], "choose from p99, p99.9, p99.99, max, exceed-rate"),
+        (["trend", "--board", "no-such-board"], "no run of board 'no-such-board'"),
+        (["baseline", "set", str(runs.quiet / "repeat-1")], "is not in the history store: add it first"),
+        (["add", str(tmp_path / "missing")], "is not a folder"),
+    ):
+        done = history(db, *args)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, (
+            args,
+            done.stderr,
+        )
+    # a PostgreSQL that does not answer (nothing listens on port 1)
+    for args in (["list"], ["add", str(runs.busy)]):
+        done = history("postgresql://rtlab@127.0.0.1:1/rtlab", *args)
+        says = "cannot open the history store postgresql+pg8000://rtlab@127.0.0.1:1/rtlab"
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, (
+            args,
+            done.stderr,
+        )
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is installed by `make test`")
 def test_the_html_trend_in_a_browser(runs, tmp_path):
     db = str(tmp_path / "history.db")
     assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
     page = tmp_path / "trend.html"
-    done = history(db, "trend", "--format", "html", "-o", str(page))
+    done = history(db, "trend", "--metric", "p99.9", "--format", "html", "-o", str(page))
     assert done.returncode == 0, done.stderr
     dom = chromium("--dump-dom", page.as_uri()).stdout
     assert dom.count("<svg") == 3  # the metric by kernel, the histograms overlaid, the block maxima
     assert NEXT_KERNEL in dom and '<td class="name regression">regression</td>' in dom
     assert any(len(d) > 500 for d in dom.split(' d="')[1:])  # drawn curves, not empty axes
+
+
+@pytest.mark.unit
+def test_otava_finds_the_shift_of_a_short_history_and_none_in_noise():
+    from rtlab.history.changes import change_points
+
+    rng = np.random.default_rng(1)
+    # a board's p99.9 over ten runs as measured here: quiet, then the busy loop
+    shifted = [105, 124, 104, 98, 70, 5010, 5034, 5030, 5066, 5068]
+    assert [i for i, *_ in change_points(shifted)] == [5]
+    assert [i for i, *_ in change_points(list(rng.normal(100, 10, 20)) + list(rng.normal(150, 10, 20)))] == [
+        20
+    ]
+    assert change_points(list(rng.normal(100, 10, 30))) == []
+    # a steady series whose shift is below compare's 10 % margin proposes nothing
+    assert change_points([5030, 5031, 5029, 5032, 5030, 5060, 5061, 5059, 5062, 5060]) == []

@@ -94,13 +94,13 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 # --- the data of one side ------------------------------------------------------------------
 
 
-def _histogram(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """(values, counts, overflows, limit) of runs' merged histograms pooled."""
+def pooled(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(values, counts, overflows, limit) of histograms pooled: what lies at or beyond the
+    smallest limit counts as overflowed."""
     values: list[int] = []
     counts: list[int] = []
     overflows, limit = 0, 0
-    for entry in entries:
-        h: HistogramJSON = entry["histograms"]["merged"]
+    for h in histograms:
         values += h["values"]
         counts += h["counts"]
         overflows += h["overflows"]
@@ -109,6 +109,11 @@ def _histogram(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarra
     c = np.asarray(counts, dtype=np.int64)
     keep = v < limit
     return v[keep], c[keep], overflows + int(c[~keep].sum()), limit
+
+
+def _histogram(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Runs' merged histograms pooled."""
+    return pooled([entry["histograms"]["merged"] for entry in entries])
 
 
 def quantile(values: np.ndarray, counts: np.ndarray, overflows: int, q: float) -> float | None:
@@ -142,20 +147,14 @@ def _blocks(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, float]:
 # --- the tests -----------------------------------------------------------------------------
 
 
-def _grid(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Every run's merged histogram on one grid of values: (values, counts per run (rows:
-    the baseline's runs, then the new ones; the last column the overflows), limit)."""
-    runs = [*base, *new]
-    limit = min(e["histograms"]["merged"]["limit_us"] for e in runs)
-    values = np.unique(
-        np.concatenate([np.asarray(e["histograms"]["merged"]["values"], dtype=np.int64) for e in runs])
-    )
+def grid(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Histograms on one grid of values: (values, counts (a row each, the last column what
+    lies at or beyond the smallest limit), that limit)."""
+    limit = min(h["limit_us"] for h in histograms)
+    values = np.unique(np.concatenate([np.asarray(h["values"], dtype=np.int64) for h in histograms]))
     values = values[values < limit]
-    table = np.zeros((len(runs), len(values) + 1), dtype=np.int64)
-    for row, e in enumerate(runs):
-        h = e["histograms"]["merged"]
+    table = np.zeros((len(histograms), len(values) + 1), dtype=np.int64)
+    for row, h in enumerate(histograms):
         v, c = np.asarray(h["values"], dtype=np.int64), np.asarray(h["counts"], dtype=np.int64)
         inside = v < limit
         table[row, np.searchsorted(values, v[inside])] = c[inside]
@@ -163,16 +162,25 @@ def _grid(
     return values, table, limit
 
 
-def _quantiles(values: np.ndarray, counts: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+def _grid(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every run's merged histogram on one grid (rows: the baseline's runs, then the new ones)."""
+    return grid([e["histograms"]["merged"] for e in [*base, *new]])
+
+
+def quantiles(values: np.ndarray, counts: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     """Nearest-rank quantiles of each row of COUNTS (last column: overflows); nan beyond range."""
     cum = np.cumsum(counts[:, :-1], axis=1)
     total = cum[:, -1] + counts[:, -1] if cum.shape[1] else counts[:, -1]
     out = np.full((len(counts), len(qs)), np.nan)
+    if not cum.shape[1]:
+        return out
     for j, q in enumerate(qs):
         rank = np.ceil(q * total)
-        for i in range(len(counts)):
-            if total[i] and cum.shape[1] and rank[i] <= cum[i, -1]:
-                out[i, j] = values[int(np.searchsorted(cum[i], rank[i]))]
+        index = (cum < rank[:, None]).sum(axis=1)  # the first value whose cumulative count reaches it
+        inside = (total > 0) & (rank <= cum[:, -1])
+        out[inside, j] = values[index[inside]]
     return out
 
 
@@ -184,14 +192,14 @@ def _bodies(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], margi
     nb = len(base)
     qs = list(QUANTILES.values())
     pooled = np.vstack([table[:nb].sum(axis=0), table[nb:].sum(axis=0)])
-    point = _quantiles(values, pooled, qs)
+    point = quantiles(values, pooled, qs)
     samples = pooled.sum(axis=1)
     diffs = None
     if nb >= 2 and len(new) >= 2:
         picks_b = rng.integers(0, nb, size=(BOOTSTRAP, nb))
         picks_n = rng.integers(nb, len(table), size=(BOOTSTRAP, len(new)))
-        qb = _quantiles(values, table[picks_b].sum(axis=1), qs)
-        qn = _quantiles(values, table[picks_n].sum(axis=1), qs)
+        qb = quantiles(values, table[picks_b].sum(axis=1), qs)
+        qn = quantiles(values, table[picks_n].sum(axis=1), qs)
         diffs = qn - qb
     tests = []
     for j, (name, q) in enumerate(QUANTILES.items()):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,10 +36,21 @@ Level = Annotated[
 ]
 
 
-def open_store(db: str | None) -> Store:
-    from rtlab.history.db import Store, default_url
+@contextmanager
+def opened(db: str | None) -> Iterator[Store]:
+    """The store, closed afterwards; a database that fails under a command (a server gone, a
+    disk full) is one line, as one that cannot be opened is."""
+    from sqlalchemy.exc import DBAPIError
 
-    return Store(db or default_url())
+    from rtlab.history.db import Store, default_url, one_line
+
+    store = Store(db or default_url())
+    try:
+        yield store
+    except DBAPIError as e:
+        raise UsageError(f"the history store {store.shown()} failed: {one_line(e)}") from None
+    finally:
+        store.close()
 
 
 def say_added(found: list[Added]) -> None:
@@ -49,14 +62,11 @@ def say_added(found: list[Added]) -> None:
 def add_runs(paths: list[Path], db: str | None, board: str | None = None) -> None:
     """The runs under PATHS into the store (what `run --history` and the like call)."""
     found = []
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         for path in paths:
             if not path.is_dir():
                 raise UsageError(f"{path} is not a folder: give a run, a campaign with repeats or a study")
             found += store.add(path, board)
-    finally:
-        store.close()
     say_added(found)
 
 
@@ -71,6 +81,17 @@ def remember(folder: Path, wanted: bool) -> None:
         add_runs([folder], None)
     except (UsageError, OSError, SQLAlchemyError) as e:
         err.print(f"warning: not added to the history: {e}", highlight=False)
+
+
+def _date(since: str | None) -> str | None:
+    if since is None:
+        return None
+    from datetime import date
+
+    try:
+        return date.fromisoformat(since).isoformat()
+    except ValueError:
+        raise UsageError(f"--since {since!r}: give a date as YYYY-MM-DD, e.g. 2026-01-31") from None
 
 
 def _metric(metric: str) -> str:
@@ -101,12 +122,9 @@ def baseline_of(spec: str, db: str | None) -> Path:
     parts = dict(part.partition(":")[::2] for part in spec.split(","))
     if set(parts) - {"board", "load"} or not parts.get("board"):
         raise UsageError(f"--baseline {spec}: give board:NAME or board:NAME,load:LOAD")
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         name = _one_board(store, parts["board"])
         found = store.baseline(name, parts.get("load") or None)
-    finally:
-        store.close()
     if found is None:
         raise UsageError(
             f"{name} has no baseline in the history: set one with rtlab history baseline set RUN"
@@ -139,11 +157,8 @@ def list_runs(
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
-    store = open_store(db)
-    try:
-        found = store.list_runs(board, kernel, since)
-    finally:
-        store.close()
+    with opened(db) as store:
+        found = store.list_runs(board, kernel, _date(since))
     if fmt == "json":
         emit(shown.runs_json(found), output)
     elif output is not None:
@@ -193,6 +208,7 @@ def trend(
 ) -> None:
     """A board's metric across its kernels, with 95 % intervals and change points (html:
     figures, each kernel's histogram overlaid, every run's block maxima)."""
+    from rtlab.history import changes
     from rtlab.history import trend as trends
     from rtlab.report import history as shown
 
@@ -200,22 +216,14 @@ def trend(
     if fmt not in ("table", "json", "html"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
     level_us = float(parse_latency(level)) if level is not None else None
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         name = _one_board(store, board)
         rows = _series(store, name, load)
         found = [c for c in _changes(store, name, rows, metric, level_us) if not c.newest]
-    finally:
-        store.close()
     by_load = {}
     for each, series in rows.items():
-        points = trends.points(series, metric, trends.level_of(series, level_us))
-        for c in found:
-            if c.load == each:
-                for p in points:
-                    if any(r["id"] == c.run["id"] for r in p.runs):
-                        p.change = {"kind": c.kind, "reason": c.reason}
-        by_load[each] = points
+        by_load[each] = trends.points(series, metric, trends.level_of(series, level_us))
+        changes.mark(by_load[each], [c for c in found if c.load == each])
     first_level = trends.level_of(next(iter(rows.values())), level_us) if rows else None
     if fmt == "json":
         emit(shown.trend_json(name, metric, first_level, by_load), output)
@@ -252,14 +260,11 @@ def regressions(
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
     level_us = float(parse_latency(level)) if level is not None else None
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         boards = [_one_board(store, board)] if board else store.boards()
         found = []
         for name in boards:
             found += _changes(store, name, _series(store, name, load), metric, level_us)
-    finally:
-        store.close()
     if fmt == "json":
         emit(shown.changes_json(found), output)
     elif output is not None:
@@ -283,11 +288,8 @@ def rebuild(
     db: Db = None,
 ) -> None:
     """Empty the store and fill it again from the run folders it knew (and any given)."""
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         added, gone = store.rebuild(list(more or []))
-    finally:
-        store.close()
     say_added(added)
     for path in gone:
         err.print(f"{path}: gone: no longer in the store", highlight=False)
@@ -300,11 +302,8 @@ def baseline_set(
     load: Annotated[str | None, typer.Option(help="for this load only (default every load)")] = None,
 ) -> None:
     """Make RUN its board's baseline (for every load, or one)."""
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         found = store.set_baseline(run, load)
-    finally:
-        store.close()
     err.print(f"{found['board']}: baseline for {load or 'every load'} is {found['path']}", highlight=False)
 
 
@@ -315,12 +314,9 @@ def baseline_show(
     load: Annotated[str | None, typer.Option(help="the load (default every load)")] = None,
 ) -> None:
     """The baseline run of a board."""
-    store = open_store(db)
-    try:
+    with opened(db) as store:
         name = _one_board(store, board)
         found = store.baseline(name, load)
-    finally:
-        store.close()
     if found is None:
         raise UsageError(f"{name} has no baseline: set one with rtlab history baseline set RUN")
     console.print(found["path"])

@@ -19,14 +19,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from rtlab import store as runs_store
+from rtlab import study
 from rtlab.analysis import repeats
 from rtlab.errors import UsageError
 from rtlab.history import schema
-from rtlab.history.index import Context, rows_of
+from rtlab.history.index import Context, Rows, rows_of
 from rtlab.results.rundir import RunDir, UnreadableFile, read_json
 
+ATTEMPTS = 5  # opening a new store while others create it
 ENV = "RTLAB_HISTORY_DB"  # where the store is, when --db is not given
-STUDY_FILE = "study.json"
 
 
 def default_url() -> str:
@@ -53,6 +54,11 @@ def engine_url(given: str) -> str:
     return f"sqlite:///{path}"
 
 
+def one_line(error: sa.exc.DBAPIError) -> str:
+    """What the database said, its first line (a server's DETAIL and HINT lines aside)."""
+    return (str(error.orig).strip().splitlines() or [type(error.orig).__name__])[0]
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
@@ -73,24 +79,31 @@ class Store:
     def __init__(self, url: str):
         self.url = engine_url(url)
         sqlite = self.url.startswith("sqlite")
-        self.engine = sa.create_engine(self.url, connect_args={"timeout": 60} if sqlite else {})
+        # SQLite: a writer waits up to 60 s for another; PostgreSQL: a server that does not
+        # answer is given up after 30 s
+        self.engine = sa.create_engine(self.url, connect_args={"timeout": 60 if sqlite else 30})
         if sqlite:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
 
     def _migrate(self) -> None:
-        for attempt in range(3):  # two stores created at once: the second finds the first's tables
+        # Stores opened at once for the first time race to create the tables: the loser finds
+        # a table there ("already exists": SQLite's OperationalError, PostgreSQL's
+        # ProgrammingError or IntegrityError) or the file locked, and tries again.
+        for attempt in range(ATTEMPTS):
             try:
                 schema.migrate(self.engine)
                 return
             except schema.NewerStore as e:
-                raise UsageError(f"{self.url}: {e}: use a newer rtlab") from None
-            except sa.exc.OperationalError as e:
-                raise UsageError(f"cannot open the history store {self.shown()}: {e.orig}") from None
-            except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
-                if attempt == 2:
-                    raise
-                time.sleep(0.5)
+                raise UsageError(f"{self.shown()}: {e}: use a newer rtlab") from None
+            except sa.exc.DBAPIError as e:
+                said = one_line(e)
+                raced = isinstance(e, sa.exc.IntegrityError | sa.exc.ProgrammingError) or (
+                    isinstance(e, sa.exc.OperationalError) and ("already exists" in said or "locked" in said)
+                )
+                if not raced or attempt == ATTEMPTS - 1:
+                    raise UsageError(f"cannot open the history store {self.shown()}: {said}") from None
+                time.sleep(0.2 * (attempt + 1))
 
     def shown(self) -> str:
         """The store's address without a password."""
@@ -118,9 +131,10 @@ class Store:
         if summary["status"] == "running":
             return Added(path, "damaged", "it is still measuring: add it when it has ended")
         rows = rows_of(str(path), uid, manifest, info, summary, context, _now(), board)
-        return self._insert(path, rows)
+        return self.insert(path, rows)
 
-    def _insert(self, path: Path, rows: Any) -> Added:
+    def insert(self, path: Path, rows: Rows) -> Added:
+        """One run's rows (index.rows_of), in one transaction whose first statement is its own."""
         said = Added(path, "added", board=rows.run["board"], kernel=rows.run["kernel"])
         try:
             with self.engine.begin() as conn:
@@ -161,9 +175,9 @@ class Store:
                 conn.execute(sa.delete(table))
         gone: list[str] = []
         added: list[Added] = []
-        for path, board, study, stage, repeat in known:  # each as it was added: its name, its place
+        for path, board, study_name, stage, repeat in known:  # each as it was added: its name, its place
             if (Path(path) / "run.json").is_file():
-                added.append(self._add_one(Path(path), Context(study, stage, repeat), board))
+                added.append(self._add_one(Path(path), Context(study_name, stage, repeat), board))
             else:
                 gone.append(path)
         for path in more:
@@ -240,14 +254,8 @@ class Store:
             sa.select(
                 r,
                 s.c.load,
-                s.c.status.label("load_status"),
-                s.c.samples,
                 s.c.max_us,
-                s.c.p99_us,
-                s.c.p99_9_us,
                 s.c.p99_99_us,
-                s.c.lower_bounds,
-                s.c.ops_per_s,
                 h.c.limit_us,
                 h.c.overflows.label("h_overflows"),
                 h.c["values"].label("h_values"),
@@ -285,9 +293,9 @@ def _now() -> str:
 def runs_in(path: Path) -> Iterator[tuple[Path, Context]]:
     """The run folders under PATH with where they sit: a study's runs (each maybe repeated),
     a campaign's repeats, or the run itself."""
-    if (path / STUDY_FILE).is_file():
+    if (path / study.FILE).is_file():
         try:
-            doc = read_json(path / STUDY_FILE)
+            doc = read_json(path / study.FILE)
             cells = doc["runs"]
             name = str(doc.get("study") or path.name)
         except (UnreadableFile, ValueError, KeyError, TypeError):

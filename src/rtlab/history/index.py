@@ -122,7 +122,7 @@ def rows_of(
     plan = summary["plan"]
     compatible = ((info or {}).get("board") or {}).get("compatible") or []
     run = {
-        "uid": uid[:TEXT_MAX], "path": path, "board": board_of(summary, info, board),
+        "uid": printable(uid)[:TEXT_MAX], "path": path, "board": board_of(summary, info, board),
         "hostname": _text(system.get("hostname")), "machine": _text(system.get("machine")),
         "board_model": _text(((info or {}).get("board") or {}).get("model")),
         "compatible": _text(",".join(str(c) for c in compatible)),

@@ -56,7 +56,7 @@ runs = sa.Table(
     sa.Column("rtlab_version", sa.Text),
 )
 
-_STAT_COLUMNS = (
+STAT_COLUMNS = (
     "min_us",
     "avg_us",
     "stdev_us",
@@ -76,14 +76,13 @@ load_stats = sa.Table(
     sa.Column("cpu", sa.String(10), primary_key=True),  # "all": the CPUs merged
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("samples", sa.BigInteger),
-    *(sa.Column(name, sa.Float) for name in _STAT_COLUMNS),
+    *(sa.Column(name, sa.Float) for name in STAT_COLUMNS),
     sa.Column("overflows", sa.BigInteger),
     sa.Column("lower_bounds", sa.Text),  # the fields that are lower bounds, comma-separated
     sa.Column("spike_threshold_us", sa.Integer),  # the time axis' exceedances above it
     sa.Column("spikes", sa.BigInteger),
     sa.Column("ops_per_s", sa.Float),
 )
-STAT_COLUMNS = _STAT_COLUMNS
 
 histograms = sa.Table(
     "histograms",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from rtlab.analysis import verdicts
 from rtlab.analysis.verdicts import above, quantile
 
 QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
@@ -47,15 +48,9 @@ def level_of(rows: Sequence[dict[str, Any]], given: float | None) -> float | Non
 
 
 def pooled_histogram(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(values, counts, overflows) of the runs' histograms pooled; None when none has one."""
     found = [r["histogram"] for r in rows if r["histogram"] is not None]
-    if not found:
-        return None
-    limit = min(h["limit_us"] for h in found)
-    values = np.concatenate([np.asarray(h["values"], dtype=np.int64) for h in found])
-    counts = np.concatenate([np.asarray(h["counts"], dtype=np.int64) for h in found])
-    inside = values < limit
-    overflows = sum(h["overflows"] for h in found) + int(counts[~inside].sum())
-    return values[inside], counts[inside], overflows
+    return verdicts.pooled(found)[:3] if found else None
 
 
 def run_value(row: dict[str, Any], metric: str, level: float | None) -> float | None:
@@ -96,22 +91,6 @@ def _poisson(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, float
     return float(low / n), float(high / n)
 
 
-def _table(runs: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each run's histogram on one grid: (values, counts (a row a run, the last column the
-    samples at or beyond the smallest limit), that limit)."""
-    found = [r["histogram"] for r in runs]
-    limit = min(h["limit_us"] for h in found)
-    values = np.unique(np.concatenate([np.asarray(h["values"], dtype=np.int64) for h in found]))
-    values = values[values < limit]
-    table = np.zeros((len(found), len(values) + 1), dtype=np.int64)
-    for row, h in enumerate(found):
-        v, c = np.asarray(h["values"], dtype=np.int64), np.asarray(h["counts"], dtype=np.int64)
-        inside = v < limit
-        table[row, np.searchsorted(values, v[inside])] = c[inside]
-        table[row, -1] = h["overflows"] + int(c[~inside].sum())
-    return values, table, limit
-
-
 def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
                rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """The metric of BOOTSTRAP resamples of the runs (with replacement): each resample's runs
@@ -125,19 +104,16 @@ def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
         return np.where(np.isneginf(drawn.max(axis=1)), np.nan, drawn.max(axis=1))
     if any(r["histogram"] is None for r in runs):
         return np.full(BOOTSTRAP, np.nan)
-    values, table, _ = _table(runs)
+    values, table, _ = verdicts.grid([r["histogram"] for r in runs])
     pooled = weights.astype(float) @ table.astype(float)  # BLAS; counts stay exact below 2**53
     total = pooled.sum(axis=1)
     if metric == "exceed-rate":
         if level is None:
             return np.full(BOOTSTRAP, np.nan)
-        above = pooled[:, :-1][:, values > level].sum(axis=1) + pooled[:, -1]
-        return np.where(total > 0, above / np.maximum(total, 1), np.nan)
-    cum = np.cumsum(pooled[:, :-1], axis=1)
-    rank = np.ceil(QUANTILES[metric] * total)
-    index = (cum < rank[:, None]).sum(axis=1)  # the first bin whose cumulative count reaches the rank
-    inside = index < len(values)
-    return np.where(inside, values[np.minimum(index, len(values) - 1)], np.nan)
+        late = pooled[:, :-1][:, values > level].sum(axis=1) + pooled[:, -1]
+        return np.where(total > 0, late / np.maximum(total, 1), np.nan)
+    found: np.ndarray = verdicts.quantiles(values, pooled, [QUANTILES[metric]])[:, 0]
+    return found
 
 
 def points(rows: Sequence[dict[str, Any]], metric: str, level: float | None, seed: int = 1) -> list[Point]:

@@ -127,6 +127,13 @@ def changes_json(found: Sequence[Change]) -> str:
 # --- figures -----------------------------------------------------------------------------
 
 
+def _legend(ax: Any, **options: Any) -> None:
+    """Each label once (many lines and marks share a kernel's or a change's)."""
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=8, **options)
+
+
 def trend_figure(load: str, metric: str, found: Sequence[Point]) -> Figure:
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -147,9 +154,7 @@ def trend_figure(load: str, metric: str, found: Sequence[Point]) -> Figure:
     ax.set_ylabel(f"{metric} ({UNITS[metric]})")
     ax.set_title(f"{load}: {metric} by kernel")
     ax.grid(True, alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), fontsize=8)
+    _legend(ax)
     return fig
 
 
@@ -199,9 +204,7 @@ def maxima_figure(load: str, rows: Sequence[dict[str, Any]]) -> Figure | None:
     ax.set_xlabel("block, runs end to end (oldest first)")
     ax.set_ylabel("block maximum (µs)")
     ax.set_title(f"{load}: block maxima of every run")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), fontsize=8, markerscale=4)
+    _legend(ax, markerscale=4)
     return fig
 
 
