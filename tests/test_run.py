@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -178,3 +179,22 @@ def test_rt_cpus_measure_there_and_load_the_others(tmp_path):
     stress = (out / "loads/cpu/load.argv").read_text().split()
     assert stress[stress.index("--taskset") + 1] == ("0" if last == 1 else f"0-{last - 1}")
     assert stress[stress.index("--matrix") + 1] == str(last)  # N = the housekeeping CPUs
+
+
+@needs_root
+@needs_tools
+def test_a_board_without_an_applet_the_agent_needs_is_refused_in_one_line(busybox_path, tmp_path):
+    # A Buildroot-like PATH of busybox applets with no `stat`, and dash as sh: busybox's own ash
+    # would find its applets without the PATH.
+    board = tmp_path / "bin"
+    board.mkdir()
+    for entry in Path(busybox_path).iterdir():
+        if entry.name not in ("stat", "sh"):
+            os.symlink(os.readlink(entry), board / entry.name)
+    os.symlink(shutil.which("dash") or "/bin/dash", board / "sh")
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "idle", "1s"), env={"PATH": str(board)})
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert "lacks stat, which rtlab's agent runs" in said[-1] and "busybox" in said[-1], said
+    assert not (out / "summary.json").exists()

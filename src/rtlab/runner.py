@@ -92,7 +92,15 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     programs = plan.programs()
     _, out = target.agent(["preflight", str(plan.priority), target.runs_dir or "-", *programs])
     found: dict[str, str] = {}
-    for event in filter(None, map(ev.parse, out.splitlines())):
+    events = [e for e in map(ev.parse, out.splitlines()) if e is not None]
+    lacking = [e.get("name") for e in events if e.kind == ev.Kind.MISSING and e.get("need") == "agent"]
+    if lacking:
+        raise UsageError(
+            f"{target.name} lacks {', '.join(lacking)}, which rtlab's agent runs: install "
+            f"{'them' if len(lacking) > 1 else 'it'} (busybox has every one as an applet; see the "
+            'README\'s "Boards over SSH")'
+        )
+    for event in events:
         if event.kind == ev.Kind.TOOL:
             found[event.get("name")] = event.get("version")
         elif event.kind == ev.Kind.MISSING:

@@ -432,12 +432,23 @@ lock_release() {
 
 # --- preflight -------------------------------------------------------------
 
+# The commands the agent and rtlab's targets run on a board besides the shell's built-ins:
+# all of them busybox applets (the README's "Boards over SSH" lists them with their options).
+AGENT_NEEDS="awk base64 cat cp cut date df env grep gzip kill mkdir mktemp mv rm sed sleep stat tail tar tr uname wc"
+
 cmd_preflight() {
 	prio=${1:-99}
 	runs=${2:--}
 	[ "$runs" != - ] || runs=
 	shift 2 2>/dev/null || shift $#
 	ok=0
+	for program in $AGENT_NEEDS; do
+		if ! command -v "$program" >/dev/null 2>&1; then
+			printf '@rtlab missing name=%s need=agent\n' "$program"
+			ok=1
+		fi
+	done
+	[ $ok = 0 ] || return 1
 	holder=$(lock_holder)
 	if [ -n "$holder" ]; then
 		# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose

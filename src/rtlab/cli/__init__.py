@@ -963,7 +963,7 @@ def tune(
     apply: Annotated[bool, typer.Option("--apply", help="make the changes, saving what was there")] = False,
     revert: Annotated[bool, typer.Option("--revert", help="put back exactly what was there before")] = False,
     target: Annotated[
-        str, typer.Option(help="local or qemu:... (a guest's tuning ends with the guest)")
+        str, typer.Option(help="local, ssh://host[:port] or qemu:... (a guest's tuning ends with the guest)")
     ] = "local",
 ) -> None:
     """Tune the system for latency: governor, idle states, IRQs, workqueues, RT throttling, THP, KSM."""

@@ -5,7 +5,7 @@ The user's ~/.ssh/config, agent and keys are used; host keys are checked against
 or changed key is refused with its fingerprint (`--accept-new-host-key` trusts an
 unknown one on first contact, never a changed one).
 
-The agent is copied to the board and started detached (nohup), so a dropped
+The agent is copied to the board and started detached (SIGHUP ignored), so a dropped
 connection does not stop the measurement: its progress is streamed from the run
 folder's events file while the connection lasts, and the results are pulled back as
 a tar stream (then removed from the board); `rtlab collect RUN` does that later if
@@ -256,8 +256,9 @@ class SshTarget:
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
         assert self._conn is not None
         q = shlex.quote(remote)
-        # Detached: the measurement goes on if this connection drops.
-        agent = f"nohup {self._agent_command(args)}"
+        # Detached: the measurement goes on if this connection drops. SIGHUP is ignored by the
+        # shell's own trap, which exec passes on, rather than by nohup, which busybox may lack.
+        agent = f"(trap '' HUP; exec {self._agent_command(args)})"
         # `;`, not `&&`: only the agent goes to the background, so this session ends at once
         # instead of waiting, with its output pipe, for the whole measurement.
         _, out = await self._sh(

@@ -6,7 +6,8 @@
     qemu:kernel=PATH[,arch=riscv64][,initrd=PATH]   a kernel of the user's own
   options, after a comma: cpus=2, memory=1G, accel=auto|kvm|tcg, append=KERNEL ARGS,
   boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take; a
-  software-emulated guest is given three times its plan besides)
+  software-emulated guest is given three times its plan besides), ssh=PORT (a network card,
+  with the guest's port 22 at 127.0.0.1:PORT: for an initrd= that runs an SSH server)
 
 The guest gets rtlab's initramfs (busybox, cyclictest, stress-ng from Debian packages
 of its architecture, the agent) and talks over its serial console (see console.py):
@@ -45,6 +46,7 @@ AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
+OPTIONS = ("kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin", "ssh")
 
 
 @dataclass
@@ -59,6 +61,7 @@ class GuestSpec:
     append: str = ""
     boot_timeout: float = 300.0
     margin: float = 120.0
+    ssh_port: int | None = None
     text: str = ""
 
     @classmethod
@@ -74,7 +77,7 @@ class GuestSpec:
                 name = item.strip()
             else:
                 raise UsageError(f"qemu target {text!r}: one kernel name only, options as key=value")
-        known = {"kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin"}
+        known = set(OPTIONS)
         unknown = set(options) - known
         if unknown:
             raise UsageError(
@@ -103,10 +106,13 @@ class GuestSpec:
             spec.cpus = int(options.get("cpus", spec.cpus))
             spec.boot_timeout = float(options.get("boot-timeout", spec.boot_timeout))
             spec.margin = float(options.get("margin", spec.margin))
+            spec.ssh_port = int(options["ssh"]) if "ssh" in options else None
         except ValueError as e:
             raise UsageError(
-                f"qemu target {text!r}: {e}; cpus, boot-timeout and margin are numbers"
+                f"qemu target {text!r}: {e}; cpus, boot-timeout, margin and ssh are numbers"
             ) from None
+        if spec.ssh_port is not None and not 0 < spec.ssh_port < 65536:
+            raise UsageError(f"qemu target ssh={spec.ssh_port}: give a TCP port, 1 to 65535")
         if spec.cpus < 1:
             raise UsageError("qemu target: cpus must be 1 or more")
         spec.memory = options.get("memory", spec.memory)
@@ -198,7 +204,15 @@ class QemuTarget:
             "-smp", str(self.spec.cpus), "-m", self.spec.memory,
             "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", cmdline,
             "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
+            *self._network(),
         ]  # fmt: skip
+
+    def _network(self) -> list[str]:
+        """User-mode networking, reachable from this host's loopback only, when `ssh=` asks for it."""
+        if self.spec.ssh_port is None:
+            return []
+        forward = f"hostfwd=tcp:127.0.0.1:{self.spec.ssh_port}-:22"
+        return ["-netdev", f"user,id=net0,{forward}", "-device", f"{self.spec.arch.nic},netdev=net0"]
 
     def _kvm_marker(self) -> Path:
         boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -212,7 +226,8 @@ class QemuTarget:
             return ["kvm", "tcg"]
         return ["tcg"]
 
-    def _ensure_booted(self) -> Console:
+    def started(self) -> Console:
+        """The running guest's console (booted on first use)."""
         if self.console is not None:
             return self.console
         if shutil.which(self.spec.arch.qemu) is None:
@@ -277,7 +292,7 @@ class QemuTarget:
         return data
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        console = self._ensure_booted()
+        console = self.started()
         status, lines = console.run(f"sh {AGENT} {shlex.join(args)}", timeout=300)
         return (status if status is not None else 124), "\n".join(lines)
 
@@ -285,7 +300,7 @@ class QemuTarget:
         return f"/tmp/rtlab/runs/{uid}"
 
     def _must(self, command: str, timeout: float = 60) -> list[str]:
-        status, lines = self._ensure_booted().run(command, timeout)
+        status, lines = self.started().run(command, timeout)
         if status != 0:
             raise RunFailed(f"{self.name}: `{command[:80]}` failed ({status}): {' / '.join(lines[-3:])}")
         return lines
@@ -302,7 +317,7 @@ class QemuTarget:
                 files.write_text(f"{remote}/{rel}", path.read_text())
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
-        console = self._ensure_booted()
+        console = self.started()
         # Emulation slows the agent's own work (tool start-up, rtla arming its tracer, archiving
         # results) several times over on a busy host, so a software guest gets its plan twice more.
         emulated = self.boot is not None and self.boot.accel == "tcg"

@@ -26,6 +26,11 @@ hostname rtlab-guest
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 if [ -f /boot/config ]; then ln -sf config "/boot/config-$(uname -r)"; fi
 ln -sf /proc/self/fd /dev/fd 2>/dev/null
+# A user's initrd may bring start-up steps of its own (a driver to load, a service to start),
+# run in name order before the host gets the console.
+for step in /etc/rtlab/boot.d/*; do
+	if [ -x "$step" ]; then "$step" </dev/null >/dev/console 2>&1 || echo "rtlab: $step failed ($?)" >/dev/console; fi
+done
 
 exec </dev/console >/dev/console 2>&1
 # The host reads what it typed from no one but the agent.

@@ -44,14 +44,19 @@ def _tools(rtla: str | None) -> dict[str, str]:
 def build_base(apt: Apt, out: Path, rtla: str | None = None) -> Path:
     """The cached archive of tools and libraries (built once per release and architecture);
     `rtla`: the rtla package as apt takes it (e.g. rtla/bookworm-backports), None: none."""
+    return build_tools(apt, out, [*PACKAGES, *([rtla] if rtla else [])], _tools(rtla))
+
+
+def build_tools(apt: Apt, out: Path, packages: list[str], tools: dict[str, str]) -> Path:
+    """A cached archive of `tools` (name -> path in the guest) from Debian `packages`, with
+    exactly the shared libraries they load; also what a user's initrd can be made of."""
     if out.exists():
         return out
     triplet = TRIPLETS[apt.arch]
-    stage = out.parent / "stage"
+    stage = out.with_suffix(".stage")
     shutil.rmtree(stage, ignore_errors=True)
     apt.update()
-    tools = _tools(rtla)
-    extract(apt.download_with_dependencies([*PACKAGES, *([rtla] if rtla else [])]), stage)
+    extract(apt.download_with_dependencies(packages), stage)
     programs = {name: _find_tool(stage, name) for name in tools}
     search = [f"usr/lib/{triplet}", f"lib/{triplet}", "usr/lib", "lib", "usr/lib64", "lib64"]
     libraries, interpreter = elfdeps.closure(stage, list(programs.values()), search)

@@ -16,6 +16,7 @@ class Arch:
     qemu: str  # the emulator
     machine: tuple[str, ...]  # machine options
     console: str  # the serial console the kernel writes to
+    nic: str  # the network device `ssh=PORT` adds (Debian's kernels have its driver as a module)
     # rtla with auto-analysis (6.3 and later): bookworm's is 6.1, its backports carry 6.12;
     # Debian builds none for riscv64
     rtla: str | None = None  # the package, as apt-get install takes it
@@ -30,6 +31,7 @@ ARCHES = {
         "qemu-system-x86_64",
         ("-machine", "q35"),
         "ttyS0",
+        "e1000",
         rtla="rtla/bookworm-backports",
         suites=("bookworm-backports",),
     ),  # fmt: skip
@@ -41,6 +43,7 @@ ARCHES = {
         "qemu-system-riscv64",
         ("-machine", "virt", "-bios", "default"),
         "ttyS0",
+        "virtio-net-device",
     ),  # fmt: skip
 }
 

@@ -1,0 +1,218 @@
+"""A board rehearsed: a QEMU guest that is nothing but a busybox board on a network (Debian's
+PREEMPT_RT kernel, rtlab's busybox initramfs, Debian's dropbear as its SSH server, a forwarded
+port), measured over SSH as a VisionFive 2 on a desk would be: check, a whole campaign with
+segments and traces, a connection cut mid-run and `rtlab collect`, tune and revert.
+
+The guest's serial console is the bench's own line to the board (as a UART is on a desk): the
+tests read the board's files and cut its connections through it, never through SSH.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import TARGET_DIR, read_json, rtlab, run_args, start_rtlab, wait_for
+from rtlab import debian
+from rtlab.cache import cache_dir
+from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("qemu-system-x86_64") and shutil.which("ssh-keygen")),
+    reason="make test installs qemu-system-x86 and openssh-client",
+)
+KERNEL = "debian-rt"
+LOADS = "idle,cpu,os,memory,storage"
+HOST_KEY = "/etc/dropbear/dropbear_ed25519_host_key"
+
+# Run by the guest's /init before it takes commands (init.sh's boot.d): the network card's
+# driver (a module in Debian's kernels), QEMU's user network, and dropbear with a host key
+# made on the board.
+BOOT_STEP = f"""#!/bin/sh
+insmod /board/e1000.ko
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+hostname board
+mkdir -p /etc/dropbear
+dropbearkey -t ed25519 -f {HOST_KEY} >/dev/null
+dropbear -s -r {HOST_KEY} -p 22 -P /run/dropbear.pid
+"""
+
+
+@dataclass
+class Board:
+    guest: QemuTarget
+    port: int
+    home: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "SSH_AUTH_SOCK": ""}
+
+    def sh(self, command: str, timeout: float = 60) -> str:
+        """COMMAND run on the board through its serial console: its output."""
+        status, lines = self.guest.started().run(command, timeout)
+        assert status == 0, (command, lines)
+        return "\n".join(lines)
+
+    def events(self, remote: str) -> str:
+        return self.sh(f"cat {shlex.quote(remote)}/events 2>/dev/null || true")
+
+
+def board_archive(folder: Path, public_key: str) -> Path:
+    """The user initrd that turns rtlab's guest into a board: dropbear and its libraries,
+    the network driver, root's authorised key and the boot step."""
+    arch = machines.arch("x86_64")
+    cache = cache_dir()
+    apt = debian.Apt.for_guest(cache, arch.release, arch.debian, arch.suites)
+    tools = {"dropbear": "usr/sbin/dropbear", "dropbearkey": "usr/bin/dropbearkey"}
+    server = initramfs.build_tools(
+        apt, cache / "initramfs" / f"{arch.release}-{arch.debian}" / "dropbear.cpio", ["dropbear-bin"], tools
+    )
+    _, metapackage = machines.named_kernel(KERNEL)
+    (driver,) = kernels.fetch_modules(apt, cache, metapackage, ["e1000"])
+    buffer = io.BytesIO()
+    w = cpio.Writer(buffer)
+    for name in ("etc", "etc/rtlab", "etc/rtlab/boot.d", "board"):
+        w.directory(name)
+    w.directory("root/.ssh", 0o700)
+    w.file("root/.ssh/authorized_keys", public_key.encode(), 0o600)
+    w.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    w.file("etc/group", b"root:x:0:\n")
+    w.file("board/e1000.ko", driver.read_bytes())
+    w.file("etc/rtlab/boot.d/50-board", BOOT_STEP.encode(), 0o755)
+    w.close()
+    out = folder / "board.cpio"
+    out.write_bytes(server.read_bytes() + buffer.getvalue())
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ssh_banner(port: int) -> bool:
+    """QEMU accepts on the forwarded port at once; the board answers only when dropbear runs."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"SSH-2.0-rtlab-test\r\n")
+        return s.recv(64).startswith(b"SSH-2.0-")
+    return False
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory) -> Iterator[Board]:
+    folder = tmp_path_factory.mktemp("board")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
+    archive = board_archive(folder, (folder / "key.pub").read_text())
+    port = free_port()
+    guest = QemuTarget(GuestSpec.parse(f"{KERNEL},cpus=2,initrd={archive},ssh={port}"))
+    try:
+        board = Board(guest, port, folder / "home")
+        guest.started()
+        wait_for(lambda: ssh_banner(port), 120)
+        # the host key as the board's console shows it, as one reads it off a UART
+        key = next(w for w in board.sh(f"dropbearkey -y -f {HOST_KEY}").split("\n") if w.startswith("ssh-"))
+        (board.home / ".ssh").mkdir(parents=True)
+        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(key.split()[:2])}\n")
+        (board.home / ".ssh/config").write_text(
+            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
+        )
+        yield board
+    finally:
+        guest.close()
+
+
+def test_check_sees_the_board_and_its_kernel(board):
+    done = rtlab("check", "--target", "ssh://board", "--format", "json", env=board.env)
+    document = json.loads(done.stdout)
+    assert document["ready"] is True and done.returncode == 0, done.stdout
+    findings = {f["item"]: f for f in document["findings"]}
+    assert findings["realtime flag"]["status"] == "ok"
+    assert findings["preemption model"]["found"].startswith("PREEMPT_RT")
+
+
+def test_a_whole_campaign_over_ssh_with_segments_and_traces(board, tmp_path):
+    out = tmp_path / "campaign"
+    done = rtlab(
+        *run_args(out, LOADS, "2s", "--target", "ssh://board", "--segment", "1s",
+                  "--trace", "5ms", "--trace-duration", "2s", "--trace-level", "b"),
+        env=board.env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "complete" and manifest["target"]["kind"] == "ssh"
+    summary = read_json(out / "summary.json")
+    assert list(summary["loads"]) == LOADS.split(",")
+    for load, result in summary["loads"].items():
+        assert manifest["loads"][load]["status"] == "complete", (load, manifest["loads"][load])
+        segments = sorted((out / "loads" / load / "segments").glob("*/cyclictest.json"))
+        assert len(segments) == 2, (load, segments)
+        threads = [t for seg in segments for t in read_json(seg)["thread"].values()]
+        # the statistics recomputed from cyclictest's own JSON of each segment
+        assert result["merged"]["samples"] == sum(t["cycles"] for t in threads)
+        assert result["merged"]["max_us"] == max(t["max"] for t in threads)
+        assert result["causes"]["level"] == "b", result["causes"]
+    # the board keeps nothing once its results are home
+    assert board.sh(f"ls {TARGET_DIR}/runs").strip() == ""
+
+
+def test_a_cut_connection_leaves_the_board_measuring_and_collect_brings_it_home(board, tmp_path):
+    out = tmp_path / "cut"
+    proc = start_rtlab(*run_args(out, "idle,cpu", "6s", "--target", "ssh://board"), env=board.env)
+    wait_for(lambda: (out / "run.json").exists() and "remote" in (out / "run.json").read_text(), 120)
+    remote = read_json(out / "run.json")["remote"]
+    wait_for(lambda: "measure-start" in board.events(remote), 120)
+    # every dropbear but the listener serves a connection of rtlab's: kill them on the board
+    board.sh('for p in $(pidof dropbear); do [ "$p" = "$(cat /run/dropbear.pid)" ] || kill -9 "$p"; done')
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    assert read_json(out / "run.json")["status"] != "complete"
+    wait_for(lambda: re.search(r"^@rtlab done .*status=complete", board.events(remote), re.M), 180)
+    done = rtlab("collect", str(out), env=board.env)
+    assert done.returncode == 0, done.stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "complete" and "collected" in manifest
+    for load in ("idle", "cpu"):
+        threads = read_json(out / "loads" / load / "cyclictest.json")["thread"].values()
+        assert read_json(out / "summary.json")["loads"][load]["merged"]["samples"] == sum(
+            t["cycles"] for t in threads
+        )
+    assert board.sh(f"test -e {shlex.quote(remote)} && echo left || echo gone").strip() == "gone"
+
+
+KNOBS = [
+    "/proc/sys/kernel/sched_rt_runtime_us",
+    "/proc/sys/kernel/timer_migration",
+    "/proc/irq/default_smp_affinity",
+]
+
+
+def test_tune_and_revert_over_ssh_leave_the_board_as_it_was(board):
+    def knobs() -> str:
+        return board.sh(" ; ".join(f"echo {k}=$(cat {k} 2>/dev/null)" for k in KNOBS))
+
+    before = knobs()
+    assert "sched_rt_runtime_us=950000" in before
+    dry = rtlab("tune", "--target", "ssh://board", "--rt-cpus", "1", env=board.env)
+    assert dry.returncode == 0, dry.stderr
+    assert knobs() == before  # a dry run changes nothing
+    done = rtlab("tune", "--target", "ssh://board", "--rt-cpus", "1", "--apply", env=board.env)
+    assert done.returncode == 0, done.stderr
+    assert "sched_rt_runtime_us=-1" in knobs()
+    undone = rtlab("tune", "--target", "ssh://board", "--revert", env=board.env)
+    assert undone.returncode == 0, undone.stderr
+    assert knobs() == before
