@@ -11,6 +11,7 @@ from typing import cast
 
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load
+from rtlab.results.probes import PROBES
 from rtlab.shapes import PlanJSON
 from rtlab.system import cpus
 
@@ -39,6 +40,10 @@ DEFAULT_SPIKE_NODES = 10_000
 # cyclictest; TRACE_SPIKES of them bound the pass's data (a few hundred kB each, gzipped).
 DEFAULT_TRACE_SPIKES = 20
 MAX_TRACE_SPIKES = 1000
+# The other probes (--probe): each is given this long to start beside its measuring time,
+# and cyclicdeadline's shortest deadline (see probe_argv).
+PROBE_START_S = 5
+DEADLINE_MIN_US = 10_000
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Plan:
     custom_loads: tuple[Load, ...] = ()  # loads of the user's --loads-file, beside the built-in ones
     cpu_count: int | None = None  # resolved against the target: its online CPUs
     idle_after_boot_s: int = 0  # before the first load, wait until the target has been up this long
+    probes: tuple[str, ...] = ()  # measured after cyclictest under each load (results/probes.py)
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -125,6 +131,12 @@ class Plan:
             raise UsageError(f"--idle-after-boot {self.idle_after_boot_s}s: use 0 to 1h (the study's: 3m)")
         for name in self.loads:
             self.load(name)
+        unknown = [p for p in self.probes if p not in PROBES]
+        if unknown or len(set(self.probes)) != len(self.probes):
+            raise UsageError(
+                f"bad --probe {','.join(self.probes)}: choose from {','.join(PROBES)}, each once "
+                "(cyclictest always measures first)"
+            )
         return self
 
     def load(self, name: str) -> Load:
@@ -180,6 +192,28 @@ class Plan:
             return ["-a", self.rt_cpus, "-t", str(len(cpus.parse_list(self.rt_cpus)))]
         return ["-S"]
 
+    def probe_argv(self, name: str) -> list[str]:
+        """A probe's whole command line (program first), measuring as long as cyclictest on the
+        same CPUs; the rt-tests tools write their JSON where the agent expects it."""
+        secs = str(self.duration_s)
+        if name == "oslat":
+            # SCHED_OTHER busy loops, as oslat runs by default; 1024 buckets of 1 µs, its most
+            where = ["-c", self.rt_cpus] if self.rt_cpus else []
+            return ["oslat", "-D", secs, "-b", "1024", *where, "--json=probe.json.part", "-q"]
+        if name == "cyclicdeadline":
+            # Deadlines from 10 ms: a runtime under 2 ms needs the HRTICK scheduler feature,
+            # which only debugfs turns on and many boards do not have.
+            threads = len(cpus.parse_list(self.rt_cpus)) if self.rt_cpus else self.cpu_count or 1
+            where = ["-a", self.rt_cpus] if self.rt_cpus else []
+            interval = str(max(self.interval_us, DEADLINE_MIN_US))
+            return ["cyclicdeadline", "-D", secs, "-i", interval, "-t", str(threads), *where,
+                    "--json=probe.json.part", "-q"]  # fmt: skip
+        if name == "timerlat":
+            where = ["-c", self.rt_cpus] if self.rt_cpus else []
+            return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}",
+                    "-p", str(self.interval_us), "-b", "1", "-E", str(self.histogram_us), *where]  # fmt: skip
+        raise ValueError(f"no probe {name}")
+
     def trace_argv(self) -> list[str]:
         """The trace pass's cyclictest: the same threads, priority and interval as the
         measurement; the agent adds -b/--tracemark (tracefs) or --spike, and -D."""
@@ -207,7 +241,8 @@ class Plan:
         # stress-ng would end on its own before the last segment does.
         timeout = (
             self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
-        )
+            + self.probing()
+        )  # fmt: skip
         return self.load(name).argv(
             self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)
         )
@@ -215,6 +250,7 @@ class Plan:
     def programs(self) -> list[str]:
         """What the loads need installed on the target, each once."""
         found = {self.load(name).program: None for name in self.loads}
+        found.update((PROBES[name].program, None) for name in self.probes)
         if any(self.load_cpus(name) and self.load(name).command for name in self.loads):
             found["taskset"] = None
         return [p for p in found if p]
@@ -222,13 +258,22 @@ class Plan:
     def measuring_seconds(self) -> int:
         """About how long the plan takes: each load's settling, measurement and trace pass, and
         the wait after boot (what a user is told before it starts)."""
-        per_load = self.duration_s + self.settle_s + (self.trace_s if self.trace_us else 0)
+        per_load = (
+            self.duration_s * (1 + len(self.probes)) + self.settle_s + (self.trace_s if self.trace_us else 0)
+        )
         return len(self.loads) * per_load + self.idle_after_boot_s
 
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""
-        per_load = self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()
+        per_load = (
+            self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()
+            + self.probing()
+        )  # fmt: skip
         return max(len(self.loads), 1) * per_load + self.idle_after_boot_s
+
+    def probing(self) -> int:
+        """Seconds of the other probes per load, each with its start allowed."""
+        return len(self.probes) * (self.duration_s + PROBE_START_S)
 
     def segments(self) -> int:
         """cyclictest runs per load: one, or one per segment of a soak run."""
@@ -237,6 +282,7 @@ class Plan:
     def to_json(self) -> PlanJSON:
         data = asdict(self)
         data["loads"] = list(self.loads)
+        data["probes"] = list(self.probes)
         # every load's definition, built in or not: a run says what ran beside it
         del data["custom_loads"]
         data["load_definitions"] = {name: self.load(name).to_json() for name in self.loads}

@@ -38,9 +38,13 @@ INSTALL_HINT = {
     "cyclictest": "apt-get install rt-tests (Debian/Ubuntu) or enable rt-tests in Buildroot/Yocto",
     "stress-ng": "apt-get install stress-ng (Debian/Ubuntu) or enable stress-ng in Buildroot/Yocto",
     "taskset": "apt-get install util-linux or enable taskset in busybox (it confines loads to CPUs)",
+    "oslat": "apt-get install rt-tests (2.0 or later), or leave out --probe oslat",
+    "cyclicdeadline": "apt-get install rt-tests (2.0 or later), or leave out --probe cyclicdeadline",
+    "rtla": "apt-get install rtla (Debian 12: from bookworm-backports), or leave out --probe timerlat",
 }
 
 
+TIMERLAT_TRACER = "timerlat-tracer"  # what the agent's preflight calls the kernel's tracer
 MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB
 GRACE_S = 30  # a load with no result this long after its planned end is killed and failed
 
@@ -105,6 +109,11 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
             found[event.get("name")] = event.get("version")
         elif event.kind == ev.Kind.MISSING:
             tool = event.get("name")
+            if tool == TIMERLAT_TRACER:
+                raise UsageError(
+                    f"{target.name} has no timerlat tracer (a kernel with CONFIG_TIMERLAT_TRACER, tracefs "
+                    "mounted) for --probe timerlat: leave it out there"
+                )
             if tool == "cyclictest" or tool in programs:
                 users = [name for name in plan.loads if plan.load(name).program == tool]
                 hint = INSTALL_HINT.get(tool) or f"install it, or change load {', '.join(users)}"
@@ -167,6 +176,9 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
         folder = run.load_dir(load)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
+        for probe in plan.probes:
+            (folder / probe).mkdir(exist_ok=True)
+            (folder / probe / "probe.argv").write_text("\n".join(plan.probe_argv(probe)) + "\n")
         if plan.trace_us:
             (folder / "trace.argv").write_text("\n".join(plan.trace_argv()) + "\n")
             (folder / "rtla.argv").write_text("\n".join(plan.rtla_argv()) + "\n")

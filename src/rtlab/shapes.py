@@ -111,6 +111,7 @@ class PlanJSON(TypedDict):
     trace_level: str
     cpu_count: int | None
     idle_after_boot_s: int
+    probes: NotRequired[list[str]]  # besides cyclictest (runs before --probe have none)
     load_definitions: dict[str, LoadJSON]
 
 
@@ -344,6 +345,19 @@ class RepeatsJSON(TypedDict):
     ops_per_s_max: float | None
 
 
+class ProbeJSON(TypedDict):
+    """A probe besides cyclictest under one load (results/probes.py): its own statistics."""
+
+    program: str
+    status: str  # complete / partial / failed
+    reason: str | None  # why it has no numbers, in words
+    # per measure (oslat, cyclicdeadline: latency; timerlat: irq, thread): all CPUs merged ...
+    merged: dict[str, StatsJSON]
+    cpus: dict[str, dict[str, StatsJSON]]  # ... and each CPU's (cyclicdeadline names none)
+    histograms: dict[str, HistogramJSON]  # each measure's merged histogram (none: cyclicdeadline)
+    note: str | None  # what the probe cannot say (cyclicdeadline: no histogram)
+
+
 class LoadEntry(TypedDict):
     status: str  # complete / partial / failed / not-run
     reason: str | None  # why it is not complete, in words
@@ -357,6 +371,7 @@ class LoadEntry(TypedDict):
     repeats: NotRequired[RepeatsJSON]  # only for a campaign measured more than once
     causes: NotRequired[CausesJSON]  # only with a trace pass
     clusters: NotRequired[dict[str, StatsJSON]]  # heterogeneous CPUs: per cluster, its CPUs merged
+    probes: NotRequired[dict[str, ProbeJSON]]  # only with --probe: the others, by name
 
 
 class WarningJSON(TypedDict):

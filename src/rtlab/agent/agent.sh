@@ -41,6 +41,7 @@
 #                                   oscilloscope lines (-v -o) and the spike list (--spike)
 #   DIR/loads/L/cyclictest.log      cyclictest's standard error, then its exit status
 #   DIR/loads/L/segments/NNN/...    with --segment: cyclictest's three files for each segment
+#   DIR/loads/L/P/probe.*           with --probe: probe P's argv (read), .out, .log and .json
 #   DIR/loads/L/load.log            the load's output, then its exit status
 #   DIR/loads/L/*.pid               the process groups of cyclictest and the load
 #   DIR/governors.saved             "value path" lines; present while governors are changed
@@ -54,6 +55,8 @@
 #   @rtlab segment-start t=UPTIME load=L n=N seconds=S  (--segment: each cyclictest run of a load)
 #   @rtlab segment-end t=UPTIME load=L n=N status=complete|failed
 #   @rtlab measure-end t=UPTIME load=L                  (cyclictest ended; the load is stopped next)
+#   @rtlab probe-start t=UPTIME load=L probe=P seconds=S (--probe: the next probe, same load)
+#   @rtlab probe-end t=UPTIME load=L probe=P status=complete|partial|failed [reason=TEXT]
 #   @rtlab trace-start t=UPTIME load=L level=a|b|c seconds=S threshold_us=US clock=C asked=LEVEL
 #   @rtlab trace-spike t=UPTIME load=L n=N cpu=C [hit=UPTIME]  (levels a, b: a capture)
 #   @rtlab trace-end t=UPTIME load=L spikes=N [reason=TEXT]
@@ -473,6 +476,11 @@ cmd_preflight() {
 			printf '@rtlab missing name=%s\n' "$program"
 			ok=1
 		fi
+		# rtla measures with the kernel's timerlat tracer (--probe timerlat)
+		if [ "$program" = rtla ] && ! grep -qw timerlat "$(tracefs_dir)/available_tracers" 2>/dev/null; then
+			printf '@rtlab missing name=timerlat-tracer\n'
+			ok=1
+		fi
 	done
 	[ $ok = 0 ] || return 1
 	# Two loops are enough to learn whether SCHED_FIFO and mlockall are allowed.
@@ -799,18 +807,28 @@ resources_emit() {
 # Runs cyclictest in folder $1 (its cyclictest.argv; the load's folder, or a segment's)
 # for $2 seconds while watching it, the load (whose log is $3) and the clock.
 # Sets REASON when the measurement cannot be vouched for.
+# measure DIR SECONDS LOAD_LOG [PROBE]: cyclictest, or with PROBE the command of DIR/probe.argv
+# (program first), its files then named probe.* instead of cyclictest.*.
 measure() {
 	mf=$1
 	msecs=$2
 	slog=$3
+	tool=${4:-cyclictest}
+	stem=cyclictest
+	[ "$tool" = cyclictest ] || stem=probe
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
+		cd "$mf" || exit 1
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
-		cd "$mf" && run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
-	) >"$mf/cyclictest.out" 2>"$mf/cyclictest.log" &
+		if [ $stem = cyclictest ]; then
+			run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
+		else
+			run_argv probe.argv $NORMAL $SETSID
+		fi
+	) >"$mf/$stem.out" 2>"$mf/$stem.log" &
 	CT_PID=$!
-	echo "$CT_PID" >"$mf/cyclictest.pid"
+	echo "$CT_PID" >"$mf/$stem.pid"
 	start=$(now_s)
 	stop_sent=
 	killed=
@@ -821,14 +839,14 @@ measure() {
 			kill -TERM "$CT_PID" 2>/dev/null
 			stop_sent=$t
 		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
-			REASON="no result ${GRACE} s after its planned end: cyclictest was killed"
+			REASON="no result ${GRACE} s after its planned end: $tool was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
 		fi
 		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
 		resources_sample "$t"
 		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
-			[ -n "$REASON" ] || REASON="cyclictest did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
+			[ -n "$REASON" ] || REASON="$tool did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
 		fi
@@ -839,21 +857,48 @@ measure() {
 	wait_pid "$CT_PID"
 	CT_PID=
 	rc=$WAIT_RC
-	# Whatever cyclictest started goes with it.
-	signal_group KILL "$(cat "$mf/cyclictest.pid")"
-	printf '@rtlab cyclictest exit=%s\n' "$rc" >>"$mf/cyclictest.log"
-	if [ "$rc" = 0 ] && [ -s "$mf/cyclictest.json.part" ]; then
-		mv "$mf/cyclictest.json.part" "$mf/cyclictest.json"
+	# Whatever the tool started goes with it.
+	signal_group KILL "$(cat "$mf/$stem.pid")"
+	printf '@rtlab %s exit=%s\n' "$stem" "$rc" >>"$mf/$stem.log"
+	if [ "$rc" = 0 ] && [ -s "$mf/$stem.json.part" ]; then
+		mv "$mf/$stem.json.part" "$mf/$stem.json"
 	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
 		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
-		REASON="stopped before cyclictest had measured anything"
+		REASON="stopped before $tool had measured anything"
+	elif [ -z "$REASON" ] && [ "$rc" = 0 ] && [ $stem = probe ] && [ ! -e "$mf/$stem.json.part" ]; then
+		: # a probe whose result is what it printed (rtla): read and checked on the host
 	elif [ -z "$REASON" ] && [ "$rc" = 0 ]; then
-		REASON="cyclictest exited with status 0 but its JSON is missing or empty (cyclictest.json.part)"
+		REASON="$tool exited with status 0 but its JSON is missing or empty ($stem.json.part)"
 	elif [ -z "$REASON" ]; then
-		REASON="$(exit_text cyclictest "$rc")"
-		words=$(last_words "$mf/cyclictest.log")
+		REASON="$(exit_text "$tool" "$rc")"
+		words=$(last_words "$mf/$stem.log")
 		if [ -n "$words" ]; then REASON="$REASON: $words"; fi
 	fi
+}
+
+# The probes besides cyclictest (rtlab run --probe), one after another under the same load,
+# each in loads/L/PROBE/ with its command in probe.argv. A probe that fails says why in its
+# own event; the load's result is cyclictest's.
+run_probes() {
+	for pd in "$1"/*/; do
+		pd=${pd%/}
+		[ -f "$pd/probe.argv" ] || continue
+		[ $STOP = 0 ] || return 0
+		probe=${pd##*/}
+		saved=$REASON
+		REASON=
+		rm -f "$pd/probe.json" "$pd/probe.json.part"
+		emit probe-start load="$2" probe="$probe" seconds="$SECS"
+		measure "$pd" "$SECS" "$1/load.log" "$probe"
+		if [ -n "$REASON" ]; then
+			emit probe-end load="$2" probe="$probe" status=failed reason="$REASON"
+		elif [ $STOP = 1 ]; then
+			emit probe-end load="$2" probe="$probe" status=partial
+		else
+			emit probe-end load="$2" probe="$probe" status=complete
+		fi
+		REASON=$saved
+	done
 }
 
 # Soak runs: the measurement as back-to-back cyclictest runs of SEGMENT seconds, each whole
@@ -1169,6 +1214,7 @@ run_load() {
 		fi
 		emit measure-end load="$name"
 		resources_emit "$name"
+		if [ $STOP = 0 ] && [ -z "$REASON" ]; then run_probes "$ld" "$name"; fi
 		if [ "$TRACE_SECS" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
 			trace_pass "$ld" "$name"
 		fi
@@ -1310,13 +1356,18 @@ cmd_stop() {
 	fi
 	left=
 	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
-		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid; do
+		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid \
+		"$DIR"/loads/*/*/probe.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		tool=${f##*/}
 		tool=${tool%.pid}
 		if [ "$tool" = load ]; then
 			tool=$(load_program "${f%/*}")
+		elif [ "$tool" = probe ]; then
+			tool=$(sed -n 1p "${f%/*}/probe.argv")
+		fi
+		if [ "$tool" != "${tool%/*}" ] || [ "${#tool}" -gt 15 ]; then
 			tool=${tool##*/}
 			tool=$(printf %.15s "$tool") # the kernel keeps 15 characters of a name
 		fi

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
-from rtlab.analysis import causes, cost, stats, timeline
+from rtlab.analysis import causes, cost, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
@@ -252,6 +252,8 @@ def summarize(
         )  # fmt: skip
         if traced is not None:
             entry["causes"] = traced
+        if files.probes:
+            entry["probes"] = {p.name: probes.build(p, load, events, measuring) for p in files.probes}
         loads[load] = entry
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]

@@ -28,6 +28,7 @@ from rtlab.cli.options import (
     IdleAfterBoot,
     Junit,
     LoadsFile,
+    Probe,
     Series,
     Trace,
     TraceDuration,
@@ -95,6 +96,7 @@ def _plan(
     trace_level: str | None = None,
     loads_file: Path | None = None,
     idle_after_boot: str | None = None,
+    probe: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -120,6 +122,7 @@ def _plan(
         "trace_spikes": (trace_spikes, int),
         "trace_level": (trace_level, str),
         "idle_after_boot_s": (idle_after_boot, _none_or_duration),
+        "probes": (probe, _probes),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -139,6 +142,11 @@ def _plan(
     if trace is not None and trace_duration is None:
         given["trace_s"] = given.get("duration_s", base.duration_s)  # as long as the measurement
     return replace(base, **given).validate()
+
+
+def _probes(text: str) -> tuple[str, ...]:
+    """--probe's list: cyclictest measures anyway (first), the others after it."""
+    return tuple(p for p in (w.strip() for w in text.split(",")) if p and p != "cyclictest")
 
 
 def _none_or_duration(text: str) -> int:
@@ -240,6 +248,7 @@ def run(
     trace_level: TraceLevel = None,
     loads_file: LoadsFile = None,
     idle_after_boot: IdleAfterBoot = None,
+    probe: Probe = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -284,6 +293,7 @@ def run(
         trace_level,
         loads_file,
         idle_after_boot,
+        probe,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
@@ -588,7 +598,7 @@ def study(
         _int(given, "priority"), given.get("settle"), _int(given, "workers"), None,
         given.get("histogram-range"), given.get("governor"), given.get("block"), given.get("spike-threshold"),
         given.get("segment"), given.get("trace"), given.get("trace-duration"), _int(given, "trace-spikes"),
-        given.get("trace-level"), plan_of.loads_file, given.get("idle-after-boot"),
+        given.get("trace-level"), plan_of.loads_file, given.get("idle-after-boot"), given.get("probe"),
     )  # fmt: skip
     if plan_of.deadline is not None:
         parse_latency(plan_of.deadline)

@@ -53,3 +53,10 @@ History = Annotated[
     bool,
     typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),
 ]
+Probe = Annotated[
+    str | None,
+    typer.Option(
+        help="more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat "
+        "(comma-separated; each measures --duration)"
+    ),
+]

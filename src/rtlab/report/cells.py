@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import cast
 
 from rtlab.analysis import cost
-from rtlab.analysis.stats import Field
+from rtlab.analysis.stats import FIELD_BY_KEY, Field
 from rtlab.loads import BUILTIN
-from rtlab.shapes import LoadEntry, StatsJSON, Summary
+from rtlab.shapes import LoadEntry, ProbeJSON, StatsJSON, Summary
 
 LOWER_BOUND = "≥"
 
@@ -141,6 +141,55 @@ def cost_table(summaries: Sequence[Summary], labels: Sequence[str]) -> tuple[lis
             row += [ops(summary, load)] + ([ops_ratio(summaries[0], summary, load)] if i else [])
         rows.append(row)
     return head, rows
+
+
+PROBE_FIELDS = tuple(
+    FIELD_BY_KEY[k] for k in ("samples", "min_us", "avg_us", "max_us", "p99_us", "p99_99_us")
+)
+
+
+def probes_of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
+    entry = summary["loads"].get(load)
+    return entry.get("probes", {}) if entry is not None else {}
+
+
+def has_probes(summaries: Sequence[Summary]) -> bool:
+    return any(probes_of(s, load) for s in summaries for load in s["loads"])
+
+
+def probe_table(
+    summaries: Sequence[Summary], labels: Sequence[str]
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """The other probes (--probe): a row per load, probe, measure (timerlat's irq and thread)
+    and run with the probe's own statistics; and the notes: what a probe cannot say, and why
+    one has no numbers."""
+    several = len(summaries) > 1
+    head = ["Load", "Probe", *(["Run"] if several else []), *(f.label for f in PROBE_FIELDS)]
+    rows: list[list[str]] = []
+    notes: dict[str, None] = {}
+    for load in loads_in_order(summaries):
+        found = [(label, probes_of(s, load)) for s, label in zip(summaries, labels, strict=True)]
+        for name in dict.fromkeys(name for _, probes in found for name in probes):
+            measures = dict.fromkeys(
+                m for _, probes in found if name in probes for m in probes[name]["merged"]
+            )
+            for measure in measures or {"": None}:
+                for label, probes in found:
+                    probe = probes.get(name)
+                    if probe is None:
+                        continue
+                    if probe["note"]:
+                        notes[probe["note"]] = None
+                    if probe["status"] != "complete":
+                        run = f"{label} " if several else ""
+                        notes[
+                            f"{run}{load} {name}: {probe['status']}, {probe['reason'] or 'no reason given'}"
+                        ] = None
+                    stats = probe["merged"].get(measure)
+                    shown = f"{name} {measure}" if len(measures) > 1 else name
+                    numbers = [value(stats, f) for f in PROBE_FIELDS]
+                    rows.append([load, shown, *([label] if several else []), *numbers])
+    return head, rows, list(notes)
 
 
 def repeated(summaries: Sequence[Summary]) -> bool:

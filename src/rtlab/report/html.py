@@ -146,6 +146,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             for f in figures.all_figures(summaries, labels, deadline)
         ],
         cost=cells.cost_table(summaries, labels) if cells.has_throughput(summaries) else None,
+        probes=cells.probe_table(summaries, labels) if cells.has_probes(summaries) else None,
         worst_headings=worst_table.HEADINGS,
         worst_tables=[(label, *worst_table.rows(doc)) for label, doc in zip(labels, documents, strict=True)],
         verdicts=verdict_table.rows(verdict_table.compared_in(summaries, labels)),

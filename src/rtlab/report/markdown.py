@@ -61,6 +61,12 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         rows = ["| " + " | ".join(map(escape, head)) + " |", "|" + "---|" * len(head)]
         rows += ["| " + " | ".join(map(escape, row)) + " |" for row in work]
         text += "\n### Throughput (stress-ng bogo ops/s)\n\n" + "\n".join(rows) + "\n"
+    if cells.has_probes(summaries):
+        head, measured, said = cells.probe_table(summaries, labels)
+        rows = ["| " + " | ".join(map(escape, head)) + " |", "|" + "---|" * len(head)]
+        rows += ["| " + " | ".join(map(escape, row)) + " |" for row in measured]
+        rows += ["", *(f"- {escape(note)}" for note in said)] if said else []
+        text += "\n### Other probes (µs)\n\n" + "\n".join(rows) + "\n"
     traced = causes.lines(summaries, labels)
     if traced:
         text += (

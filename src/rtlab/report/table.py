@@ -190,10 +190,23 @@ def sections(summaries: Sequence[Summary], labels: Sequence[str], width: int = 2
     grouped = by_cluster(summaries, labels)
     if grouped is not None:
         found.append(grouped)
+    if cells.has_probes(summaries):
+        found.append(_probes(summaries, labels))
     traced = causes.lines(summaries, labels)
     if traced:
         found.append(Text("Spike causes\n" + "\n".join(traced)))
     return found
+
+
+def _probes(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
+    head, rows, notes = cells.probe_table(summaries, labels)
+    table = Table(title="Other probes (µs)", title_justify="left")
+    for name in head:
+        table.add_column(name, justify="left" if name in NAMES + ("Probe",) else "right")
+    for row in rows:
+        table.add_row(*map(Text, row))
+    _finish(table, notes)
+    return table
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -30,6 +30,8 @@ class Kind(StrEnum):
     SEGMENT_START = "segment-start"
     SEGMENT_END = "segment-end"
     MEASURE_END = "measure-end"
+    PROBE_START = "probe-start"  # --probe: another probe measures under the same load
+    PROBE_END = "probe-end"
     RESOURCES = "resources"  # memory and power while the load was measured
     TRACE_START = "trace-start"  # the trace pass after a load's measurement (spike causes)
     TRACE_SPIKE = "trace-spike"

@@ -5,6 +5,7 @@
     RUN/events                        the agent's progress lines
     RUN/loads/<load>/cyclictest.json  exactly as cyclictest wrote it
     RUN/loads/<load>/load.log         the load's output (stress-ng's or a command's) and exit status
+    RUN/loads/<load>/<probe>/         another probe under the same load (--probe: oslat, ...)
     RUN/summary.json                  the statistics, derived from the above
 
 run.json is rewritten (atomically) as the run goes, so a run whose host died
@@ -29,7 +30,7 @@ from typing import Any, cast
 from rtlab import shapes, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import valid_name
-from rtlab.results import cyclictest, events, timeline
+from rtlab.results import cyclictest, events, probes, timeline
 from rtlab.shapes import Manifest, PlanJSON, Sysinfo
 
 SCHEMA = "rtlab.run/1"
@@ -41,7 +42,9 @@ HOST_FILES = (MANIFEST, "summary.json", "collect-error.txt", "console.log", "pla
 # one trace capture (the agent's 2 MB ring buffer per CPU printed as text is about 20 MB).
 LOG_BYTES = 64 << 20
 TRACE_BYTES = 32 << 20
-PLAN_FILES = ("plan.loads", "cyclictest.argv", "load.argv", "load.check", "trace.argv", "rtla.argv")
+PLAN_FILES = (
+    "plan.loads", "cyclictest.argv", "load.argv", "load.check", "trace.argv", "rtla.argv", "probe.argv"
+)  # fmt: skip
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -120,6 +123,17 @@ class TraceCapture:
 
 
 @dataclass(frozen=True)
+class RawProbe:
+    """One probe's folder besides cyclictest (loads/L/P, results/probes.py), as the agent left it."""
+
+    name: str
+    argv: tuple[str, ...] = ()  # its command, program first
+    result: Any = None  # its JSON (rt-tests tools) or its output (rtla); None: absent or unreadable
+    problem: str | None = None  # why `result` cannot be used
+    log: str = ""  # its standard error and exit status
+
+
+@dataclass(frozen=True)
 class RawLoad:
     """What a load's folder holds, read but not yet analysed."""
 
@@ -136,6 +150,7 @@ class RawLoad:
     segments_lost: tuple[str, ...] = ()  # segments whose result is missing or cut off
     trace_events: tuple[str, ...] = ()  # the events the trace pass enabled
     traces: tuple[TraceCapture, ...] = ()  # the trace pass, capture by capture
+    probes: tuple[RawProbe, ...] = ()  # the other probes (--probe), in the plan's order
 
 
 # (runs of rtlab before loads files: stress.log, stress.argv and "@rtlab stress-ng")
@@ -324,8 +339,35 @@ class RunDir:
         check = self.text(check_file).strip() if check_file.is_file() else "alive"
         return RawLoad(
             data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
-            trace_events, self._traces(folder / "trace"),
+            trace_events, self._traces(folder / "trace"), self._probes(folder),
         )  # fmt: skip
+
+    def _probes(self, folder: Path) -> tuple[RawProbe, ...]:
+        found = []
+        for name, probe in probes.PROBES.items():
+            where = folder / name
+            if not (where / "probe.argv").is_file():
+                continue
+            try:
+                argv = tuple(self.text(where / "probe.argv").split("\n")[:-1])
+                log = self.text(where / "probe.log", LOG_BYTES) if (where / "probe.log").is_file() else ""
+            except UnreadableFile as e:
+                found.append(RawProbe(name, problem=str(e)))
+                continue
+            result, problem = None, None
+            path = where / probe.result
+            try:
+                if not path.is_file():
+                    part = where / f"{probe.result}.part"
+                    problem = f"{name} did not finish writing {probe.result}" if part.is_file() else None
+                elif path.suffix == ".json":
+                    result = self._json(path)
+                else:
+                    result = self.text(path, LOG_BYTES)
+            except UnreadableFile as e:
+                problem = str(e)
+            found.append(RawProbe(name, argv, result, problem, log))
+        return tuple(found)
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
         found = []

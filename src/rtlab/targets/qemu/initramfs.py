@@ -9,6 +9,7 @@ initrd may follow; its files win.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import shutil
 from pathlib import Path
@@ -18,7 +19,14 @@ from rtlab.debian import Apt, extract
 from rtlab.targets.qemu import cpio, elfdeps
 
 PACKAGES = ["busybox-static", "rt-tests", "stress-ng"]  # and rtla where the Arch names one
-TOOLS = {"busybox": "bin/busybox", "cyclictest": "usr/bin/cyclictest", "stress-ng": "usr/bin/stress-ng"}
+TOOLS = {
+    "busybox": "bin/busybox",
+    "cyclictest": "usr/bin/cyclictest",
+    "stress-ng": "usr/bin/stress-ng",
+    # the other probes of rt-tests (--probe)
+    "oslat": "usr/bin/oslat",
+    "cyclicdeadline": "usr/bin/cyclicdeadline",
+}
 RTLA = {"rtla": "usr/bin/rtla"}
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 INIT = Path(__file__).with_name("init.sh")
@@ -34,7 +42,8 @@ def _find_tool(stage: Path, name: str) -> Path:
 
 def base_name(rtla: str | None) -> str:
     """The cached archive's file name: a new one whenever the tools it carries change."""
-    return "base-rtla.cpio" if rtla else "base.cpio"
+    tools = " ".join(f"{name}={path}" for name, path in sorted(_tools(rtla).items()))
+    return f"base-{hashlib.sha256(tools.encode()).hexdigest()[:12]}.cpio"
 
 
 def _tools(rtla: str | None) -> dict[str, str]:

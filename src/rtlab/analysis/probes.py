@@ -1,0 +1,79 @@
+"""The other probes of a load (--probe): their status from the agent's events, their statistics
+from their raw output, by the same definitions as cyclictest's (stats.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rtlab.analysis import stats
+from rtlab.analysis.histogram import Histogram, merge
+from rtlab.results.cyclictest import ThreadResult
+from rtlab.results.events import Event, Kind
+from rtlab.results.probes import PROBES, InvalidProbe, parse
+from rtlab.results.rundir import RawProbe
+from rtlab.shapes import ProbeJSON, StatsJSON
+
+NO_HISTOGRAM = "cyclicdeadline keeps no histogram: its min, avg and max only, no percentiles"
+
+
+def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = False) -> ProbeJSON:
+    probe = PROBES[raw.name]
+    entry: ProbeJSON = {
+        "program": probe.program,
+        "status": "not-run",
+        "reason": None,
+        "merged": {},
+        "cpus": {},
+        "histograms": {},
+        "note": None if probe.has_histogram else NO_HISTOGRAM,
+    }
+    ends = [
+        e for e in events if e.kind == Kind.PROBE_END and e.get("load") == load and e.get("probe") == raw.name
+    ]
+    started = any(
+        e.kind == Kind.PROBE_START and e.get("load") == load and e.get("probe") == raw.name for e in events
+    )
+    if ends:
+        entry["status"] = (
+            ends[-1].get("status") if ends[-1].get("status") in ("complete", "partial") else "failed"
+        )
+        entry["reason"] = ends[-1].get("reason") or None
+    elif started:
+        entry["status"], entry["reason"] = ("running", None) if measuring else ("failed", "it never ended")
+    else:
+        entry["reason"] = "it did not run: the load ended before its turn"
+    if entry["status"] not in ("complete", "partial"):
+        return entry
+    if raw.problem is not None or raw.result is None:
+        entry["status"], entry["reason"] = "failed", raw.problem or f"{raw.name} left no result"
+        return entry
+    try:
+        found = parse(probe, raw.result, list(raw.argv))
+    except InvalidProbe as e:
+        entry["status"], entry["reason"] = "failed", str(e)
+        return entry
+    for measure, threads in found.measures.items():
+        if not probe.has_histogram:
+            entry["merged"][measure] = _summary_only(threads)
+            continue
+        per_cpu = {str(t.cpu): _histogram(t, found.limit_us) for t in threads}
+        merged = merge(per_cpu.values())
+        entry["merged"][measure] = stats.compute(merged).to_json()
+        entry["cpus"][measure] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}
+        entry["histograms"][measure] = merged.to_json()
+    return entry
+
+
+def _histogram(thread: ThreadResult, limit_us: int) -> Histogram:
+    return Histogram.from_counts(thread.counts, limit_us, thread.overflows, thread.max_us, thread.avg_us)
+
+
+def _summary_only(threads: list[ThreadResult]) -> StatsJSON:
+    """Samples, min, avg (weighted by samples) and max over every thread: all the tool says."""
+    samples = sum(t.cycles for t in threads)
+    avg = sum(t.avg_us * t.cycles for t in threads) / samples
+    found = stats.LatencyStats(
+        samples, min(t.min_us for t in threads), avg, None, max(t.max_us for t in threads),
+        None, None, None, None, None, 0,
+    )  # fmt: skip
+    return found.to_json()

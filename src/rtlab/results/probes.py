@@ -1,0 +1,214 @@
+"""The probes besides cyclictest, each read from its own raw output and checked before it counts.
+
+    oslat            busy-polling threads: how long the OS takes a CPU away from a task that
+                     never sleeps (what DPDK and user-space 5G drivers live with); its --json
+    cyclicdeadline   cyclictest's question for SCHED_DEADLINE threads; its --json, which
+                     keeps no histogram: min, avg and max only
+    timerlat         the kernel's timerlat tracer through `rtla timerlat hist`: the timer
+                     interrupt's latency and the woken thread's, apart, per CPU; its text table
+
+Each measures in a folder of its own, loads/<load>/<probe>/, under the same load after
+cyclictest: probe.argv (the whole command, one argument a line), what it printed
+(probe.out), its standard error and exit status (probe.log), and for the rt-tests tools
+probe.json, renamed into place only when the tool exited 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rtlab.results.cyclictest import ThreadResult
+
+MAX_THREADS = 4096
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    program: str  # what must be installed on the target
+    result: str  # the file its numbers are read from
+    measures: tuple[str, ...]  # what one run of it reports, each a histogram per CPU
+    has_histogram: bool = True
+    package: str = "rt-tests"
+
+
+PROBES: dict[str, Probe] = {
+    "oslat": Probe("oslat", "oslat", "probe.json", ("latency",)),
+    "cyclicdeadline": Probe(
+        "cyclicdeadline", "cyclicdeadline", "probe.json", ("latency",), has_histogram=False
+    ),
+    "timerlat": Probe("timerlat", "rtla", "probe.out", ("irq", "thread"), package="rtla"),
+}
+CYCLICTEST = "cyclictest"  # always measures first: every report, verdict and history reads it
+
+
+class InvalidProbe(ValueError):
+    """A probe's output cannot be vouched for; the message says why."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    measures: dict[str, list[ThreadResult]]  # measure -> one result per CPU, CPU order
+    limit_us: int  # samples at or above it are counted, not binned
+
+
+def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
+    """`raw`: the probe's JSON (rt-tests tools) or its text (rtla); `argv`: its command line."""
+    if probe.name == "timerlat":
+        if not isinstance(raw, str):
+            raise InvalidProbe("rtla's output is not text")
+        return _timerlat(raw, argv)
+    if not isinstance(raw, dict):
+        raise InvalidProbe(f"{probe.name}'s JSON is not an object as {probe.program} writes it")
+    threads = raw.get("thread")
+    if not isinstance(threads, dict) or not threads or len(threads) > MAX_THREADS:
+        raise InvalidProbe(f"{probe.name}'s JSON has no measurement threads")
+    if probe.name == "oslat":
+        found = [_oslat_thread(t, str(n)) for n, t in threads.items()]
+        limit = max(max(t.counts, default=0) for t in found) + 1
+        return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, limit)
+    cpus = _option(argv, "-a")
+    found = [_deadline_thread(t, str(n), cpus) for n, t in threads.items()]
+    return ProbeResult({"latency": found}, 0)
+
+
+def _option(argv: list[str], flag: str) -> str | None:
+    return next((v for k, v in zip(argv, argv[1:], strict=False) if k == flag), None)
+
+
+def _count(thread: dict[str, Any], key: str, where: str) -> int:
+    value = thread.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+        raise InvalidProbe(f"{where} has {key} {json.dumps(value)[:40]}, not a count")
+    return value
+
+
+def _average(thread: dict[str, Any], where: str) -> float:
+    avg = thread.get("avg")
+    if isinstance(avg, bool) or not isinstance(avg, int | float) or not math.isfinite(avg) or avg < 0:
+        raise InvalidProbe(f"{where} has avg {json.dumps(avg)[:40]}, not a latency")
+    return float(avg)
+
+
+def _index(name: str) -> int:
+    return int(name) if name.isascii() and name.isdigit() and len(name) < 12 else -1
+
+
+def _oslat_thread(thread: Any, name: str) -> ThreadResult:
+    """oslat's buckets are whole µs from 1; the last holds every longer interruption too."""
+    where = f"oslat's JSON: thread {name}"
+    if not isinstance(thread, dict):
+        raise InvalidProbe(f"{where} is not an object")
+    cpu = _count(thread, "cpu", where)
+    min_us, max_us = _count(thread, "min", where), _count(thread, "max", where)
+    raw = thread.get("histogram")
+    if not isinstance(raw, dict) or not raw or len(raw) > 1024:
+        raise InvalidProbe(f"{where} has no histogram of 1 to 1024 buckets")
+    counts: dict[int, int] = {}
+    for key, count in raw.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and 0 < int(key) <= 1024):
+            raise InvalidProbe(f"{where} has histogram bucket {key!r}, not 1 to 1024 µs")
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 1 << 62:
+            raise InvalidProbe(f"{where} has {json.dumps(count)[:40]} samples at {key} µs")
+        counts[int(key)] = count
+    last = max(counts)
+    overflows = counts.pop(last)
+    binned = {v: c for v, c in counts.items() if c}
+    samples = sum(binned.values()) + overflows
+    if samples == 0:
+        raise InvalidProbe(f"{where} (CPU {cpu}) measured no samples")
+    if min_us > max_us or (binned and (min(binned) < min_us or max(binned) > max_us)):
+        raise InvalidProbe(f"{where} has samples outside its own min {min_us} .. max {max_us}")
+    avg = _average(thread, where)
+    return ThreadResult(_index(name), cpu, samples, min_us, max_us, avg, binned, overflows)
+
+
+def _deadline_thread(thread: Any, name: str, cpus: str | None) -> ThreadResult:
+    where = f"cyclicdeadline's JSON: thread {name}"
+    if not isinstance(thread, dict):
+        raise InvalidProbe(f"{where} is not an object")
+    cycles = _count(thread, "cycles", where)
+    if cycles == 0:
+        raise InvalidProbe(f"{where} measured no samples")
+    min_us, max_us = _count(thread, "min", where), _count(thread, "max", where)
+    avg = _average(thread, where)
+    if not min_us <= avg <= max_us:
+        raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
+    # cyclicdeadline's JSON names no CPU: a deadline task runs where the scheduler puts it
+    return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, cycles)
+
+
+_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d{1,5})$")
+_MEASURE = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
+_SUMMARY_ROWS = ("over:", "count:", "min:", "avg:", "max:")
+
+
+def _timerlat(text: str, argv: list[str]) -> ProbeResult:
+    """`rtla timerlat hist`'s table: an Index column, then one column per CPU and context
+    (IRQ-000, Thr-000, ...), the non-empty buckets, then over/count/min/avg/max rows."""
+    lines = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    header = next((i for i, words in enumerate(lines) if words[:1] == ["Index"]), None)
+    if header is None:
+        raise InvalidProbe("rtla's output has no histogram table (no Index line): rtla did not measure")
+    if not any(line.startswith("# Time unit is microseconds") for line in text.splitlines()):
+        raise InvalidProbe("rtla's output is not in microseconds (rtla's -n was given?)")
+    columns = [_COLUMN.match(word) for word in lines[header][1:]]
+    if not columns or not all(columns) or len(columns) > MAX_THREADS:
+        raise InvalidProbe(f"rtla's output: unknown columns {' '.join(lines[header][1:])[:80]}")
+    width = len(columns)
+    counts: list[dict[int, int]] = [{} for _ in columns]
+    rows: dict[str, list[float]] = {}
+    bucket_values: list[int] = []
+    for words in lines[header + 1 :]:
+        if words[0] == "ALL:":
+            break
+        key = words[0]
+        if len(words) != width + 1:
+            raise InvalidProbe(f"rtla's output: row {' '.join(words)[:60]!r} has not {width} columns")
+        try:
+            values = [float(w) for w in words[1:]]
+        except ValueError:
+            raise InvalidProbe(f"rtla's output: row {' '.join(words)[:60]!r} is not numbers") from None
+        if key in _SUMMARY_ROWS:
+            rows[key] = values
+            continue
+        if not (key.isascii() and key.isdigit() and len(key) < 12) or "count:" in rows:
+            raise InvalidProbe(f"rtla's output: bucket {key[:20]!r} is not a latency in µs")
+        if not all(v.is_integer() and 0 <= v < 1 << 62 for v in values):
+            raise InvalidProbe(f"rtla's output: bucket {key} holds counts that are not whole numbers")
+        bucket_values.append(int(key))
+        for column, value in zip(counts, values, strict=True):
+            if value:
+                column[int(key)] = int(value)
+    missing = [row for row in _SUMMARY_ROWS if row not in rows]
+    if missing:
+        raise InvalidProbe(f"rtla's output ends without its {', '.join(missing)} rows: rtla was cut short")
+    if bucket_values != sorted(set(bucket_values)):
+        raise InvalidProbe("rtla's output: the buckets are not in ascending order")
+    measures: dict[str, list[ThreadResult]] = {}
+    for i, (match, column) in enumerate(zip(columns, counts, strict=True)):
+        assert match is not None
+        cpu = int(match.group(2))
+        over, count = rows["over:"][i], rows["count:"][i]
+        if not (over.is_integer() and count.is_integer()) or sum(column.values()) + over != count:
+            raise InvalidProbe(
+                f"rtla's output: {match.group(0)} counts {count:g} samples but its buckets and "
+                f"overflows hold {sum(column.values()) + over:g}"
+            )
+        if count == 0:
+            continue  # a CPU rtla did not measure (outside -c)
+        min_us, max_us, avg = rows["min:"][i], rows["max:"][i], rows["avg:"][i]
+        if column and (min(column) < min_us or max(column) > max_us):
+            raise InvalidProbe(f"rtla's output: {match.group(0)} has samples outside its own min .. max")
+        thread = ThreadResult(cpu, cpu, int(count), int(min_us), int(max_us), avg, column, int(over))
+        measures.setdefault(_MEASURE[match.group(1)], []).append(thread)
+    if not measures:
+        raise InvalidProbe("rtla's output counts no samples")
+    # rtla's own default: 256 entries of 1 µs
+    entries, size = _option(argv, "-E") or "256", _option(argv, "-b") or "1"
+    limit = int(entries) * int(size) if entries.isdigit() and size.isdigit() else max(bucket_values) + 1
+    return ProbeResult({m: sorted(t, key=lambda r: r.cpu) for m, t in measures.items()}, limit)
