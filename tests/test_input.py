@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, needs_tools, rtlab
+from conftest import AGENT, needs_root, needs_tools, rtlab
 from rtlab.errors import UsageError
 from rtlab.loads import parse_loads
 from rtlab.units import parse_duration, parse_latency
@@ -67,10 +68,12 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path):
 
 
 def test_missing_cyclictest_names_the_package(tmp_path):
-    # A PATH with the shell tools but no rt-tests.
+    # A PATH with the shell tools the agent needs but no rt-tests.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("sh", "sed", "tr", "cat", "grep", "uname", "date", "gzip", "hostname", "stress-ng"):
+    needs = re.search(r'^AGENT_NEEDS="([^"]*)"', AGENT.read_text(), re.M)
+    assert needs is not None
+    for tool in ("sh", "hostname", "stress-ng", *needs.group(1).split()):
         found = shutil.which(tool)
         if found:
             os.symlink(found, bin_dir / tool)

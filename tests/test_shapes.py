@@ -22,6 +22,7 @@ from rtlab.shapes import (
     Manifest,
     PhasesJSON,
     PlanJSON,
+    ProbeJSON,
     StatsJSON,
     Summary,
     SuspectJSON,
@@ -51,10 +52,12 @@ def test_plan_and_stats_shapes_match_their_classes():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("shapes") / "run"
-    # with a trace pass (level c on this host: no tracefs mounted), so causes have their shape too
+    # with a trace pass (level c on this host: no tracefs mounted) and another probe, so causes
+    # and probes have their shape too
     done = rtlab(
-        *run_args(out, "idle,cpu", "1s", "--deadline", "100ms", "--trace", "1ms", "--trace-duration", "1s")
-    )
+        *run_args(out, "idle,cpu", "1s", "--deadline", "100ms", "--trace", "1ms", "--trace-duration", "1s",
+                  "--probe", "oslat")
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return out
 
@@ -69,8 +72,11 @@ def test_a_real_run_has_exactly_the_defined_fields(run):
     assert summary["audit"] and all(set(f) == keys(FindingJSON) for f in summary["audit"])
     for entry in summary["loads"].values():
         # clusters only on heterogeneous CPUs (not this machine's), repeats only with --repeat;
-        # causes: this run traced
-        assert required(LoadEntry) | {"causes"} == set(entry) == keys(LoadEntry) - {"clusters", "repeats"}
+        # causes: this run traced; probes: it measured with oslat too
+        assert required(LoadEntry) | {"causes", "probes"} == set(entry)
+        assert set(entry) == keys(LoadEntry) - {"clusters", "repeats"}
+        assert set(entry["probes"]["oslat"]) == keys(ProbeJSON)
+        assert set(entry["probes"]["oslat"]["merged"]["latency"]) == keys(StatsJSON)
         assert set(entry["phases"]) == keys(PhasesJSON)
         assert set(entry["causes"]) == keys(CausesJSON)
         assert all(set(spike) == keys(TracedSpikeJSON) for spike in entry["causes"]["spikes"])

@@ -1,0 +1,195 @@
+"""Probes besides cyclictest (--probe): oslat and cyclicdeadline on this host, all four in
+Debian's PREEMPT_RT guest (timerlat through rtla 6.12); every number recomputed here from what
+the tool itself wrote, and a damaged output failing its probe, never the load."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root, needs_tools, read_json, rtlab, run_args
+
+LOADS = ("idle", "cpu")
+
+
+def nearest_rank(values: dict[int, int], overflows: int, limit: int, q: float) -> int:
+    """The q-th percentile of a histogram, counted out sample by sample (overflows at the limit)."""
+    n = sum(values.values()) + overflows
+    rank = max(1, math.ceil(q / 100 * n))
+    seen = 0
+    for value in sorted(values):
+        seen += values[value]
+        if seen >= rank:
+            return value
+    return limit
+
+
+def oslat_expected(document: dict) -> dict:
+    """oslat's JSON read again: buckets are whole µs from 1, the last holds everything longer."""
+    merged: dict[int, int] = {}
+    overflows = 0
+    for thread in document["thread"].values():
+        buckets = {int(k): v for k, v in thread["histogram"].items()}
+        last = max(buckets)
+        overflows += buckets.pop(last)
+        for value, count in buckets.items():
+            merged[value] = merged.get(value, 0) + count
+    merged = {v: c for v, c in merged.items() if c}
+    return {
+        "samples": sum(merged.values()) + overflows,
+        "max_us": max(t["max"] for t in document["thread"].values()),
+        "min_us": min(merged) if merged else last,
+        "overflows": overflows,
+        "p99_us": nearest_rank(merged, overflows, last, 99),
+        "p99_99_us": nearest_rank(merged, overflows, last, 99.99),
+    }
+
+
+def summary_of(run: Path) -> dict:
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("probes") / "run"
+    done = rtlab(*run_args(out, ",".join(LOADS), "2s", "--probe", "oslat,cyclicdeadline"))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@needs_root
+@needs_tools
+def test_oslat_and_cyclicdeadline_numbers_are_their_own(local_run):
+    summary = read_json(local_run / "summary.json")
+    assert summary["plan"]["probes"] == ["oslat", "cyclicdeadline"]
+    for load in LOADS:
+        entry = summary["loads"][load]
+        assert entry["status"] == "complete"
+        oslat = entry["probes"]["oslat"]
+        assert oslat["status"] == "complete" and oslat["program"] == "oslat"
+        expected = oslat_expected(read_json(local_run / "loads" / load / "oslat" / "probe.json"))
+        got = oslat["merged"]["latency"]
+        assert {k: got[k] for k in expected} == expected
+        # and oslat's own printed table says the same of CPU 0's first bucket
+        printed = (local_run / "loads" / load / "oslat" / "probe.out").read_text()
+        assert "001 (us)" in printed and "Maximum" in printed
+        deadline = entry["probes"]["cyclicdeadline"]
+        threads = read_json(local_run / "loads" / load / "cyclicdeadline" / "probe.json")["thread"].values()
+        got = deadline["merged"]["latency"]
+        assert got["samples"] == sum(t["cycles"] for t in threads) > 0
+        assert (got["min_us"], got["max_us"]) == (
+            min(t["min"] for t in threads),
+            max(t["max"] for t in threads),
+        )
+        assert got["p99_us"] is None and "no histogram" in deadline["note"]
+    argv = (local_run / "loads/idle/cyclicdeadline/probe.argv").read_text().split("\n")
+    assert argv[argv.index("-i") + 1] == "10000"  # runtimes of 2 ms and more need no HRTICK
+    # the probes ran one after the other, after cyclictest, under the load
+    events = [line for line in (local_run / "events").read_text().splitlines() if "load=cpu" in line]
+    kinds = [line.split()[1] for line in events]
+    assert kinds.index("measure-end") < kinds.index("probe-start") < kinds.index("load-end")
+    assert kinds.count("probe-end") == 2
+
+
+@needs_root
+@needs_tools
+def test_every_format_shows_the_probes(local_run):
+    table = rtlab("report", str(local_run), env={"COLUMNS": "80"})
+    assert table.returncode == 0, table.stderr
+    assert "Other probes" in table.stdout and "cyclicdeadline" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    summary = read_json(local_run / "summary.json")
+    oslat_max = str(summary["loads"]["cpu"]["probes"]["oslat"]["merged"]["latency"]["max_us"])
+    for fmt in ("md", "html"):
+        done = rtlab("report", str(local_run), "--format", fmt)
+        assert done.returncode == 0 and "Other probes" in done.stdout and oslat_max in done.stdout
+
+
+@needs_root
+@needs_tools
+def test_a_damaged_probe_output_fails_that_probe_not_the_load(local_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(local_run, run)
+    oslat = run / "loads/cpu/oslat/probe.json"
+    document = json.loads(oslat.read_text())
+    first = next(iter(document["thread"].values()))
+    first["max"] = 0  # below what its own histogram holds
+    oslat.write_text(json.dumps(document))
+    (run / "loads/idle/cyclicdeadline/probe.json").write_text(
+        '{"thread": {"0": {"cycles": 5, "min": 1, "avg"'
+    )
+    summary = summary_of(run)
+    assert {summary["loads"][load]["status"] for load in LOADS} == {"complete"}
+    broken = summary["loads"]["cpu"]["probes"]["oslat"]
+    assert broken["status"] == "failed" and "outside its own min" in broken["reason"]
+    assert broken["merged"] == {}
+    cut = summary["loads"]["idle"]["probes"]["cyclicdeadline"]
+    assert cut["status"] == "failed" and "probe.json" in cut["reason"]
+    assert summary["loads"]["idle"]["probes"]["oslat"]["status"] == "complete"
+    table = rtlab("report", str(run))
+    assert "cpu oslat: failed" in table.stdout
+
+
+@needs_tools
+def test_a_probe_the_target_cannot_run_is_one_line(tmp_path):
+    done = rtlab(*run_args(tmp_path / "run", "idle", "1s", "--probe", "timerlat"))
+    assert done.returncode == 2
+    said = done.stderr.strip().splitlines()[-1]
+    assert ("rtla is not installed" in said or "no timerlat tracer" in said) and "--probe timerlat" in said
+    bad = rtlab(*run_args(tmp_path / "bad", "idle", "1s", "--probe", "oslat,nosuch"))
+    assert bad.returncode == 2 and "choose from oslat,cyclicdeadline,timerlat" in bad.stderr
+
+
+def timerlat_expected(text: str, column: str) -> dict:
+    """rtla's table read again: one column's buckets, its over/count/min/max rows."""
+    lines = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+    head = next(words for words in lines if words[0] == "Index")
+    at = head.index(column)
+    buckets: dict[int, int] = {}
+    rows: dict[str, str] = {}
+    for words in lines[lines.index(head) + 1 :]:
+        if words[0] == "ALL:":
+            break
+        if words[0].endswith(":"):
+            rows[words[0]] = words[at]
+        elif int(words[at]):
+            buckets[int(words[0])] = int(words[at])
+    assert sum(buckets.values()) + int(rows["over:"]) == int(rows["count:"])
+    return {"samples": int(rows["count:"]), "min_us": int(rows["min:"]), "max_us": int(rows["max:"]),
+            "buckets": buckets}  # fmt: skip
+
+
+@pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
+def test_all_four_probes_in_the_rt_guest(tmp_path):
+    out = tmp_path / "guest"
+    done = rtlab(
+        *run_args(
+            out, "idle,cpu", "2s", "--target", "qemu:debian-rt", "--probe", "timerlat,oslat,cyclicdeadline"
+        )
+    )
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    for load in ("idle", "cpu"):
+        found = summary["loads"][load]["probes"]
+        assert {name: p["status"] for name, p in found.items()} == dict.fromkeys(
+            ("oslat", "cyclicdeadline", "timerlat"), "complete"
+        )
+        text = (out / "loads" / load / "timerlat" / "probe.out").read_text()
+        for measure, prefix in (("irq", "IRQ"), ("thread", "Thr")):
+            for cpu in ("0", "1"):
+                expected = timerlat_expected(text, f"{prefix}-00{cpu}")
+                got = found["timerlat"]["cpus"][measure][cpu]
+                assert {k: got[k] for k in ("samples", "min_us", "max_us")} == {
+                    k: expected[k] for k in ("samples", "min_us", "max_us")
+                }
+                assert got["p99_us"] == nearest_rank(expected["buckets"], got["overflows"], 100_000, 99)
+            merged = found["timerlat"]["merged"][measure]
+            assert merged["samples"] == sum(found["timerlat"]["cpus"][measure][c]["samples"] for c in "01")
+        expected = oslat_expected(read_json(out / "loads" / load / "oslat" / "probe.json"))
+        assert {k: found["oslat"]["merged"]["latency"][k] for k in expected} == expected
