@@ -272,6 +272,41 @@ def test_hwlat_where_the_kernel_has_none_says_what_it_needs():
     assert "CONFIG_HWLAT_TRACER" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@needs_x86
+def test_the_hwlat_gate_measures_nothing_when_the_hardware_already_steals_more(tmp_path):
+    # An emulated guest's CPUs vanish for tens of µs and more (the emulator is preempted): a
+    # 1 µs gate closes, a 1 s gate lets the run measure; both keep the pass in RUN/hwlat.
+    closed, opened = tmp_path / "closed", tmp_path / "opened"
+    gate = ("--target", "qemu:debian-rt", "--hwlat-duration", "3s")
+    done = rtlab(*run_args(closed, "idle", "1s", *gate, "--hwlat-gate", "1us"))
+    assert done.returncode == 1, done.stderr
+    assert "hwlat gate" in done.stderr and "nothing was measured" in done.stderr
+    manifest = read_json(closed / "run.json")
+    doc = read_json(closed / "hwlat/hwlat.json")
+    assert manifest["status"] == "failed" and "hwlat gate" in manifest["reason"]
+    assert manifest["hwlat_gate"]["passed"] is False and manifest["hwlat_gate"]["max_us"] == doc["max_us"] > 1
+    assert (
+        manifest["loads"]["idle"]["status"] == "not-run"
+        and not (closed / "loads/idle/cyclictest.json").exists()
+    )
+    done = rtlab(*run_args(opened, "idle", "1s", *gate, "--hwlat-gate", "1s"))
+    assert done.returncode == 0, done.stderr
+    manifest = read_json(opened / "run.json")
+    assert manifest["status"] == "complete" and manifest["hwlat_gate"]["passed"] is True
+    assert manifest["hwlat_gate"]["max_us"] == read_json(opened / "hwlat/hwlat.json")["max_us"]
+    assert guests() == set()
+
+
+def test_a_hwlat_gate_where_the_kernel_has_no_tracer_is_one_line_and_leaves_nothing(tmp_path):
+    if "tracefs" in Path("/proc/mounts").read_text():
+        pytest.skip("this host has tracefs mounted")
+    done = rtlab(*run_args(tmp_path / "run", "idle", "1s", "--hwlat-gate", "20us"))
+    assert done.returncode == 2 and "CONFIG_HWLAT_TRACER" in done.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "run").exists()
+    lone = rtlab(*run_args(tmp_path / "run", "idle", "1s", "--hwlat-duration", "5s"))
+    assert lone.returncode == 2 and "--hwlat-duration goes with --hwlat-gate" in lone.stderr
+
+
 def test_hwlat_never_overwrites_an_earlier_pass(tmp_path):
     earlier = tmp_path / "hwlat.json"
     earlier.write_text('{"samples": []}\n')

@@ -15,3 +15,10 @@ class RunFailed(Exception):
 
 class Stopped(RunFailed):
     """A signal (Ctrl-C, SIGTERM, a closed terminal) ended it: what was measured is kept."""
+
+
+class GateClosed(RunFailed):
+    """A gate before measuring found the system unfit (rtlab run --hwlat-gate): exit code 1,
+    as for a missed deadline; nothing was measured."""
+
+    exit_code = 1

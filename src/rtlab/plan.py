@@ -43,6 +43,10 @@ MAX_TRACE_SPIKES = 1000
 # The other probes (--probe): each is given this long to start beside its measuring time,
 # and cyclicdeadline's shortest deadline (see probe_argv).
 PROBE_START_S = 5
+# The hardware gate (--hwlat-gate): the hwlat pass before measuring, and the tracer's threshold
+# (gaps shorter than it are not recorded; the gate's limit if that is lower).
+DEFAULT_HWLAT_GATE_S = 10
+HWLAT_GATE_THRESHOLD_US = 10
 DEADLINE_MIN_US = 10_000
 
 
@@ -74,6 +78,8 @@ class Plan:
     cpu_count: int | None = None  # resolved against the target: its online CPUs
     idle_after_boot_s: int = 0  # before the first load, wait until the target has been up this long
     probes: tuple[str, ...] = ()  # measured after cyclictest under each load (results/probes.py)
+    hwlat_gate_us: int = 0  # before measuring, the hwlat tracer's longest gap may be at most this; 0: no gate
+    hwlat_gate_s: int = DEFAULT_HWLAT_GATE_S  # how long that hwlat pass lasts
 
     def validate(self) -> Plan:
         if not 1 <= self.duration_s <= MAX_DURATION_S:
@@ -131,6 +137,8 @@ class Plan:
             raise UsageError(f"--idle-after-boot {self.idle_after_boot_s}s: use 0 to 1h (the study's: 3m)")
         for name in self.loads:
             self.load(name)
+        if self.hwlat_gate_us < 0 or (self.hwlat_gate_us and not 1 <= self.hwlat_gate_s <= MAX_SETTLE_S):
+            raise UsageError("--hwlat-gate needs a limit of 1us or more and an --hwlat-duration of 1s to 1h")
         unknown = [p for p in self.probes if p not in PROBES]
         if unknown or len(set(self.probes)) != len(self.probes):
             raise UsageError(
@@ -261,7 +269,11 @@ class Plan:
         per_load = (
             self.duration_s * (1 + len(self.probes)) + self.settle_s + (self.trace_s if self.trace_us else 0)
         )
-        return len(self.loads) * per_load + self.idle_after_boot_s
+        return len(self.loads) * per_load + self.idle_after_boot_s + self.gating()
+
+    def gating(self) -> int:
+        """Seconds of the hwlat pass before measuring (0: no gate)."""
+        return self.hwlat_gate_s if self.hwlat_gate_us else 0
 
     def planned_seconds(self) -> float:
         """How long the agent should take for the whole plan."""

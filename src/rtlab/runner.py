@@ -21,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
-from rtlab import __version__, shapes, store, untrusted
+from rtlab import __version__, hwlat, shapes, store, untrusted
 from rtlab.analysis.summary import summarize
-from rtlab.errors import RunFailed, Stopped, UsageError
-from rtlab.plan import Plan
+from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
+from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness
-from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, append_line, write_json
+from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
@@ -335,6 +335,13 @@ def _execute(
     run = RunDir.create(out) if out is not None else RunDir.create_new(default_run_path(info))
     _check_space(run)
     write_json(run.path / "sysinfo.json", info)
+    gate = None
+    if plan.hwlat_gate_us:
+        try:
+            gate = _hwlat_gate(plan, target, run)
+        except UsageError:  # no hwlat tracer there: nothing was measured, the folder goes
+            _remove_unmeasured(run, made)
+            raise
 
     uid = uuid.uuid4().hex[:12]
     manifest: Manifest = {
@@ -351,7 +358,13 @@ def _execute(
         "status": "running",
         "loads": {load: {"status": "not-run"} for load in plan.loads},
     }
+    if gate is not None:
+        manifest["hwlat_gate"] = gate
     run.write_manifest(manifest)
+    if gate is not None and not gate["passed"]:
+        reason = _gate_closed(gate, target, run)
+        _finish_quietly(run, manifest, info, reason=reason)
+        raise GateClosed(reason)
     try:
         return _measure(plan, target, run, manifest, info, uid, on_event, guard)
     except Interrupted:
@@ -376,6 +389,31 @@ def _remove_unmeasured(run: RunDir, made: bool) -> None:
                     shutil.rmtree(entry)
                 else:
                     entry.unlink()
+
+
+def _hwlat_gate(plan: Plan, target: Target, run: RunDir) -> shapes.HwlatGateJSON:
+    """The hwlat tracer before measuring, as OpenShift gates on hwlatdetect: how long firmware,
+    the hardware or a hypervisor already takes a CPU away, against the plan's limit."""
+    threshold = min(plan.hwlat_gate_us, HWLAT_GATE_THRESHOLD_US)
+    doc = hwlat.run(target, run.path / HWLAT_FOLDER, plan.hwlat_gate_s, threshold, plan.rt_cpus)
+    longest = doc["max_us"]
+    return {
+        "limit_us": plan.hwlat_gate_us,
+        "max_us": longest,
+        "seconds": plan.hwlat_gate_s,
+        "passed": longest is None or longest <= plan.hwlat_gate_us,
+        "virtual_machine": bool(doc["virtual_machine"]),
+        "folder": HWLAT_FOLDER,
+    }
+
+
+def _gate_closed(gate: shapes.HwlatGateJSON, target: Target, run: RunDir) -> str:
+    where = " (a virtual machine: the hypervisor's gaps count)" if gate["virtual_machine"] else ""
+    return (
+        f"hwlat gate: {target.name} lost a CPU for {gate['max_us']} µs in {gate['seconds']} s{where}, more "
+        f"than --hwlat-gate {gate['limit_us']}us allows: nothing was measured; the trace is in "
+        f"{run.path / gate['folder']}"
+    )
 
 
 def _measure(

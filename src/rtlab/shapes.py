@@ -112,6 +112,8 @@ class PlanJSON(TypedDict):
     cpu_count: int | None
     idle_after_boot_s: int
     probes: NotRequired[list[str]]  # besides cyclictest (runs before --probe have none)
+    hwlat_gate_us: NotRequired[int]  # --hwlat-gate: the most firmware or a hypervisor may steal; 0: no gate
+    hwlat_gate_s: NotRequired[int]  # how long the hwlat pass before measuring lasts
     load_definitions: dict[str, LoadJSON]
 
 
@@ -143,6 +145,15 @@ class LoadRecord(TypedDict, total=False):
     ended: str
 
 
+class HwlatGateJSON(TypedDict):
+    limit_us: int
+    max_us: int | None  # the longest gap the hwlat tracer saw (None: none above its threshold)
+    seconds: int
+    passed: bool
+    virtual_machine: bool  # the gaps include a hypervisor's
+    folder: str  # the pass's files, in the run
+
+
 class Manifest(TypedDict, total=False):
     schema: str
     id: str
@@ -162,6 +173,7 @@ class Manifest(TypedDict, total=False):
     elapsed_s: float
     interrupted: bool
     collected: str
+    hwlat_gate: HwlatGateJSON  # rtlab run --hwlat-gate: the pass before measuring
 
 
 # --- summary.json -----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ STANDING = ("complete", "partial")  # a run's statuses a resumed study keeps
 RUN_OPTIONS = (
     "preset", "loads", "duration", "interval", "priority", "settle", "workers", "histogram-range",
     "governor", "block", "spike-threshold", "segment", "trace", "trace-duration", "trace-spikes",
-    "trace-level", "idle-after-boot", "probe",
+    "trace-level", "idle-after-boot", "probe", "hwlat-gate", "hwlat-duration",
 )  # fmt: skip
 STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)
 STAGE_KEYS = ("tune", "rt-cpus", "loads-on", "boot", "about")

@@ -25,6 +25,8 @@ from rtlab.cli.options import (
     Figures,
     Format,
     History,
+    HwlatDuration,
+    HwlatGate,
     IdleAfterBoot,
     Junit,
     LoadsFile,
@@ -97,6 +99,8 @@ def _plan(
     loads_file: Path | None = None,
     idle_after_boot: str | None = None,
     probe: str | None = None,
+    hwlat_gate: str | None = None,
+    hwlat_duration: str | None = None,
 ) -> Plan:
     """The preset (or the defaults), with every option the user gave on top."""
     base = preset(preset_name) if preset_name else Plan()
@@ -123,6 +127,8 @@ def _plan(
         "trace_level": (trace_level, str),
         "idle_after_boot_s": (idle_after_boot, _none_or_duration),
         "probes": (probe, _probes),
+        "hwlat_gate_us": (hwlat_gate, parse_latency),
+        "hwlat_gate_s": (hwlat_duration, parse_duration),
     }
     given: dict[str, Any] = {
         key: parse(value) for key, (value, parse) in options.items() if value is not None
@@ -135,6 +141,8 @@ def _plan(
         if governor not in ("performance", "keep"):
             raise UsageError(f"bad --governor {governor!r}: use performance or keep")
         given["governor"] = governor
+    if hwlat_gate is None and hwlat_duration is not None:
+        raise UsageError("--hwlat-duration goes with --hwlat-gate LIMIT, e.g. --hwlat-gate 20us")
     if trace is None and (trace_duration, trace_spikes, trace_level) != (None, None, None):
         raise UsageError(
             "--trace-duration, --trace-spikes and --trace-level go with --trace THRESHOLD, e.g. --trace 500us"
@@ -249,6 +257,8 @@ def run(
     loads_file: LoadsFile = None,
     idle_after_boot: IdleAfterBoot = None,
     probe: Probe = None,
+    hwlat_gate: HwlatGate = None,
+    hwlat_duration: HwlatDuration = None,
     deadline: Deadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
@@ -294,6 +304,8 @@ def run(
         loads_file,
         idle_after_boot,
         probe,
+        hwlat_gate,
+        hwlat_duration,
     )
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
@@ -599,6 +611,7 @@ def study(
         given.get("histogram-range"), given.get("governor"), given.get("block"), given.get("spike-threshold"),
         given.get("segment"), given.get("trace"), given.get("trace-duration"), _int(given, "trace-spikes"),
         given.get("trace-level"), plan_of.loads_file, given.get("idle-after-boot"), given.get("probe"),
+        given.get("hwlat-gate"), given.get("hwlat-duration"),
     )  # fmt: skip
     if plan_of.deadline is not None:
         parse_latency(plan_of.deadline)

@@ -60,3 +60,11 @@ Probe = Annotated[
         "(comma-separated; each measures --duration)"
     ),
 ]
+HwlatGate = Annotated[
+    str | None,
+    typer.Option(
+        help="before measuring, run the hwlat tracer and measure nothing (exit 1) if firmware, the "
+        "hardware or a hypervisor took a CPU away longer than this, e.g. 20us"
+    ),
+]
+HwlatDuration = Annotated[str | None, typer.Option(help="with --hwlat-gate: its hwlat pass (default 10s)")]

@@ -35,6 +35,7 @@ from rtlab.shapes import Manifest, PlanJSON, Sysinfo
 
 SCHEMA = "rtlab.run/1"
 MANIFEST = "run.json"
+HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measuring (hwlat.py)
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
 HOST_FILES = (MANIFEST, "summary.json", "collect-error.txt", "console.log", "plan.loads")
