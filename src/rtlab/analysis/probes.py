@@ -11,7 +11,14 @@ from rtlab.results.cyclictest import ThreadResult
 from rtlab.results.events import Event, Kind
 from rtlab.results.probes import PROBES, InvalidProbe, parse
 from rtlab.results.rundir import RawProbe
-from rtlab.shapes import ProbeJSON, StatsJSON
+from rtlab.shapes import ProbeJSON, StatsJSON, Summary
+
+
+def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
+    """A load's other probes in a summary, by name (none: {})."""
+    entry = summary["loads"].get(load)
+    return entry.get("probes", {}) if entry is not None else {}
+
 
 NO_HISTOGRAM = "cyclicdeadline keeps no histogram: its min, avg and max only, no percentiles"
 

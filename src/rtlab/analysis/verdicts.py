@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from rtlab.analysis import stationarity
+from rtlab.analysis import probes, stationarity
 from rtlab.shapes import HistogramJSON, Summary
 
 ALPHA = 0.05
@@ -423,6 +423,7 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
         if level is not None:
             tests.append(_exceedance(b, n, level, said, bb, nb, block_s, margin))  # type: ignore[arg-type]
         verdicts[load] = LoadVerdict(tests=tests)
+        verdicts.update(_probe_verdicts(base, new, load, margin, rng))
     _correct(verdicts)
     for v in verdicts.values():
         if v.verdict != "refused":
@@ -434,6 +435,33 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
         "replicates": {"base": len(base), "new": len(new)},
         "loads": {load: v.to_json() for load, v in verdicts.items()},
     }
+
+
+def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, margin: Margin,
+                    rng: np.random.Generator) -> dict[str, LoadVerdict]:  # fmt: skip
+    """The other probes of a load both sides measured (--probe), by their tails: no time axis,
+    so no block-maximum test; keyed "LOAD PROBE [MEASURE]"."""
+
+    def histograms(side: Sequence[Summary], name: str, measure: str) -> list[dict[str, Any]]:
+        found = [probes.of(s, load).get(name) for s in side]
+        return [
+            {"histograms": {"merged": p["histograms"][measure]}}
+            for p in found
+            if p is not None and p["status"] in ("complete", "partial") and measure in p["histograms"]
+        ]
+
+    verdicts: dict[str, LoadVerdict] = {}
+    every = [probes.of(s, load) for s in (*base, *new)]
+    for name in dict.fromkeys(n for found in every for n in found):
+        measures = dict.fromkeys(m for found in every if name in found for m in found[name]["histograms"])
+        for measure in measures:
+            b, n = histograms(base, name, measure), histograms(new, name, measure)
+            key = f"{load} {name}" + (f" {measure}" if len(measures) > 1 else "")
+            if b and n:
+                verdicts[key] = LoadVerdict(tests=_bodies(b, n, margin, rng))
+            else:
+                verdicts[key] = LoadVerdict("refused", f"{name} was measured with numbers on one side only")
+    return verdicts
 
 
 def _correct(verdicts: dict[str, LoadVerdict]) -> None:

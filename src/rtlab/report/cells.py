@@ -6,10 +6,10 @@ import math
 from collections.abc import Sequence
 from typing import cast
 
-from rtlab.analysis import cost
+from rtlab.analysis import cost, probes
 from rtlab.analysis.stats import FIELD_BY_KEY, Field
 from rtlab.loads import BUILTIN
-from rtlab.shapes import LoadEntry, ProbeJSON, StatsJSON, Summary
+from rtlab.shapes import LoadEntry, StatsJSON, Summary
 
 LOWER_BOUND = "≥"
 
@@ -148,13 +148,8 @@ PROBE_FIELDS = tuple(
 )
 
 
-def probes_of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
-    entry = summary["loads"].get(load)
-    return entry.get("probes", {}) if entry is not None else {}
-
-
 def has_probes(summaries: Sequence[Summary]) -> bool:
-    return any(probes_of(s, load) for s in summaries for load in s["loads"])
+    return any(probes.of(s, load) for s in summaries for load in s["loads"])
 
 
 def probe_table(
@@ -168,14 +163,14 @@ def probe_table(
     rows: list[list[str]] = []
     notes: dict[str, None] = {}
     for load in loads_in_order(summaries):
-        found = [(label, probes_of(s, load)) for s, label in zip(summaries, labels, strict=True)]
-        for name in dict.fromkeys(name for _, probes in found for name in probes):
+        found = [(label, probes.of(s, load)) for s, label in zip(summaries, labels, strict=True)]
+        for name in dict.fromkeys(name for _, of_run in found for name in of_run):
             measures = dict.fromkeys(
-                m for _, probes in found if name in probes for m in probes[name]["merged"]
+                m for _, of_run in found if name in of_run for m in of_run[name]["merged"]
             )
             for measure in measures or {"": None}:
-                for label, probes in found:
-                    probe = probes.get(name)
+                for label, of_run in found:
+                    probe = of_run.get(name)
                     if probe is None:
                         continue
                     if probe["note"]:
