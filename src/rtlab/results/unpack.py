@@ -66,15 +66,17 @@ class Limits:
         segment = _bounded(plan.get("segment_s"), 0, duration, 0)
         segments = -(-duration // segment) if segment else 1
         traces = _bounded(plan.get("trace_spikes"), 1, 1000, 20) if plan.get("trace_us") else 0
+        probes = min(len(plan.get("probes") or ()), 8)  # --probe: each a folder of its own per load
         # cyclictest's JSON: up to 20 bytes per histogram µs per thread; its printed time axis:
         # one line (~40 bytes) per block per CPU and one per listed spike
         histogram = cpus * histogram_us * 20 + MIB
         timeaxis = cpus * (duration * 1_000_000 // block_us + 2) * 40 + cpus * spikes * 48 + MIB
         per_load = segments * histogram + timeaxis + traces * (cpus + 2) * TRACE_BYTES + 2 * LOG_BYTES
+        per_load += probes * (histogram + 2 * LOG_BYTES)  # a probe's histogram, its output and log
         return cls(
             file_bytes=max(LOG_BYTES, histogram, timeaxis, TRACE_BYTES),
             total_bytes=loads * per_load + RUN_BYTES,
-            members=loads * (FILES_PER_LOAD + segments * 8 + traces * (cpus + 8)) + 64,
+            members=loads * (FILES_PER_LOAD + segments * 8 + traces * (cpus + 8) + probes * 8) + 64,
         )
 
 
