@@ -89,10 +89,13 @@ def run_args(out: Path, loads: str, duration: str, *more: str, settle: str = "0s
     return ["run", "--loads", loads, "--duration", duration, "--settle", settle, "--out", str(out), *more]
 
 
-def measured_run(factory: Any, name: str, loads: str = "idle,cpu", duration: str = "1s") -> Path:
-    """A short real run in a folder of its own (tmp_path_factory), for a module's tests to share."""
+def measured_run(
+    factory: Any, name: str, loads: str = "idle,cpu", duration: str = "1s", more: tuple[str, ...] = ()
+) -> Path:
+    """A short real run in a folder of its own (tmp_path_factory), for a module's tests to share;
+    `more`: more options of rtlab run."""
     out = factory.mktemp(name) / "run"
-    done = rtlab(*run_args(out, loads, duration))
+    done = rtlab(*run_args(out, loads, duration, *more))
     assert done.returncode == 0, done.stderr
     return out
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, needs_tools, read_json, rtlab, run_args
+from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, run_args
 
 LOADS = ("idle", "cpu")
 
@@ -57,10 +57,9 @@ def summary_of(run: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("probes") / "run"
-    done = rtlab(*run_args(out, ",".join(LOADS), "2s", "--probe", "oslat,cyclicdeadline"))
-    assert done.returncode == 0, done.stderr
-    return out
+    return measured_run(
+        tmp_path_factory, "probes", ",".join(LOADS), "2s", ("--probe", "oslat,cyclicdeadline")
+    )
 
 
 @needs_root
