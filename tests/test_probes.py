@@ -4,6 +4,8 @@ the tool itself wrote, and a damaged output failing its probe, never the load.""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import shutil
@@ -108,6 +110,11 @@ def test_every_format_shows_the_probes(local_run):
     for fmt in ("md", "html"):
         done = rtlab("report", str(local_run), "--format", fmt)
         assert done.returncode == 0 and "Other probes" in done.stdout and oslat_max in done.stdout
+    rows = list(csv.DictReader(io.StringIO(rtlab("report", str(local_run), "--format", "csv").stdout)))
+    found = {(r["load"], r["probe"], r["cpu"]): r for r in rows}
+    assert found[("cpu", "oslat", "all")]["max_us"] == oslat_max
+    assert found[("cpu", "cyclictest", "all")]["max_us"] == str(summary["loads"]["cpu"]["merged"]["max_us"])
+    assert found[("idle", "cyclicdeadline", "all")]["p99_us"] == ""  # no histogram, no percentile
 
 
 @needs_root

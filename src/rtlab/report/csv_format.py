@@ -1,6 +1,7 @@
 """CSV: one row per run, load and CPU (`all` = merged), every statistic; for spreadsheets.
 What the load cost (throughput and its ratio to the first run's, memory, power) is on the
-`all` row: it belongs to the load, not to a CPU."""
+`all` row: it belongs to the load, not to a CPU. The last column names the probe: cyclictest,
+then the other probes' rows (--probe; timerlat's as `timerlat irq` and `timerlat thread`)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         *COST,
         *SPREAD,
         "reason",
+        "probe",
     ]
     writer.writerow(head)
+    blank = [""] * (len(COST) + len(SPREAD))
     for summary, label in zip(summaries, labels, strict=True):
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
@@ -55,13 +58,23 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                     [summary["run"], label, load, entry["status"], cpu]
                     + ["" if v is None else v for v in values]
                     + [" ".join(stats["lower_bounds"]) if stats else ""]
-                    + (
-                        ["" if v is None else v for v in spent]
-                        if cpu == "all"
-                        else [""] * (len(COST) + len(SPREAD))
-                    )
-                    + [entry["reason"] or ""]
+                    + (["" if v is None else v for v in spent] if cpu == "all" else blank)
+                    + [entry["reason"] or "", "cyclictest"]
                 )
+            for name, probe in (entry.get("probes") or {}).items():
+                measures: dict[str, StatsJSON | None] = {**probe["merged"]} or {"": None}
+                for measure, merged in measures.items():
+                    shown = f"{name} {measure}" if len(measures) > 1 else name
+                    per_cpu = probe["cpus"].get(measure, {})
+                    for cpu, stats in [("all", merged), *per_cpu.items()]:
+                        values = [stats.get(f.key) if stats else None for f in FIELDS]
+                        writer.writerow(
+                            [summary["run"], label, load, probe["status"], cpu]
+                            + ["" if v is None else v for v in values]
+                            + [" ".join(stats["lower_bounds"]) if stats else ""]
+                            + blank
+                            + [probe["reason"] or probe["note"] or "", shown]
+                        )
     return buffer.getvalue()
 
 
