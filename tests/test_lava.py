@@ -108,7 +108,7 @@ def device(board, tmp_path_factory) -> Path:  # noqa: F811
 @needs_lava
 def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
     job, made = make_job(tmp_path, "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s",
-                         "--deadline", "100ms", "--name", "farm")  # fmt: skip
+                         "--deadline", "100ms", "--name", "farm", "--probe", "oslat")  # fmt: skip
     assert made.returncode == 0, made.stderr
     document = yaml.safe_load(job.read_text())
     checked = strict_validation(job)
@@ -156,6 +156,11 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
             assert tail["result"] == ("unknown" if "p99_99_us" in stats["lower_bounds"] else "pass")
     assert summary["loads"]["cpu"]["throughput"]["ops_per_s"] > 0
     assert read_json(run / "sysinfo.json")["hostname"]
+    # the other probe measured on the board too, its JSON home with the run
+    oslat = summary["loads"]["cpu"]["probes"]["oslat"]
+    assert oslat["status"] == "complete" and oslat["merged"]["latency"]["max_us"] == max(
+        t["max"] for t in read_json(run / "loads/cpu/oslat/probe.json")["thread"].values()
+    )
 
     # the same campaign measured directly: the same layout and the same shape of result
     direct = tmp_path / "direct"

@@ -681,6 +681,7 @@ def lava_job(
     ] = None,
     preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
     loads_file: LoadsFile = None,
+    probe: Probe = None,
     deadline: Deadline = None,
     name: Annotated[
         str | None, typer.Option(help="the run's id in reports (default: rtlab-lava-<date>)")
@@ -694,7 +695,7 @@ def lava_job(
 
     document = lava.read_base(base)
     plan = _plan(preset_name, loads, duration, None, None, settle, workers, None, None, None,
-                 loads_file=loads_file)  # fmt: skip
+                 loads_file=loads_file, probe=probe)  # fmt: skip
     # stress-ng's 0 workers: one per online CPU, counted on the board
     plan = replace(plan, workers=0 if plan.workers is None else plan.workers).for_target("", 1)
     deadline_us = parse_latency(deadline) if deadline is not None else None
