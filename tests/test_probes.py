@@ -218,3 +218,19 @@ def test_compare_judges_each_probe_by_its_own_tail(local_run, tmp_path):
         # one run a side: a probe has no time axis, so its body alone cannot say better or worse
         assert oslat["verdict"] == "unknown" and "--repeat" in oslat["reason"]
         assert f"{load} cyclicdeadline" not in verdicts  # no histogram, nothing to judge
+
+
+@needs_root
+@needs_tools
+def test_repeats_pool_each_probe(tmp_path):
+    out = tmp_path / "repeated"
+    done = rtlab(*run_args(out, "idle", "1s", "--repeat", "2", "--probe", "oslat,cyclicdeadline"))
+    assert done.returncode == 0, done.stderr
+    pooled = summary_of(out)["loads"]["idle"]["probes"]
+    each = [read_json(out / f"repeat-{k}/summary.json")["loads"]["idle"]["probes"] for k in (1, 2)]
+    for name in ("oslat", "cyclicdeadline"):
+        got = pooled[name]["merged"]["latency"]
+        parts = [e[name]["merged"]["latency"] for e in each]
+        assert got["samples"] == sum(p["samples"] for p in parts)
+        assert got["max_us"] == max(p["max_us"] for p in parts)
+        assert got["min_us"] == min(p["min_us"] for p in parts)

@@ -61,7 +61,7 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         return entry
     for measure, threads in found.measures.items():
         if not probe.has_histogram:
-            entry["merged"][measure] = _summary_only(threads)
+            entry["merged"][measure] = summary_only([_stats_of(t) for t in threads])
             continue
         per_cpu = {str(t.cpu): _histogram(t, found.limit_us) for t in threads}
         merged = merge(per_cpu.values())
@@ -75,12 +75,20 @@ def _histogram(thread: ThreadResult, limit_us: int) -> Histogram:
     return Histogram.from_counts(thread.counts, limit_us, thread.overflows, thread.max_us, thread.avg_us)
 
 
-def _summary_only(threads: list[ThreadResult]) -> StatsJSON:
-    """Samples, min, avg (weighted by samples) and max over every thread: all the tool says."""
-    samples = sum(t.cycles for t in threads)
-    avg = sum(t.avg_us * t.cycles for t in threads) / samples
+def _stats_of(thread: ThreadResult) -> StatsJSON:
+    return stats.LatencyStats(
+        thread.cycles, thread.min_us, thread.avg_us, None, thread.max_us, None, None, None, None, None, 0
+    ).to_json()
+
+
+def summary_only(parts: list[StatsJSON]) -> StatsJSON:
+    """Samples, min, avg (weighted by samples) and max over every part: all a probe without a
+    histogram (cyclicdeadline) says, per thread or per run."""
+    samples = sum(p["samples"] for p in parts)
+    avg = sum((p["avg_us"] or 0.0) * p["samples"] for p in parts) / samples if samples else None
+    lows = [p["min_us"] for p in parts if p["min_us"] is not None]
+    highs = [p["max_us"] for p in parts if p["max_us"] is not None]
     found = stats.LatencyStats(
-        samples, min(t.min_us for t in threads), avg, None, max(t.max_us for t in threads),
-        None, None, None, None, None, 0,
-    )  # fmt: skip
+        samples, min(lows, default=None), avg, None, max(highs, default=None), None, None, None, None, None, 0
+    )
     return found.to_json()

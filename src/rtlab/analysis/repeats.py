@@ -10,11 +10,12 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, cast
 
-from rtlab.analysis import stats
+from rtlab.analysis import probes, stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.shapes import (
     HistogramJSON,
     LoadEntry,
+    ProbeJSON,
     RepeatsJSON,
     StatsJSON,
     StressorJSON,
@@ -67,6 +68,31 @@ def _pooled(entries: list[LoadEntry]) -> LoadEntry:
     return entry
 
 
+def _probes(entries: list[LoadEntry]) -> dict[str, ProbeJSON]:
+    """Each other probe (--probe) over every repeat that has its numbers: histograms pooled as
+    cyclictest's are, cyclicdeadline's min, avg and max over all; per CPU only in the repeats."""
+    pooled: dict[str, ProbeJSON] = {}
+    for name, first in (entries[0].get("probes") or {}).items():
+        found = [
+            p for e in entries
+            if (p := (e.get("probes") or {}).get(name)) is not None and p["status"] in ("complete", "partial")
+        ]  # fmt: skip
+        if not found:
+            pooled[name] = first
+            continue
+        merged: dict[str, StatsJSON] = {}
+        histograms: dict[str, HistogramJSON] = {}
+        for measure in dict.fromkeys(m for p in found for m in p["merged"]):
+            parts = [p for p in found if measure in p["merged"]]
+            if all(measure in p["histograms"] for p in parts):
+                h = merge(_histogram(p["histograms"][measure], p["merged"][measure]) for p in parts)
+                merged[measure], histograms[measure] = stats.compute(h).to_json(), h.to_json()
+            else:
+                merged[measure] = probes.summary_only([p["merged"][measure] for p in parts])
+        pooled[name] = {**found[0], "merged": merged, "cpus": {}, "histograms": histograms}
+    return pooled
+
+
 def _throughput(entries: list[LoadEntry]) -> ThroughputJSON | None:
     """Each stressor at its median over the repeats that measured it."""
     found = [w for e in entries if (w := e.get("throughput")) and w["ops_per_s"] is not None]
@@ -95,7 +121,8 @@ def _status(entries: list[LoadEntry]) -> tuple[str, str | None]:
 
 def combine(runs: Sequence[Summary], name: str) -> Summary:
     """One summary of the repeats (in order): the first's facts, every load pooled, with the
-    spread across repeats. A load's time axis and spike causes are the first repeat's."""
+    spread across repeats (the other probes pooled too). A load's time axis and spike causes
+    are the first repeat's."""
     first = runs[0]
     loads: dict[str, LoadEntry] = {}
     for load in first["plan"]["loads"]:
@@ -103,6 +130,8 @@ def combine(runs: Sequence[Summary], name: str) -> Summary:
         entry = _pooled(entries)
         entry["status"], entry["reason"] = _status(entries)
         entry["throughput"] = _throughput(entries)
+        if entry.get("probes"):
+            entry["probes"] = _probes(entries)
         maxima = [e["merged"]["max_us"] if e["merged"] else None for e in entries]
         work = [w["ops_per_s"] if (w := e.get("throughput")) else None for e in entries]
         entry["repeats"] = cast(
