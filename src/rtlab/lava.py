@@ -30,6 +30,7 @@ from rtlab import __version__, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
+from rtlab.results import rundir
 from rtlab.results import unpack as archive
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
@@ -92,7 +93,7 @@ def _skeleton(plan: Plan, manifest: Manifest, remote: str) -> bytes:
         with tempfile.TemporaryDirectory(prefix="rtlab-lava-") as folder:
             run = RunDir(Path(folder))
             write_plan_files(run, plan, f"{remote}/run")
-            write_json(run.path / "run.json", manifest)
+            write_json(run.path / rundir.MANIFEST, manifest)
             tar.add(run.path, arcname="run")
     return buffer.getvalue()
 
@@ -249,7 +250,7 @@ def import_log(text: str, out: Path, health: str | None = None) -> Outcome:
     run = unpack(data, out)
     write_json(run.path / "lava-results.json", results)
     if problem is not None:
-        append_line(run.path / "events", f"@rtlab done status=failed source=lava reason={problem}")
+        append_line(run.path / rundir.EVENTS, f"@rtlab done status=failed source=lava reason={problem}")
     return conclude(run, collected=now())
 
 
@@ -292,6 +293,6 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
     run = RunDir(out)
     write_json(run.path / "lava-results.json", results)
     ends = "".join(f"@rtlab load-end load={load} status=failed reason={reason}\n" for load in plan.loads)
-    write_atomic(run.path / "events", f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
+    write_atomic(run.path / rundir.EVENTS, f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
     run.write_manifest(manifest)  # type: ignore[arg-type]
     return conclude(run, collected=now(), reason=reason)

@@ -26,7 +26,7 @@ from rtlab.analysis.summary import summarize
 from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
 from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
-from rtlab.results import liveness
+from rtlab.results import liveness, rundir
 from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune
@@ -171,23 +171,23 @@ def default_run_path(info: Sysinfo, base: Path = Path("results")) -> Path:
 
 def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
     """The plan as the agent reads it: argument lists, one argument a line."""
-    (run.path / "plan.loads").write_text("".join(f"{load}\n" for load in plan.loads))
+    (run.path / rundir.PLAN_LOADS).write_text("".join(f"{load}\n" for load in plan.loads))
     for load in plan.loads:
         folder = run.load_dir(load)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
+        (folder / rundir.CYCLICTEST_ARGV).write_text("\n".join(plan.cyclictest_argv()) + "\n")
         for probe in plan.probes:
             (folder / probe).mkdir(exist_ok=True)
-            (folder / probe / "probe.argv").write_text("\n".join(plan.probe_argv(probe)) + "\n")
+            (folder / probe / rundir.PROBE_ARGV).write_text("\n".join(plan.probe_argv(probe)) + "\n")
         if plan.trace_us:
-            (folder / "trace.argv").write_text("\n".join(plan.trace_argv()) + "\n")
-            (folder / "rtla.argv").write_text("\n".join(plan.rtla_argv()) + "\n")
+            (folder / rundir.TRACE_ARGV).write_text("\n".join(plan.trace_argv()) + "\n")
+            (folder / rundir.RTLA_ARGV).write_text("\n".join(plan.rtla_argv()) + "\n")
         argv = plan.load_argv(load, scratch=f"{remote}/loads/{load}/scratch")
         if argv is not None:
             if plan.load(load).scratch and plan.storage_dir is None:
                 (folder / "scratch").mkdir(exist_ok=True)
-            (folder / "load.argv").write_text("\n".join(argv) + "\n")
-            (folder / "load.check").write_text(plan.load(load).check + "\n")
+            (folder / rundir.LOAD_ARGV).write_text("\n".join(argv) + "\n")
+            (folder / rundir.LOAD_CHECK).write_text(plan.load(load).check + "\n")
 
 
 @contextmanager
@@ -205,13 +205,13 @@ def _tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[list[str]]:
         "unavailable": unavailable,
         "applied": tune.readback(files, tune.apply(files, cpus, changes)),
     }
-    write_json(run.path / "tuning.json", record)
+    write_json(run.path / rundir.TUNING, record)
     partition = CpusetPartition.group
     try:
         yield ["--cgroup", partition] if files.exists(f"{partition}/cgroup.procs") else []
     finally:
         record["reverted"] = tune.readback(files, tune.revert(files)) if changes else []
-        write_json(run.path / "tuning.json", record)
+        write_json(run.path / rundir.TUNING, record)
 
 
 class Interrupted(BaseException):
@@ -334,7 +334,7 @@ def _execute(
     made = out is None or not out.exists()
     run = RunDir.create(out) if out is not None else RunDir.create_new(default_run_path(info))
     _check_space(run)
-    write_json(run.path / "sysinfo.json", info)
+    write_json(run.path / rundir.SYSINFO, info)
     gate = None
     if plan.hwlat_gate_us:
         try:
@@ -445,7 +445,7 @@ def _measure(
             text = line.rstrip("\n")
             if streams:
                 with suppress(OSError):
-                    append_line(run.path / "events", text)
+                    append_line(run.path / rundir.EVENTS, text)
             if event.kind in ev.HOST_SAID:
                 host_said.append(text)
             if event.kind == ev.Kind.BUSY:
@@ -466,7 +466,7 @@ def _measure(
     target.collect(run, remote)  # the target's own events file replaces the streamed copy
     if streams:  # what only the host saw (a guest that hung or died) goes beside the target's word
         for line in host_said:
-            append_line(run.path / "events", line)
+            append_line(run.path / rundir.EVENTS, line)
 
     summary = _finish(
         run,
@@ -511,7 +511,7 @@ def _finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any)
     manifest.update({"status": summary["status"], "ended": now()})
     manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
-    write_json(run.path / "summary.json", summary)
+    write_json(run.path / rundir.SUMMARY, summary)
     return summary
 
 
@@ -531,7 +531,7 @@ def conclude(run: RunDir, **extra: Any) -> Outcome:
     _, info, events, _ = store.read(run)
     if info is not None and "derived" not in info:
         info["derived"] = {"preemption": preemption(info).to_json()}
-        write_json(run.path / "sysinfo.json", info)
+        write_json(run.path / rundir.SYSINFO, info)
     wall = next((w for e in events if e.kind == ev.Kind.CLOCK and (w := e.number("wall")) is not None), None)
     if wall is not None and wall < 1 << 35 and not manifest.get("started"):  # before the year 3058
         manifest["started"] = datetime.fromtimestamp(wall, UTC).isoformat(timespec="seconds")
@@ -573,11 +573,11 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
                 f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads{so_far} "
                 f"done, fetched for rtlab report {path}; collect again later"
             )
-        (run.path / "collect-error.txt").unlink(missing_ok=True)  # from the attempt that failed
+        (run.path / rundir.COLLECT_ERROR).unlink(missing_ok=True)  # from the attempt that failed
         target.collect(run, remote)
     finally:
         target.close()
-    if (run.path / "collect-error.txt").exists():
-        raise RunFailed((run.path / "collect-error.txt").read_text().strip())
+    if (run.path / rundir.COLLECT_ERROR).exists():
+        raise RunFailed((run.path / rundir.COLLECT_ERROR).read_text().strip())
     _, info, _, _ = store.read(run)
     return Outcome(run, _finish(run, manifest, info, collected=now()))

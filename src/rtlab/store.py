@@ -13,7 +13,7 @@ from rtlab.analysis import repeats
 from rtlab.analysis.summary import summarize
 from rtlab.errors import UsageError
 from rtlab.plan import Plan
-from rtlab.results import liveness
+from rtlab.results import liveness, rundir
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir, UnreadableFile, read_json
 from rtlab.shapes import Manifest, PlanJSON, Summary, Sysinfo
@@ -24,7 +24,7 @@ def _plan_from_files(run: RunDir) -> PlanJSON:
     loads = run.planned_loads()
     options: dict[str, int] = {}
     for load in loads:
-        argv = run.load_dir(load) / "cyclictest.argv"
+        argv = run.load_dir(load) / rundir.CYCLICTEST_ARGV
         if argv.is_file():
             words = run.text(argv).split("\n")
             options = {
@@ -78,7 +78,7 @@ def replicates(path: Path) -> list[Summary]:
     if (path / repeats.FILE).is_file():
         n = _repeat_count(path)
         found = [summary(path / repeats.folder(k)) for k in range(1, n + 1)]
-        return [s for k, s in enumerate(found, 1) if (path / repeats.folder(k) / "run.json").is_file()]
+        return [s for k, s in enumerate(found, 1) if (path / repeats.folder(k) / rundir.MANIFEST).is_file()]
     return [summary(path)]
 
 
@@ -97,7 +97,7 @@ def summary(path: Path) -> Summary:
     measured several times (--repeat), its repeats read together."""
     if (path / repeats.FILE).is_file():
         done = [path / repeats.folder(k) for k in range(1, _repeat_count(path) + 1)]
-        found = [summary(p) for p in done if (p / "run.json").is_file()]
+        found = [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")
         return repeats.combine(found, path.name)

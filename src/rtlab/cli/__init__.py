@@ -473,6 +473,7 @@ def _run_repeats(
     from rtlab import store
     from rtlab.analysis import repeats
     from rtlab.progress import RunProgress
+    from rtlab.results import rundir
     from rtlab.results.rundir import move_aside, read_json, write_json
     from rtlab.runner import execute
     from rtlab.targets import open_target
@@ -492,7 +493,9 @@ def _run_repeats(
         write_json(index, {"schema": repeats.SCHEMA, "n": n})
     for k in range(1, n + 1):
         where = folder / repeats.folder(k)
-        if (where / "run.json").is_file() and read_json(where / "run.json").get("status") == "complete":
+        if (where / rundir.MANIFEST).is_file() and read_json(where / rundir.MANIFEST).get(
+            "status"
+        ) == "complete":
             err.print(f"repeat {k}/{n}: measured before", highlight=False)
             continue
         if where.exists():
@@ -598,6 +601,7 @@ def study(
     from rtlab.analysis.verdicts import Margin
     from rtlab.progress import RunProgress
     from rtlab.report import verdict_table
+    from rtlab.results import rundir
     from rtlab.results.rundir import write_atomic
     from rtlab.runner import execute
     from rtlab.targets import open_target
@@ -643,7 +647,7 @@ def study(
         return status, "" if status == "complete" else f"see {where}/events", outcome.interrupted
 
     doc = studies.run(plan_of, folder, measure, lambda line: err.print(line, highlight=False))
-    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / "run.json").is_file()]
+    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / rundir.MANIFEST).is_file()]
     summaries = [store.summary(path) for _, path in measured]
     labels = [plan_of.label(c) for c, _ in measured]
     deadline_us = parse_latency(plan_of.deadline) if plan_of.deadline else None

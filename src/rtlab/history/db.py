@@ -24,6 +24,7 @@ from rtlab.analysis import repeats
 from rtlab.errors import UsageError
 from rtlab.history import schema
 from rtlab.history.index import Context, Rows, rows_of
+from rtlab.results import rundir
 from rtlab.results.rundir import RunDir, UnreadableFile, read_json
 
 ATTEMPTS = 5  # opening a new store while others create it
@@ -176,7 +177,7 @@ class Store:
         gone: list[str] = []
         added: list[Added] = []
         for path, board, study_name, stage, repeat in known:  # each as it was added: its name, its place
-            if (Path(path) / "run.json").is_file():
+            if (Path(path) / rundir.MANIFEST).is_file():
                 added.append(self._add_one(Path(path), Context(study_name, stage, repeat), board))
             else:
                 gone.append(path)

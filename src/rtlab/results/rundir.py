@@ -34,17 +34,33 @@ from rtlab.results import cyclictest, events, probes, timeline
 from rtlab.shapes import Manifest, PlanJSON, Sysinfo
 
 SCHEMA = "rtlab.run/1"
+# The layout's names, for every module that reads or writes a run (the docstring's map).
 MANIFEST = "run.json"
+SYSINFO = "sysinfo.json"
+EVENTS = "events"
+SUMMARY = "summary.json"
+TUNING = "tuning.json"  # --tune: what was changed and put back
+CONSOLE = "console.log"  # a QEMU guest's whole console
+COLLECT_ERROR = "collect-error.txt"  # why the results could not (all) be brought home
+PLAN_LOADS = "plan.loads"
+LOADS = "loads"  # a folder per load
+CYCLICTEST_ARGV = "cyclictest.argv"
+LOAD_ARGV = "load.argv"
+LOAD_CHECK = "load.check"
+LOAD_LOG = "load.log"
+TRACE_ARGV = "trace.argv"
+RTLA_ARGV = "rtla.argv"
+PROBE_ARGV = "probe.argv"  # loads/<load>/<probe>/, with --probe
 HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measuring (hwlat.py)
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
-HOST_FILES = (MANIFEST, "summary.json", "collect-error.txt", "console.log", "plan.loads")
+HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS)
 # What rtlab reads of a run's files at most: a load's log (a command's output over a soak) and
 # one trace capture (the agent's 2 MB ring buffer per CPU printed as text is about 20 MB).
 LOG_BYTES = 64 << 20
 TRACE_BYTES = 32 << 20
 PLAN_FILES = (
-    "plan.loads", "cyclictest.argv", "load.argv", "load.check", "trace.argv", "rtla.argv", "probe.argv"
+    PLAN_LOADS, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
 )  # fmt: skip
 
 
@@ -179,7 +195,7 @@ class RunDir:
                 if any(path.iterdir()):
                     raise UsageError(f"{path} exists and is not an empty run directory: choose another --out")
             path.mkdir(parents=True, exist_ok=True)
-            (path / "loads").mkdir(exist_ok=True)
+            (path / LOADS).mkdir(exist_ok=True)
         except OSError as e:
             raise UsageError(
                 f"cannot make the run directory {path}: {e.strerror}; choose another --out"
@@ -252,10 +268,10 @@ class RunDir:
         have it (letters, digits, ._+-: never `..` or `/`)."""
         if not valid_name(load):
             raise UnreadableFile(f"{self.path}: {untrusted.printable(load)[:40]!r} is not a load's name")
-        return self.path / "loads" / load
+        return self.path / LOADS / load
 
     def planned_loads(self) -> list[str]:
-        path = self.path / "plan.loads"
+        path = self.path / PLAN_LOADS
         if not path.is_file():
             return []
         return [line for line in self.text(path).splitlines() if valid_name(line)]
@@ -269,7 +285,7 @@ class RunDir:
 
     def sysinfo(self) -> Sysinfo | None:
         """What the agent found on the target; UnreadableFile when the file is damaged."""
-        path = self.path / "sysinfo.json"
+        path = self.path / SYSINFO
         if not path.is_file():
             return None
         data = self._json(path)
@@ -320,7 +336,7 @@ class RunDir:
             problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {cyclictest.FILE}.part)"
         stress_end = None
         words = text = ""
-        log = next((f for f in (folder / "load.log", folder / "stress.log") if f.is_file()), None)
+        log = next((f for f in (folder / LOAD_LOG, folder / "stress.log") if f.is_file()), None)
         if log is not None:
             text = self.text(log, LOG_BYTES)
             ends = _STRESS_END.findall(text)
@@ -328,7 +344,7 @@ class RunDir:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
-        argv_file = next((f for f in (folder / "load.argv", folder / "stress.argv") if f.is_file()), None)
+        argv_file = next((f for f in (folder / LOAD_ARGV, folder / "stress.argv") if f.is_file()), None)
         argv = tuple(self.text(argv_file).split("\n")[:-1]) if argv_file else ()
         stressed = argv_file is not None
         if not segments:
@@ -336,7 +352,7 @@ class RunDir:
             verbose = [(0, whole)] if whole is not None else []
         events_file = folder / "trace" / "events"
         trace_events = tuple(self.text(events_file).split()) if events_file.is_file() else ()
-        check_file = folder / "load.check"
+        check_file = folder / LOAD_CHECK
         check = self.text(check_file).strip() if check_file.is_file() else "alive"
         return RawLoad(
             data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
@@ -347,10 +363,10 @@ class RunDir:
         found = []
         for name, probe in probes.PROBES.items():
             where = folder / name
-            if not (where / "probe.argv").is_file():
+            if not (where / PROBE_ARGV).is_file():
                 continue
             try:
-                argv = tuple(self.text(where / "probe.argv").split("\n")[:-1])
+                argv = tuple(self.text(where / PROBE_ARGV).split("\n")[:-1])
                 log = self.text(where / "probe.log", LOG_BYTES) if (where / "probe.log").is_file() else ""
             except UnreadableFile as e:
                 found.append(RawProbe(name, problem=str(e)))
@@ -400,7 +416,7 @@ class RunDir:
         return tuple(found)
 
     def events(self) -> list[events.Event]:
-        path = self.path / "events"
+        path = self.path / EVENTS
         if not path.is_file():
             return []
         lines = self.text(path, LOG_BYTES).splitlines()

@@ -32,7 +32,7 @@ import asyncssh
 from rtlab import untrusted
 from rtlab.agent import script_path
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import unpack
+from rtlab.results import rundir, unpack
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
@@ -308,7 +308,7 @@ class SshTarget:
             if not keep:  # home safe: boards have little storage
                 self._run_sh(f"rm -rf {shlex.quote(remote)}")
         except (RunFailed, UsageError, unpack.Refused) as e:
-            write_note(run.path / "collect-error.txt", f"{e}\nrun `rtlab collect {run.path}` later\n")
+            write_note(run.path / rundir.COLLECT_ERROR, f"{e}\nrun `rtlab collect {run.path}` later\n")
 
     async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
         """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""

@@ -34,7 +34,7 @@ from typing import Any
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import unpack
+from rtlab.results import rundir, unpack
 from rtlab.results.events import Event, Kind, line, parse
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.shapes import TargetJSON
@@ -386,9 +386,9 @@ class QemuTarget:
             problems.append(str(e))
         finally:
             if console is not None:
-                self._save_console(console, run.path / "console.log")
+                self._save_console(console, run.path / rundir.CONSOLE)
         if problems:
-            write_note(run.path / "collect-error.txt", "".join(f"{p}\n" for p in problems))
+            write_note(run.path / rundir.COLLECT_ERROR, "".join(f"{p}\n" for p in problems))
 
     def still_running(self, remote: str) -> bool | None:
         return None  # every guest ends with rtlab
