@@ -172,6 +172,8 @@ def default_run_path(info: Sysinfo, base: Path = Path("results")) -> Path:
 def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
     """The plan as the agent reads it: argument lists, one argument a line."""
     (run.path / rundir.PLAN_LOADS).write_text("".join(f"{load}\n" for load in plan.loads))
+    if plan.probes:
+        (run.path / rundir.PLAN_PROBES).write_text("".join(f"{probe}\n" for probe in plan.probes))
     for load in plan.loads:
         folder = run.load_dir(load)
         folder.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@
 #
 # Layout of DIR read by `run`:
 #   DIR/plan.loads                  load names, one per line, in order
+#   DIR/plan.probes                 with --probe: the other probes' names, one per line, in order
 #   DIR/loads/L/cyclictest.argv     cyclictest arguments, one per line
 #   DIR/loads/L/load.argv           the load's command (stress-ng or any), one argument a line
 #                                   (absent: idle)
@@ -876,15 +877,15 @@ measure() {
 	fi
 }
 
-# The probes besides cyclictest (rtlab run --probe), one after another under the same load,
-# each in loads/L/PROBE/ with its command in probe.argv. A probe that fails says why in its
-# own event; the load's result is cyclictest's.
+# The probes besides cyclictest (rtlab run --probe), one after another under the same load in
+# the order of DIR/plan.probes, each in loads/L/PROBE/ with its command in probe.argv. A probe
+# that fails says why in its own event; the load's result is cyclictest's.
 run_probes() {
-	for pd in "$1"/*/; do
-		pd=${pd%/}
+	probes=$(cat "$DIR/plan.probes" 2>/dev/null)
+	for probe in $probes; do
+		pd=$1/$probe
 		[ -f "$pd/probe.argv" ] || continue
 		[ $STOP = 0 ] || return 0
-		probe=${pd##*/}
 		saved=$REASON
 		REASON=
 		rm -f "$pd/probe.json" "$pd/probe.json.part"

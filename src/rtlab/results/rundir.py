@@ -43,6 +43,7 @@ TUNING = "tuning.json"  # --tune: what was changed and put back
 CONSOLE = "console.log"  # a QEMU guest's whole console
 COLLECT_ERROR = "collect-error.txt"  # why the results could not (all) be brought home
 PLAN_LOADS = "plan.loads"
+PLAN_PROBES = "plan.probes"  # with --probe: the other probes, in order
 LOADS = "loads"  # a folder per load
 CYCLICTEST_ARGV = "cyclictest.argv"
 LOAD_ARGV = "load.argv"
@@ -60,7 +61,7 @@ HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS)
 LOG_BYTES = 64 << 20
 TRACE_BYTES = 32 << 20
 PLAN_FILES = (
-    PLAN_LOADS, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
+    PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
 )  # fmt: skip
 
 
@@ -359,9 +360,21 @@ class RunDir:
             trace_events, self._traces(folder / "trace"), self._probes(folder),
         )  # fmt: skip
 
+    def _probe_order(self) -> list[str]:
+        """The other probes in the plan's order (plan.probes), known ones only."""
+        path = self.path / PLAN_PROBES
+        try:
+            names = self.text(path).split() if path.is_file() else []
+        except UnreadableFile:
+            names = []
+        return [n for n in dict.fromkeys(names) if n in probes.PROBES] or [
+            n for n in probes.PROBES if any((self.path / LOADS).glob(f"*/{n}/{PROBE_ARGV}"))
+        ]
+
     def _probes(self, folder: Path) -> tuple[RawProbe, ...]:
         found = []
-        for name, probe in probes.PROBES.items():
+        for name in self._probe_order():
+            probe = probes.PROBES[name]
             where = folder / name
             if not (where / PROBE_ARGV).is_file():
                 continue
