@@ -31,18 +31,16 @@ from typing import Any
 
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.names import slug
+from rtlab.plan import OPTION
 from rtlab.results.rundir import move_aside, read_json, write_json
 
 SCHEMA = "rtlab.study/1"
 FILE = "study.json"
 STANDING = ("complete", "partial")  # a run's statuses a resumed study keeps
 
-# [study] keys given to rtlab run as its options of the same name; the rest are the study's.
-RUN_OPTIONS = (
-    "preset", "loads", "duration", "interval", "priority", "settle", "workers", "histogram-range",
-    "governor", "block", "spike-threshold", "segment", "trace", "trace-duration", "trace-spikes",
-    "trace-level", "idle-after-boot", "probe", "hwlat-gate", "hwlat-duration",
-)  # fmt: skip
+# [study] keys given to rtlab run as its options of the same name (plan.OPTIONS); the rest are
+# the study's.
+RUN_OPTIONS = ("preset", *OPTION)
 STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)
 STAGE_KEYS = ("tune", "rt-cpus", "loads-on", "boot", "about")
 _TOP = ("study", "targets", "stages")

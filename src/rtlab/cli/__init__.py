@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,12 +35,13 @@ from rtlab.cli.options import (
     TraceDuration,
     TraceLevel,
     TraceSpikes,
+    run_option,
 )
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import BUILTIN, parse_loads, read_file
+from rtlab.loads import read_file
 from rtlab.names import slug
-from rtlab.plan import Plan, preset
+from rtlab.plan import Plan, from_options, preset
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 # Everything else is imported by the command that needs it: `rtlab --help` must not pay
@@ -78,87 +78,15 @@ def _options(
     """Measure, compare and explain the scheduling latency of real-time Linux."""
 
 
-def _plan(
-    preset_name: str | None,
-    loads: str | None,
-    duration: str | None,
-    interval: str | None,
-    priority: int | None,
-    settle: str | None,
-    workers: int | None,
-    storage_dir: Path | None,
-    histogram_range: str | None,
-    governor: str | None,
-    block: str | None = None,
-    spike_threshold: str | None = None,
-    segment: str | None = None,
-    trace: str | None = None,
-    trace_duration: str | None = None,
-    trace_spikes: int | None = None,
-    trace_level: str | None = None,
-    loads_file: Path | None = None,
-    idle_after_boot: str | None = None,
-    probe: str | None = None,
-    hwlat_gate: str | None = None,
-    hwlat_duration: str | None = None,
-) -> Plan:
-    """The preset (or the defaults), with every option the user gave on top."""
+def _plan(preset_name: str | None, loads_file: Path | None = None, **given: object) -> Plan:
+    """The preset (or the defaults), a loads file's loads, and every run option the user gave
+    (plan.OPTIONS: keyword arguments named as the options, `_` for `-`) on top."""
     base = preset(preset_name) if preset_name else Plan()
-    known = dict(BUILTIN)
     if loads_file is not None:
         custom = read_file(loads_file)
-        known.update((load.name, load) for load in custom)
         # a file's loads are what it is for: measured unless --loads says otherwise
         base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
-    options: dict[str, tuple[Any, Callable[[Any], Any]]] = {
-        "loads": (loads, lambda text: parse_loads(text, known)),
-        "duration_s": (duration, parse_duration),
-        "interval_us": (interval, parse_latency),
-        "priority": (priority, int),
-        "settle_s": (settle, _none_or_duration),
-        "workers": (workers, int),
-        "histogram_us": (histogram_range, parse_latency),
-        "block_us": (block, parse_latency),
-        "spike_threshold_us": (spike_threshold, parse_latency),
-        "segment_s": (segment, parse_duration),
-        "trace_us": (trace, parse_latency),
-        "trace_s": (trace_duration, parse_duration),
-        "trace_spikes": (trace_spikes, int),
-        "trace_level": (trace_level, str),
-        "idle_after_boot_s": (idle_after_boot, _none_or_duration),
-        "probes": (probe, _probes),
-        "hwlat_gate_us": (hwlat_gate, parse_latency),
-        "hwlat_gate_s": (hwlat_duration, parse_duration),
-    }
-    given: dict[str, Any] = {
-        key: parse(value) for key, (value, parse) in options.items() if value is not None
-    }
-    if storage_dir is not None:
-        if not storage_dir.is_dir():
-            raise UsageError(f"--storage-dir {storage_dir} is not a directory: create it or choose another")
-        given["storage_dir"] = str(storage_dir.resolve())
-    if governor is not None:
-        if governor not in ("performance", "keep"):
-            raise UsageError(f"bad --governor {governor!r}: use performance or keep")
-        given["governor"] = governor
-    if hwlat_gate is None and hwlat_duration is not None:
-        raise UsageError("--hwlat-duration goes with --hwlat-gate LIMIT, e.g. --hwlat-gate 20us")
-    if trace is None and (trace_duration, trace_spikes, trace_level) != (None, None, None):
-        raise UsageError(
-            "--trace-duration, --trace-spikes and --trace-level go with --trace THRESHOLD, e.g. --trace 500us"
-        )
-    if trace is not None and trace_duration is None:
-        given["trace_s"] = given.get("duration_s", base.duration_s)  # as long as the measurement
-    return replace(base, **given).validate()
-
-
-def _probes(text: str) -> tuple[str, ...]:
-    """--probe's list: cyclictest measures anyway (first), the others after it."""
-    return tuple(p for p in (w.strip() for w in text.split(",")) if p and p != "cyclictest")
-
-
-def _none_or_duration(text: str) -> int:
-    return 0 if text.strip() in ("0", "0s") else parse_duration(text)
+    return from_options(base, {key.replace("_", "-"): value for key, value in given.items()})
 
 
 def _present(
@@ -223,33 +151,23 @@ def run(
             help="local, ssh://[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
         ),
     ] = None,
-    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
-    duration: Annotated[str | None, typer.Option(help="per load, e.g. 30s, 10m (default 1m)")] = None,
-    interval: Annotated[str | None, typer.Option(help="cyclictest interval (default 200us)")] = None,
-    priority: Annotated[int | None, typer.Option(help="SCHED_FIFO priority (default 99)")] = None,
+    loads: Annotated[str | None, run_option("loads")] = None,
+    duration: Annotated[str | None, run_option("duration")] = None,
+    interval: Annotated[str | None, run_option("interval")] = None,
+    priority: Annotated[int | None, run_option("priority")] = None,
     preset_name: Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")] = None,
     out: Annotated[
         str | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
     ] = None,
     name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
-    settle: Annotated[str | None, typer.Option(help="load running before measuring (default 5s)")] = None,
-    workers: Annotated[int | None, typer.Option(help="stress-ng workers per load (default: CPUs)")] = None,
-    storage_dir: Annotated[
-        Path | None, typer.Option(help="where the storage load writes (default: in the run)")
-    ] = None,
-    histogram_range: Annotated[str | None, typer.Option(help="cyclictest -h range (default 100ms)")] = None,
-    governor: Annotated[str | None, typer.Option(help="performance (default) or keep")] = None,
-    block: Annotated[
-        str | None,
-        typer.Option(help="the time axis: one maximum per CPU per block, 100ms to 1m (default 1s)"),
-    ] = None,
-    spike_threshold: Annotated[
-        str | None, typer.Option(help="list every sample above this with its time (default 100us)")
-    ] = None,
-    segment: Annotated[
-        str | None,
-        typer.Option(help="soak runs: measure each load as back-to-back runs this long, e.g. 10m"),
-    ] = None,
+    settle: Annotated[str | None, run_option("settle")] = None,
+    workers: Annotated[int | None, run_option("workers")] = None,
+    storage_dir: Annotated[Path | None, run_option("storage-dir")] = None,
+    histogram_range: Annotated[str | None, run_option("histogram-range")] = None,
+    governor: Annotated[str | None, run_option("governor")] = None,
+    block: Annotated[str | None, run_option("block")] = None,
+    spike_threshold: Annotated[str | None, run_option("spike-threshold")] = None,
+    segment: Annotated[str | None, run_option("segment")] = None,
     trace: Trace = None,
     trace_duration: TraceDuration = None,
     trace_spikes: TraceSpikes = None,
@@ -284,29 +202,12 @@ def run(
         parse_latency(deadline)  # bad syntax is found before minutes of measuring
     out_dir = _out_dir(out)
     plan = _plan(
-        preset_name,
-        loads,
-        duration,
-        interval,
-        priority,
-        settle,
-        workers,
-        storage_dir,
-        histogram_range,
-        governor,
-        block,
-        spike_threshold,
-        segment,
-        trace,
-        trace_duration,
-        trace_spikes,
-        trace_level,
-        loads_file,
-        idle_after_boot,
-        probe,
-        hwlat_gate,
-        hwlat_duration,
-    )
+        preset_name, loads_file, loads=loads, duration=duration, interval=interval, priority=priority,
+        settle=settle, workers=workers, storage_dir=storage_dir, histogram_range=histogram_range,
+        governor=governor, block=block, spike_threshold=spike_threshold, segment=segment, trace=trace,
+        trace_duration=trace_duration, trace_spikes=trace_spikes, trace_level=trace_level,
+        idle_after_boot=idle_after_boot, probe=probe, hwlat_gate=hwlat_gate, hwlat_duration=hwlat_duration,
+    )  # fmt: skip
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     specs = target or ["local"]
@@ -546,7 +447,7 @@ def scan(
         raise UsageError(f"--top {top}: give 1 or more")
     names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
     wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
-    plan = _plan(None, None, per_stressor, None, None, settle, None, None, None, None)
+    plan = _plan(None, duration=per_stressor, settle=settle)
     folder = _out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-scan"
     first = open_target(target, accept_new_host_key)
     try:
@@ -609,14 +510,7 @@ def study(
     plan_of = studies.read(study_file)
     instead = {"duration": duration, "settle": settle, "idle-after-boot": idle_after_boot}
     given = {**plan_of.options, **{k: v for k, v in instead.items() if v is not None}}
-    base = _plan(
-        given.get("preset"), given.get("loads"), given.get("duration"), given.get("interval"),
-        _int(given, "priority"), given.get("settle"), _int(given, "workers"), None,
-        given.get("histogram-range"), given.get("governor"), given.get("block"), given.get("spike-threshold"),
-        given.get("segment"), given.get("trace"), given.get("trace-duration"), _int(given, "trace-spikes"),
-        given.get("trace-level"), plan_of.loads_file, given.get("idle-after-boot"), given.get("probe"),
-        given.get("hwlat-gate"), given.get("hwlat-duration"),
-    )  # fmt: skip
+    base = _plan(given.get("preset"), plan_of.loads_file, **{k: v for k, v in given.items() if k != "preset"})
     if plan_of.deadline is not None:
         parse_latency(plan_of.deadline)
     plans = {
@@ -698,8 +592,8 @@ def lava_job(
     from rtlab import lava
 
     document = lava.read_base(base)
-    plan = _plan(preset_name, loads, duration, None, None, settle, workers, None, None, None,
-                 loads_file=loads_file, probe=probe)  # fmt: skip
+    plan = _plan(preset_name, loads_file, loads=loads, duration=duration, settle=settle, workers=workers,
+                 probe=probe)  # fmt: skip
     # stress-ng's 0 workers: one per online CPU, counted on the board
     plan = replace(plan, workers=0 if plan.workers is None else plan.workers).for_target("", 1)
     deadline_us = parse_latency(deadline) if deadline is not None else None
@@ -800,15 +694,6 @@ def _import_job(
     out = output or Path("results") / f"lava-{job_id}"
     outcome = lava.import_log(server.log(job_id), out, health=str(record.get("health")))
     _conclude(outcome, None, None, history)
-
-
-def _int(options: dict[str, str], key: str) -> int | None:
-    if key not in options:
-        return None
-    try:
-        return int(options[key])
-    except ValueError:
-        raise UsageError(f"{key} = {options[key]!r}: give a whole number") from None
 
 
 @app.command()
