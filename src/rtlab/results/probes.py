@@ -31,19 +31,15 @@ class Probe:
     name: str
     program: str  # what must be installed on the target
     result: str  # the file its numbers are read from
-    measures: tuple[str, ...]  # what one run of it reports, each a histogram per CPU
     has_histogram: bool = True
-    package: str = "rt-tests"
 
 
+# cyclictest always measures first: every report, verdict and history reads it
 PROBES: dict[str, Probe] = {
-    "oslat": Probe("oslat", "oslat", "probe.json", ("latency",)),
-    "cyclicdeadline": Probe(
-        "cyclicdeadline", "cyclicdeadline", "probe.json", ("latency",), has_histogram=False
-    ),
-    "timerlat": Probe("timerlat", "rtla", "probe.out", ("irq", "thread"), package="rtla"),
+    "oslat": Probe("oslat", "oslat", "probe.json"),
+    "cyclicdeadline": Probe("cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False),
+    "timerlat": Probe("timerlat", "rtla", "probe.out"),  # measures "irq" and "thread"
 }
-CYCLICTEST = "cyclictest"  # always measures first: every report, verdict and history reads it
 
 
 class InvalidProbe(ValueError):
@@ -69,11 +65,10 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
         raise InvalidProbe(f"{probe.name}'s JSON has no measurement threads")
     if probe.name == "oslat":
         found = [_oslat_thread(t, str(n)) for n, t in threads.items()]
-        limit = max(max(t.counts, default=0) for t in found) + 1
+        # the last bucket (checked to be 1 to 1024 µs) holds everything at or beyond it
+        limit = max(int(key) for t in threads.values() for key in t["histogram"])
         return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, limit)
-    cpus = _option(argv, "-a")
-    found = [_deadline_thread(t, str(n), cpus) for n, t in threads.items()]
-    return ProbeResult({"latency": found}, 0)
+    return ProbeResult({"latency": [_deadline_thread(t, str(n)) for n, t in threads.items()]}, 0)
 
 
 def _option(argv: list[str], flag: str) -> str | None:
@@ -127,7 +122,7 @@ def _oslat_thread(thread: Any, name: str) -> ThreadResult:
     return ThreadResult(_index(name), cpu, samples, min_us, max_us, avg, binned, overflows)
 
 
-def _deadline_thread(thread: Any, name: str, cpus: str | None) -> ThreadResult:
+def _deadline_thread(thread: Any, name: str) -> ThreadResult:
     where = f"cyclicdeadline's JSON: thread {name}"
     if not isinstance(thread, dict):
         raise InvalidProbe(f"{where} is not an object")
