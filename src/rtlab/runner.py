@@ -341,7 +341,7 @@ def _execute(
     if plan.hwlat_gate_us:
         try:
             gate = _hwlat_gate(plan, target, run)
-        except UsageError:  # no hwlat tracer there: nothing was measured, the folder goes
+        except (UsageError, Interrupted):  # no hwlat tracer there, or Ctrl-C: nothing measured
             _remove_unmeasured(run, made)
             raise
 
