@@ -81,7 +81,12 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
     assert traced["level"] == level
     assert traced["clock"] == {"a": "uptime", "b": "mono"}[level]
     assert traced["spikes"], traced
-    for spike in traced["spikes"]:
+    # a capture that came back incomplete (rtla cut off on a busy host) claims nothing and says why
+    unread = [s for s in traced["spikes"] if s["problem"] is not None]
+    assert all(s["top"] is None and s["causes"] == [] for s in unread), unread
+    named = [s for s in traced["spikes"] if s["problem"] is None]
+    assert named, traced["spikes"]
+    for spike in named:
         top = spike["top"]
         assert top is not None and top["kind"] == "thread", spike
         assert top["name"].split()[0] == f"spin:{pid}"
@@ -103,9 +108,9 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
         assert (out / spike["trace"]).is_file()
     # a burst seen whole: the 400 ms, net of the interrupts nested in it (osnoise's way), which
     # in an emulated guest on a busy host took up to a third of it
-    assert max(s["top"]["duration_us"] for s in traced["spikes"]) >= 200_000, traced["spikes"]
+    assert max(s["top"]["duration_us"] for s in named) >= 200_000, named
     if level == "b":
-        assert all("(rt 99)" in s["top"]["name"] for s in traced["spikes"])
+        assert all("(rt 99)" in s["top"]["name"] for s in named)
     assert traced["top"][0]["name"].startswith(f"spin:{pid}")
 
     # the negative control: the idle load's pass had no injection and names no spin thread

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, run_args
+from rtlab.results import probes
 
 LOADS = ("idle", "cpu")
 
@@ -236,3 +237,41 @@ def test_repeats_pool_each_probe(tmp_path):
         assert got["samples"] == sum(p["samples"] for p in parts)
         assert got["max_us"] == max(p["max_us"] for p in parts)
         assert got["min_us"] == min(p["min_us"] for p in parts)
+
+
+# rtla timerlat hist's table as rtla 6.12 prints it (seen in the RT guest), CPU 1 outside -c
+RTLA_TABLE = """# RTLA timerlat histogram
+# Time unit is microseconds (us)
+# Duration:   0 00:00:03
+Index   IRQ-000   Thr-000   IRQ-001   Thr-001
+7             1         0         0         0
+12            4         2         0         0
+over:         1         0         0         0
+count:        6         2         0         0
+min:          7        12         -         -
+avg:         {avg}        12         -         -
+max:       {max}        12         -         -
+ALL:        IRQ       Thr
+count:        6         2
+"""
+ARGV = ["rtla", "timerlat", "hist", "-b", "1", "-E", "100"]
+
+
+@pytest.mark.unit
+def test_rtla_table_is_read_exactly_and_hostile_cells_refused():
+    found = probes.parse(probes.PROBES["timerlat"], RTLA_TABLE.format(avg="11", max="250"), ARGV)
+    irq, thread = found.measures["irq"], found.measures["thread"]
+    assert [t.cpu for t in irq] == [0] and [t.cpu for t in thread] == [0]  # CPU 1: no samples
+    assert (irq[0].cycles, irq[0].counts, irq[0].overflows, irq[0].max_us) == (6, {7: 1, 12: 4}, 1, 250)
+    assert found.limit_us == 100
+    hostile = [("nan", "250", "not a number"), ("11", "inf", "not a number"), ("11", "1e400", "not a number"),
+               ("11", "5", "min, avg, max disagree"), ("9", "10", "outside its own min")]  # fmt: skip
+    for avg, high, said in hostile:
+        with pytest.raises(probes.InvalidProbe, match=said):
+            probes.parse(probes.PROBES["timerlat"], RTLA_TABLE.format(avg=avg, max=high), ARGV)
+    cut = RTLA_TABLE.format(avg="11", max="250").split("count:")[0]
+    with pytest.raises(probes.InvalidProbe, match="cut short"):
+        probes.parse(probes.PROBES["timerlat"], cut, ARGV)
+    lying = RTLA_TABLE.format(avg="11", max="250").replace("count:        6", "count:        9", 1)
+    with pytest.raises(probes.InvalidProbe, match="counts 9 samples"):
+        probes.parse(probes.PROBES["timerlat"], lying, ARGV)

@@ -805,11 +805,10 @@ resources_emit() {
 		power_sources="$(echo "$POWER_FILES" | wc -w)"
 }
 
-# Runs cyclictest in folder $1 (its cyclictest.argv; the load's folder, or a segment's)
-# for $2 seconds while watching it, the load (whose log is $3) and the clock.
-# Sets REASON when the measurement cannot be vouched for.
-# measure DIR SECONDS LOAD_LOG [PROBE]: cyclictest, or with PROBE the command of DIR/probe.argv
-# (program first), its files then named probe.* instead of cyclictest.*.
+# measure DIR SECONDS LOAD_LOG [PROBE]: runs cyclictest in DIR (its cyclictest.argv; the load's
+# folder, or a segment's), or with PROBE the command of DIR/probe.argv (program first, its files
+# then named probe.*), for SECONDS while watching it, the load (whose log is LOAD_LOG) and the
+# clock. Sets REASON when the measurement cannot be vouched for.
 measure() {
 	mf=$1
 	msecs=$2

@@ -41,9 +41,8 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         e.kind == Kind.PROBE_START and e.get("load") == load and e.get("probe") == raw.name for e in events
     )
     if ends:
-        entry["status"] = (
-            ends[-1].get("status") if ends[-1].get("status") in ("complete", "partial") else "failed"
-        )
+        said = ends[-1].get("status")
+        entry["status"] = said if said in ("complete", "partial") else "failed"
         entry["reason"] = ends[-1].get("reason") or None
     elif started:
         entry["status"], entry["reason"] = ("running", None) if measuring else ("failed", "it never ended")

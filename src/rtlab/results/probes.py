@@ -134,12 +134,25 @@ def _deadline_thread(thread: Any, name: str) -> ThreadResult:
     if not min_us <= avg <= max_us:
         raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
     # cyclicdeadline's JSON names no CPU: a deadline task runs where the scheduler puts it
-    return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, cycles)
+    return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, 0)
 
 
 _COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d{1,5})$")
 _MEASURE = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
 _SUMMARY_ROWS = ("over:", "count:", "min:", "avg:", "max:")
+
+
+def _value(word: str, row: list[str]) -> float | None:
+    """One cell of rtla's table: a finite number of 0 or more, or "-" (no sample, no figure)."""
+    if word == "-":
+        return None
+    try:
+        value = float(word)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value < 1 << 62):
+        raise InvalidProbe(f"rtla's output: row {' '.join(row)[:60]!r} holds {word[:20]!r}, not a number")
+    return value
 
 
 def _timerlat(text: str, argv: list[str]) -> ProbeResult:
@@ -156,7 +169,7 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         raise InvalidProbe(f"rtla's output: unknown columns {' '.join(lines[header][1:])[:80]}")
     width = len(columns)
     counts: list[dict[int, int]] = [{} for _ in columns]
-    rows: dict[str, list[float]] = {}
+    rows: dict[str, list[float | None]] = {}
     bucket_values: list[int] = []
     for words in lines[header + 1 :]:
         if words[0] == "ALL:":
@@ -164,21 +177,19 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         key = words[0]
         if len(words) != width + 1:
             raise InvalidProbe(f"rtla's output: row {' '.join(words)[:60]!r} has not {width} columns")
-        try:
-            values = [float(w) for w in words[1:]]
-        except ValueError:
-            raise InvalidProbe(f"rtla's output: row {' '.join(words)[:60]!r} is not numbers") from None
+        values = [_value(w, words) for w in words[1:]]
         if key in _SUMMARY_ROWS:
             rows[key] = values
             continue
         if not (key.isascii() and key.isdigit() and len(key) < 12) or "count:" in rows:
             raise InvalidProbe(f"rtla's output: bucket {key[:20]!r} is not a latency in µs")
-        if not all(v.is_integer() and 0 <= v < 1 << 62 for v in values):
+        whole = [int(v) for v in values if v is not None and v.is_integer()]
+        if len(whole) != width:
             raise InvalidProbe(f"rtla's output: bucket {key} holds counts that are not whole numbers")
         bucket_values.append(int(key))
-        for column, value in zip(counts, values, strict=True):
+        for column, value in zip(counts, whole, strict=True):
             if value:
-                column[int(key)] = int(value)
+                column[int(key)] = value
     missing = [row for row in _SUMMARY_ROWS if row not in rows]
     if missing:
         raise InvalidProbe(f"rtla's output ends without its {', '.join(missing)} rows: rtla was cut short")
@@ -189,14 +200,20 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         assert match is not None
         cpu = int(match.group(2))
         over, count = rows["over:"][i], rows["count:"][i]
-        if not (over.is_integer() and count.is_integer()) or sum(column.values()) + over != count:
+        if over is None or count is None or not (over.is_integer() and count.is_integer()):
+            raise InvalidProbe(f"rtla's output: {match.group(0)} has no whole count and overflow count")
+        if sum(column.values()) + over != count:
             raise InvalidProbe(
                 f"rtla's output: {match.group(0)} counts {count:g} samples but its buckets and "
                 f"overflows hold {sum(column.values()) + over:g}"
             )
         if count == 0:
-            continue  # a CPU rtla did not measure (outside -c)
+            continue  # a CPU rtla did not measure (outside -c): its min, avg and max are "-"
         min_us, max_us, avg = rows["min:"][i], rows["max:"][i], rows["avg:"][i]
+        if min_us is None or max_us is None or avg is None or not min_us <= avg <= max_us:
+            raise InvalidProbe(
+                f"rtla's output: {match.group(0)} counts samples but its min, avg, max disagree"
+            )
         if column and (min(column) < min_us or max(column) > max_us):
             raise InvalidProbe(f"rtla's output: {match.group(0)} has samples outside its own min .. max")
         thread = ThreadResult(cpu, cpu, int(count), int(min_us), int(max_us), avg, column, int(over))
@@ -205,5 +222,9 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         raise InvalidProbe("rtla's output counts no samples")
     # rtla's own default: 256 entries of 1 µs
     entries, size = _option(argv, "-E") or "256", _option(argv, "-b") or "1"
-    limit = int(entries) * int(size) if entries.isdigit() and size.isdigit() else max(bucket_values) + 1
+    limit = (
+        int(entries) * int(size)
+        if entries.isdigit() and size.isdigit()
+        else max(bucket_values, default=0) + 1
+    )
     return ProbeResult({m: sorted(t, key=lambda r: r.cpu) for m, t in measures.items()}, limit)

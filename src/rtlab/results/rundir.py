@@ -147,8 +147,7 @@ class RawProbe:
     name: str
     argv: tuple[str, ...] = ()  # its command, program first
     result: Any = None  # its JSON (rt-tests tools) or its output (rtla); None: absent or unreadable
-    problem: str | None = None  # why `result` cannot be used
-    log: str = ""  # its standard error and exit status
+    problem: str | None = None  # why `result` cannot be used (the agent's event says why it failed)
 
 
 @dataclass(frozen=True)
@@ -380,7 +379,6 @@ class RunDir:
                 continue
             try:
                 argv = tuple(self.text(where / PROBE_ARGV).split("\n")[:-1])
-                log = self.text(where / "probe.log", LOG_BYTES) if (where / "probe.log").is_file() else ""
             except UnreadableFile as e:
                 found.append(RawProbe(name, problem=str(e)))
                 continue
@@ -396,7 +394,7 @@ class RunDir:
                     result = self.text(path, LOG_BYTES)
             except UnreadableFile as e:
                 problem = str(e)
-            found.append(RawProbe(name, argv, result, problem, log))
+            found.append(RawProbe(name, argv, result, problem))
         return tuple(found)
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
