@@ -85,10 +85,8 @@ def test_oslat_and_cyclicdeadline_numbers_are_their_own(local_run):
         threads = read_json(local_run / "loads" / load / "cyclicdeadline" / "probe.json")["thread"].values()
         got = deadline["merged"]["latency"]
         assert got["samples"] == sum(t["cycles"] for t in threads) > 0
-        assert (got["min_us"], got["max_us"]) == (
-            min(t["min"] for t in threads),
-            max(t["max"] for t in threads),
-        )
+        assert got["max_us"] == max(t["max"] for t in threads)
+        assert got["min_us"] is None  # cyclicdeadline's own min is not exact (see below)
         assert got["p99_us"] is None and "no histogram" in deadline["note"]
     argv = (local_run / "loads/idle/cyclicdeadline/probe.argv").read_text().split("\n")
     assert argv[argv.index("-i") + 1] == "10000"  # runtimes of 2 ms and more need no HRTICK
@@ -231,12 +229,15 @@ def test_repeats_pool_each_probe(tmp_path):
     assert done.returncode == 0, done.stderr
     pooled = summary_of(out)["loads"]["idle"]["probes"]
     each = [read_json(out / f"repeat-{k}/summary.json")["loads"]["idle"]["probes"] for k in (1, 2)]
+    for found in (pooled, *each):
+        assert all(p["status"] == "complete" for p in found.values()), found
     for name in ("oslat", "cyclicdeadline"):
         got = pooled[name]["merged"]["latency"]
         parts = [e[name]["merged"]["latency"] for e in each]
         assert got["samples"] == sum(p["samples"] for p in parts)
         assert got["max_us"] == max(p["max_us"] for p in parts)
-        assert got["min_us"] == min(p["min_us"] for p in parts)
+        if name == "oslat":
+            assert got["min_us"] == min(p["min_us"] for p in parts)
 
 
 # rtla timerlat hist's table as rtla 6.12 prints it (seen in the RT guest), CPU 1 outside -c
@@ -275,3 +276,15 @@ def test_rtla_table_is_read_exactly_and_hostile_cells_refused():
     lying = RTLA_TABLE.format(avg="11", max="250").replace("count:        6", "count:        9", 1)
     with pytest.raises(probes.InvalidProbe, match="counts 9 samples"):
         probes.parse(probes.PROBES["timerlat"], lying, ARGV)
+
+
+def test_cyclicdeadline_is_read_without_its_minimum():
+    """cyclicdeadline starts its minimum over after a 0 µs wake-up: min 47 over an average of
+    12.44 (seen on this host) is its own output, not damage; its max and average still count."""
+    seen = {"thread": {"0": {"cycles": 101, "min": 47, "max": 73, "avg": 12.44}}}
+    threads = probes.parse(probes.PROBES["cyclicdeadline"], seen, []).measures["latency"]
+    assert [(t.cycles, t.max_us, t.avg_us) for t in threads] == [(101, 73, 12.44)]
+    with pytest.raises(probes.InvalidProbe, match="above its own max"):
+        probes.parse(
+            probes.PROBES["cyclicdeadline"], {"thread": {"0": {**seen["thread"]["0"], "avg": 80}}}, []
+        )

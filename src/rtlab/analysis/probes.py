@@ -20,7 +20,10 @@ def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
     return entry.get("probes", {}) if entry is not None else {}
 
 
-NO_HISTOGRAM = "cyclicdeadline keeps no histogram: its min, avg and max only, no percentiles"
+NO_HISTOGRAM = (
+    "cyclicdeadline keeps no histogram: its avg and max only, no percentiles; no min either, as"
+    " cyclicdeadline starts its minimum over after every 0 us wake-up"
+)
 
 
 def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = False) -> ProbeJSON:
@@ -60,7 +63,7 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         return entry
     for measure, threads in found.measures.items():
         if not probe.has_histogram:
-            entry["merged"][measure] = summary_only([_stats_of(t) for t in threads])
+            entry["merged"][measure] = summary_only([_stats_of(t, probe.keeps_min) for t in threads])
             continue
         per_cpu = {str(t.cpu): _histogram(t, found.limit_us) for t in threads}
         merged = merge(per_cpu.values())
@@ -74,9 +77,19 @@ def _histogram(thread: ThreadResult, limit_us: int) -> Histogram:
     return Histogram.from_counts(thread.counts, limit_us, thread.overflows, thread.max_us, thread.avg_us)
 
 
-def _stats_of(thread: ThreadResult) -> StatsJSON:
+def _stats_of(thread: ThreadResult, keeps_min: bool) -> StatsJSON:
     return stats.LatencyStats(
-        thread.cycles, thread.min_us, thread.avg_us, None, thread.max_us, None, None, None, None, None, 0
+        thread.cycles,
+        thread.min_us if keeps_min else None,
+        thread.avg_us,
+        None,
+        thread.max_us,
+        None,
+        None,
+        None,
+        None,
+        None,
+        0,
     ).to_json()
 
 

@@ -3,7 +3,7 @@
     oslat            busy-polling threads: how long the OS takes a CPU away from a task that
                      never sleeps (what DPDK and user-space 5G drivers live with); its --json
     cyclicdeadline   cyclictest's question for SCHED_DEADLINE threads; its --json, which
-                     keeps no histogram: min, avg and max only
+                     keeps no histogram: avg and max only (its min is not exact)
     timerlat         the kernel's timerlat tracer through `rtla timerlat hist`: the timer
                      interrupt's latency and the woken thread's, apart, per CPU; its text table
 
@@ -32,12 +32,15 @@ class Probe:
     program: str  # what must be installed on the target
     result: str  # the file its numbers are read from
     has_histogram: bool = True
+    keeps_min: bool = True  # False: the tool's minimum cannot be vouched for, so none is shown
 
 
 # cyclictest always measures first: every report, verdict and history reads it
 PROBES: dict[str, Probe] = {
     "oslat": Probe("oslat", "oslat", "probe.json"),
-    "cyclicdeadline": Probe("cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False),
+    "cyclicdeadline": Probe(
+        "cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False, keeps_min=False
+    ),
     "timerlat": Probe("timerlat", "rtla", "probe.out"),  # measures "irq" and "thread"
 }
 
@@ -131,8 +134,11 @@ def _deadline_thread(thread: Any, name: str) -> ThreadResult:
         raise InvalidProbe(f"{where} measured no samples")
     min_us, max_us = _count(thread, "min", where), _count(thread, "max", where)
     avg = _average(thread, where)
-    if not min_us <= avg <= max_us:
-        raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
+    # its min is read but not checked against avg: cyclicdeadline (rt-tests 2.x) starts its
+    # minimum over after every 0 µs wake-up, so under a quiet CPU min can exceed avg
+    # (min 47, avg 12.44 seen here); analysis does not report it (Probe.keeps_min)
+    if avg > max_us:
+        raise InvalidProbe(f"{where} has avg {avg} above its own max {max_us}")
     # cyclicdeadline's JSON names no CPU: a deadline task runs where the scheduler puts it
     return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, 0)
 
