@@ -330,6 +330,14 @@ class Option:
     field: str
     parse: Callable[[str], object]
     help: str
+    lava: bool = False  # also an option of `rtlab lava job` (what its board-side agent runs)
+
+
+def _count(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("give a whole number") from None
 
 
 def _zero_or_duration(text: str) -> int:
@@ -357,12 +365,12 @@ def _storage_dir(text: str) -> str:
 OPTIONS: tuple[Option, ...] = (
     # "loads" is read against the built-in loads and a --loads-file's (from_options)
     Option("loads", "loads", str, f"comma-separated, from {','.join(BUILTIN)} or a --loads-file "
-           f"(default {','.join(DEFAULT_LOADS)})"),
-    Option("duration", "duration_s", parse_duration, "per load, e.g. 30s, 10m (default 1m)"),
+           f"(default {','.join(DEFAULT_LOADS)})", lava=True),
+    Option("duration", "duration_s", parse_duration, "per load, e.g. 30s, 10m (default 1m)", lava=True),
     Option("interval", "interval_us", parse_latency, "cyclictest interval (default 200us)"),
-    Option("priority", "priority", int, "SCHED_FIFO priority (default 99)"),
-    Option("settle", "settle_s", _zero_or_duration, "load running before measuring (default 5s)"),
-    Option("workers", "workers", int, "stress-ng workers per load (default: CPUs)"),
+    Option("priority", "priority", _count, "SCHED_FIFO priority (default 99)"),
+    Option("settle", "settle_s", _zero_or_duration, "load running before measuring (default 5s)", lava=True),
+    Option("workers", "workers", _count, "stress-ng workers per load (default: CPUs)", lava=True),
     Option("storage-dir", "storage_dir", _storage_dir, "where the storage load writes (default: in the run)"),
     Option("histogram-range", "histogram_us", parse_latency, "cyclictest -h range (default 100ms)"),
     Option("governor", "governor", _governor, "performance (default) or keep"),
@@ -376,7 +384,7 @@ OPTIONS: tuple[Option, ...] = (
            "spike causes: after each load's measurement, trace what makes samples above this, e.g. 500us"),
     Option("trace-duration", "trace_s", parse_duration,
            "with --trace: each load's trace pass (default: as long as the measurement)"),
-    Option("trace-spikes", "trace_spikes", int,
+    Option("trace-spikes", "trace_spikes", _count,
            "with --trace: at most this many traced spikes per load (default 20)"),
     Option("trace-level", "trace_level", str,
            "with --trace: auto (the best the target has), a (rtla), b (tracefs) or c (no tracing)"),
@@ -384,7 +392,7 @@ OPTIONS: tuple[Option, ...] = (
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
            "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat "
-           "(comma-separated; each measures --duration)"),
+           "(comma-separated; each measures --duration)", lava=True),
     Option("hwlat-gate", "hwlat_gate_us", parse_latency,
            "before measuring, run the hwlat tracer and measure nothing (exit 1) if firmware, the "
            "hardware or a hypervisor took a CPU away longer than this, e.g. 20us"),

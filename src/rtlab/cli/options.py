@@ -1,18 +1,60 @@
-"""The options several commands share, defined once (typer's Annotated types)."""
+"""The options several commands share, defined once (typer's Annotated types), and the run's
+options (plan.OPTIONS) made into command-line options."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rtlab.plan import OPTION
+from rtlab.plan import OPTION, OPTIONS
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+RUN_PANEL = "Run options (also the study file's keys)"
 
 
-def run_option(key: str) -> Any:
-    """typer's option for one of the run's options (plan.OPTIONS), its help from that table."""
-    return typer.Option(f"--{key}", help=OPTION[key].help)
+def run_options(lava: bool = False) -> Callable[[Command], Command]:
+    """Gives the command one --KEY option per run option of plan.OPTIONS (with `lava`, those
+    `rtlab lava job` takes), shown in a panel of their own; the command receives the ones
+    given as its `options` argument, key -> text, for plan.from_options."""
+    chosen = [option for option in OPTIONS if option.lava or not lava]
+
+    def add(command: Command) -> Command:
+        own = [
+            p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"
+        ]
+        names = {option.key: option.key.replace("-", "_") for option in chosen}
+        added = [
+            inspect.Parameter(
+                names[option.key],
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=Annotated[
+                    str | None, typer.Option(f"--{option.key}", help=option.help, rich_help_panel=RUN_PANEL)
+                ],
+            )
+            for option in chosen
+        ]
+
+        @functools.wraps(command)
+        def with_options(**given: Any) -> Any:
+            options = dict(given.pop("options", {}))  # a command calling another passes them so
+            for key, name in names.items():
+                value = given.pop(name, None)
+                if value is not None:
+                    options[key] = value
+            return command(**given, options=options)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
+        with_options.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        with_options.__annotations__ = {p.name: p.annotation for p in params}
+        return with_options  # type: ignore[return-value]
+
+    return add
 
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
@@ -24,21 +66,17 @@ Figures = Annotated[
 AcceptKey = Annotated[
     bool, typer.Option("--accept-new-host-key", help="trust an SSH host key seen for the first time")
 ]
-Trace = Annotated[str | None, run_option("trace")]
-TraceDuration = Annotated[str | None, run_option("trace-duration")]
-TraceSpikes = Annotated[int | None, run_option("trace-spikes")]
-TraceLevel = Annotated[str | None, run_option("trace-level")]
+Preset = Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")]
+TraceSpikes = Annotated[str | None, typer.Option(help=OPTION["trace-spikes"].help)]
+TraceLevel = Annotated[str | None, typer.Option(help=OPTION["trace-level"].help)]
 LOADS_HELP = OPTION["loads"].help
 LoadsFile = Annotated[
     Path | None,
     typer.Option(help="a TOML file of loads of your own (stress-ng lists or any command): docs/loads.md"),
 ]
-IdleAfterBoot = Annotated[str | None, run_option("idle-after-boot")]
 Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
 History = Annotated[
     bool,
     typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),
 ]
-Probe = Annotated[str | None, run_option("probe")]
-HwlatGate = Annotated[str | None, run_option("hwlat-gate")]
-HwlatDuration = Annotated[str | None, run_option("hwlat-duration")]
+Target = Annotated[str, typer.Option(help="local, ssh://... or qemu:...")]

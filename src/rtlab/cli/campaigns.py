@@ -1,0 +1,239 @@
+"""rtlab scan and study, and run's --repeat: campaigns of many runs that an interrupted command
+resumes when given again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rtlab import report, untrusted
+from rtlab.cli.history import remember
+from rtlab.cli.measure import plan_of
+from rtlab.cli.options import AcceptKey, History, Target
+from rtlab.cli.present import out_dir, present
+from rtlab.cli.screen import console, err
+from rtlab.errors import RunFailed, UsageError
+from rtlab.names import slug
+from rtlab.plan import Plan
+from rtlab.units import format_duration, parse_latency
+
+if TYPE_CHECKING:
+    from rtlab.study import Study
+
+
+def say(line: str) -> None:
+    err.print(line, highlight=False)
+
+
+def repeats(
+    plan: Plan,
+    spec: str,
+    accept_new_host_key: bool,
+    out: Path | None,
+    name: str | None,
+    n: int,
+    deadline: str | None,
+    junit: Path | None,
+    history: bool = False,
+) -> None:
+    """The campaign N times, each a whole run in OUT/repeat-K, then the table of all of them
+    (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
+    from datetime import datetime
+
+    from rtlab import store
+    from rtlab.analysis import repeats as repeated
+    from rtlab.progress import RunProgress
+    from rtlab.results import rundir
+    from rtlab.results.rundir import move_aside, read_json, write_json
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    folder = out or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-x{n}"
+    index = folder / repeated.FILE
+    if index.is_file():
+        before = read_json(index).get("n")
+        if before != n:
+            raise UsageError(
+                f"{folder} holds a campaign of {before} repeats: give --repeat {before}, or another --out"
+            )
+    elif folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {folder} is not empty: give a new folder for the repeats")
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(index, {"schema": repeated.SCHEMA, "n": n})
+    for k in range(1, n + 1):
+        where = folder / repeated.folder(k)
+        manifest = where / rundir.MANIFEST
+        if manifest.is_file() and read_json(manifest).get("status") == "complete":
+            say(f"repeat {k}/{n}: measured before")
+            continue
+        if where.exists():
+            move_aside(where)
+        say(f"repeat {k}/{n}")
+        with RunProgress(plan, err) as progress:
+            outcome = execute(
+                plan, open_target(spec, accept_new_host_key), out=where, name=f"{name or folder.name}-{k}",
+                on_event=progress,
+            )  # fmt: skip
+        if outcome.interrupted:
+            raise RunFailed(f"interrupted in repeat {k} of {n}: run the same command again to go on")
+    summary = store.summary(folder)
+    say(f"runs saved in {folder}")
+    remember(folder, history)
+    try:
+        present([summary], [name or folder.name], deadline=deadline, junit=junit)
+    finally:
+        if summary["status"] != "complete":
+            raise RunFailed(f"not every repeat is complete: see {folder}/repeat-*/events")
+
+
+def scan(
+    target: Target = "local",
+    classes: Annotated[
+        str | None, typer.Option("--class", help="stress-ng classes, e.g. cpu,os (default: every stressor)")
+    ] = None,
+    stressors: Annotated[str | None, typer.Option(help="stressors by name, e.g. sock,timer")] = None,
+    per_stressor: Annotated[str, typer.Option(help="measurement per stressor")] = "10s",
+    settle: Annotated[str, typer.Option(help="stressor running before measuring")] = "1s",
+    top: Annotated[int, typer.Option(help="how many of the worst go into the loads file")] = 5,
+    out: Annotated[
+        str | None, typer.Option(help="the scan's folder (default results/<date>-scan); again: resume")
+    ] = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Rank stress-ng's stressors by the latency they cause, each briefly under cyclictest, and
+    write a loads file of the worst (the StarFive study's section 3.2). Resumable: the same
+    command again goes on where an interrupted scan stopped."""
+    from datetime import datetime
+
+    from rtlab import scan as scanning
+    from rtlab.report import scan_table
+    from rtlab.targets import open_target
+
+    if top < 1:
+        raise UsageError(f"--top {top}: give 1 or more")
+    names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
+    wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
+    plan = plan_of(None, None, {"duration": per_stressor, "settle": settle})
+    folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-scan"
+    first = open_target(target, accept_new_host_key)
+    try:
+        choice = scanning.choose(scanning.stressor_lists(first, wanted), wanted, names)
+    finally:
+        first.close()
+    if not choice.stressors:
+        raise UsageError(f"none of {', '.join(choice.missing)} is a stressor of stress-ng on {first.name}")
+    say(
+        f"scanning {len(choice.stressors)} stressors on {first.name}, {format_duration(plan.duration_s)} each"
+    )
+    doc = scanning.run(
+        lambda: open_target(target, accept_new_host_key), plan, choice, folder, first.name, say
+    )
+    console.print(scan_table.build(doc))
+    for line in scan_table.notes(doc):
+        say(line)
+    if doc["ranking"]:
+        scanning.write_top(doc, top, folder / "top-loads.toml")
+        say(f"the {min(top, len(doc['ranking']))} worst as a loads file: {folder / 'top-loads.toml'}")
+    say(f"saved in {folder}")
+
+
+def study(
+    study_file: Annotated[Path, typer.Argument(metavar="STUDY.toml")],
+    out: Annotated[
+        str | None, typer.Option(help="the study's folder (default results/<date>-<name>); again: resume")
+    ] = None,
+    duration: Annotated[
+        str | None, typer.Option(help="per load, instead of the file's (a short try)")
+    ] = None,
+    settle: Annotated[
+        str | None, typer.Option(help="load running before measuring, instead of the file's")
+    ] = None,
+    idle_after_boot: Annotated[
+        str | None, typer.Option(help="wait after boot, instead of the file's (0s: not at all)")
+    ] = None,
+    accept_new_host_key: AcceptKey = False,
+    history: History = False,
+) -> None:
+    """Targets (kernels) x tuning stages x loads from one file, one run each, then the
+    comparison of all of them (examples/*.toml). Resumable: the same command again goes on
+    where an interrupted study stopped."""
+    from datetime import datetime
+
+    from rtlab import study as studies
+
+    it = studies.read(study_file)
+    instead = {"duration": duration, "settle": settle, "idle-after-boot": idle_after_boot}
+    given = {**it.options, **{k: v for k, v in instead.items() if v is not None}}
+    base = plan_of(given.pop("preset", None), it.loads_file, given)
+    if it.deadline is not None:
+        parse_latency(it.deadline)
+    folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(it.name)}"
+    _study(it, base, folder, accept_new_host_key, history)
+
+
+def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> None:
+    """Every cell of the study not yet measured, then all of them compared with the first."""
+    from rtlab import store
+    from rtlab import study as studies
+    from rtlab.analysis.verdicts import Margin
+    from rtlab.cli.reports import judge
+    from rtlab.progress import RunProgress
+    from rtlab.report import verdict_table
+    from rtlab.results import rundir
+    from rtlab.results.rundir import write_atomic
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    plans = {
+        stage.name: replace(
+            base, rt_cpus=stage.rt_cpus, loads_on=stage.loads_on or "housekeeping", tune=stage.tune
+        ).validate()
+        for stage in it.stages
+    }
+    cells = it.cells()
+    for cell in cells:
+        open_target(cell.spec, accept).close()  # a bad target is found before any run
+    say(
+        f"study {it.name}: {len(it.targets)} targets x {len(it.stages)} stages x {len(base.loads)} loads, "
+        f"{format_duration(base.duration_s)} each "
+        f"(about {format_duration(len(cells) * base.measuring_seconds())} of measuring)"
+    )
+
+    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool]:
+        plan = plans[cell.stage.name]
+        with RunProgress(plan, err) as progress:
+            outcome = execute(
+                plan, open_target(cell.spec, accept), out=where, name=f"{it.name} {it.label(cell)}",
+                on_event=progress,
+            )  # fmt: skip
+        status = outcome.summary["status"]
+        return status, "" if status == "complete" else f"see {where}/events", outcome.interrupted
+
+    doc = studies.run(it, folder, measure, say)
+    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / rundir.MANIFEST).is_file()]
+    summaries = [store.summary(path) for _, path in measured]
+    labels = [it.label(c) for c, _ in measured]
+    deadline_us = parse_latency(it.deadline) if it.deadline else None
+    # every cell against the first, as rtlab compare does: better, worse, same or unknown
+    compared = judge(summaries, labels, [store.replicates(p) for _, p in measured], Margin(), deadline_us)
+    for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
+        write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
+    say(f"saved in {folder}: report.md, report.html, report.json")
+    remember(folder, history)
+    try:
+        present(summaries, labels, deadline=it.deadline)
+        if compared:
+            console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
+    finally:
+        failed = [f"{r['target']} / {r['stage']}" for r in doc["runs"].values() if r["status"] != "complete"]
+        if failed:
+            raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(scan)
+    app.command()(study)

@@ -1,0 +1,213 @@
+"""rtlab run, trace and collect: measuring on one target or several."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rtlab.cli.options import (
+    LOADS_HELP,
+    AcceptKey,
+    Deadline,
+    History,
+    Junit,
+    LoadsFile,
+    Preset,
+    TraceLevel,
+    TraceSpikes,
+    run_options,
+)
+from rtlab.cli.present import conclude, out_dir
+from rtlab.cli.screen import console, err
+from rtlab.errors import RunFailed, UsageError
+from rtlab.loads import read_file
+from rtlab.names import slug
+from rtlab.plan import Plan, from_options, preset
+from rtlab.units import format_duration, parse_duration, parse_latency
+
+if TYPE_CHECKING:
+    from rtlab.results.events import Event
+    from rtlab.targets.base import Target
+
+
+def plan_of(preset_name: str | None, loads_file: Path | None, options: Mapping[str, object]) -> Plan:
+    """The preset (or the defaults), a loads file's loads, and the run options given (plan.OPTIONS,
+    key -> text) on top."""
+    base = preset(preset_name) if preset_name else Plan()
+    if loads_file is not None:
+        custom = read_file(loads_file)
+        # a file's loads are what it is for: measured unless --loads says otherwise
+        base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
+    return from_options(base, options)
+
+
+@run_options()
+def run(
+    options: dict[str, str],
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="local, ssh://[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
+        ),
+    ] = None,
+    preset_name: Preset = None,
+    out: Annotated[
+        str | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
+    loads_file: LoadsFile = None,
+    deadline: Deadline = None,
+    junit: Junit = None,
+    rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
+    loads_on: Annotated[
+        str | None, typer.Option(help="with --rt-cpus: housekeeping (default) or all")
+    ] = None,
+    tune_too: Annotated[
+        bool, typer.Option("--tune", help="apply rtlab tune for the run, revert it after")
+    ] = False,
+    repeat: Annotated[
+        int,
+        typer.Option(help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
+    ] = 1,
+    accept_new_host_key: AcceptKey = False,
+    history: History = False,
+) -> None:
+    """Measure latency under each load, one after another, and print the table."""
+    from rtlab.cli import campaigns
+    from rtlab.progress import RunProgress
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    if deadline is not None:
+        parse_latency(deadline)  # bad syntax is found before minutes of measuring
+    folder = out_dir(out)
+    plan = plan_of(preset_name, loads_file, options)
+    if rt_cpus is not None or loads_on is not None or tune_too:
+        plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
+    if repeat < 1:
+        raise UsageError(f"--repeat {repeat}: give 1 or more")
+    specs = target or ["local"]
+    if repeat > 1 and len(specs) > 1:
+        raise UsageError("--repeat measures one target: give one --target, or run once per board")
+    targets = [open_target(spec, accept_new_host_key) for spec in specs]
+    err.print(
+        f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
+        f"{format_duration(plan.duration_s)} each (about {format_duration(plan.measuring_seconds())})",
+        highlight=False,
+    )
+    if len(targets) > 1:
+        _run_parallel(plan, targets, folder, name)
+    elif repeat > 1:
+        campaigns.repeats(plan, specs[0], accept_new_host_key, folder, name, repeat, deadline, junit, history)
+    else:
+        with RunProgress(plan, err) as progress:
+            outcome = execute(plan, targets[0], out=folder, name=name, on_event=progress)
+        conclude(outcome, deadline, junit, history)
+
+
+def trace(
+    threshold: Annotated[
+        str | None, typer.Option(help="trace what makes samples above this, e.g. 500us (hwlat: 10us)")
+    ] = None,
+    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
+    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
+    duration: Annotated[
+        str, typer.Option(help="per load: the measurement, then a trace pass as long (default 30s)")
+    ] = "30s",
+    trace_spikes: TraceSpikes = None,
+    trace_level: TraceLevel = None,
+    hwlat: Annotated[
+        bool, typer.Option("--hwlat", help="run the hwlat tracer alone instead: firmware and hardware gaps")
+    ] = False,
+    rt_cpus: Annotated[str | None, typer.Option(help="with --hwlat: only these CPUs, e.g. 2-3")] = None,
+    out: Annotated[str | None, typer.Option(help="the run directory (default results/...)")] = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Hunt spike causes: each load measured, then traced; the table and the causes.
+    The same as `rtlab run --trace THRESHOLD`, with a shorter default duration. With --hwlat,
+    the kernel's hwlat tracer alone (never during a measurement)."""
+    if hwlat:
+        _hwlat(target, threshold or "10us", duration, rt_cpus, out, accept_new_host_key)
+        return
+    if threshold is None:
+        raise UsageError("rtlab trace needs --threshold, e.g. --threshold 500us (or --hwlat)")
+    given = {"loads": loads, "duration": duration, "trace": threshold, "trace-spikes": trace_spikes,
+             "trace-level": trace_level}  # fmt: skip
+    run(options={k: v for k, v in given.items() if v is not None}, target=[target], out=out,
+        accept_new_host_key=accept_new_host_key)  # fmt: skip
+
+
+def _hwlat(
+    target: str, threshold: str, duration: str, rt_cpus: str | None, out: str | None, accept: bool
+) -> None:
+    from datetime import datetime
+
+    from rtlab import hwlat as hw
+    from rtlab.system import cpus
+    from rtlab.targets import open_target
+
+    seconds = parse_duration(duration)
+    threshold_us = parse_latency(threshold)
+    if rt_cpus is not None:
+        cpus.parse_list(rt_cpus)
+    folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-hwlat"
+    if (folder / "hwlat.json").exists():
+        raise UsageError(f"{folder} already holds an hwlat pass: choose another --out")
+    tgt = open_target(target, accept)
+    try:
+        doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)
+    finally:
+        tgt.close()
+    for line in hw.describe(doc):
+        (err if line.startswith("warning") else console).print(line, highlight=False)
+    err.print(f"saved in {folder}", highlight=False)
+
+
+def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str | None) -> None:
+    """One run per board, all at once; one failing board does not stop the others."""
+    from rtlab.report import table
+    from rtlab.results.events import HOST_SAID, Kind
+    from rtlab.runner import Outcome, execute_parallel
+
+    shown = {Kind.LOAD_START, Kind.LOAD_END, Kind.DONE, *HOST_SAID}
+
+    def line(tgt: Target, event: Event) -> None:
+        if event.kind in shown:
+            detail = " ".join(f"{k}={v}" for k, v in event.fields.items())
+            err.print(f"[{tgt.name}] {event.kind} {detail}", highlight=False)
+
+    folders = {t.name: out / slug(t.name) if out is not None else None for t in targets}
+    outcomes = execute_parallel(plan, targets, folders, name, line)
+    failed = False
+    for t in targets:
+        result = outcomes.get(t.name)
+        if isinstance(result, Outcome):
+            summary = result.summary
+            console.print(table.build([summary], [t.name]))
+            err.print(f"{t.name}: {summary['status']}, saved in {result.run.path}", highlight=False)
+            failed |= summary["status"] != "complete" or result.interrupted
+        else:
+            err.print(f"{t.name}: failed: {result}", highlight=False)
+            failed = True
+    if failed:
+        raise RunFailed("not every board completed its run: see above")
+
+
+def collect(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Fetch the results of an SSH run whose connection dropped, once the board is reachable."""
+    from rtlab.runner import collect as collect_run
+
+    conclude(collect_run(run_dir, accept_new_host_key))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
+    app.command()(trace)
+    app.command()(collect)

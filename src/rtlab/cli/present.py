@@ -1,0 +1,105 @@
+"""What the commands that end in runs have in common: where a run goes (--out), how its
+summaries are shown in any format, and how a finished run is concluded (saved where, history,
+exit code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from rtlab import report, untrusted
+from rtlab.cli.history import remember
+from rtlab.cli.screen import console, emit, err
+from rtlab.errors import RunFailed, UsageError
+from rtlab.units import parse_latency
+
+if TYPE_CHECKING:
+    from rtlab.runner import Outcome
+    from rtlab.shapes import Summary
+
+
+def out_dir(out: str | None) -> Path | None:
+    """--out, checked before anything is measured into it."""
+    if out is None:
+        return None
+    if not out.strip():
+        raise UsageError("--out is empty: give the run directory's path, or leave --out out for the default")
+    path = Path(out)
+    for parent in (path, *path.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--out {out}: {parent} is a file, not a folder: choose another --out")
+            break
+    return path
+
+
+def present(
+    summaries: list[Summary],
+    labels: list[str],
+    fmt: str = "table",
+    output: Path | None = None,
+    deadline: str | None = None,
+    figures_dir: Path | None = None,
+    junit: Path | None = None,
+    series: bool = False,
+) -> None:
+    """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
+    from rtlab.analysis import compare as fairness
+    from rtlab.analysis.verdict import with_deadline
+    from rtlab.report import table
+
+    render = report.renderer(fmt)
+    if series:
+        if fmt != "csv":
+            raise UsageError("--series is a CSV export: add --format csv")
+        from rtlab.report import csv_format
+
+        render = csv_format.render_series
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    summaries = [with_deadline(s, deadline_us) for s in summaries]
+    if fmt == "table" and output is None:
+        summaries = [untrusted.printable_tree(s) for s in summaries]
+        for section in table.sections(summaries, labels, console.width):
+            console.print(section)
+        for summary, label in zip(summaries, labels, strict=True):
+            for warning in summary["warnings"]:
+                prefix = f"{label}: " if len(summaries) > 1 else ""
+                err.print(f"warning: {prefix}{warning['message']}", highlight=False)
+        for warning in fairness.warnings(summaries, labels):
+            err.print(f"warning: {warning['message']}", highlight=False)
+    else:
+        emit(render(summaries, labels), output)
+    if junit is not None:
+        emit(report.renderer("junit")(summaries, labels), junit)
+    if figures_dir is not None:
+        from rtlab.report import figures
+
+        for path in figures.save_png(figures.all_figures(summaries, labels, deadline_us), figures_dir):
+            err.print(f"wrote {path}", highlight=False)
+    if deadline_us is not None and not all(s["deadline"]["pass"] for s in summaries):
+        missed = [
+            f"{label} {load} ({v['max_us']} µs)" if v["max_us"] is not None else f"{label} {load} (no data)"
+            for s, label in zip(summaries, labels, strict=True)
+            for load, v in s["deadline"]["loads"].items()
+            if v["verdict"] != "pass"
+        ]
+        err.print(f"deadline {deadline_us} µs missed: {', '.join(missed)}", highlight=False)
+        raise typer.Exit(1)
+
+
+def conclude(
+    outcome: Outcome, deadline: str | None = None, junit: Path | None = None, history: bool = False
+) -> None:
+    """A run that ended: where it is saved, its table, and exit 3 unless it is complete."""
+    summary = outcome.summary
+    err.print(f"run saved in {outcome.run.path}", highlight=False)
+    remember(outcome.run.path, history)
+    try:
+        present([summary], [summary["run"] or outcome.run.path.name], deadline=deadline, junit=junit)
+    finally:
+        if outcome.interrupted:
+            raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
+        if summary["status"] != "complete":
+            raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")

@@ -1,0 +1,185 @@
+"""rtlab report, compare and worst: saved runs read back, side by side, judged, extrapolated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rtlab import report, untrusted
+from rtlab.cli.history import Db as HistoryDb
+from rtlab.cli.history import baseline_of as history_baseline
+from rtlab.cli.options import Deadline, Figures, Format, Series
+from rtlab.cli.present import present
+from rtlab.cli.screen import Output, console, emit, err
+from rtlab.errors import UsageError
+from rtlab.units import parse_duration, parse_latency
+
+if TYPE_CHECKING:
+    from rtlab.analysis.verdicts import Margin
+    from rtlab.shapes import Summary
+
+
+def report_(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    fmt: Format = "table",
+    output: Output = None,
+    deadline: Deadline = None,
+    figures_dir: Figures = None,
+    series: Series = False,
+) -> None:
+    """The table of a saved run (also one still measuring), in any format."""
+    from rtlab import store
+
+    report.renderer(fmt)
+    summary = store.summary(run_dir)
+    label = str(summary["run"] or run_dir.name)
+    present([summary], [label], fmt, output, deadline, figures_dir, series=series)
+
+
+def compare(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN_A RUN_B ...")],
+    labels: Annotated[
+        str | None, typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline")
+    ] = None,
+    fmt: Format = "table",
+    output: Output = None,
+    deadline: Deadline = None,
+    figures_dir: Figures = None,
+    series: Series = False,
+    margin: Annotated[
+        str, typer.Option(help="a difference within it is the same: µs, %, or both, e.g. 5us,10%")
+    ] = "5us,10%",
+    gate: Annotated[
+        bool, typer.Option("--gate", help="exit 1 when a load of a later run is worse than the first's")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")
+    ] = False,
+    junit: Annotated[Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),
+    ] = None,
+    db: HistoryDb = None,
+) -> None:
+    """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
+    the first run, whether each difference is real: better, worse, same or unknown."""
+    from rtlab import store
+    from rtlab.report import verdict_table
+
+    report.renderer(fmt)
+    if baseline is not None:
+        runs = [history_baseline(baseline, db), *runs]
+    if len(runs) < 2:
+        raise UsageError("compare needs two runs or more: give RUN_A RUN_B, or --baseline and a run")
+    limit = _margin(margin)
+    summaries = [store.summary(path) for path in runs]
+    names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
+    if labels is not None:
+        names = [label.strip() for label in labels.split(",")]
+        if len(names) != len(runs):
+            raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    compared = judge(summaries, names, [store.replicates(path) for path in runs], limit, deadline_us)
+    present(summaries, names, fmt, output, deadline, figures_dir, series=series)
+    if compared and fmt == "table" and output is None:  # the other formats carry them themselves
+        console.print(verdict_table.build(compared, untrusted.printable(names[0])))
+    if junit is not None:
+        emit(verdict_table.junit(compared, names[0], strict), junit)
+    if gate:
+        _gate(compared, strict)
+
+
+def judge(
+    summaries: list[Summary],
+    names: list[str],
+    sides: list[list[Summary]],
+    margin: Margin,
+    deadline_us: int | None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each run after the first judged against it (its repeats as replicates); the verdicts go
+    into the run's summary, where every format reads them."""
+    from rtlab.analysis import verdicts
+
+    compared = []
+    for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
+        found = verdicts.compare(sides[0], side, margin, deadline_us)
+        summary["verdicts"] = {"against": names[0], **found}
+        compared.append((name, found))
+    return compared
+
+
+def _gate(compared: list[tuple[str, dict[str, Any]]], strict: bool) -> None:
+    """--gate: the verdicts counted; exit 1 on a worse load (with --strict, unknown and refused too)."""
+    said = [v["verdict"] for _, found in compared for v in found["loads"].values()]
+    failing = {"worse"} | ({"unknown", "refused"} if strict else set())
+    counts = ", ".join(f"{said.count(w)} {w}" for w in ("worse", "better", "same", "unknown", "refused"))
+    err.print(f"gate: {counts}", highlight=False)
+    if any(min(found["replicates"].values()) < 2 for _, found in compared):
+        err.print(
+            "gate: one run a side: the verdicts hold for these runs, not yet for what they measured "
+            "(run-to-run noise is untested); measure each side with --repeat 3 or more",
+            highlight=False,
+        )
+    if failing & set(said):
+        raise typer.Exit(1)
+
+
+def _margin(text: str) -> Margin:
+    """--margin: "5us", "10%" or both ("5us,10%"): the larger of them applies."""
+    from rtlab.analysis import verdicts
+
+    us, fraction = 0.0, 0.0
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part.endswith("%"):
+            try:
+                fraction = float(part[:-1]) / 100
+            except ValueError:
+                raise UsageError(f"--margin {text}: {part} is not a percentage, e.g. 10%") from None
+        else:
+            us = float(parse_latency(part))
+    if us < 0 or not 0 <= fraction < 10 or (us == 0 and fraction == 0):
+        raise UsageError(f"--margin {text}: give a latency, a percentage or both, e.g. 5us,10%")
+    return verdicts.Margin(us, fraction)
+
+
+def worst(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN")],
+    probability: Annotated[
+        float, typer.Option(help="per-wake-up probability of the latency asked for, e.g. 1e-9")
+    ] = 1e-9,
+    horizon: Annotated[str, typer.Option(help="how long the system must meet it, e.g. 24h")] = "24h",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or html")] = "table",
+    output: Output = None,
+) -> None:
+    """The statistical worst case of each load, with its confidence, or why there is none."""
+    from rtlab import store
+    from rtlab.analysis import worst as worst_case
+    from rtlab.report import worst_table
+
+    if not 0 < probability < 1:
+        raise UsageError(
+            f"--probability {probability} is not a probability: give one between 0 and 1, e.g. 1e-9"
+        )
+    if fmt not in ("table", "json", "html"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
+    summary = store.summary(run_dir)
+    if fmt == "html":  # the run's report, whose worst-case section is this
+        emit(report.renderer("html")([summary], [str(summary["run"] or run_dir.name)]), output)
+        return
+    document = worst_case.of_summary(summary, probability, parse_duration(horizon))
+    if fmt == "json":
+        emit(json.dumps(document, indent=2) + "\n", output)
+    elif output is not None:
+        emit(worst_table.render(document), output)
+    else:
+        console.print(worst_table.build(document))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_)
+    app.command()(compare)
+    app.command()(worst)
