@@ -15,11 +15,12 @@ from typing import Any
 
 import tomli_w
 
-from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab import campaign
+from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load
 from rtlab.plan import Plan
 from rtlab.results import events as ev
-from rtlab.results.rundir import move_aside, read_json, write_atomic, write_json
+from rtlab.results.rundir import read_json, write_atomic, write_json
 from rtlab.targets.base import Target
 
 SCHEMA = "rtlab.scan/1"
@@ -73,13 +74,12 @@ def rank(results: dict[str, dict[str, Any]]) -> list[str]:
     return sorted(whole, key=lambda n: tuple(-(results[n][k] or 0) for k in RANKED))
 
 
-def _record(summary: dict[str, Any], name: str, run: str) -> dict[str, Any]:
+def _record(summary: dict[str, Any], name: str) -> dict[str, Any]:
     entry = summary["loads"][name]
     merged = entry["merged"] or {}
     return {
         "status": entry["status"],
         "reason": entry["reason"],
-        "run": run,
         **{k: merged.get(k) for k in ("samples", "avg_us", "max_us", "p99_us", "p99_99_us")},
     }
 
@@ -92,7 +92,8 @@ def run(
     target_name: str,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Measures each stressor not yet in OUT/scan.json; returns the document it wrote."""
+    """Measures each stressor not yet in OUT/scan.json (one that failed stays failed: stress-ng
+    said why); returns the document it wrote."""
     from rtlab.runner import execute
 
     path = out / FILE
@@ -109,39 +110,30 @@ def run(
         "results": doc.get("results", {}),
     }
     results: dict[str, dict[str, Any]] = doc["results"]
-    todo = [n for n in choice.stressors if n not in results]
-    done_before = len(choice.stressors) - len(todo)
-    if done_before:
-        say(f"resuming: {done_before} of {len(choice.stressors)} stressors already measured")
-    for i, name in enumerate(todo, start=done_before + 1):
-        folder = out / "runs" / name
-        if folder.exists():  # cut off last time: kept beside, measured again
-            move_aside(folder)
-        plan = replace(base, loads=(name,), custom_loads=(stressor_load(name),))
-        try:
-            outcome = execute(plan, open_target(), out=folder, name=f"scan-{name}")
-        except Stopped:  # a stop between stressors: those measured are kept, and said to be
-            kept = sum(1 for r in results.values() if r["status"] == "complete")
-            raise Stopped(
-                f"interrupted before {name} was measured; {kept} of {len(choice.stressors)} stressors "
-                f"measured are kept in {out}: run the same scan again to go on"
-            ) from None
-        except RunFailed as e:
-            results[name] = {"status": "failed", "reason": str(e), "run": f"runs/{name}"}
-        else:
-            if outcome.interrupted:
-                raise Stopped(f"interrupted during {name}: run the same scan again to go on")
-            results[name] = _record(dict(outcome.summary), name, f"runs/{name}")
-        r = results[name]
-        said = (
-            f"max {r['max_us']} µs, p99.99 {r['p99_99_us']} µs" if r["status"] == "complete" else r["reason"]
-        )
-        say(f"[{i}/{len(choice.stressors)}] {name}: {r['status']}: {said}")
+
+    def measure(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+        plan = replace(base, loads=(step.key,), custom_loads=(stressor_load(step.key),))
+        outcome = execute(plan, open_target(), out=folder, name=f"scan-{step.key}")
+        return _record(dict(outcome.summary), step.key), outcome.interrupted
+
+    def save() -> None:
         doc["ranking"] = rank(results)
         write_json(path, doc)
-    doc["ranking"] = rank(results)
-    write_json(path, doc)
+
+    steps = [
+        campaign.Step(name, f"runs/{name}", name, fields={"run": f"runs/{name}"}) for name in choice.stressors
+    ]
+    campaign.run(
+        campaign.Campaign(out, "scan", steps, lambda entry: True, save, _said), results, measure, say
+    )
+    save()
     return doc
+
+
+def _said(entry: dict[str, Any]) -> str:
+    if entry["status"] != "complete":
+        return str(entry.get("reason") or "")
+    return f"max {entry['max_us']} µs, p99.99 {entry['p99_99_us']} µs"
 
 
 def file_name(stressor: str) -> str:

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab import campaign
+from rtlab.errors import UsageError
 from rtlab.names import slug
 from rtlab.plan import OPTION
-from rtlab.results.rundir import move_aside, read_json, write_json
+from rtlab.results.rundir import read_json, write_json
 
 SCHEMA = "rtlab.study/1"
 FILE = "study.json"
@@ -208,11 +209,6 @@ def read(path: Path) -> Study:
     return parse(text, path)
 
 
-def _record(cell: Cell, status: str, reason: str) -> dict[str, Any]:
-    return {"target": cell.target, "spec": cell.spec, "stage": cell.stage.name, "status": status,
-            "reason": reason}  # fmt: skip
-
-
 def run(
     study: Study,
     out: Path,
@@ -221,44 +217,33 @@ def run(
 ) -> dict[str, Any]:
     """Runs each cell not yet measured; `measure(cell, folder)` runs one and returns its
     status, why, and whether a signal came (RunFailed: it failed). Returns the study.json it
-    wrote. Complete and partial runs stand; a failed one, or one cut off, is measured again
-    (the old folder kept beside)."""
+    wrote. Complete and partial runs stand; a failed one, or one cut off, is measured again."""
     path = out / FILE
     before: dict[str, Any] = read_json(path) if path.is_file() else {}
-    cells = study.cells()
+    cells = {cell.folder: cell for cell in study.cells()}
     if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
         raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    old: dict[str, Any] = before.get("runs", {})
-    done = {c.folder: old[c.folder] for c in cells if old.get(c.folder, {}).get("status") in STANDING}
-    doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": done}
-    if done:
-        say(f"resuming: {len(done)} of {len(cells)} runs already measured")
-    for i, cell in enumerate(cells, start=1):
-        if cell.folder in done:
-            continue
-        folder = out / cell.folder
-        if folder.exists():
-            move_aside(
-                folder, "failed" if old.get(cell.folder, {}).get("status") == "failed" else "interrupted"
-            )
-        say(f"[{i}/{len(cells)}] {study.label(cell)}: {cell.spec}")
-        try:
-            status, reason, interrupted = measure(cell, folder)
-        except KeyboardInterrupt:  # Ctrl-C between two runs: nothing is measuring
-            interrupted, status = True, ""
-        except Stopped:
-            write_json(path, doc)
-            raise
-        except RunFailed as e:
-            status, reason, interrupted = "failed", str(e), False
-        # a run cut short by the signal is measured again; one that ended before it stands
-        if status and not (interrupted and status != "complete"):
-            done[cell.folder] = _record(cell, status, reason)
-            say(f"[{i}/{len(cells)}] {study.label(cell)}: {status}{': ' + reason if reason else ''}")
-        write_json(path, doc)
-        if interrupted:
-            raise Stopped(f"interrupted during {study.label(cell)}: run the same study again to go on")
-    doc["runs"] = {c.folder: done[c.folder] for c in cells}  # in the study's order
+    runs = {key: entry for key, entry in before.get("runs", {}).items() if key in cells}
+    doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": runs}
+
+    def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+        status, reason, interrupted = measure(cells[step.key], folder)
+        return {"status": status, "reason": reason}, interrupted
+
+    steps = [
+        campaign.Step(
+            key, key, study.label(cell), cell.spec,
+            {"target": cell.target, "spec": cell.spec, "stage": cell.stage.name},
+        )
+        for key, cell in cells.items()
+    ]  # fmt: skip
+    save = lambda: write_json(path, doc)  # noqa: E731
+    campaign.run(campaign.Campaign(out, "study", steps, _stands, save), runs, one, say)
+    doc["runs"] = {key: runs[key] for key in cells}  # in the study's order
     write_json(path, doc)
     return doc
+
+
+def _stands(entry: dict[str, Any]) -> bool:
+    return entry.get("status") in STANDING

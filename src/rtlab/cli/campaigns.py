@@ -43,11 +43,11 @@ def repeats(
     (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
     from datetime import datetime
 
-    from rtlab import store
+    from rtlab import campaign, store
     from rtlab.analysis import repeats as repeated
     from rtlab.progress import RunProgress
     from rtlab.results import rundir
-    from rtlab.results.rundir import move_aside, read_json, write_json
+    from rtlab.results.rundir import read_json, write_json
     from rtlab.runner import execute
     from rtlab.targets import open_target
 
@@ -61,25 +61,23 @@ def repeats(
             )
     elif folder.exists() and any(folder.iterdir()):
         raise UsageError(f"--out {folder} is not empty: give a new folder for the repeats")
-    else:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(index, {"schema": repeated.SCHEMA, "n": n})
-    for k in range(1, n + 1):
-        where = folder / repeated.folder(k)
-        manifest = where / rundir.MANIFEST
-        if manifest.is_file() and read_json(manifest).get("status") == "complete":
-            say(f"repeat {k}/{n}: measured before")
-            continue
-        if where.exists():
-            move_aside(where)
-        say(f"repeat {k}/{n}")
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = [campaign.Step(str(k), repeated.folder(k), f"repeat {k}") for k in range(1, n + 1)]
+    # each repeat's own run.json says whether it stands: the folders are the record
+    manifests = {step.key: folder / step.folder / rundir.MANIFEST for step in steps}
+    entries = {key: {"status": read_json(m).get("status")} for key, m in manifests.items() if m.is_file()}
+    doc = {"schema": repeated.SCHEMA, "n": n, "runs": entries}
+
+    def measure(step: campaign.Step, where: Path) -> tuple[dict[str, object], bool]:
         with RunProgress(plan, err) as progress:
-            outcome = execute(
-                plan, open_target(spec, accept_new_host_key), out=where, name=f"{name or folder.name}-{k}",
-                on_event=progress,
-            )  # fmt: skip
-        if outcome.interrupted:
-            raise RunFailed(f"interrupted in repeat {k} of {n}: run the same command again to go on")
+            outcome = execute(plan, open_target(spec, accept_new_host_key), out=where,
+                              name=f"{name or folder.name}-{step.key}", on_event=progress)  # fmt: skip
+        return {"status": outcome.summary["status"], "reason": None}, outcome.interrupted
+
+    stands = lambda entry: entry["status"] == "complete"  # noqa: E731
+    campaign.run(campaign.Campaign(folder, "command", steps, stands, lambda: write_json(index, doc)),
+                 entries, measure, say)  # fmt: skip
+    write_json(index, doc)
     summary = store.summary(folder)
     say(f"runs saved in {folder}")
     remember(folder, history)
