@@ -290,6 +290,7 @@ class TracedSpikeJSON(TypedDict):
     suspects: list[SuspectJSON]  # level c only
     trace: str | None  # the raw trace in the run directory
     problem: str | None  # why this capture explains nothing
+    refused: list[str]  # parts of the tool's own breakdown that cannot be true, and why
 
 
 class TopCauseJSON(TypedDict):

@@ -49,7 +49,7 @@ def spike(s: TracedSpikeJSON) -> str:
         text += "; ".join(cause(c) for c in s["causes"][:3])
         if s["unattributed_us"]:
             text += f"; unattributed {_us(s['unattributed_us'])}"
-        return text
+        return text + "".join(f"; refused: {why}" for why in s["refused"])
     if s["suspects"]:
         return (
             text
