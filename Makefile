@@ -87,7 +87,8 @@ run: setup
 
 lint: setup
 	@$(MAKE) --no-print-directory apt-install PACKAGES=shellcheck
-	shellcheck -s sh src/rtlab/agent/agent.sh src/rtlab/targets/qemu/init.sh
+	shellcheck -s sh "$$($(BIN)/python -c 'from rtlab.agent import script_path; print(script_path())')" \
+		src/rtlab/targets/qemu/init.sh  # the agent as shipped: its parts and generated constants
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-AGENT = Path(__file__).resolve().parents[1] / "src" / "rtlab" / "agent" / "agent.sh"
+from rtlab.agent import script_path
+
+AGENT = script_path()  # the agent as shipped: its parts and generated constants
 
 # This test session's own rtlab folder (lock, board runs) and a mark in the environment of
 # every process it starts: the tests look only at what they started, so another rtlab on

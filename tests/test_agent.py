@@ -218,8 +218,8 @@ def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
 
 
 def _agent_variable(name: str) -> str:
-    """A single-quoted variable of agent.sh, its continuation lines joined."""
-    text = AGENT.read_text().replace("'\\\n'", "")
+    """A single-quoted variable of the shipped agent."""
+    text = AGENT.read_text()
     match = re.search(rf"^{name}='([^']*)'", text, re.MULTILINE)
     assert match, name
     return match.group(1)

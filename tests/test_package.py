@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # The installed package alone: nothing from this checkout on the path
 CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 RUNTIME_FILES = (
-    "rtlab/agent/agent.sh",
+    "rtlab/agent/parts/00-head.sh",
+    "rtlab/agent/parts/99-main.sh",
     "rtlab/targets/qemu/init.sh",
     "rtlab/kernel/kconfig/rt.config",
     "rtlab/kernel/kconfig/small.config",

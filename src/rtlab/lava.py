@@ -20,13 +20,13 @@ import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from rtlab import __version__, untrusted
+from rtlab.agent import script
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
@@ -86,7 +86,7 @@ def _skeleton(plan: Plan, manifest: Manifest, remote: str) -> bytes:
     """agent.sh and the run folder as the agent reads it (plan files, run.json), gzipped tar."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        agent = resources.files("rtlab.agent").joinpath("agent.sh").read_bytes()
+        agent = script()
         info = tarfile.TarInfo("agent.sh")
         info.size, info.mode = len(agent), 0o755
         tar.addfile(info, io.BytesIO(agent))

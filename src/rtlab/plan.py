@@ -42,6 +42,11 @@ DEFAULT_SPIKE_NODES = 10_000
 # Spike causes: a trace pass after each load's measurement (0 s: none). Each capture restarts
 # cyclictest; TRACE_SPIKES of them bound the pass's data (a few hundred kB each, gzipped).
 DEFAULT_TRACE_SPIKES = 20
+# The agent's time limits (it is given them as constants, rtlab.agent.constants): a load with
+# no result GRACE_S after its planned end is killed and failed; one that ignores SIGTERM is
+# killed STOP_GRACE_S after it.
+GRACE_S = 30
+STOP_GRACE_S = 10
 MAX_TRACE_SPIKES = 1000
 # The other probes (--probe): each is given this long to start beside its measuring time,
 # and cyclicdeadline's shortest deadline (see probe_argv).

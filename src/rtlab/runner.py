@@ -24,7 +24,7 @@ from typing import Any, cast
 from rtlab import __version__, hwlat, shapes, store, untrusted
 from rtlab.analysis.summary import summarize
 from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
-from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
+from rtlab.plan import GRACE_S, HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, rundir
 from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
@@ -46,7 +46,6 @@ INSTALL_HINT = {
 
 TIMERLAT_TRACER = "timerlat-tracer"  # what the agent's preflight calls the kernel's tracer
 MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB
-GRACE_S = 30  # a load with no result this long after its planned end is killed and failed
 
 
 @dataclass

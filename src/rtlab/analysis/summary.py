@@ -12,6 +12,7 @@ from typing import cast
 
 from rtlab.analysis import causes, cost, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
+from rtlab.plan import STOP_GRACE_S
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
 from rtlab.results.rundir import RawLoad
@@ -40,7 +41,6 @@ SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
 ENDINGS = ("complete", "partial", "failed")
 # Fewer merged samples than this and the tail percentiles say nothing: p99.99 needs 10,000.
 FEW_SAMPLES = 10_000
-STOP_GRACE_S = 10  # the agent's STOP_GRACE: how long a load has to end after SIGTERM
 
 
 def load_status(

@@ -12,6 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# The kernel options the agent records (sysinfo.json config), as patterns of their names after
+# CONFIG_: the preemption model, the tick, the governor default, the tracers and the debug
+# options that add latency (LATENCY_DEBUG_OPTIONS among them: a test checks each one).
+RECORDED_CONFIG: tuple[str, ...] = (
+    "PREEMPT[A-Z_]*", "HZ[A-Z_0-9]*", "NO_HZ[A-Z_]*", "CPU_FREQ[A-Z_]*", "CPU_IDLE", "CPUSETS",
+    "RCU_NOCB_CPU", "RCU_BOOST", "IRQ_FORCED_THREADING", "HIGH_RES_TIMERS", "SCHED_TRACER",
+    "TIMERLAT_TRACER", "HWLAT_TRACER", "OSNOISE_TRACER", "FTRACE", "FUNCTION_TRACER", "DEBUG_PREEMPT",
+    "PROVE_LOCKING", "LOCKDEP", "DEBUG_LOCK_ALLOC", "DEBUG_SPINLOCK", "DEBUG_MUTEXES",
+    "DEBUG_RT_MUTEXES", "DEBUG_ATOMIC_SLEEP", "KASAN", "KCSAN", "UBSAN", "DEBUG_OBJECTS",
+    "DEBUG_PAGEALLOC", "SLUB_DEBUG_ON", "DEBUG_KMEMLEAK", "LATENCYTOP", "PREEMPT_TRACER",
+    "IRQSOFF_TRACER", "TRACE_IRQFLAGS", "KCOV",
+)  # fmt: skip
+# A line of a .config that sets or unsets one of them (grep -E in the agent, re here)
+RECORDED_CONFIG_RE = rf"^(# )?CONFIG_({'|'.join(RECORDED_CONFIG)})[= ]"
+
 # Options that add latency: fine for a test kernel, not for measurements.
 LATENCY_DEBUG_OPTIONS: dict[str, str] = {
     "CONFIG_DEBUG_PREEMPT": "checks every preempt count change",

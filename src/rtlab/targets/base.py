@@ -13,13 +13,14 @@ from rtlab.shapes import TargetJSON
 if TYPE_CHECKING:
     from rtlab.system.files import Files
 
+DEFAULT_TARGET_DIR = "/tmp/rtlab"  # also the agent's default (rtlab.agent.constants)
 HOST_MARGIN_S = 120.0  # past the planned end, the host stops waiting for the agent
 
 
 def target_dir() -> str:
     """rtlab's folder on a target (agent, runs, the lock): $RTLAB_TARGET_DIR, else /tmp/rtlab.
     The local agent reads the same variable itself."""
-    return os.environ.get("RTLAB_TARGET_DIR") or "/tmp/rtlab"
+    return os.environ.get("RTLAB_TARGET_DIR") or DEFAULT_TARGET_DIR
 
 
 class Target(Protocol):

@@ -30,7 +30,7 @@ from typing import IO, Any, TypeVar
 import asyncssh
 
 from rtlab import untrusted
-from rtlab.agent import script_path
+from rtlab.agent import script
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results import rundir, unpack
 from rtlab.results.events import Event, Kind, line
@@ -183,7 +183,7 @@ class SshTarget:
         assert self._conn is not None
         await self._sh(
             f"mkdir -p {shlex.quote(self.base)} && cat > {shlex.quote(self._agent)}",
-            script_path().read_bytes(),
+            script(),
         )
 
     def _agent_command(self, args: list[str]) -> str:

@@ -14,7 +14,7 @@ import io
 import shutil
 from pathlib import Path
 
-from rtlab.agent import script_path
+from rtlab.agent import script
 from rtlab.debian import Apt, extract
 from rtlab.targets.qemu import cpio, elfdeps
 
@@ -106,7 +106,7 @@ def overlay(kernel_config: Path | None = None) -> bytes:
     w = cpio.Writer(buffer)
     w.file("init", INIT.read_bytes(), 0o755)
     w.directory("rtlab")
-    w.file("rtlab/agent.sh", script_path().read_bytes(), 0o755)
+    w.file("rtlab/agent.sh", script(), 0o755)
     if kernel_config is not None:
         # /init links it to /boot/config-$(uname -r), where the agent looks.
         w.directory("boot")

@@ -1,0 +1,32 @@
+"""The agent's constants part, generated from the Python that owns each fact, so that the
+agent and the host cannot disagree on them: its time limits and target folder, the runtime
+files and kernel options it records."""
+
+from __future__ import annotations
+
+
+def _quoted(value: str) -> str:
+    if "'" in value:
+        raise ValueError(f"an agent constant cannot hold a single quote: {value!r}")
+    return f"'{value}'"
+
+
+def part() -> str:
+    from rtlab.plan import DEFAULT_TRACE_SPIKES, GRACE_S, STOP_GRACE_S
+    from rtlab.system.kernel import RECORDED_CONFIG_RE
+    from rtlab.system.knobs import RUNTIME_FILES
+    from rtlab.targets.base import DEFAULT_TARGET_DIR
+
+    values = {
+        "GRACE": (str(GRACE_S), "rtlab.plan.GRACE_S (run --grace overrides it)"),
+        "STOP_GRACE": (str(STOP_GRACE_S), "rtlab.plan.STOP_GRACE_S"),
+        "TRACE_SPIKES": (str(DEFAULT_TRACE_SPIKES), "rtlab.plan.DEFAULT_TRACE_SPIKES"),
+        "CONFIG_RE": (_quoted(RECORDED_CONFIG_RE), "rtlab.system.kernel.RECORDED_CONFIG"),
+        "RUNTIME_FILES": (_quoted(" ".join(RUNTIME_FILES)), "rtlab.system.knobs.RUNTIME_FILES"),
+    }
+    lines = ["# --- constants, generated from rtlab's Python (rtlab.agent.constants) -----------", ""]
+    for name, (value, owner) in values.items():
+        lines += [f"# {owner}", f"{name}={value}"]
+    lines += ["# rtlab.targets.base.DEFAULT_TARGET_DIR, unless $RTLAB_TARGET_DIR says otherwise",
+              f"BASE_DIR=${{RTLAB_TARGET_DIR:-{DEFAULT_TARGET_DIR}}}", ""]  # fmt: skip
+    return "\n".join(lines) + "\n"

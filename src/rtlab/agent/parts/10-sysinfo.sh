@@ -1,0 +1,239 @@
+# --- JSON output -----------------------------------------------------------
+
+json_str() {
+	printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' |
+		tr '\t\r\n' '   ' | tr -d '\000-\037')"
+}
+
+MISSING=
+# A file under ROOT as a JSON string, or null: a missing file is recorded, not fatal.
+# (No command substitution around the test: MISSING must change in this shell.)
+json_file() {
+	if [ -r "$ROOT$1" ]; then
+		json_str "$(cat "$ROOT$1" 2>/dev/null)"
+	else
+		MISSING="$MISSING $1"
+		printf null
+	fi
+}
+
+first_line() { sed -n 1p; }
+
+tool_version() {
+	case $1 in
+	cyclictest) cyclictest --help 2>&1 | first_line | sed -n 's/.* V *\([0-9][0-9.]*\).*/\1/p' ;;
+	stress-ng) stress-ng --version 2>&1 | first_line | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p' ;;
+	esac
+}
+
+config_text() {
+	release=$(uname -r)
+	if [ -r "$ROOT/proc/config.gz" ]; then
+		CONFIG_SOURCE=/proc/config.gz
+		gzip -dc "$ROOT/proc/config.gz" 2>/dev/null
+	elif [ -r "$ROOT/boot/config-$release" ]; then
+		CONFIG_SOURCE=/boot/config-$release
+		cat "$ROOT/boot/config-$release"
+	else
+		MISSING="$MISSING /proc/config.gz /boot/config-$release"
+	fi
+}
+
+config_json() {
+	CONFIG_SOURCE=
+	tmp=$(mktemp "${TMPDIR:-/tmp}/rtlab-config.XXXXXX") || tmp=/dev/null
+	config_text >"$tmp"
+	printf '{"source": '
+	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
+	printf ', "options": {'
+	sep=
+	grep -E "$CONFIG_RE" "$tmp" | sed -e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/' |
+		while IFS='=' read -r key value; do
+			printf '%s' "$sep"
+			json_str "$key"
+			printf ': '
+			json_str "$(printf '%s' "$value" | sed -e 's/^"//' -e 's/"$//')"
+			sep=', '
+		done
+	printf '}}'
+	[ "$tmp" = /dev/null ] || rm -f "$tmp"
+}
+
+cpu_model() {
+	sed -n -e 's/^model name[[:space:]]*: *//p' -e 's/^uarch[[:space:]]*: *//p' \
+		-e 's/^Hardware[[:space:]]*: *//p' -e 's/^cpu model[[:space:]]*: *//p' \
+		"$ROOT/proc/cpuinfo" 2>/dev/null | first_line
+}
+
+cpus_json() {
+	printf '{"online": '
+	json_file /sys/devices/system/cpu/online
+	n=$(grep -c '^processor' "$ROOT/proc/cpuinfo" 2>/dev/null)
+	[ "${n:-0}" -gt 0 ] 2>/dev/null || n=$(nproc 2>/dev/null)
+	printf ', "count": %s, "model": ' "${n:-0}"
+	json_str "$(cpu_model)"
+	printf ', "governors": {'
+	sep=
+	for d in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*; do
+		[ -d "$d" ] || continue
+		f=$d/cpufreq/scaling_governor
+		[ -r "$f" ] || continue
+		printf '%s"%s": ' "$sep" "${d##*/cpu}"
+		json_str "$(cat "$f")"
+		sep=', '
+	done
+	printf '}'
+	[ -n "$sep" ] || MISSING="$MISSING /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+	printf ', "cores": '
+	cores_json
+	printf '}'
+}
+
+# What tells a heterogeneous SoC's clusters apart, per CPU, where the target says it: the
+# scheduler's capacity, the CPUs sharing its clock (cpufreq policy) and the core type from
+# /proc/cpuinfo (ARM "CPU implementer:part", RISC-V "uarch"); x86 hybrids list their P and
+# E cores in /sys/devices/cpu_core and cpu_atom.
+cores_json() {
+	types=$(awk -F': *' '
+		/^processor[[:space:]]*:/ { p = $2; impl = "" }
+		/^CPU implementer[[:space:]]*:/ { impl = $2 }
+		/^(CPU part|uarch)[[:space:]]*:/ {
+			if (p != "" && !(p in seen)) { seen[p] = 1; print p, (impl != "" ? impl ":" $2 : $2) }
+		}' "$ROOT/proc/cpuinfo" 2>/dev/null)
+	printf '{'
+	sep=
+	capacities=0
+	for d in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*; do
+		[ -d "$d" ] || continue
+		n=${d##*/cpu}
+		printf '%s"%s": {' "$sep" "$n"
+		inner=
+		if [ -r "$d/cpu_capacity" ]; then
+			printf '"capacity": %s' "$(json_str "$(cat "$d/cpu_capacity")")"
+			inner=', '
+			capacities=$((capacities + 1))
+		fi
+		if [ -r "$d/cpufreq/related_cpus" ]; then
+			printf '%s"clock_domain": %s' "$inner" "$(json_str "$(cat "$d/cpufreq/related_cpus")")"
+			inner=', '
+		fi
+		type=$(printf '%s\n' "$types" | sed -n "s/^$n //p" | first_line)
+		if [ -n "$type" ]; then printf '%s"type": %s' "$inner" "$(json_str "$type")"; fi
+		printf '}'
+		sep=', '
+	done
+	printf '}'
+	[ $capacities -gt 0 ] || MISSING="$MISSING /sys/devices/system/cpu/cpu*/cpu_capacity"
+	for kind in core atom; do
+		if [ -r "$ROOT/sys/devices/cpu_$kind/cpus" ]; then
+			printf ', "hybrid_%s": %s' "$kind" "$(json_str "$(cat "$ROOT/sys/devices/cpu_$kind/cpus")")"
+		fi
+	done
+}
+
+runtime_json() {
+	printf '{"files": {'
+	sep=
+	for f in $RUNTIME_FILES; do
+		printf '%s' "$sep"
+		json_str "$f"
+		printf ': '
+		json_file "$f"
+		sep=', '
+	done
+	printf '}, "irqbalance": '
+	if pidof irqbalance >/dev/null 2>&1; then printf true; else printf false; fi
+	printf ', "cpuidle_states": {'
+	sep=
+	for d in "$ROOT"/sys/devices/system/cpu/cpu0/cpuidle/state[0-9]*; do
+		[ -r "$d/name" ] || continue
+		printf '%s"%s": ' "$sep" "${d##*/state}"
+		json_str "$(cat "$d/name")"
+		sep=', '
+	done
+	printf '}}'
+}
+
+# What spike causes can use: tracefs (mounted, or only in the kernel), its tracers and clocks,
+# and rtla with auto-analysis (--aa-only, rtla 6.3 and later).
+tracing_json() {
+	t=$(tracefs_dir) || t=
+	printf '{"tracefs": '
+	if [ -n "$t" ]; then json_str "${t#"$ROOT"}"; else printf null; fi
+	printf ', "in_kernel": '
+	if grep -q tracefs "$ROOT/proc/filesystems" 2>/dev/null; then printf true; else printf false; fi
+	printf ', "tracers": '
+	if [ -n "$t" ]; then json_str "$(cat "$t/available_tracers" 2>/dev/null)"; else printf null; fi
+	printf ', "clocks": '
+	if [ -n "$t" ]; then json_str "$(cat "$t/trace_clock" 2>/dev/null)"; else printf null; fi
+	printf ', "rtla": '
+	if command -v rtla >/dev/null 2>&1; then json_str "$(command -v rtla)"; else printf null; fi
+	printf ', "rtla_auto_analysis": '
+	if rtla timerlat top --help 2>&1 | grep -q -- '--aa-only'; then printf true; else printf false; fi
+	printf '}'
+}
+
+# The device tree's root `compatible` (NUL-separated strings) as a JSON list; null without
+# a device tree (x86, ACPI): a board's identity for farms (KCIDB's environment.compatible).
+board_compatible() {
+	f=/proc/device-tree/compatible
+	if [ ! -r "$ROOT$f" ]; then
+		MISSING="$MISSING $f"
+		printf null
+		return 0
+	fi
+	printf '['
+	sep=
+	for c in $(tr '\000' ' ' <"$ROOT$f" 2>/dev/null); do
+		printf '%s' "$sep"
+		json_str "$c"
+		sep=', '
+	done
+	printf ']'
+}
+
+cmd_sysinfo() {
+	printf '{"schema": "rtlab.sysinfo/1", "collected": '
+	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf ', "hostname": '
+	json_str "$(cat "$ROOT/proc/sys/kernel/hostname" 2>/dev/null || hostname)"
+	printf ', "kernel": {"release": '
+	json_str "$(uname -r)"
+	printf ', "machine": '
+	json_str "$(uname -m)"
+	printf ', "version": '
+	json_file /proc/version
+	printf ', "realtime": '
+	json_file /sys/kernel/realtime
+	printf ', "cmdline": '
+	json_file /proc/cmdline
+	printf ', "preempt_mode": '
+	json_file /sys/kernel/debug/sched/preempt
+	printf '}, "board": {"model": '
+	json_file /proc/device-tree/model
+	printf ', "compatible": '
+	board_compatible
+	printf '}, "config": '
+	config_json
+	printf ', "cpus": '
+	cpus_json
+	printf ', "tools": {"cyclictest": '
+	json_str "$(tool_version cyclictest)"
+	printf ', "stress-ng": '
+	json_str "$(tool_version stress-ng)"
+	printf '}, "tracing": '
+	tracing_json
+	printf ', "runtime": '
+	runtime_json
+	printf ', "missing": ['
+	sep=
+	set -f # the missing paths hold patterns (cpu*): list them, do not expand them
+	for m in $MISSING; do
+		printf '%s' "$sep"
+		json_str "$m"
+		sep=', '
+	done
+	set +f
+	printf ']}\n'
+}
+

@@ -1,0 +1,59 @@
+# --- preflight -------------------------------------------------------------
+
+# The commands the agent and rtlab's targets run on a board besides the shell's built-ins:
+# all of them busybox applets (the README's "Boards over SSH" lists them with their options).
+AGENT_NEEDS="awk base64 cat cp cut date df env grep gzip kill mkdir mktemp mv rm sed sleep stat tail tar tr uname wc"
+
+cmd_preflight() {
+	prio=${1:-99}
+	runs=${2:--}
+	[ "$runs" != - ] || runs=
+	shift 2 2>/dev/null || shift $#
+	ok=0
+	for program in $AGENT_NEEDS; do
+		if ! command -v "$program" >/dev/null 2>&1; then
+			printf '@rtlab missing name=%s need=agent\n' "$program"
+			ok=1
+		fi
+	done
+	[ $ok = 0 ] || return 1
+	holder=$(lock_holder)
+	if [ -n "$holder" ]; then
+		# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
+		set -- $holder
+		printf '@rtlab busy run=%s pid=%s\n' "${2##*/}" "$1"
+		return 1
+	fi
+	if [ -n "$runs" ]; then
+		mkdir -p "$runs" 2>/dev/null
+		printf '@rtlab space kb=%s\n' "$(df -k "$runs" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+	fi
+	if command -v cyclictest >/dev/null 2>&1; then
+		printf '@rtlab tool name=cyclictest version=%s\n' "$(tool_version cyclictest)"
+	else
+		printf '@rtlab missing name=cyclictest\n'
+		ok=1
+	fi
+	for program in "$@"; do
+		if command -v "$program" >/dev/null 2>&1; then
+			printf '@rtlab tool name=%s version=%s\n' "$program" "$(tool_version "$program")"
+		else
+			printf '@rtlab missing name=%s\n' "$program"
+			ok=1
+		fi
+		# rtla measures with the kernel's timerlat tracer (--probe timerlat)
+		if [ "$program" = rtla ] && ! grep -qw timerlat "$(tracefs_dir)/available_tracers" 2>/dev/null; then
+			printf '@rtlab missing name=timerlat-tracer\n'
+			ok=1
+		fi
+	done
+	[ $ok = 0 ] || return 1
+	# Two loops are enough to learn whether SCHED_FIFO and mlockall are allowed.
+	if out=$(cyclictest -m -p "$prio" -i 1000 -l 2 -q 2>&1); then
+		printf '@rtlab privileges status=ok\n'
+	else
+		printf '@rtlab privileges status=denied reason=%s\n' "$(printf '%s' "$out" | tr '\n' ' ')"
+		return 1
+	fi
+}
+

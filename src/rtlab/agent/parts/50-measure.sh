@@ -1,0 +1,403 @@
+# --- measuring -------------------------------------------------------------
+
+on_signal() {
+	GOT_SIGNAL=1
+	[ $STOP = 1 ] && return
+	STOP=1
+	if [ -n "$SLEEP_PID" ]; then kill "$SLEEP_PID" 2>/dev/null; fi
+	# cyclictest writes its JSON on SIGTERM, so what was measured is kept.
+	if [ -n "$CT_PID" ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
+}
+
+# wait for $1 even when a signal interrupts `wait`; the status lands in WAIT_RC.
+wait_pid() {
+	while :; do
+		GOT_SIGNAL=0
+		wait "$1"
+		WAIT_RC=$?
+		[ $GOT_SIGNAL = 1 ] || return 0
+	done
+}
+
+# Sleeps $1 seconds (fractions where sleep takes them); a signal cuts it short.
+nap() {
+	sleep "$1" &
+	SLEEP_PID=$!
+	wait_pid "$SLEEP_PID"
+	SLEEP_PID=
+}
+
+pause() {
+	[ "$1" -gt 0 ] 2>/dev/null || return 0
+	[ $STOP = 1 ] && return 0
+	nap "$1"
+}
+
+# Seconds since boot: the clock the watchdog counts on (busybox has /proc/uptime too).
+now_s() {
+	read -r up _ </proc/uptime
+	echo "${up%.*}"
+}
+
+# Reads one argument a line from $1 into the positional parameters of `$2 ...`.
+# No eval: arguments arrive as data, whatever quotes or $(...) they contain.
+run_argv() {
+	argv_file=$1
+	shift
+	while IFS= read -r a || [ -n "$a" ]; do set -- "$@" "$a"; done <"$argv_file"
+	exec "$@"
+}
+
+# busybox without FEATURE_FLOAT_SLEEP (and some old sleeps) take whole seconds only.
+FINE_NAP=1
+if sleep 0.01 2>/dev/null; then FINE_NAP=0.1; fi
+
+# A process group of its own (setsid), so one signal reaches every process it starts.
+SETSID=
+if command -v setsid >/dev/null 2>&1; then SETSID=setsid; fi
+
+# The agent watches at SCHED_FIFO 1, the lowest real-time priority, where chrt allows: a load
+# in a session of its own (setsid) can otherwise starve it for seconds on kernels with
+# autogroups (seen: 1 s of settling took 8 s under stress-ng --pipe), and a watch that wakes
+# late stamps phases late and can take a load's timely end for an early one. What it starts
+# runs as it would without the agent: SCHED_OTHER ($NORMAL), cyclictest then setting its own.
+NORMAL=
+watch_at_fifo() {
+	command -v chrt >/dev/null 2>&1 || return 0
+	if chrt -f -p 1 $$ >/dev/null 2>&1; then NORMAL="chrt -o 0"; fi
+}
+
+signal_group() {
+	kill "-$1" "-$2" 2>/dev/null || kill "-$1" "$2" 2>/dev/null
+}
+
+# How a process ended, from the status `wait` gave.
+exit_text() {
+	if [ "$2" -gt 128 ]; then
+		printf '%s exited with signal %s' "$1" $(($2 - 128))
+	else
+		printf '%s exited with status %s' "$1" "$2"
+	fi
+}
+
+# The line of a tool's log that says why it stopped: its last error, else its last line.
+last_words() {
+	line=$(grep -i -E 'error|fail|must|invalid|cannot|denied' "$1" 2>/dev/null | grep -v '^@rtlab' | tail -n 1)
+	[ -n "$line" ] || line=$(grep -v '^@rtlab' "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1)
+	printf '%s' "$line" | tr -d '\000-\037' | cut -c1-200
+}
+
+# Processes the kernel's OOM killer has killed since boot ("-": this kernel does not say).
+oom_kills() {
+	n=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+	echo "${n:--}"
+}
+
+# The load's program as the user wrote it (stress-ng, or the command after taskset -c CPUS):
+# named in reasons, and the name (comm) its process has.
+load_program() {
+	sed -n '1{/^taskset$/!{p;q;};};4p' "$1/load.argv"
+}
+
+# Every process of a load, even one that left its process group (a daemon: setsid, a double
+# fork), is found again by its cgroup where the target has one to spare (v2, or v1's freezer
+# or cpuacct hierarchy: mkdir there and cgroup.procs), else by the mark every process of the
+# load inherits in its environment (RTLAB_LOAD). Both are written in the load's folder, so
+# `agent.sh stop` finds them after an agent that died hard. RTLAB_LOAD_CGROUPS: the cgroup
+# folders to try, in order ("" for none: the mark alone).
+LOAD_CGROUPS=${RTLAB_LOAD_CGROUPS-/sys/fs/cgroup/freezer /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup}
+load_cgroup() {
+	for base in $LOAD_CGROUPS; do
+		[ -f "$base/cgroup.procs" ] || continue
+		if mkdir "$base/rtlab-load-$$" 2>/dev/null; then
+			echo "$base/rtlab-load-$$"
+			return 0
+		fi
+	done
+}
+
+# The PIDs of what is left of the load in folder $1 (zombies aside: they are only waiting to
+# be reaped): its cgroup's, else those with its mark.
+load_members() {
+	if [ -f "$1/load.cgroup" ]; then
+		pids=$(cat "$(cat "$1/load.cgroup")/cgroup.procs" 2>/dev/null)
+	elif [ -f "$1/load.mark" ]; then
+		mark="RTLAB_LOAD=$(cat "$1/load.mark")"
+		pids=
+		for env in /proc/[0-9]*/environ; do
+			if tr '\000' '\n' <"$env" 2>/dev/null | grep -qxF "$mark"; then
+				p=${env#/proc/}
+				pids="$pids ${p%/environ}"
+			fi
+		done
+	else
+		return 0
+	fi
+	for p in $pids; do
+		state=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+		[ -z "$state" ] || [ "$state" = Z ] || echo "$p"
+	done
+}
+
+# Ends what is left of the load in folder $1 (SIGTERM, SIGKILL after STOP_GRACE seconds) and
+# removes its cgroup; LOAD_LEFT says what had outlived the load's process group.
+load_sweep() {
+	LOAD_LEFT=
+	n=0 # what the group's SIGKILL ended may take a moment to go
+	while [ -n "$(load_members "$1")" ] && [ $n -lt 5 ]; do
+		sleep "$FINE_NAP"
+		n=$((n + 1))
+	done
+	for pid in $(load_members "$1"); do
+		LOAD_LEFT="$LOAD_LEFT${LOAD_LEFT:+,}$(tr -cd 'A-Za-z0-9_.+-' <"/proc/$pid/comm" 2>/dev/null)"
+		kill -TERM "$pid" 2>/dev/null
+	done
+	since=$(now_s)
+	while [ -n "$(load_members "$1")" ] && [ $(($(now_s) - since)) -lt "$STOP_GRACE" ]; do sleep 1; done
+	# SIGKILL until none is left (for at most 100 naps): a member may fork between the listing
+	# and the kill, and a killed process takes a moment to go (freeing its memory).
+	n=0
+	pids=$(load_members "$1")
+	while [ -n "$pids" ] && [ $n -lt 100 ]; do
+		for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
+		sleep "$FINE_NAP"
+		n=$((n + 1))
+		pids=$(load_members "$1")
+	done
+	if [ -f "$1/load.cgroup" ]; then
+		n=0 # the cgroup can be removed once its last process is reaped
+		while ! rmdir "$(cat "$1/load.cgroup")" 2>/dev/null && [ $n -lt 20 ]; do
+			sleep "$FINE_NAP"
+			n=$((n + 1))
+		done
+	fi
+}
+
+load_start() {
+	ld=$1
+	LOAD_PROGRAM=$(load_program "$ld")
+	OOM_BEFORE=$(oom_kills)
+	rm -f "$ld/load.cgroup"
+	LOAD_CG=$(load_cgroup)
+	if [ -n "$LOAD_CG" ]; then echo "$LOAD_CG" >"$ld/load.cgroup"; fi
+	echo "$$:$ld" >"$ld/load.mark"
+	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
+	(
+		echo 0 >/proc/self/oom_score_adj 2>/dev/null
+		# into the load's cgroup before anything is started: /proc/self is this subshell here
+		# (read is built in), and every process it starts is born inside
+		if [ -n "$LOAD_CG" ]; then read -r self _ </proc/self/stat && echo "$self" >"$LOAD_CG/cgroup.procs"; fi
+		RTLAB_LOAD="$$:$ld"
+		export RTLAB_LOAD
+		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+		cd "$ld" && run_argv load.argv $NORMAL $SETSID
+	) >"$ld/load.log" 2>&1 &
+	STRESS_PID=$!
+	LOAD_DIR=$ld
+	echo "$STRESS_PID" >"$ld/load.pid"
+}
+
+# Ends the load: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds, then
+# whatever of it left the group (load_sweep), named in load.log's last line.
+load_stop() {
+	ld=$1
+	[ -n "$STRESS_PID" ] || return 0
+	running=no
+	if alive "$STRESS_PID"; then running=yes; fi
+	signal_group TERM "$STRESS_PID"
+	since=$(now_s)
+	while alive "$STRESS_PID" && [ $(($(now_s) - since)) -lt $STOP_GRACE ]; do sleep 1; done
+	ignored=no
+	if alive "$STRESS_PID"; then ignored=yes; fi
+	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.
+	signal_group KILL "$STRESS_PID"
+	wait_pid "$STRESS_PID"
+	load_sweep "$ld"
+	after=$(oom_kills)
+	kills=-
+	if [ "$after" != - ] && [ "$OOM_BEFORE" != - ]; then kills=$((after - OOM_BEFORE)); fi
+	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s left=%s term_ignored=%s\n' \
+		"$WAIT_RC" "$running" "$kills" "${LOAD_LEFT:--}" "$ignored" >>"$ld/load.log"
+	STRESS_PID=
+	LOAD_OOM_KILLS=$kills
+}
+
+# Memory and power while a load is measured, each where the target has it ("-" where not):
+# MemAvailable and MemFree at their lowest, cyclictest's peak resident memory (VmHWM), and
+# the mean power of hwmon's power sensors, else of the power supplies' power_now (both in
+# microwatts), read once a second.
+resources_reset() {
+	MEM_AVAILABLE_MIN=-
+	MEM_FREE_MIN=-
+	CT_HWM=-
+	POWER_UW_SUM=0
+	POWER_N=0
+	SAMPLED_AT=
+	POWER_FILES=
+	for f in "$ROOT"/sys/class/hwmon/hwmon*/power*_input; do
+		[ -r "$f" ] && POWER_FILES="$POWER_FILES $f"
+	done
+	if [ -z "$POWER_FILES" ]; then
+		for f in "$ROOT"/sys/class/power_supply/*/power_now; do
+			[ -r "$f" ] && POWER_FILES="$POWER_FILES $f"
+		done
+	fi
+}
+
+resources_sample() {
+	[ "$1" != "$SAMPLED_AT" ] || return 0
+	SAMPLED_AT=$1
+	# shellcheck disable=SC2046 # three numbers or dashes
+	set -- $(awk -v fa="$MEM_AVAILABLE_MIN" -v ff="$MEM_FREE_MIN" -v fh="$CT_HWM" '
+		function low(old, new) { return (new == "" ? old : (old == "-" || new + 0 < old + 0) ? new : old) }
+		/^MemAvailable:/ { a = $2 } /^MemFree:/ { f = $2 } /^VmHWM:/ { h = $2 }
+		END { print low(fa, a), low(ff, f), (h == "" ? fh : h) }' \
+		"$ROOT/proc/meminfo" "$ROOT/proc/$CT_PID/status" 2>/dev/null)
+	if [ $# = 3 ]; then
+		MEM_AVAILABLE_MIN=$1
+		MEM_FREE_MIN=$2
+		CT_HWM=$3
+	fi
+	if [ -n "$POWER_FILES" ]; then
+		# shellcheck disable=SC2086 # a list of paths without blanks
+		uw=$(cat $POWER_FILES 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }')
+		POWER_UW_SUM=$((POWER_UW_SUM + ${uw:-0}))
+		POWER_N=$((POWER_N + 1))
+	fi
+}
+
+resources_emit() {
+	power=-
+	if [ "$POWER_N" -gt 0 ]; then power=$((POWER_UW_SUM / POWER_N / 1000)); fi
+	total=$(awk '/^MemTotal:/ { print $2 }' "$ROOT/proc/meminfo" 2>/dev/null)
+	emit resources load="$1" mem_total_kb="${total:--}" mem_available_min_kb="$MEM_AVAILABLE_MIN" \
+		mem_free_min_kb="$MEM_FREE_MIN" cyclictest_hwm_kb="$CT_HWM" power_mw="$power" \
+		power_sources="$(echo "$POWER_FILES" | wc -w)"
+}
+
+# measure DIR SECONDS LOAD_LOG [PROBE]: runs cyclictest in DIR (its cyclictest.argv; the load's
+# folder, or a segment's), or with PROBE the command of DIR/probe.argv (program first, its files
+# then named probe.*), for SECONDS while watching it, the load (whose log is LOAD_LOG) and the
+# clock. Sets REASON when the measurement cannot be vouched for.
+measure() {
+	mf=$1
+	msecs=$2
+	slog=$3
+	tool=${4:-cyclictest}
+	stem=cyclictest
+	[ "$tool" = cyclictest ] || stem=probe
+	(
+		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
+		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
+		cd "$mf" || exit 1
+		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+		if [ $stem = cyclictest ]; then
+			run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
+		else
+			run_argv probe.argv $NORMAL $SETSID
+		fi
+	) >"$mf/$stem.out" 2>"$mf/$stem.log" &
+	CT_PID=$!
+	echo "$CT_PID" >"$mf/$stem.pid"
+	start=$(now_s)
+	stop_sent=
+	killed=
+	while alive "$CT_PID"; do
+		t=$(($(now_s) - start))
+		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
+			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
+			kill -TERM "$CT_PID" 2>/dev/null
+			stop_sent=$t
+		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
+			REASON="no result ${GRACE} s after its planned end: $tool was killed"
+			signal_group KILL "$CT_PID"
+			killed=1
+		fi
+		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
+		resources_sample "$t"
+		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
+			[ -n "$REASON" ] || REASON="$tool did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
+			signal_group KILL "$CT_PID"
+			killed=1
+		fi
+		# A second's sleep: the watch costs one wake-up a second. Near the planned end it looks
+		# ten times a second (where sleep takes fractions), so the end is stamped within 0.1 s.
+		if [ "$t" -ge $((msecs - 1)) ]; then nap $FINE_NAP; else nap 1; fi
+	done
+	wait_pid "$CT_PID"
+	CT_PID=
+	rc=$WAIT_RC
+	# Whatever the tool started goes with it.
+	signal_group KILL "$(cat "$mf/$stem.pid")"
+	printf '@rtlab %s exit=%s\n' "$stem" "$rc" >>"$mf/$stem.log"
+	if [ "$rc" = 0 ] && [ -s "$mf/$stem.json.part" ]; then
+		mv "$mf/$stem.json.part" "$mf/$stem.json"
+	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
+		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
+		REASON="stopped before $tool had measured anything"
+	elif [ -z "$REASON" ] && [ "$rc" = 0 ] && [ $stem = probe ] && [ ! -e "$mf/$stem.json.part" ]; then
+		: # a probe whose result is what it printed (rtla): read and checked on the host
+	elif [ -z "$REASON" ] && [ "$rc" = 0 ]; then
+		REASON="$tool exited with status 0 but its JSON is missing or empty ($stem.json.part)"
+	elif [ -z "$REASON" ]; then
+		REASON="$(exit_text "$tool" "$rc")"
+		words=$(last_words "$mf/$stem.log")
+		if [ -n "$words" ]; then REASON="$REASON: $words"; fi
+	fi
+}
+
+# The probes besides cyclictest (rtlab run --probe), one after another under the same load in
+# the order of DIR/plan.probes, each in loads/L/PROBE/ with its command in probe.argv. A probe
+# that fails says why in its own event; the load's result is cyclictest's.
+run_probes() {
+	probes=$(cat "$DIR/plan.probes" 2>/dev/null)
+	for probe in $probes; do
+		pd=$1/$probe
+		[ -f "$pd/probe.argv" ] || continue
+		[ $STOP = 0 ] || return 0
+		saved=$REASON
+		REASON=
+		rm -f "$pd/probe.json" "$pd/probe.json.part"
+		emit probe-start load="$2" probe="$probe" seconds="$SECS"
+		measure "$pd" "$SECS" "$1/load.log" "$probe"
+		if [ -n "$REASON" ]; then
+			emit probe-end load="$2" probe="$probe" status=failed reason="$REASON"
+		elif [ $STOP = 1 ]; then
+			emit probe-end load="$2" probe="$probe" status=partial
+		else
+			emit probe-end load="$2" probe="$probe" status=complete
+		fi
+		REASON=$saved
+	done
+}
+
+# Soak runs: the measurement as back-to-back cyclictest runs of SEGMENT seconds, each whole
+# on its own in loads/L/segments/NNN/ (its own JSON, output and log), so a target that dies
+# loses at most the segment it was in. The gap between two segments is in their events.
+measure_segments() {
+	ld=$1
+	done_s=0
+	n=0
+	while [ $STOP = 0 ] && [ -z "$REASON" ] && [ "$done_s" -lt "$SECS" ]; do
+		n=$((n + 1))
+		secs=$((SECS - done_s))
+		[ "$secs" -le "$SEGMENT" ] || secs=$SEGMENT
+		sd=$ld/segments/$(printf %03d "$n")
+		mkdir -p "$sd"
+		# The load's arguments, then the segment's own duration (cyclictest takes the last -D).
+		{ cat "$ld/cyclictest.argv"; printf '%s\n%s\n' -D "$secs"; } >"$sd/cyclictest.argv"
+		emit segment-start load="$2" n="$n" seconds="$secs"
+		measure "$sd" "$secs" "$ld/load.log"
+		if [ -f "$sd/cyclictest.json" ]; then
+			emit segment-end load="$2" n="$n" status=complete
+		else
+			emit segment-end load="$2" n="$n" status=failed
+		fi
+		done_s=$((done_s + secs))
+	done
+	# The load's result is its segments: complete when each of them is.
+	if [ -z "$REASON" ] && [ $STOP = 0 ]; then
+		: >"$ld/segments/complete"
+	fi
+}
+

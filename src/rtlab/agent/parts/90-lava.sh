@@ -1,0 +1,93 @@
+# --- LAVA (rtlab lava job) -------------------------------------------------------
+# LAVA: each load's outcome as LAVA test cases, after the measurement (never during it: console
+# output adds latency). lava-test-set and lava-test-case come with LAVA's test shell; outside
+# one, the calls are printed.
+cmd_lava_report() {
+	[ $# -ge 1 ] || die "usage: agent.sh lava-report DIR [DEADLINE_US]"
+	DIR=$1
+	deadline=${2:-0}
+	while read -r load; do
+		[ -n "$load" ] || continue
+		status=$(sed -n "s/^@rtlab load-end .* load=$load status=\([a-z-]*\).*/\1/p" "$DIR/events" 2>/dev/null | tail -n 1)
+		lava_call lava-test-set start "$load"
+		if [ "$status" = complete ]; then result=pass; else result=fail; fi
+		lava_call lava-test-case "$load" --result "$result"
+		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON,
+		# the load's own or its segments' (a soak run) taken together
+		ld=$DIR/loads/$load
+		limit=$(sed -n '/^-h$/{n;p;}' "$ld/cyclictest.argv" 2>/dev/null | first_line)
+		if [ -f "$ld/cyclictest.json" ]; then set -- "$ld/cyclictest.json"; else set -- "$ld"/segments/*/cyclictest.json; fi
+		for f in "$@"; do
+			if [ -f "$f" ]; then tr -d ' \n\t' <"$f" && echo; fi
+		done | lava_latencies "${limit:-0}" |
+			while read -r cpu min max avg p9999 bound; do
+				lava_call lava-test-case "$load.cpu$cpu-min-latency" --result pass --measurement "$min" --units us
+				lava_call lava-test-case "$load.cpu$cpu-avg-latency" --result pass --measurement "$avg" --units us
+				verdict=pass
+				if [ "$deadline" -gt 0 ] && [ "$max" -gt "$deadline" ]; then verdict=fail; fi
+				lava_call lava-test-case "$load.cpu$cpu-max-latency" --result "$verdict" --measurement "$max" --units us
+				# above the histogram's range p99.99 is only known to be at least its limit:
+				# LAVA's result then says unknown, never pass
+				if [ "$bound" = lower ]; then result=unknown; else result=pass; fi
+				[ "$p9999" = - ] || lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
+			done
+		lava_call lava-test-set stop
+	done <"$DIR/plan.loads"
+}
+
+# cyclictest's JSON, one document a line with whitespace removed (several: a soak run's
+# segments) -> per CPU: cpu min max avg p99.99 exact|lower, the segments' threads of a CPU
+# taken together as rtlab does on the host (cycles and bins summed, avg weighted by cycles).
+# p99.99 is the nearest-rank percentile of all cycles; cycles beyond the histogram overflowed.
+# A thread without its numbers is left out; p99.99 is "-" without samples or a known range.
+lava_latencies() {
+	awk -v limit="$1" '
+	{
+		n = split($0, part, "\"histogram\":[{]")
+		for (i = 2; i <= n; i++) {
+			end = index(part[i], "}")
+			rest = substr(part[i], end + 1)
+			cpu = field(rest, "cpu")
+			c = field(rest, "cycles"); lo = field(rest, "min"); hi = field(rest, "max"); a = field(rest, "avg")
+			if (cpu == "-" || c == "-" || lo == "-" || hi == "-" || a == "-") continue
+			if (!(cpu in cycles)) { order[++cpus] = cpu; cycles[cpu] = 0; sum[cpu] = 0; top[cpu] = -1 }
+			if (!(cpu in min) || lo + 0 < min[cpu]) min[cpu] = lo + 0
+			if (!(cpu in max) || hi + 0 > max[cpu]) max[cpu] = hi + 0
+			sum[cpu] += a * c
+			cycles[cpu] += c
+			m = split(substr(part[i], 1, end - 1), kv, ",")
+			for (j = 1; j <= m; j++) {
+				if (split(kv[j], pair, ":") != 2) continue
+				us = pair[1]; gsub(/"/, "", us); us += 0
+				bins[cpu, us] += pair[2]
+				if (us > top[cpu]) top[cpu] = us
+			}
+		}
+	}
+	END {
+		for (k = 1; k <= cpus; k++) {
+			cpu = order[k]
+			q = 99.99 / 100.0 * cycles[cpu]
+			rank = int(q); if (rank < q) rank++; if (rank < 1) rank = 1
+			p = "-"; seen = 0
+			for (us = 0; us <= top[cpu] && p == "-"; us++) {
+				seen += bins[cpu, us]
+				if (seen >= rank) p = us
+			}
+			bound = "exact"
+			if (p == "-" && cycles[cpu] > 0 && limit > 0) { p = limit; bound = "lower" }
+			avg = cycles[cpu] ? sum[cpu] / cycles[cpu] : 0
+			printf "%s %d %d %.2f %s %s\n", cpu, min[cpu], max[cpu], avg, p, bound
+		}
+	}
+	function field(text, key,   at) {
+		if (!match(text, "\"" key "\":[-0-9.]+")) return "-"
+		at = substr(text, RSTART, RLENGTH)
+		sub(/^[^:]*:/, "", at)
+		return at
+	}'
+}
+
+lava_call() {
+	if command -v "$1" >/dev/null 2>&1; then "$@"; else echo "$*"; fi
+}
