@@ -50,8 +50,8 @@ def run(
     options: dict[str, str],
     target: Annotated[
         list[str] | None,
-        typer.Option(
-            help="local, ssh://[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
+        typer.Option(  # help is rich markup to typer: unescaped, [user@] would vanish as a tag
+            help="local, ssh://\\[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
         ),
     ] = None,
     preset_name: Preset = None,
