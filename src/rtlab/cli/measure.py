@@ -51,7 +51,8 @@ def run(
     target: Annotated[
         list[str] | None,
         typer.Option(  # help is rich markup to typer: unescaped, [user@] would vanish as a tag
-            help="local, ssh://\\[user@]host[:port], qemu:... or labgrid:PLACE; several boards run in parallel"
+            help="local, ssh://\\[user@]host[:port], qemu:... or labgrid:PLACE; "
+            "several boards run in parallel"
         ),
     ] = None,
     preset_name: Preset = None,
