@@ -72,7 +72,7 @@ def run(
     ] = False,
     repeat: Annotated[
         int,
-        typer.Option(help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
+        typer.Option(min=1, help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
     ] = 1,
     accept_new_host_key: AcceptKey = False,
     history: History = False,
@@ -89,17 +89,13 @@ def run(
     plan = plan_of(preset_name, loads_file, options)
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
-    if repeat < 1:
-        raise UsageError(f"--repeat {repeat}: give 1 or more")
     specs = target or ["local"]
     if repeat > 1 and len(specs) > 1:
         raise UsageError("--repeat measures one target: give one --target, or run once per board")
     targets = [open_target(spec, accept_new_host_key) for spec in specs]
-    err.print(
-        f"measuring {','.join(plan.loads)} on {', '.join(t.name for t in targets)}, "
-        f"{format_duration(plan.duration_s)} each (about {format_duration(plan.measuring_seconds())})",
-        highlight=False,
-    )
+    names = ", ".join(t.name for t in targets)
+    each = f"{format_duration(plan.duration_s)} each (about {format_duration(plan.measuring_seconds())})"
+    err.print(f"measuring {','.join(plan.loads)} on {names}, {each}", highlight=False)
     if len(targets) > 1:
         _run_parallel(plan, targets, folder, name)
     elif repeat > 1:
