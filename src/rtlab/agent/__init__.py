@@ -39,11 +39,16 @@ def script_path() -> Path:
 def _written() -> Path:
     body = script()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rtlab" / "agent"
+    name = f"agent-{hashlib.sha256(body).hexdigest()[:16]}.sh"
     try:
-        base.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a read-only home: a folder of this process's own
-        base = Path(tempfile.mkdtemp(prefix="rtlab-agent-"))
-    path = base / f"agent-{hashlib.sha256(body).hexdigest()[:16]}.sh"
+        return _write(base, name, body)
+    except OSError:  # a read-only or full home: a folder of this process's own
+        return _write(Path(tempfile.mkdtemp(prefix="rtlab-agent-")), name, body)
+
+
+def _write(base: Path, name: str, body: bytes) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / name
     if not path.is_file() or path.read_bytes() != body:
         fd, part = tempfile.mkstemp(dir=base, prefix=".agent-")
         with os.fdopen(fd, "wb") as f:

@@ -67,6 +67,7 @@ def repeats(
     manifests = {step.key: folder / step.folder / rundir.MANIFEST for step in steps}
     entries = {key: {"status": read_json(m).get("status")} for key, m in manifests.items() if m.is_file()}
     doc = {"schema": repeated.SCHEMA, "n": n, "runs": entries}
+    write_json(index, doc)  # at once: a host killed in the first repeat still leaves a campaign to resume
 
     def measure(step: campaign.Step, where: Path) -> tuple[dict[str, object], bool]:
         with RunProgress(plan, err) as progress:
