@@ -1,5 +1,5 @@
 """The JSON documents keep their field names: a real run's run.json, sysinfo.json and
-summary.json hold exactly the fields that rtlab.shapes defines (and mypy checks readers by)."""
+summary.json hold exactly the fields that rtlab.boundary.shapes defines (and mypy checks readers by)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import pytest
 
 from conftest import needs_root, needs_tools, read_json, rtlab, run_args
 from rtlab.analysis.stats import FIELDS
-from rtlab.loads import Load
-from rtlab.plan import Plan
-from rtlab.shapes import (
+from rtlab.boundary.shapes import (
     CausesJSON,
     FindingJSON,
     HistogramJSON,
@@ -31,6 +29,8 @@ from rtlab.shapes import (
     TracedSpikeJSON,
     WarningJSON,
 )
+from rtlab.loads import Load
+from rtlab.plan import Plan
 
 
 def keys(shape: Any) -> set[str]:

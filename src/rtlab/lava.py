@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rtlab import __version__, untrusted
+from rtlab import __version__
 from rtlab.agent import script
+from rtlab.boundary import unpack as archive
+from rtlab.boundary import untrusted
+from rtlab.boundary.shapes import Manifest
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
 from rtlab.results import rundir
-from rtlab.results import unpack as archive
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import agent_options, now, write_plan_files
-from rtlab.shapes import Manifest
 
 if TYPE_CHECKING:
     from rtlab.runner import Outcome

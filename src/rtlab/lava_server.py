@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from rtlab import untrusted, web
+from rtlab.boundary import untrusted, web
 from rtlab.errors import RunFailed, UsageError
 
 API = "api/v0.2"

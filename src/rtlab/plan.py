@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import cast
 
+from rtlab.boundary.shapes import PlanJSON
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
 from rtlab.results.probes import PROBES
-from rtlab.shapes import PlanJSON
 from rtlab.system import cpus
 from rtlab.units import parse_duration, parse_latency
 

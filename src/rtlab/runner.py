@@ -21,14 +21,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
-from rtlab import __version__, hwlat, shapes, store, untrusted
+from rtlab import __version__, hwlat, store
 from rtlab.analysis.summary import summarize
+from rtlab.boundary import shapes, untrusted
+from rtlab.boundary.shapes import Manifest, Summary, Sysinfo
 from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
 from rtlab.plan import GRACE_S, HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, rundir
 from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
-from rtlab.shapes import Manifest, Summary, Sysinfo
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
 from rtlab.system.knobs import CpusetPartition

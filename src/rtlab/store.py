@@ -11,12 +11,12 @@ from pathlib import Path
 
 from rtlab.analysis import repeats
 from rtlab.analysis.summary import summarize
+from rtlab.boundary.shapes import Manifest, PlanJSON, Summary, Sysinfo
 from rtlab.errors import UsageError
 from rtlab.plan import Plan
 from rtlab.results import liveness, rundir
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir, UnreadableFile, read_json
-from rtlab.shapes import Manifest, PlanJSON, Summary, Sysinfo
 
 
 def _plan_from_files(run: RunDir) -> PlanJSON:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rtlab.analysis.timeline import event_time
+from rtlab.boundary.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
 from rtlab.results.events import Event, Kind
 from rtlab.results.ftrace import (
     AutoAnalysis,
@@ -31,7 +32,6 @@ from rtlab.results.ftrace import (
     parse_counters,
 )
 from rtlab.results.rundir import TraceCapture
-from rtlab.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
 
 NOTE_A = (
     "level a: rtla timerlat's auto-analysis of each spike (rtla's own threads at the measurement's "

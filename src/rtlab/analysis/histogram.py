@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rtlab.boundary.shapes import HistogramJSON
 from rtlab.results.cyclictest import ThreadResult
-from rtlab.shapes import HistogramJSON
 
 Int64Array = npt.NDArray[np.int64]
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from rtlab.analysis import probes, stats
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.shapes import (
+from rtlab.boundary.shapes import (
     HistogramJSON,
     LoadEntry,
     ProbeJSON,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rtlab.analysis.histogram import Histogram
-from rtlab.shapes import StatsJSON
+from rtlab.boundary.shapes import StatsJSON
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,7 @@ from typing import cast
 
 from rtlab.analysis import causes, cost, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.plan import STOP_GRACE_S
-from rtlab.results import cyclictest
-from rtlab.results.events import Event, Kind
-from rtlab.results.rundir import RawLoad
-from rtlab.shapes import (
+from rtlab.boundary.shapes import (
     ClusterJSON,
     CpuFacts,
     KernelFacts,
@@ -31,6 +27,10 @@ from rtlab.shapes import (
     TargetJSON,
     WarningJSON,
 )
+from rtlab.plan import STOP_GRACE_S
+from rtlab.results import cyclictest
+from rtlab.results.events import Event, Kind
+from rtlab.results.rundir import RawLoad
 from rtlab.system import audit, clusters, kernel
 from rtlab.system import cpus as cpu_list
 

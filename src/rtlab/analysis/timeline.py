@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rtlab.boundary.shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
 from rtlab.results.cyclictest import ThreadResult
 from rtlab.results.events import Event, Kind
 from rtlab.results.timeline import Verbose
-from rtlab.shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
 
 
 @dataclass(frozen=True)

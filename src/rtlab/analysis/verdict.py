@@ -6,7 +6,7 @@ so the verdict never rests on a lower bound. A load without data cannot pass.
 
 from __future__ import annotations
 
-from rtlab.shapes import Deadline, LoadVerdict, Summary
+from rtlab.boundary.shapes import Deadline, LoadVerdict, Summary
 
 
 def judge(summary: Summary, deadline_us: int) -> Deadline:

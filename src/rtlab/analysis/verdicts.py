@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from rtlab.analysis import probes, stationarity
-from rtlab.shapes import HistogramJSON, Summary
+from rtlab.boundary.shapes import HistogramJSON, Summary
 
 ALPHA = 0.05
 POWER = 0.8

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from rtlab.analysis import stationarity, tail
-from rtlab.shapes import HistogramJSON, Summary
+from rtlab.boundary.shapes import HistogramJSON, Summary
 
 MIN_GEV_BLOCKS = 50
 TAIL_EVENTS_PER_BLOCK = 3

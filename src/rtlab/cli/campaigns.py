@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rtlab import report, untrusted
+from rtlab import report
+from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
 from rtlab.cli.measure import plan_of
 from rtlab.cli.options import AcceptKey, History, Target

@@ -14,7 +14,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
-    from rtlab.shapes import Summary, Sysinfo
+    from rtlab.boundary.shapes import Summary, Sysinfo
 
 app = typer.Typer(
     help="Results where farms read them: KernelCI's KCIDB, Linaro's SQUAD.", no_args_is_help=True
@@ -72,7 +72,8 @@ def export_squad(
     deadline: Deadline = None,
 ) -> None:
     """Each RUN to SQUAD as a test run: tests per load, metrics in µs per load and CPU."""
-    from rtlab import store, web
+    from rtlab import store
+    from rtlab.boundary import web
     from rtlab.export import squad
 
     if not url.startswith(("http://", "https://")):

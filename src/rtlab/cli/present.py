@@ -9,15 +9,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtlab import report, untrusted
+from rtlab import report
+from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
+    from rtlab.boundary.shapes import Summary
     from rtlab.runner import Outcome
-    from rtlab.shapes import Summary
 
 
 def out_dir(out: str | None) -> Path | None:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rtlab import report, untrusted
+from rtlab import report
+from rtlab.boundary import untrusted
 from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import baseline_of as history_baseline
 from rtlab.cli.options import Deadline, Figures, Format, Series
@@ -19,7 +20,7 @@ from rtlab.units import parse_duration, parse_latency
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdicts import Margin
-    from rtlab.shapes import Summary
+    from rtlab.boundary.shapes import Summary
 
 
 def report_(

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from rtlab import untrusted
+from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
 
 

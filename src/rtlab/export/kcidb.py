@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rtlab.analysis import worst
-from rtlab.shapes import StatsJSON, Summary, Sysinfo
+from rtlab.boundary.shapes import StatsJSON, Summary, Sysinfo
 
 MAJOR, MINOR = 5, 3
 WORST_P = 1e-9

@@ -19,9 +19,10 @@ from typing import Any
 
 import requests
 
-from rtlab import __version__, web
+from rtlab import __version__
+from rtlab.boundary import web
+from rtlab.boundary.shapes import Summary, Sysinfo
 from rtlab.errors import RunFailed, UsageError
-from rtlab.shapes import Summary, Sysinfo
 
 STATUS = {"complete": "pass", "failed": "fail", "partial": "fail", "not-run": "skip"}
 METRICS = (("p99", "p99_us"), ("p99.99", "p99_99_us"), ("max", "max_us"))

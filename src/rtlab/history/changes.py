@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtlab.analysis import verdicts
+from rtlab.boundary.shapes import Summary
 from rtlab.history.trend import Point, run_value
-from rtlab.shapes import Summary
 
 SIDE = 5  # runs on each side of a change point put to the test
 # A series varies from run to run: a change is confirmed only by a comparison with whole runs

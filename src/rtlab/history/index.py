@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtlab.boundary.shapes import LoadEntry, Manifest, StatsJSON, Summary, Sysinfo
+from rtlab.boundary.untrusted import printable
 from rtlab.history import schema
-from rtlab.shapes import LoadEntry, Manifest, StatsJSON, Summary, Sysinfo
-from rtlab.untrusted import printable
 
 TEXT_MAX = 200  # a board's strings are cut to this before they are stored
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 
+from rtlab.boundary.shapes import Summary
+from rtlab.boundary.untrusted import printable_tree
 from rtlab.errors import UsageError
-from rtlab.shapes import Summary
-from rtlab.untrusted import printable_tree
 
 Renderer = Callable[[Sequence[Summary], Sequence[str]], str]
 

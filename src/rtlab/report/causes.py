@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rtlab.boundary.shapes import CauseJSON, CausesJSON, Summary, TracedSpikeJSON
 from rtlab.report import cells
-from rtlab.shapes import CauseJSON, CausesJSON, Summary, TracedSpikeJSON
 
 SPIKES_SHOWN = 10  # per load in text reports; the JSON summary has them all
 

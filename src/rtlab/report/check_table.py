@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from rtlab.boundary.untrusted import printable
 from rtlab.system.audit import Finding
 from rtlab.system.knobs import Change
-from rtlab.untrusted import printable
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
 

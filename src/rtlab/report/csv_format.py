@@ -13,8 +13,8 @@ from typing import cast
 
 from rtlab.analysis import timeline
 from rtlab.analysis.stats import FIELDS
+from rtlab.boundary.shapes import StatsJSON, Summary
 from rtlab.report import cells
-from rtlab.shapes import StatsJSON, Summary
 
 COST = ("ops_per_s", "ops_ratio", "mem_available_min_kb", "cyclictest_hwm_kb", "power_mw")
 # --repeat: the spread across the repeats of the maximum latency and the throughput

@@ -22,10 +22,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
+from rtlab.boundary.shapes import CausesJSON, HistogramJSON, Summary
 from rtlab.loads import BUILTIN
 from rtlab.names import slug
 from rtlab.report import cells
-from rtlab.shapes import CausesJSON, HistogramJSON, Summary
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
 

@@ -17,8 +17,8 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.boundary.shapes import FindingJSON, Summary
 from rtlab.report import causes, cells, figures, verdict_table, worst_table
-from rtlab.shapes import FindingJSON, Summary
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
 WORST_P = 1e-9

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rtlab.shapes import Summary
+from rtlab.boundary.shapes import Summary
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -11,8 +11,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from rtlab.boundary.shapes import Summary
 from rtlab.report import cells
-from rtlab.shapes import Summary
 
 # Characters XML 1.0 forbids even as references: shown as \xNN so the file stays valid.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

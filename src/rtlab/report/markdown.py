@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 
 from rtlab.analysis.stats import SEED_TABLE
+from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells, verdict_table
-from rtlab.shapes import Summary
 
 # What means something inside a line; a name never starts a line here, so # + - do not.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~$])")

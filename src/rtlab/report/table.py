@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells
-from rtlab.shapes import Summary
 
 # A single run also shows the tail that decides deadlines.
 SPARK_HEADER = "\nMax over time"

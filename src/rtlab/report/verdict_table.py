@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.table import Table
 from rich.text import Text
 
-from rtlab.shapes import Summary
+from rtlab.boundary.shapes import Summary
 
 STYLE = {"better": "green", "same": "cyan", "worse": "bold red", "unknown": "yellow", "refused": "magenta"}
 

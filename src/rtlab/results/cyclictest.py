@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtlab import untrusted
+from rtlab.boundary import untrusted
 
 FILE = "cyclictest.json"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rtlab.untrusted import printable
+from rtlab.boundary.untrusted import printable
 
 PREFIX = "@rtlab "
 MAX_CHARS = 16384  # the longest line is stress-ng's list of stressors (2 kB in 0.15)

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rtlab import shapes, untrusted
+from rtlab.boundary import shapes, untrusted
+from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import valid_name
 from rtlab.results import cyclictest, events, probes, timeline
-from rtlab.shapes import Manifest, PlanJSON, Sysinfo
 
 SCHEMA = "rtlab.run/1"
 # The layout's names, for every module that reads or writes a run (the docstring's map).
@@ -56,10 +56,7 @@ HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measurin
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
 HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS)
-# What rtlab reads of a run's files at most: a load's log (a command's output over a soak) and
-# one trace capture (the agent's 2 MB ring buffer per CPU printed as text is about 20 MB).
-LOG_BYTES = 64 << 20
-TRACE_BYTES = 32 << 20
+LOG_BYTES, TRACE_BYTES = untrusted.LOG_BYTES, untrusted.TRACE_BYTES
 PLAN_FILES = (
     PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
 )  # fmt: skip

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtlab import untrusted
+from rtlab.boundary import untrusted
 
 FILE = "cyclictest.out"
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rtlab.shapes import FindingJSON
+from rtlab.boundary.shapes import FindingJSON
 from rtlab.system import cpus, kernel, knobs
 
 TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rtlab import untrusted
+from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
 from rtlab.system import cpus as cpulist
 from rtlab.system.files import Files

@@ -6,9 +6,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from rtlab.boundary.shapes import TargetJSON
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir
-from rtlab.shapes import TargetJSON
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files

@@ -18,8 +18,8 @@ import os
 import sys
 from typing import Any
 
+from rtlab.boundary.shapes import TargetJSON
 from rtlab.errors import UsageError
-from rtlab.shapes import TargetJSON
 from rtlab.targets.ssh import SshTarget
 
 CONNECT_S = 20.0  # to reach the coordinator and learn its places

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtlab.agent import script_path
+from rtlab.boundary.shapes import TargetJSON
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.rundir import RunDir
-from rtlab.shapes import TargetJSON
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
 from rtlab.targets.lifetime import die_with_parent, end_group

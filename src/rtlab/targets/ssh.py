@@ -29,14 +29,14 @@ from typing import IO, Any, TypeVar
 
 import asyncssh
 
-from rtlab import untrusted
 from rtlab.agent import script
+from rtlab.boundary import unpack, untrusted
+from rtlab.boundary.shapes import TargetJSON
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import rundir, unpack
+from rtlab.results import rundir
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
-from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from rtlab import debian
+from rtlab.boundary import unpack
+from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import rundir, unpack
+from rtlab.results import rundir
 from rtlab.results.events import Event, Kind, line, parse
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
-from rtlab.shapes import TargetJSON
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import initramfs, kernels, machines
 from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge

@@ -11,7 +11,7 @@ from typing import Any
 import requests
 import urllib3
 
-from rtlab import untrusted
+from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, UsageError
 
 TIMEOUT_S = 60  # the longest wait for one read of an answer

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from rtlab.results.rundir import LOG_BYTES, TRACE_BYTES
-from rtlab.shapes import PlanJSON
+from rtlab.boundary.shapes import PlanJSON
+from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 
 MIB = 1 << 20
 DEPTH = 5  # loads/<load>/trace/<capture>/<file>, loads/<load>/segments/<n>/<file>

@@ -1,5 +1,5 @@
 """What a target, a log or a server sends, read with bounds: the one place for documents and
-strings that cross the trust boundary (archives have results/unpack.py).
+strings that cross the trust boundary (archives have unpack.py beside it).
 
 A board runs experimental kernels and a farm is shared, so a file, a JSON or YAML document or
 a line of text from one is hostile until checked: files are read without following links and
@@ -26,6 +26,10 @@ MIB = 1 << 20
 # "µs": count pair (up to 20 bytes) per histogram microsecond per CPU, 1 s x 1,000 CPUs at most.
 DOCUMENT_BYTES = 16 * MIB
 RESULT_BYTES = 512 * MIB
+# What rtlab reads of a run's files at most: a load's log (a command's output over a soak) and
+# one trace capture (the agent's 2 MB ring buffer per CPU printed as text is about 20 MB).
+LOG_BYTES = 64 << 20
+TRACE_BYTES = 32 << 20
 MAX_DEPTH = 64  # cyclictest's JSON nests 4 deep, run.json 5, a LAVA log entry 4
 MAX_INT_DIGITS = 40  # far above any count, µs or size; Python refuses 4,300 with a traceback
 MAX_ALIASES = 16  # LAVA's logs use none; "billion laughs" needs many
