@@ -20,7 +20,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load
 from rtlab.plan import Plan
 from rtlab.results import events as ev
-from rtlab.results.rundir import read_json, write_atomic, write_json
+from rtlab.results.rundir import read_index, write_atomic, write_json
 from rtlab.targets.base import Target
 
 SCHEMA = "rtlab.scan/1"
@@ -97,7 +97,7 @@ def run(
     from rtlab.runner import execute
 
     path = out / FILE
-    doc: dict[str, Any] = read_json(path) if path.is_file() else {}
+    doc: dict[str, Any] = read_index(path) if path.is_file() else {}
     if doc and (doc.get("schema") != SCHEMA or doc.get("target") != target_name):
         raise UsageError(f"{out} holds a scan of another target or kind: choose another --out")
     out.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from rtlab import campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
 from rtlab.plan import OPTION
-from rtlab.results.rundir import read_json, write_json
+from rtlab.results.rundir import read_index, write_json
 
 SCHEMA = "rtlab.study/1"
 FILE = "study.json"
@@ -219,7 +219,7 @@ def run(
     status, why, and whether a signal came (RunFailed: it failed). Returns the study.json it
     wrote. Complete and partial runs stand; a failed one, or one cut off, is measured again."""
     path = out / FILE
-    before: dict[str, Any] = read_json(path) if path.is_file() else {}
+    before: dict[str, Any] = read_index(path) if path.is_file() else {}
     cells = {cell.folder: cell for cell in study.cells()}
     if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
         raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")

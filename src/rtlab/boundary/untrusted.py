@@ -42,11 +42,15 @@ class Damaged(ValueError):
 # --- files -----------------------------------------------------------------------------------
 
 
-def read_bytes(path: Path, cap: int, what: str | None = None) -> bytes:
-    """PATH's bytes if it is a regular file (not a link) of at most CAP bytes; else Damaged."""
+def read_bytes(path: Path, cap: int, what: str | None = None, root: Path | None = None) -> bytes:
+    """PATH's bytes if it is a regular file (not a link) of at most CAP bytes; else Damaged.
+    With ROOT (a run folder), no part of PATH below ROOT may be a link either."""
     name = what or path.name
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if root is not None:
+            fd = open_below(root, path)
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
         if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link
             raise Damaged(f"{name} is a link: rtlab reads no links from a target") from None
@@ -63,8 +67,43 @@ def read_bytes(path: Path, cap: int, what: str | None = None) -> bytes:
     return data
 
 
-def read_text(path: Path, cap: int = DOCUMENT_BYTES, what: str | None = None) -> str:
-    return read_bytes(path, cap, what).decode("utf-8", errors="replace")
+def read_text(
+    path: Path, cap: int = DOCUMENT_BYTES, what: str | None = None, root: Path | None = None
+) -> str:
+    return read_bytes(path, cap, what, root).decode("utf-8", errors="replace")
+
+
+def open_below(root: Path, path: Path) -> int:
+    """A read-only descriptor of PATH, walked from ROOT one component at a time without
+    following a link anywhere (openat with O_NOFOLLOW): Damaged naming the link, or OSError."""
+    parts = path.relative_to(root).parts
+    if not parts or any(p in ("..", ".") for p in parts):
+        raise Damaged(f"{path} is not a file of {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, part):
+                    where = "/".join(parts[: i + 1])
+                    raise Damaged(f"{where} is a link: rtlab reads no links in a run") from None
+                raise
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 # --- documents -------------------------------------------------------------------------------
@@ -117,9 +156,11 @@ def json_loads(text: str | bytes, what: str, depth: int = MAX_DEPTH) -> Any:
     return data
 
 
-def json_file(path: Path, what: str | None = None, cap: int = DOCUMENT_BYTES) -> Any:
+def json_file(
+    path: Path, what: str | None = None, cap: int = DOCUMENT_BYTES, root: Path | None = None
+) -> Any:
     name = what or path.name
-    return json_loads(read_bytes(path, cap, name), name)
+    return json_loads(read_bytes(path, cap, name, root), name)
 
 
 class _BoundedLoader(yaml.SafeLoader):

@@ -29,6 +29,16 @@ def say(line: str) -> None:
     err.print(line, highlight=False)
 
 
+def _status(manifest: Path) -> object:
+    """A repeat's status as its own run.json says (None when it cannot be read: measured again)."""
+    from rtlab.results.rundir import RunDir, UnreadableFile
+
+    try:
+        return RunDir(manifest.parent).manifest().get("status")
+    except UnreadableFile:
+        return None
+
+
 def repeats(
     plan: Plan,
     spec: str,
@@ -48,14 +58,14 @@ def repeats(
     from rtlab.analysis import repeats as repeated
     from rtlab.progress import RunProgress
     from rtlab.results import rundir
-    from rtlab.results.rundir import read_json, write_json
+    from rtlab.results.rundir import read_index, write_json
     from rtlab.runner import execute
     from rtlab.targets import open_target
 
     folder = out or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-x{n}"
     index = folder / repeated.FILE
     if index.is_file():
-        before = read_json(index).get("n")
+        before = read_index(index).get("n")
         if before != n:
             raise UsageError(
                 f"{folder} holds a campaign of {before} repeats: give --repeat {before}, or another --out"
@@ -66,7 +76,7 @@ def repeats(
     steps = [campaign.Step(str(k), repeated.folder(k), f"repeat {k}") for k in range(1, n + 1)]
     # each repeat's own run.json says whether it stands: the folders are the record
     manifests = {step.key: folder / step.folder / rundir.MANIFEST for step in steps}
-    entries = {key: {"status": read_json(m).get("status")} for key, m in manifests.items() if m.is_file()}
+    entries = {key: {"status": _status(m)} for key, m in manifests.items() if m.is_file()}
     doc = {"schema": repeated.SCHEMA, "n": n, "runs": entries}
     write_json(index, doc)  # at once: a host killed in the first repeat still leaves a campaign to resume
 

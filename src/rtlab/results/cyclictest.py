@@ -39,10 +39,10 @@ class ThreadResult:
     overflows: int  # samples at or beyond it: counted by cyclictest, not binned
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path, root: Path | None = None) -> dict[str, Any]:
     """The parsed file; InvalidResult when it is not a JSON object."""
     try:
-        data = untrusted.json_loads(untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE), FILE)
+        data = untrusted.json_loads(untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE, root), FILE)
     except untrusted.Damaged as e:
         raise InvalidResult(str(e)) from None
     if not isinstance(data, dict):

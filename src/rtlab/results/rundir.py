@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rtlab.boundary import shapes, untrusted
+from rtlab.boundary import paths, shapes, untrusted
 from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import valid_name
@@ -123,6 +123,20 @@ def read_json(path: Path) -> Any:
     """A JSON document, read with untrusted's bounds: untrusted.Damaged (a ValueError, as
     json's own errors are) when it is a link, too large or not JSON."""
     return untrusted.json_file(path)
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    """A campaign's own index (repeats.json, study.json, scan.json) when it goes on: a JSON
+    object, or a UsageError in one line that says what to do with the folder."""
+    try:
+        doc = untrusted.json_file(path, str(path))
+    except untrusted.Damaged as e:
+        raise UsageError(f"{e}: move {path.parent} aside, or give another --out") from None
+    if not isinstance(doc, dict):
+        raise UsageError(
+            f"damaged {path}: not an index of rtlab's: move {path.parent} aside, or give another --out"
+        )
+    return doc
 
 
 @dataclass(frozen=True)
@@ -232,7 +246,7 @@ class RunDir:
     def manifest(self) -> Manifest:
         """run.json, its values checked against their shape (a board's LAVA bundle brings its
         own): UnreadableFile "damaged run.json: <field>: <why>" else."""
-        data = self._json(self.manifest_path)
+        data = self.json(self.manifest_path)
         if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
             raise UnreadableFile(f"{self.manifest_path} holds no run manifest")
         problem = shapes.problem(shapes.Manifest, data, required=shapes.MANIFEST_NEEDS)
@@ -243,10 +257,11 @@ class RunDir:
             raise UnreadableFile(f"damaged {self.manifest_path}: {problem}")
         return cast(Manifest, data)
 
-    @staticmethod
-    def _json(path: Path) -> Any:
+    def json(self, path: Path) -> Any:
+        """A JSON document of the run, read within the boundary's bounds and through no link
+        (anywhere below the run folder): UnreadableFile naming it else."""
         try:
-            return untrusted.json_file(path, str(path))
+            return untrusted.json_file(path, str(path), root=self.path)
         except untrusted.Damaged as e:
             raise UnreadableFile(str(e)) from None
 
@@ -263,9 +278,10 @@ class RunDir:
     def load_dir(self, load: str) -> Path:
         """A load's folder; a name read back from a run becomes a path only if a load could
         have it (letters, digits, ._+-: never `..` or `/`)."""
-        if not valid_name(load):
-            raise UnreadableFile(f"{self.path}: {untrusted.printable(load)[:40]!r} is not a load's name")
-        return self.path / LOADS / load
+        try:
+            return self.path / LOADS / paths.component(load, "a load's name")
+        except paths.BadName as e:
+            raise UnreadableFile(f"{self.path}: {e}") from None
 
     def planned_loads(self) -> list[str]:
         path = self.path / PLAN_LOADS
@@ -276,7 +292,7 @@ class RunDir:
     def text(self, path: Path, cap: int = untrusted.DOCUMENT_BYTES) -> str:
         """A file of the run as text: no link, no file larger than CAP (UnreadableFile)."""
         try:
-            return untrusted.read_text(path, cap, path.relative_to(self.path).as_posix())
+            return untrusted.read_text(path, cap, path.relative_to(self.path).as_posix(), self.path)
         except untrusted.Damaged as e:
             raise UnreadableFile(str(e)) from None
 
@@ -285,7 +301,7 @@ class RunDir:
         path = self.path / SYSINFO
         if not path.is_file():
             return None
-        data = self._json(path)
+        data = self.json(path)
         if not isinstance(data, dict):
             raise UnreadableFile(f"{path} holds no system information")
         problem = shapes.problem(shapes.Sysinfo, data)
@@ -308,25 +324,28 @@ class RunDir:
         path = folder / cyclictest.FILE
         verbose: list[tuple[int, timeline.Verbose]] = []
         lost: list[str] = []
-        segments = sorted(p for p in (folder / "segments").glob("[0-9]*") if p.is_dir())
+        linked = paths.link_along(self.path, folder)
+        if linked is not None:
+            raise UnreadableFile(f"{linked} is a link: rtlab reads no links in a run")
+        segments = paths.numbered(folder / "segments")
         if segments and not path.is_file():
             parts = []
-            for segment in segments:
+            for n, segment in segments:
                 try:
-                    parts.append(cyclictest.read(segment / cyclictest.FILE))
+                    parts.append(cyclictest.read(segment / cyclictest.FILE, self.path))
                 except cyclictest.InvalidResult:
                     lost.append(segment.name)  # cut off by a crash or a power loss: that segment only
                     continue
-                found = timeline.read(segment)
+                found = timeline.read(segment, self.path)
                 if found is not None:
-                    verbose.append((int(segment.name), found))
+                    verbose.append((n, found))
             try:
                 data = cyclictest.combine(parts) if parts else None
             except cyclictest.InvalidResult as e:
                 problem = str(e)
         elif path.is_file():
             try:
-                data = cyclictest.read(path)
+                data = cyclictest.read(path, self.path)
             except cyclictest.InvalidResult as e:
                 problem = str(e)
         elif (folder / f"{cyclictest.FILE}.part").is_file():
@@ -345,7 +364,7 @@ class RunDir:
         argv = tuple(self.text(argv_file).split("\n")[:-1]) if argv_file else ()
         stressed = argv_file is not None
         if not segments:
-            whole = timeline.read(folder)
+            whole = timeline.read(folder, self.path)
             verbose = [(0, whole)] if whole is not None else []
         events_file = folder / "trace" / "events"
         trace_events = tuple(self.text(events_file).split()) if events_file.is_file() else ()
@@ -386,7 +405,7 @@ class RunDir:
                     part = where / f"{probe.result}.part"
                     problem = f"{name} did not finish writing {probe.result}" if part.is_file() else None
                 elif path.suffix == ".json":
-                    result = self._json(path)
+                    result = self.json(path)
                 else:
                     result = self.text(path, LOG_BYTES)
             except UnreadableFile as e:
@@ -396,12 +415,12 @@ class RunDir:
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
         found = []
-        for capture in sorted(p for p in folder.glob("[0-9]*") if p.is_dir()):
+        for n, capture in paths.numbered(folder):
             path = next(iter(sorted(capture.glob("cpu*.trace*"))), None)
             text = None
             if path is not None:
                 try:
-                    raw = untrusted.read_bytes(path, TRACE_BYTES)
+                    raw = untrusted.read_bytes(path, TRACE_BYTES, root=self.path)
                     if path.suffix == ".gz":  # read no further than a trace can be
                         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
                             raw = f.read(TRACE_BYTES + 1)
@@ -413,10 +432,10 @@ class RunDir:
             kept = path or (rtla if rtla.is_file() else None)  # the raw record of the capture
             found.append(
                 TraceCapture(
-                    int(capture.name),
+                    n,
                     kept.relative_to(self.path).as_posix() if kept is not None else None,
                     text,
-                    timeline.read(capture),
+                    timeline.read(capture, self.path),
                     self.text(counters) if counters.is_file() else None,
                     self.text(rtla) if rtla.is_file() else None,
                 )

@@ -51,12 +51,12 @@ def parse(text: str) -> Verbose:
     return out
 
 
-def read(folder: Path) -> Verbose | None:
+def read(folder: Path, root: Path | None = None) -> Verbose | None:
     """The load folder's verbose output, None when cyclictest printed none (an older run)."""
     path = folder / FILE
     if not path.is_file():
         return None
     try:
-        return parse(untrusted.read_text(path, untrusted.RESULT_BYTES))
+        return parse(untrusted.read_text(path, untrusted.RESULT_BYTES, root=root))
     except untrusted.Damaged:
         return None  # a link or too large: the time axis says it is missing
