@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rtlab.boundary import paths, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results import ftrace
 from rtlab.results.events import Kind, parse
@@ -20,6 +21,8 @@ from rtlab.system import cpus
 from rtlab.targets.base import Target, target_dir
 
 SCHEMA = "rtlab.hwlat/1"
+# The files the agent prints back (agent.sh hwlat): the only names that become files here.
+FILES = ("hwlat.trace", "tracefs.before", "tracefs.after")
 VM_NOTE = (
     "measured inside a virtual machine: the gaps include the hypervisor's and the host's, "
     "not only this hardware's; run hwlat on the board itself"
@@ -42,7 +45,10 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
     if start is None:
         why = end.get("reason") if end is not None else text.strip().splitlines()[-1:] or ["no output"]
         raise UsageError(f"{target.name} cannot run hwlat: {why if isinstance(why, str) else why[0]}")
-    files = _files(text)
+    try:
+        files = _files(text)
+    except untrusted.Damaged as e:
+        raise RunFailed(f"hwlat on {target.name}: {e}: nothing was written") from None
     if status != 0 or "hwlat.trace" not in files:
         raise RunFailed(f"hwlat on {target.name} did not finish (status {status})")
     out.mkdir(parents=True, exist_ok=True)
@@ -69,17 +75,25 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
 
 
 def _files(text: str) -> dict[str, str]:
-    """The files the agent printed, each after its `@rtlab hwlat-file name=...` line."""
+    """The files the agent printed, each after its `@rtlab hwlat-file name=...` line: only
+    the names it prints (FILES), each at most a trace's size; untrusted.Damaged else."""
     files: dict[str, list[str]] = {}
-    current: list[str] | None = None
+    sizes: dict[str, int] = {}
+    current: str | None = None
     for line in text.splitlines():
         event = parse(line)
         if event is not None and event.kind == Kind.HWLAT_FILE:
-            current = files.setdefault(event.get("name"), [])
+            current = paths.component(event.get("name"), "a file of the hwlat pass", known=FILES)
+            files.setdefault(current, [])
         elif event is not None and event.kind == Kind.HWLAT_END:
             current = None
         elif current is not None:
-            current.append(line)
+            sizes[current] = sizes.get(current, 0) + len(line) + 1
+            if sizes[current] > untrusted.TRACE_BYTES:
+                raise untrusted.Damaged(
+                    f"{current} is longer than the {untrusted.TRACE_BYTES} bytes a trace may be"
+                )
+            files[current].append(line)
     return {name: "\n".join(lines) + "\n" for name, lines in files.items()}
 
 

@@ -16,6 +16,7 @@ evaluated annotations, and tests/test_shapes.py compares the keys of real runs w
 import math
 from types import UnionType
 from typing import (
+    Annotated,
     Any,
     NotRequired,
     TypedDict,
@@ -25,6 +26,12 @@ from typing import (
     get_type_hints,
     is_typeddict,
 )
+
+from rtlab.boundary.values import MAX_CPUS, Bound, CpuList
+
+# The bounded values a target names (boundary/values.py): checked where the shape is
+Cpus = Annotated[str, CpuList()]
+CpuCount = Annotated[int, Bound(1, MAX_CPUS)]
 
 # --- sysinfo.json (the agent's; every field may be missing on a minimal board) -------------
 
@@ -44,13 +51,13 @@ class ConfigFacts(TypedDict, total=False):
 
 
 class CpuFacts(TypedDict, total=False):
-    online: str | None
-    count: int
+    online: Cpus | None
+    count: CpuCount
     model: str
     governors: dict[str, str]
     cores: dict[str, dict[str, str]]  # per CPU: capacity, clock_domain, type (where the target says)
-    hybrid_core: str  # x86 hybrids: the P cores' and E cores' CPU lists
-    hybrid_atom: str
+    hybrid_core: Cpus  # x86 hybrids: the P cores' and E cores' CPU lists
+    hybrid_atom: Cpus
 
 
 class BoardFacts(TypedDict, total=False):
@@ -97,9 +104,9 @@ class PlanJSON(TypedDict):
     storage_dir: str | None
     governor: str
     preset: str | None
-    rt_cpus: str | None
+    rt_cpus: Cpus | None
     loads_on: str
-    housekeeping_cpus: str | None
+    housekeeping_cpus: Cpus | None
     tune: bool
     block_us: int
     spike_threshold_us: int
@@ -109,7 +116,7 @@ class PlanJSON(TypedDict):
     trace_s: int
     trace_spikes: int
     trace_level: str
-    cpu_count: int | None
+    cpu_count: CpuCount | None
     idle_after_boot_s: int
     probes: NotRequired[list[str]]  # besides cyclictest (runs before --probe have none)
     hwlat_gate_us: NotRequired[int]  # --hwlat-gate: the most firmware or a hypervisor may steal; 0: no gate
@@ -416,7 +423,7 @@ class SystemJSON(TypedDict):
     realtime: bool | None
     cmdline: str | None
     cpu_model: str | None
-    cpu_count: int | None
+    cpu_count: CpuCount | None
     governors: dict[str, str]
     clusters: list[ClusterJSON]  # [] on a homogeneous system (or one that says nothing of its CPUs)
 
@@ -464,6 +471,13 @@ def problem(shape: Any, value: Any, required: tuple[str, ...] = (), where: str =
         return None
     if origin is NotRequired:
         return problem(get_args(shape)[0], value, required, where)
+    if origin is Annotated:  # a bounded value (boundary/values.py): its type, then its bound
+        inner, *bounds = get_args(shape)
+        found = problem(inner, value, required, where)
+        if found is not None:
+            return found
+        said = next((why for b in bounds if (why := b.problem(value)) is not None), None)
+        return None if said is None else f"{where or 'the document'}: {said}"
     if origin in (Union, UnionType):
         options = get_args(shape)
         if value is None and type(None) in options:
@@ -474,7 +488,7 @@ def problem(shape: Any, value: Any, required: tuple[str, ...] = (), where: str =
     if is_typeddict(shape):
         if not isinstance(value, dict):
             return f"{name}: {_kind(value)}, not an object"
-        for key, hint in get_type_hints(shape).items():
+        for key, hint in get_type_hints(shape, include_extras=True).items():
             if key in value:
                 inner = tuple(r.partition(".")[2] for r in required if r.startswith(key + "."))
                 found = problem(hint, value[key], inner, _join(where, key))

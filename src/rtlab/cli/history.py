@@ -48,7 +48,7 @@ def opened(db: str | None) -> Iterator[Store]:
     try:
         yield store
     except DBAPIError as e:
-        raise UsageError(f"the history store {store.shown()} failed: {one_line(e)}") from None
+        raise UsageError(f"the history store {store.shown()} failed: {store.scrub(one_line(e))}") from None
     finally:
         store.close()
 

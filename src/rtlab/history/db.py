@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import sqlalchemy as sa
 from rtlab import store as runs_store
 from rtlab import study
 from rtlab.analysis import repeats
+from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
 from rtlab.history import schema
 from rtlab.history.index import Context, Rows, rows_of
@@ -40,19 +42,37 @@ def default_url() -> str:
 
 def engine_url(given: str) -> str:
     """A path (SQLite) or a database URL; postgresql:// without a driver uses pg8000 (pure
-    Python, nothing to compile on a lab's host)."""
+    Python, nothing to compile on a lab's host). A malformed address is one line that never
+    repeats its password."""
     if given.startswith(("postgresql://", "postgres://")):
-        return "postgresql+pg8000://" + given.split("://", 1)[1]
-    if "://" in given:
+        url = "postgresql+pg8000://" + given.split("://", 1)[1]
+    elif "://" in given:
         if not given.startswith(("sqlite://", "postgresql+")):
-            raise UsageError(f"--db {given}: give a file (SQLite) or a postgresql://USER@HOST/DB address")
-        return given
-    path = Path(given).expanduser()
+            raise UsageError(
+                f"--db {shown_url(given)}: give a file (SQLite) or a postgresql://USER@HOST/DB address"
+            )
+        url = given
+    else:
+        path = Path(given).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--db {given}: cannot create its folder: {e.strerror}") from None
+        return f"sqlite:///{path}"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--db {given}: cannot create its folder: {e.strerror}") from None
-    return f"sqlite:///{path}"
+        parsed = sa.make_url(url)
+        if parsed.port is not None and not 0 < parsed.port < 65536:
+            raise ValueError("no such port")
+    except (ValueError, sa.exc.ArgumentError):
+        raise UsageError(
+            f"--db {shown_url(given)} is not a database address: give postgresql://USER@HOST[:PORT]/DB"
+        ) from None
+    return url
+
+
+def shown_url(url: str) -> str:
+    """URL without its password (user@host only), even when it is malformed."""
+    return re.sub(r"(://[^/:@]*):[^@/]*@", r"\1@", url)
 
 
 def one_line(error: sa.exc.DBAPIError) -> str:
@@ -103,12 +123,19 @@ class Store:
                     isinstance(e, sa.exc.OperationalError) and ("already exists" in said or "locked" in said)
                 )
                 if not raced or attempt == ATTEMPTS - 1:
-                    raise UsageError(f"cannot open the history store {self.shown()}: {said}") from None
+                    raise UsageError(
+                        f"cannot open the history store {self.shown()}: {self.scrub(said)}"
+                    ) from None
                 time.sleep(0.2 * (attempt + 1))
 
     def shown(self) -> str:
         """The store's address without a password."""
-        return sa.make_url(self.url).render_as_string(hide_password=True)
+        return shown_url(self.url)
+
+    def scrub(self, text: str) -> str:
+        """TEXT (a database's or a driver's message) without the store's password in it."""
+        password = sa.make_url(self.url).password
+        return text.replace(str(password), "***") if password else text
 
     def close(self) -> None:
         self.engine.dispose()
@@ -120,43 +147,58 @@ class Store:
         return [self._add_one(run, context, board) for run, context in runs_in(path)]
 
     def _add_one(self, path: Path, context: Context, board: str | None) -> Added:
+        rows = self._rows(path, context, board)
+        return rows if isinstance(rows, Added) else self.insert(path, rows)
+
+    def _rows(self, path: Path, context: Context, board: str | None) -> Rows | Added:
+        """The rows of the run at PATH, or why it is not added (damaged, still measuring, or a
+        value no column holds): a run from outside never stops the others with a traceback."""
         path = path.resolve()
         try:
             run = RunDir.open(path)
             manifest = run.manifest()
             info = run.sysinfo()
             summary = runs_store.summary(path)
-        except (UsageError, UnreadableFile, OSError) as e:
-            return Added(path, "damaged", str(e))
-        uid = str(manifest.get("uid") or manifest.get("id") or path.name)
-        if summary["status"] == "running":
-            return Added(path, "damaged", "it is still measuring: add it when it has ended")
-        rows = rows_of(str(path), uid, manifest, info, summary, context, _now(), board)
-        return self.insert(path, rows)
+            if summary["status"] == "running":
+                return Added(path, "damaged", "it is still measuring: add it when it has ended")
+            uid = str(manifest.get("uid") or manifest.get("id") or path.name)
+            rows = rows_of(str(path), uid, manifest, info, summary, context, _now(), board)
+        except (UsageError, UnreadableFile, OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+            return Added(path, "damaged", untrusted.printable(str(e))[:300])
+        problem = rows.problem()
+        if problem is not None:
+            return Added(path, "damaged", problem)
+        return rows
 
     def insert(self, path: Path, rows: Rows) -> Added:
         """One run's rows (index.rows_of), in one transaction whose first statement is its own."""
-        said = Added(path, "added", board=rows.run["board"], kernel=rows.run["kernel"])
         try:
             with self.engine.begin() as conn:
-                inserted = conn.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key
-                run_id = inserted[0] if inserted is not None else None
-                for table, found in (
-                    (schema.load_stats, rows.load_stats),
-                    (schema.histograms, rows.histograms),
-                    (schema.block_maxima, rows.block_maxima),
-                ):
-                    if found:  # every row with every column: one statement for them all
-                        blank = dict.fromkeys(table.c.keys())
-                        conn.execute(sa.insert(table), [{**blank, **r, "run_id": run_id} for r in found])
+                return self._insert(conn, path, rows)
         except sa.exc.IntegrityError:  # its uid is there: added before, or by another writer now
-            return Added(path, "known", board=said.board, kernel=said.kernel)
-        return said
+            return Added(path, "known", board=rows.run["board"], kernel=rows.run["kernel"])
+        except sa.exc.DBAPIError as e:  # what the checks before did not foresee: this run only
+            return Added(path, "damaged", f"the store refused it: {one_line(e)}")
+
+    @staticmethod
+    def _insert(conn: sa.Connection, path: Path, rows: Rows) -> Added:
+        inserted = conn.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key
+        run_id = inserted[0] if inserted is not None else None
+        for table, found in (
+            (schema.load_stats, rows.load_stats),
+            (schema.histograms, rows.histograms),
+            (schema.block_maxima, rows.block_maxima),
+        ):
+            if found:  # every row with every column: one statement for them all
+                blank = dict.fromkeys(table.c.keys())
+                conn.execute(sa.insert(table), [{**blank, **r, "run_id": run_id} for r in found])
+        return Added(path, "added", rows.note or "", board=rows.run["board"], kernel=rows.run["kernel"])
 
     def rebuild(self, more: list[Path]) -> tuple[list[Added], list[str]]:
-        """Every table emptied and filled again from the run folders: those the store knew
-        (each with the board name and place it was added under) and MORE; folders gone are
-        named."""
+        """Every table filled again from the run folders: those the store knew (each with the
+        board name and place it was added under) and MORE; folders gone are named. The folders
+        are read first, then the old index is replaced in one transaction: until the new one
+        is whole (a folder that cannot be read is named and left out), the old one stays."""
         with self.engine.connect() as conn:
             r = schema.runs
             known = conn.execute(sa.select(r.c.path, r.c.board, r.c.study, r.c.stage, r.c.repeat)).all()
@@ -165,6 +207,16 @@ class Store:
                     schema.runs
                 )
             ).all()
+        gone: list[str] = []
+        found: list[tuple[Path, Rows | Added]] = []
+        for path, board, study_name, stage, repeat in known:  # each as it was added: its name, its place
+            if (Path(path) / rundir.MANIFEST).is_file():
+                found.append((Path(path), self._rows(Path(path), Context(study_name, stage, repeat), board)))
+            else:
+                gone.append(path)
+        for path in more:
+            found += [(run, self._rows(run, context, None)) for run, context in runs_in(path)]
+        added: list[Added] = []
         with self.engine.begin() as conn:
             for table in (
                 schema.baselines,
@@ -174,16 +226,17 @@ class Store:
                 schema.runs,
             ):
                 conn.execute(sa.delete(table))
-        gone: list[str] = []
-        added: list[Added] = []
-        for path, board, study_name, stage, repeat in known:  # each as it was added: its name, its place
-            if (Path(path) / rundir.MANIFEST).is_file():
-                added.append(self._add_one(Path(path), Context(study_name, stage, repeat), board))
-            else:
-                gone.append(path)
-        for path in more:
-            added += self.add(path)
-        with self.engine.begin() as conn:
+            uids: set[str] = set()
+            for path, rows in found:
+                if isinstance(rows, Added):
+                    added.append(rows)
+                elif rows.run["uid"] in uids:
+                    added.append(
+                        Added(path.resolve(), "known", board=rows.run["board"], kernel=rows.run["kernel"])
+                    )
+                else:
+                    uids.add(rows.run["uid"])
+                    added.append(self._insert(conn, path.resolve(), rows))
             for board, load, uid in bases:
                 run_id = conn.execute(sa.select(schema.runs.c.id).where(schema.runs.c.uid == uid)).scalar()
                 if run_id is not None:
@@ -229,7 +282,7 @@ class Store:
         self, board: str | None = None, kernel: str | None = None, since: str | None = None
     ) -> list[dict[str, Any]]:
         r = schema.runs
-        query = sa.select(r).order_by(r.c.started, r.c.id)
+        query = sa.select(r).order_by(r.c.started.nulls_first(), r.c.id)
         if board:
             query = query.where(sa.or_(r.c.board == board, r.c.hostname == board))
         if kernel:
@@ -270,7 +323,7 @@ class Store:
             .where(
                 s.c.cpu == "all", s.c.status == "complete", sa.or_(r.c.board == board, r.c.hostname == board)
             )
-            .order_by(r.c.started, r.c.id)
+            .order_by(r.c.started.nulls_first(), r.c.id)
         )
         if load:
             query = query.where(s.c.load == load)

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtlab.boundary import values
 from rtlab.boundary.shapes import LoadEntry, Manifest, StatsJSON, Summary, Sysinfo
 from rtlab.boundary.untrusted import printable
 from rtlab.history import schema
@@ -34,6 +35,13 @@ class Rows:
     load_stats: list[dict[str, Any]] = field(default_factory=list)
     histograms: list[dict[str, Any]] = field(default_factory=list)
     block_maxima: list[dict[str, Any]] = field(default_factory=list)
+    note: str | None = None  # what was not kept as the run said it (a start in the future)
+
+    def problem(self) -> str | None:
+        """Why a row cannot be stored as it is (boundary/values.fit), None when all fit."""
+        tables = ((schema.runs, [self.run]), (schema.load_stats, self.load_stats),
+                  (schema.histograms, self.histograms), (schema.block_maxima, self.block_maxima))  # fmt: skip
+        return next((why for table, rows in tables for row in rows if (why := values.fit(table, row))), None)
 
 
 def _text(value: Any) -> str | None:
@@ -60,7 +68,8 @@ def board_of(summary: Summary, info: Sysinfo | None, override: str | None = None
 
 
 def kernel_of(summary: Summary, info: Sysinfo | None) -> str:
-    release = _text(summary["system"].get("kernel_release")) or "unknown"
+    # the release, cut so that it and the config's hash fit the kernel column
+    release = (_text(summary["system"].get("kernel_release")) or "unknown")[: TEXT_MAX - 10]
     digest = config_hash(info)
     return f"{release} #{digest[:8]}" if digest else release
 
@@ -120,6 +129,7 @@ def rows_of(
     """The rows of one run; load rows carry run_id 0 until the run's row has its id."""
     system = summary["system"]
     plan = summary["plan"]
+    started, rows_note = values.timestamp(summary.get("started") or manifest.get("started"))
     compatible = ((info or {}).get("board") or {}).get("compatible") or []
     run = {
         "uid": printable(uid)[:TEXT_MAX], "path": path, "board": board_of(summary, info, board),
@@ -129,14 +139,14 @@ def rows_of(
         "cpu_model": _text(system.get("cpu_model")),
         "kernel": kernel_of(summary, info), "kernel_release": _text(system.get("kernel_release")),
         "kernel_version": _text(system.get("kernel_version")), "preemption": _text(system.get("preemption")),
-        "config_hash": config_hash(info), "started": _text(summary.get("started") or manifest.get("started")),
+        "config_hash": config_hash(info), "started": started,
         "added": added, "status": _text(summary["status"]) or "unknown",
         "loads": ",".join(plan["loads"]), "interval_us": plan.get("interval_us"),
         "duration_s": plan.get("duration_s"), "cpu_count": system.get("cpu_count"),
         "tuned": bool(plan.get("tune")), "study": _text(context.study), "stage": _text(context.stage),
         "repeat": context.repeat, "rtlab_version": _text(manifest.get("rtlab_version")),
     }  # fmt: skip
-    rows = Rows(run)
+    rows = Rows(run, note=rows_note)
     for load, entry in summary["loads"].items():
         _load_rows(rows, 0, load, entry)
     return rows

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
+from rtlab.boundary import values
 from rtlab.errors import UsageError
 
 
 def parse_list(text: str) -> frozenset[int]:
-    cpus: set[int] = set()
-    for part in filter(None, (p.strip() for p in text.strip().split(","))):
-        first, dash, last = part.partition("-")
-        try:
-            lo, hi = int(first), int(last) if dash else int(first)
-        except ValueError:
-            raise UsageError(
-                f"bad CPU list {text!r}: write it as the kernel does, e.g. 2-3 or 1,3,5"
-            ) from None
-        if lo > hi or lo < 0:
-            raise UsageError(f"bad CPU range {part!r} in {text!r}")
-        cpus.update(range(lo, hi + 1))
-    return frozenset(cpus)
+    """A CPU list as the kernel writes it, each CPU one Linux can have (boundary/values.py)."""
+    try:
+        return values.cpu_list(text)
+    except values.OutOfBounds as e:
+        raise UsageError(str(e)) from None
 
 
 def format_list(cpus: frozenset[int] | set[int]) -> str:
