@@ -16,6 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+MAX_COUNT = 1 << 53  # samples, µs: exact as a JSON reader keeps them; a sample a µs for 285 years
 MAX_CPUS = 8192  # Linux's largest NR_CPUS (x86's MAXSMP); riscv64's is 512
 CLOCK_SKEW = timedelta(minutes=10)  # a board's clock ahead of the host's by up to this is fine
 # SQL's integer columns, the same bounds on SQLite and PostgreSQL

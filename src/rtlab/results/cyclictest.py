@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtlab.boundary import untrusted
+from rtlab.boundary import untrusted, values
 
 FILE = "cyclictest.json"
 
@@ -52,7 +52,7 @@ def read(path: Path, root: Path | None = None) -> dict[str, Any]:
 
 def _count(thread: dict[str, Any], key: str, where: str) -> int:
     value = thread.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < values.MAX_COUNT:
         raise InvalidResult(f"{FILE}: {where} has {key} {json.dumps(value)[:40]}, not a count")
     return value
 
@@ -62,6 +62,8 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
     if not isinstance(thread, dict):
         raise InvalidResult(f"{FILE}: {where} is {type(thread).__name__}, not an object")
     cpu = _count(thread, "cpu", where)
+    if cpu >= values.MAX_CPUS:
+        raise InvalidResult(f"{FILE}: {where} has CPU {cpu}, beyond the {values.MAX_CPUS} Linux can have")
     cycles = _count(thread, "cycles", where)
     if cycles == 0:
         raise InvalidResult(f"{FILE}: {where} (CPU {cpu}) measured no samples")
@@ -82,7 +84,7 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
             raise InvalidResult(
                 f"{FILE}: {where} has histogram key {key!r}, not a latency below {limit_us} µs"
             )
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < values.MAX_COUNT:
             raise InvalidResult(f"{FILE}: {where} has {json.dumps(count)[:40]} samples at {key} µs")
         counts[int(key)] = count
     binned = sum(counts.values())
@@ -105,7 +107,9 @@ def threads(data: Any, limit_us: int) -> list[ThreadResult]:
     out = [_thread(thread, str(name), limit_us) for name, thread in raw.items()]
     cpus = [t.cpu for t in out]
     if len(set(cpus)) != len(cpus):
-        raise InvalidResult(f"{FILE}: two threads report the same CPU ({sorted(cpus)})")
+        raise InvalidResult(f"{FILE}: two threads report the same CPU ({sorted(cpus)[:16]})")
+    if sum(t.cycles for t in out) >= values.MAX_COUNT:  # Python's integers: numpy's would wrap
+        raise InvalidResult(f"{FILE} counts more samples than any run can have")
     return sorted(out, key=lambda t: t.cpu)
 
 

@@ -21,9 +21,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rtlab.boundary import values
 from rtlab.results.cyclictest import ThreadResult
 
 MAX_THREADS = 4096
+MAX_COUNT = values.MAX_COUNT  # samples of all threads together
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,31 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
     if not isinstance(threads, dict) or not threads or len(threads) > MAX_THREADS:
         raise InvalidProbe(f"{probe.name}'s JSON has no measurement threads")
     if probe.name == "oslat":
-        found = [_oslat_thread(t, str(n)) for n, t in threads.items()]
+        found = _distinct([_oslat_thread(t, str(n)) for n, t in threads.items()], "oslat's JSON")
         # the last bucket (checked to be 1 to 1024 µs) holds everything at or beyond it
         limit = max(int(key) for t in threads.values() for key in t["histogram"])
         return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, limit)
-    return ProbeResult({"latency": [_deadline_thread(t, str(n)) for n, t in threads.items()]}, 0)
+    found = [_deadline_thread(t, str(n)) for n, t in threads.items()]
+    _total(found, "cyclicdeadline's JSON")
+    return ProbeResult({"latency": found}, 0)
+
+
+def _distinct(threads: list[ThreadResult], where: str) -> list[ThreadResult]:
+    """THREADS if no two measured one CPU (one would silently replace the other) and their
+    samples together are a count a histogram holds; InvalidProbe else."""
+    seen: set[int] = set()
+    for t in threads:
+        if t.cpu in seen:
+            raise InvalidProbe(f"{where} has two threads on CPU {t.cpu}: one would hide the other")
+        seen.add(t.cpu)
+    _total(threads, where)
+    return threads
+
+
+def _total(threads: list[ThreadResult], where: str) -> None:
+    # summed as Python integers: numpy's int64 would wrap into a negative count
+    if sum(t.cycles for t in threads) >= MAX_COUNT:
+        raise InvalidProbe(f"{where} counts more samples than any run can have")
 
 
 def _option(argv: list[str], flag: str) -> str | None:
@@ -80,7 +102,7 @@ def _option(argv: list[str], flag: str) -> str | None:
 
 def _count(thread: dict[str, Any], key: str, where: str) -> int:
     value = thread.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_COUNT:
         raise InvalidProbe(f"{where} has {key} {json.dumps(value)[:40]}, not a count")
     return value
 
@@ -110,7 +132,7 @@ def _oslat_thread(thread: Any, name: str) -> ThreadResult:
     for key, count in raw.items():
         if not (isinstance(key, str) and key.isascii() and key.isdigit() and 0 < int(key) <= 1024):
             raise InvalidProbe(f"{where} has histogram bucket {key!r}, not 1 to 1024 µs")
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 1 << 62:
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < MAX_COUNT:
             raise InvalidProbe(f"{where} has {json.dumps(count)[:40]} samples at {key} µs")
         counts[int(key)] = count
     last = max(counts)
@@ -143,7 +165,8 @@ def _deadline_thread(thread: Any, name: str) -> ThreadResult:
     return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, 0)
 
 
-_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d{1,5})$")
+_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-([0-9]{1,5})$")
+_NUMBER = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,9})?")  # ASCII digits only: never "1_0" or "١٠"
 _MEASURE = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
 _SUMMARY_ROWS = ("over:", "count:", "min:", "avg:", "max:")
 
@@ -152,11 +175,8 @@ def _value(word: str, row: list[str]) -> float | None:
     """One cell of rtla's table: a finite number of 0 or more, or "-" (no sample, no figure)."""
     if word == "-":
         return None
-    try:
-        value = float(word)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 <= value < 1 << 62):
+    value = float(word) if _NUMBER.fullmatch(word) else math.nan
+    if not (math.isfinite(value) and 0 <= value < MAX_COUNT):
         raise InvalidProbe(f"rtla's output: row {' '.join(row)[:60]!r} holds {word[:20]!r}, not a number")
     return value
 
@@ -201,6 +221,10 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         raise InvalidProbe(f"rtla's output ends without its {', '.join(missing)} rows: rtla was cut short")
     if bucket_values != sorted(set(bucket_values)):
         raise InvalidProbe("rtla's output: the buckets are not in ascending order")
+    names = [m.group(0) for m in columns if m is not None]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InvalidProbe(f"rtla's output has the column {twice} twice: one would hide the other")
     measures: dict[str, list[ThreadResult]] = {}
     for i, (match, column) in enumerate(zip(columns, counts, strict=True)):
         assert match is not None
@@ -226,6 +250,8 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         measures.setdefault(_MEASURE[match.group(1)], []).append(thread)
     if not measures:
         raise InvalidProbe("rtla's output counts no samples")
+    for found in measures.values():
+        _total(found, "rtla's output")
     # rtla's own default: 256 entries of 1 µs
     entries, size = _option(argv, "-E") or "256", _option(argv, "-b") or "1"
     limit = (
