@@ -312,13 +312,29 @@ def test_a_boards_escapes_never_reach_the_terminal(good_run, tmp_path):
 # --- LAVA: a hostile job log ---------------------------------------------------------------------
 
 
-def lava_log(path: Path, bundle: bytes | None, extra: list[str] = ()) -> Path:  # type: ignore[assignment]
+def bundle_uid(bundle: bytes) -> str:
+    """The uid of the run a bundle holds (its run.json's), as the job that printed it has it."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
+            member = tar.extractfile("run/run.json")
+            return str(json.loads(member.read()).get("uid") or "x") if member else "x"
+    except (tarfile.TarError, KeyError, ValueError, OSError, EOFError):
+        return "x"
+
+
+def lava_log(path: Path, bundle: bytes | None, extra: list[str] = (), noise: int = 0) -> Path:  # type: ignore[assignment]
+    """A job's log with BUNDLE between rtlab's marks, a kernel's console line after every
+    NOISE of its lines (0: none)."""
     lines = [*extra]
     if bundle is not None:
-        text = base64.b64encode(bundle).decode()
-        lines.append(json.dumps({"lvl": "target", "msg": "@rtlab-bundle-begin x"}))
-        lines += [json.dumps({"lvl": "target", "msg": text[i : i + 76]}) for i in range(0, len(text), 76)]
-        lines.append(json.dumps({"lvl": "target", "msg": "@rtlab-bundle-end x"}))
+        text, uid = base64.b64encode(bundle).decode(), bundle_uid(bundle)
+        lines.append(json.dumps({"lvl": "target", "msg": f"@rtlab-bundle-begin {uid}"}))
+        for n, i in enumerate(range(0, len(text), 76), 1):
+            lines.append(json.dumps({"lvl": "target", "msg": text[i : i + 76]}))
+            if noise and n % noise == 0:
+                kernel = f"[ {n}.000123] rcu: INFO: rcu_preempt self-detected stall on CPU"
+                lines.append(json.dumps({"lvl": "target", "msg": kernel}))
+        lines.append(json.dumps({"lvl": "target", "msg": f"@rtlab-bundle-end {uid}"}))
     lines.append(
         json.dumps({"lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "pass"}})
     )

@@ -16,10 +16,13 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
+import shutil
 import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +51,7 @@ BOARD_BASE = "/tmp/rtlab/lava"
 # A job's log as rtlab reads it: the bundle (base64 of the gzipped run) and LAVA's own lines.
 LOG_BYTES = 256 << 20
 LOG_LINE_CHARS = 1 << 20
+IMPORT_FILE = "lava-import.json"  # the bundle's uid and the console lines skipped inside it
 
 
 def read_base(path: Path) -> dict[str, Any]:
@@ -197,32 +201,76 @@ def log_entries(text: str) -> Iterable[dict[str, Any]]:
             yield entry
 
 
-def bundle(entries: Iterable[dict[str, Any]]) -> tuple[bytes | None, list[dict[str, Any]], str | None]:
-    """(the run folder's tar.gz, the test results, the job's own result) from a job's log."""
-    chunks: list[str] | None = None
-    found: bytes | None = None
-    results: list[dict[str, Any]] = []
-    health = None
+@dataclass
+class Found:
+    """What a job's log holds for rtlab: the run bundle (the run folder's tar.gz), its uid, the
+    console lines between its lines that were not its own (a kernel's messages on a serial
+    console), the test results and the job's own result."""
+
+    data: bytes | None = None
+    uid: str | None = None
+    noise: int = 0
+    results: list[dict[str, Any]] = field(default_factory=list)
+    health: str | None = None
+
+
+_BASE64_LINE = re.compile(r"[A-Za-z0-9+/]{1,76}={0,2}")  # base64 wraps at 76 (coreutils, busybox)
+_UID = re.compile(r"[0-9A-Za-z_-]{1,64}")  # lava.job's is uuid4().hex[:12]
+
+
+def bundle(entries: Iterable[dict[str, Any]], uid: str | None = None) -> Found:
+    """The run bundle of the job whose uid is UID (else the only one the log holds) from a
+    job's log. Anyone who can print to the console can print a bundle: one with another uid is
+    not this job's, and two uids without UID to choose is refused (RunFailed)."""
+    found = Found()
+    chunks: dict[str, list[str]] = {}
+    complete: dict[str, bytes | None] = {}
+    noise: dict[str, int] = {}
+    current: str | None = None
     for entry in entries:
         msg = entry.get("msg")
         if entry.get("lvl") == "results" and isinstance(msg, dict):
-            results.append(msg)
+            found.results.append(msg)
             if msg.get("case") == "job" and msg.get("definition") == "lava":
-                health = str(msg.get("result"))
+                found.health = str(msg.get("result"))
         if entry.get("lvl") != "target" or not isinstance(msg, str):
             continue
         text = msg.strip()
-        if text.startswith(BEGIN):
-            chunks = []
-        elif text.startswith(END) and chunks is not None:
+        words = text.split()
+        if text.startswith(BEGIN) and len(words) == 2 and _UID.fullmatch(words[1]):
+            current = words[1]
+            chunks[current], noise[current] = [], 0
+        elif text.startswith(END) and current is not None and words[1:] == [current]:
             try:
-                found = base64.b64decode("".join(chunks), validate=True)
+                complete[current] = base64.b64decode("".join(chunks[current]), validate=True)
             except (binascii.Error, ValueError):
-                found = None
-            chunks = None
-        elif chunks is not None and text and not text.startswith("+ "):
-            chunks.append(text)
-    return found, results, health
+                complete[current] = None
+            current = None
+        elif current is not None and text and not text.startswith("+ "):
+            if _BASE64_LINE.fullmatch(text):
+                chunks[current].append(text)
+            else:  # a kernel's line on the console between the bundle's: not part of it
+                noise[current] += 1
+    if uid is None and len(complete) > 1:
+        raise RunFailed(
+            f"the job's log holds run bundles of {len(complete)} uids ({', '.join(sorted(complete))}): "
+            "give --uid, the job's metadata rtlab.uid, to say which is the job's"
+        )
+    chosen = uid if uid is not None else next(iter(complete), None)
+    if chosen is not None and chosen in complete:
+        found.data, found.uid, found.noise = complete[chosen], chosen, noise[chosen]
+    return found
+
+
+def job_uid(record: dict[str, Any]) -> str | None:
+    """The rtlab uid in a job's definition as the server keeps it (metadata rtlab.uid)."""
+    try:
+        definition = untrusted.yaml_loads(str(record.get("definition") or ""), "the job's definition")
+    except untrusted.Damaged:
+        return None
+    metadata = definition.get("metadata") if isinstance(definition, dict) else None
+    uid = metadata.get("rtlab.uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) and _UID.fullmatch(uid) else None
 
 
 def unpack(data: bytes, out: Path) -> RunDir:
@@ -237,19 +285,33 @@ def unpack(data: bytes, out: Path) -> RunDir:
     return RunDir(out)
 
 
-def import_log(text: str, out: Path, health: str | None = None) -> Outcome:
+def import_log(text: str, out: Path, health: str | None = None, uid: str | None = None) -> Outcome:
     """The run of a LAVA job, from its log: the board's run folder when the job printed it,
     else a failed run holding the job's test results. A job whose own result is not a pass, or
     whose health on the server (`health`, when read from one) is not Complete, ends failed,
-    whatever the loads say: LAVA saw it go wrong."""
+    whatever the loads say: LAVA saw it go wrong. With UID (the job's rtlab uid), only the
+    bundle of that uid is the job's."""
     from rtlab.runner import conclude
 
-    data, results, result = bundle(log_entries(text))
-    problem = _problem(result, health)
-    if data is None:
-        return _without_bundle(results, problem or "the job's own result is a pass", out)
-    run = unpack(data, out)
-    write_json(run.path / "lava-results.json", results)
+    found = bundle(log_entries(text), uid)
+    problem = _problem(found.health, health)
+    if found.data is None:
+        why = problem or "the job's own result is a pass"
+        if uid is not None:
+            why += f"; no bundle of uid {uid}"
+        return _without_bundle(found.results, why, out)
+    run = unpack(found.data, out)
+    try:
+        said = run.manifest().get("uid")
+    except rundir.UnreadableFile:
+        said = None
+    if said is not None and said != found.uid:
+        shutil.rmtree(run.path)
+        theirs = untrusted.printable(str(said))[:20]
+        why = f"the bundle of uid {found.uid} holds the run of uid {theirs}, not this job's"
+        raise RunFailed(f"{why}: nothing was imported")
+    write_json(run.path / "lava-results.json", found.results)
+    write_json(run.path / IMPORT_FILE, {"uid": found.uid, "console_lines_skipped": found.noise})
     if problem is not None:
         append_line(run.path / rundir.EVENTS, f"@rtlab done status=failed source=lava reason={problem}")
     return conclude(run, collected=now())

@@ -105,6 +105,12 @@ def import_(
         typer.Option("--output", "-o", help="the run directory to make (default results/lava-<id>)"),
     ] = None,
     history: History = False,
+    uid: Annotated[
+        str | None,
+        typer.Option(
+            help="with --log: the job's rtlab uid (its metadata rtlab.uid), when the log has several"
+        ),
+    ] = None,
 ) -> None:
     """Rebuild the run of a LAVA job, from the server or from its log, as a run made here
     would be. A job whose health is not Complete is imported as failed."""
@@ -115,7 +121,7 @@ def import_(
     if log is not None:
         if output is None:
             raise UsageError("rtlab lava import --log needs -o: the run directory to make")
-        conclude(lava.import_log(lava.read_log(log), output), history=history)
+        conclude(lava.import_log(lava.read_log(log), output, uid=uid), history=history)
         return
     assert job_id is not None
     if url is None:
@@ -141,5 +147,7 @@ def _import_job(
     if record is None:
         record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))
     out = output or Path("results") / f"lava-{job_id}"
-    outcome = lava.import_log(server.log(job_id), out, health=str(record.get("health")))
+    # the job's own uid, from its definition on the server: a bundle of another is not its run
+    uid = lava.job_uid(record)
+    outcome = lava.import_log(server.log(job_id), out, health=str(record.get("health")), uid=uid)
     conclude(outcome, history=history)

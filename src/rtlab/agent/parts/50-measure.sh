@@ -80,11 +80,13 @@ exit_text() {
 	fi
 }
 
-# The line of a tool's log that says why it stopped: its last error, else its last line.
+# The line of a tool's log that says why it stopped: its last error, else its last line,
+# quoted for an event's reason: one line, no control character, and no `=` (a load's output
+# must not add fields such as "load=idle status=complete" to the event it is copied into).
 last_words() {
 	line=$(grep -i -E 'error|fail|must|invalid|cannot|denied' "$1" 2>/dev/null | grep -v '^@rtlab' | tail -n 1)
 	[ -n "$line" ] || line=$(grep -v '^@rtlab' "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1)
-	printf '%s' "$line" | tr -d '\000-\037' | cut -c1-200
+	printf '%s' "$line" | tr -d '\000-\037' | tr '=' ':' | cut -c1-200
 }
 
 # Processes the kernel's OOM killer has killed since boot ("-": this kernel does not say).

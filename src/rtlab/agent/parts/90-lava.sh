@@ -8,7 +8,8 @@ cmd_lava_report() {
 	deadline=${2:-0}
 	while read -r load; do
 		[ -n "$load" ] || continue
-		status=$(sed -n "s/^@rtlab load-end .* load=$load status=\([a-z-]*\).*/\1/p" "$DIR/events" 2>/dev/null | tail -n 1)
+		# the fields in the order emit writes them: a reason (free text, last) never matches
+		status=$(sed -n "s/^@rtlab load-end t=[0-9.]* load=$load status=\([a-z-]*\)\( .*\)\{0,1\}$/\1/p" "$DIR/events" 2>/dev/null | tail -n 1)
 		lava_call lava-test-set start "$load"
 		if [ "$status" = complete ]; then result=pass; else result=fail; fi
 		lava_call lava-test-case "$load" --result "$result"
