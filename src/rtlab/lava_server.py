@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import requests
 
 from rtlab.boundary import untrusted, web
 from rtlab.errors import RunFailed, UsageError
@@ -30,15 +28,12 @@ def read_token(path: Path | None) -> str | None:
 class Server:
     url: str
     token: str | None = None
-    deadline_s: float = web.DEADLINE_S  # for a whole answer
-    session: requests.Session = field(default_factory=requests.Session)
+    deadline_s: float = web.DEADLINE_S  # for a whole exchange
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise UsageError(f"--url {self.url}: give the server's address, e.g. https://lava.example.org")
         self.url = self.url.rstrip("/")
-        if self.token is not None:
-            self.session.headers["Authorization"] = f"Token {self.token}"
 
     def submit(self, definition: str) -> int:
         """The new job's id."""
@@ -79,7 +74,8 @@ class Server:
 
     def _request(self, method: str, path: str, **kwargs: Any) -> web.Answer:
         where = f"{self.url}/{API}/{path}"
-        response = web.request(self.session, method, where, self.deadline_s, **kwargs)
+        credential = {"Authorization": f"Token {self.token}"} if self.token is not None else None
+        response = web.request(method, where, credential=credential, deadline_s=self.deadline_s, **kwargs)
         if response.status_code in (401, 403):
             how = "give a valid --token-file" if self.token else "give --token-file with the user's API token"
             raise UsageError(f"{self.url} refused {method} {path} (HTTP {response.status_code}): {how}")

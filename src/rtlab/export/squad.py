@@ -17,8 +17,6 @@ import json
 import re
 from typing import Any
 
-import requests
-
 from rtlab import __version__
 from rtlab.boundary import web
 from rtlab.boundary.shapes import Summary, Sysinfo
@@ -80,12 +78,10 @@ def submission(summary: Summary, info: Sysinfo | None, uid: str) -> dict[str, di
 def submit(url: str, token: str | None, team: str, project: str, build: str, environment: str,
            found: dict[str, dict[str, Any]], deadline_s: float = web.DEADLINE_S) -> None:  # fmt: skip
     """One run to SQUAD; UsageError or RunFailed with what the server said."""
-    session = requests.Session()
-    if token is not None:
-        session.headers["Auth-Token"] = token
+    credential = {"Auth-Token": token} if token is not None else None
     where = f"{url.rstrip('/')}/api/submit/{team}/{project}/{build}/{environment}"
-    fields = {name: (None, json.dumps(value)) for name, value in found.items()}
-    answer = web.request(session, "POST", where, deadline_s, files=fields)
+    fields = {name: json.dumps(value) for name, value in found.items()}
+    answer = web.request("POST", where, credential=credential, deadline_s=deadline_s, fields=fields)
     if answer.status_code in (401, 403):
         how = "give --token-file with a token that may submit to this project"
         raise UsageError(f"{url} refused the submission (HTTP {answer.status_code}): {how}")
