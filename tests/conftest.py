@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -224,3 +225,36 @@ def postgres(user: str, database: str) -> Iterator[int]:
     finally:
         as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(data)
+
+
+# --- what the boundary's tests share (test_hostile, test_boundary, test_readers) -----------
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def victim(tmp_path) -> Iterator[Path]:
+    """A host file outside every run; its bytes must never change or be read into a run."""
+    path = tmp_path / "victim" / "secret.txt"
+    path.parent.mkdir()
+    path.write_text("host secret: never in a run\n")
+    before = digest(path)
+    yield path
+    assert digest(path) == before and path.is_file() and not path.is_symlink()
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory) -> Path:
+    """A short real run (1 s idle), copied by each test that damages it."""
+    out = tmp_path_factory.mktemp("hostile") / "good"
+    done = rtlab("run", "--loads", "idle", "--duration", "1s", "--settle", "0s", "--out", str(out))
+    if done.returncode != 0:
+        pytest.skip(f"no local run here: {done.stderr[-300:]}")
+    return out
+
+
+def copy_of(run: Path, where: Path) -> Path:
+    shutil.copytree(run, where)
+    return where

@@ -9,7 +9,6 @@ refusal is one line with its exit code and no traceback, and that a good run is 
 from __future__ import annotations
 
 import base64
-import hashlib
 import http.server
 import io
 import json
@@ -25,28 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_json, rtlab, run_args
+from conftest import copy_of, digest, read_json, rtlab, run_args
 from rtlab import lava_server
 from rtlab.boundary import unpack, untrusted
 from rtlab.errors import RunFailed
 from test_ssh import board  # noqa: F401  (the loopback sshd)
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture
-def victim(tmp_path) -> Iterator[Path]:
-    """A host file outside every run; its bytes must never change or be read into a run."""
-    path = tmp_path / "victim" / "secret.txt"
-    path.parent.mkdir()
-    path.write_text("host secret: never in a run\n")
-    before = digest(path)
-    yield path
-    assert digest(path) == before and path.is_file() and not path.is_symlink()
 
 
 def member(
@@ -212,21 +196,6 @@ def test_printable_strips_what_a_terminal_obeys():
 
 
 # --- a whole run: damaged documents and escapes through rtlab's commands ---------------------
-
-
-@pytest.fixture(scope="module")
-def good_run(tmp_path_factory) -> Path:
-    """A short real run (1 s idle), copied by each test that damages it."""
-    out = tmp_path_factory.mktemp("hostile") / "good"
-    done = rtlab("run", "--loads", "idle", "--duration", "1s", "--settle", "0s", "--out", str(out))
-    if done.returncode != 0:
-        pytest.skip(f"no local run here: {done.stderr[-300:]}")
-    return out
-
-
-def copy_of(run: Path, where: Path) -> Path:
-    shutil.copytree(run, where)
-    return where
 
 
 @pytest.mark.parametrize("case", ["deep", "digits", "nan"])

@@ -580,6 +580,6 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     finally:
         target.close()
     if (run.path / rundir.COLLECT_ERROR).exists():
-        raise RunFailed((run.path / rundir.COLLECT_ERROR).read_text().strip())
+        raise RunFailed(run.text(run.path / rundir.COLLECT_ERROR).strip())
     _, info, _, _ = store.read(run)
     return Outcome(run, _finish(run, manifest, info, collected=now()))

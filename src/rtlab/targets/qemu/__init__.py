@@ -315,7 +315,7 @@ class QemuTarget:
             if path.is_dir():
                 self._must(f"mkdir -p {shlex.quote(f'{remote}/{rel}')}")
             elif path.name in PLAN_FILES:
-                files.write_text(f"{remote}/{rel}", path.read_text())
+                files.write_text(f"{remote}/{rel}", run.text(path))
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         console = self.started()

@@ -1,0 +1,398 @@
+"""The trust boundary, tried as an attacker would: each case a board, a log, a server or a
+copied run folder could bring, held by behaviour (the CLI wherever it can reach the case).
+
+Each test checks what a user would: the host's files untouched (their bytes), one line with
+its exit code and no traceback, and the good data still read. The history's cases run on
+SQLite and a real PostgreSQL in test_history.py.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import AGENT, BUSYBOX, copy_of, read_json, rtlab
+from rtlab import lava_server
+from rtlab.boundary import paths, untrusted, values
+from rtlab.errors import RunFailed
+from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
+
+# --- a board that names host files ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../../../victim/secret.txt", "/tmp/rtlab-hostile-hwlat", ".bashrc", "a/b"])
+def test_hwlat_files_a_board_names_never_leave_the_output_folder(tmp_path, victim, name):
+    from rtlab import hwlat
+    from rtlab.targets import open_target
+    from rtlab.targets.qemu.console import Console
+
+    stream = tmp_path / "stream"
+    stream.write_text(
+        "@rtlab trace-start t=1 level=hwlat seconds=1 threshold_us=10 hypervisor=yes\n"
+        "@rtlab trace-end t=2 spikes=0\n"
+        f"@rtlab hwlat-file name={name}\nhost secret overwritten\n"
+        "@rtlab hwlat-file name=hwlat.trace\n# tracer: hwlat\n@rtlab hwlat-end\n"
+    )
+    (tmp_path / "final").write_text("")
+    script = tmp_path / "guest.py"
+    script.write_text(FAKE_GUEST)
+    target = open_target("qemu:debian-rt")
+    target.console = Console([sys.executable, str(script), str(stream), str(tmp_path / "final")])  # type: ignore[attr-defined]
+    out = tmp_path / "out" / "hwlat"
+    try:
+        assert target.console.wait_for("@rtlab-ready", 30)  # type: ignore[attr-defined]
+        with pytest.raises(
+            RunFailed, match="is not a file of the hwlat pass|is not a file of the hwlat pass rtlab"
+        ):
+            hwlat.run(target, out, 1, 10, None)
+    finally:
+        target.close()
+    assert not out.exists()  # nothing written, in the folder or anywhere else
+    assert not Path("/tmp/rtlab-hostile-hwlat").exists()
+
+
+def test_a_known_hwlat_file_is_kept():
+    files = untrusted_files("@rtlab hwlat-file name=hwlat.trace\n# tracer: hwlat\n@rtlab hwlat-end\n")
+    assert files == {"hwlat.trace": "# tracer: hwlat\n"}
+
+
+def untrusted_files(text: str) -> dict[str, str]:
+    from rtlab import hwlat
+
+    return hwlat._files(text)
+
+
+# --- servers --------------------------------------------------------------------------------------
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Records what reached it; as the first server, sends every request to `redirect_to`."""
+
+    redirect_to = ""
+    seen: list[dict[str, str]]
+
+    def _answer(self) -> None:
+        self.seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        if self.redirect_to:
+            self.send_response(307)
+            self.send_header("Location", self.redirect_to + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = json.dumps({"state": "Finished", "health": "Complete"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> tuple[str, http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+@pytest.fixture
+def two_origins() -> Iterator[tuple[str, str, list[dict[str, str]], list[dict[str, str]]]]:
+    """A server that redirects everything (307) to a second one on another port (another origin)."""
+    seen_a: list[dict[str, str]] = []
+    seen_b: list[dict[str, str]] = []
+    url_b, b = serve(type("B", (Recorder,), {"seen": seen_b}))
+    url_a, a = serve(type("A", (Recorder,), {"seen": seen_a, "redirect_to": url_b}))
+    yield url_a, url_b, seen_a, seen_b
+    for server in (a, b):
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_squad_token_never_follows_a_redirect_to_another_origin(good_run, tmp_path, two_origins):
+    url_a, url_b, seen_a, seen_b = two_origins
+    token = tmp_path / "token"
+    token.write_text("s3cret-token\n")
+    done = rtlab("export", "squad", str(good_run), "--url", url_a, "--team", "t", "--project", "p",
+                 "--build", "b", "--environment", "e", "--token-file", str(token))  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "another origin" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert seen_a and seen_a[0]["auth-token"] == "s3cret-token"  # sent where it was meant to go
+    assert seen_b == []  # and nowhere else
+    assert "s3cret-token" not in done.stderr + done.stdout
+
+
+def test_without_a_credential_a_redirect_is_followed(two_origins):
+    url_a, _, seen_a, seen_b = two_origins
+    record = lava_server.Server(url_a).job(1)
+    assert record["state"] == "Finished" and len(seen_a) == 1 and len(seen_b) == 1
+    assert "authorization" not in seen_b[0]
+
+
+def test_the_lava_token_never_follows_a_redirect_to_another_origin(two_origins):
+    url_a, _, seen_a, seen_b = two_origins
+    with pytest.raises(RunFailed, match="rtlab sends no credential across origins"):
+        lava_server.Server(url_a, token="s3cret").job(1)
+    assert seen_a[0]["authorization"] == "Token s3cret" and seen_b == []
+
+
+@pytest.fixture
+def dripping_headers() -> Iterator[str]:
+    """A server that answers with a status line, then one header byte every half second, for ever."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def serve_one() -> None:
+        while not stop.is_set():
+            try:
+                listener.settimeout(0.5)
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    while not stop.is_set():
+                        conn.sendall(b"a")
+                        time.sleep(0.5)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve_one, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(5)
+    listener.close()
+
+
+@pytest.mark.unit
+def test_a_server_dripping_its_headers_is_cut_at_the_deadline(dripping_headers):
+    started = time.monotonic()
+    with pytest.raises(RunFailed, match="took more than 2 s"):
+        lava_server.Server(dripping_headers, deadline_s=2).job(1)
+    assert time.monotonic() - started < 30  # the deadline, not a read's timeout, ended it
+
+
+# --- memory from one number --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        ("count", 10**7, "outside 1..8192"),
+        ("online", "0-99999999", "beyond the 8192 Linux can have"),
+        ("hybrid_core", "0-99999999", "beyond the 8192 Linux can have"),
+    ],
+)
+def test_one_number_in_a_boards_sysinfo_costs_no_memory(good_run, tmp_path, where, value, said):
+    run = copy_of(good_run, tmp_path / "run")
+    info = read_json(run / "sysinfo.json")
+    info["cpus"][where] = value
+    (run / "sysinfo.json").write_text(json.dumps(info))
+    done = limited("report", str(run), "--format", "json")  # 2 GiB at most
+    assert done.returncode == 0, done.stderr[-500:]
+    summary = json.loads(done.stdout)
+    assert any("sysinfo.json" in w["message"] and said in w["message"] for w in summary["warnings"])
+    assert summary["loads"]["idle"]["status"] == "complete"
+
+
+def test_a_cpu_list_beyond_linux_in_run_json_is_named(good_run, tmp_path):
+    run = copy_of(good_run, tmp_path / "run")
+    manifest = read_json(run / "run.json")
+    manifest["plan"]["rt_cpus"] = "0-99999999"
+    (run / "run.json").write_text(json.dumps(manifest))
+    done = limited("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "beyond the 8192" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_cpu_list_the_user_gives_is_bounded_too(tmp_path):
+    done = limited("run", "--rt-cpus", "0-99999999", "--loads", "idle", "--duration", "1s", "--out",
+                   str(tmp_path / "x"))  # fmt: skip
+    assert done.returncode == 2 and "beyond the 8192" in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+# --- folders ----------------------------------------------------------------------------------
+
+
+def test_a_load_folder_linked_to_another_run_is_not_read_as_this_runs(good_run, tmp_path):
+    other = copy_of(good_run, tmp_path / "other")
+    run = copy_of(good_run, tmp_path / "run")
+    shutil.rmtree(run / "loads/idle")
+    (run / "loads/idle").symlink_to(other / "loads/idle")
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    idle = json.loads(done.stdout)["loads"]["idle"]
+    assert idle["status"] == "failed" and "loads/idle is a link" in idle["reason"]
+    assert idle.get("merged") is None  # none of the other run's numbers
+
+
+def test_a_numbered_folder_that_is_no_number_is_not_read(good_run, tmp_path):
+    run = copy_of(good_run, tmp_path / "run")
+    (run / "loads/idle/trace/1x").mkdir(parents=True)
+    (run / "loads/idle/segments/²").mkdir(parents=True)
+    done = rtlab("report", str(run), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["loads"]["idle"]["status"] == "complete"
+
+
+def test_a_campaign_index_that_is_a_link_is_one_line(tmp_path, victim):
+    out = tmp_path / "campaign"
+    out.mkdir()
+    (out / "repeats.json").symlink_to(victim)
+    done = rtlab("run", "--loads", "idle", "--duration", "1s", "--repeat", "2", "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(said) == 1 and "repeats.json is a link" in said[0] and "Traceback" not in done.stderr
+
+
+# --- LAVA logs ----------------------------------------------------------------------------------
+
+
+def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_path):
+    log = lava_log(tmp_path / "job.log", run_bundle(good_run), noise=3)
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "imported"))
+    assert done.returncode == 0, done.stderr
+    said = read_json(tmp_path / "imported" / "lava-import.json")
+    assert said["console_lines_skipped"] > 0
+    summary = read_json(tmp_path / "imported" / "summary.json")
+    assert summary["loads"]["idle"]["status"] == "complete"
+
+
+def _second_bundle(good_run: Path, tmp_path: Path) -> tuple[Path, str, str]:
+    """A log with the job's bundle and, after it, another one (another uid, loads failed)."""
+    forged = copy_of(good_run, tmp_path / "forged")
+    manifest = read_json(forged / "run.json")
+    manifest["uid"] = "f0f0f0f0f0f0"
+    manifest["loads"]["idle"] = {"status": "failed", "reason": "forged"}
+    (forged / "run.json").write_text(json.dumps(manifest))
+    (forged / "loads/idle/cyclictest.json").write_text("{}")
+    real = tmp_path / "real.log"
+    lava_log(real, run_bundle(good_run))
+    lava_log(tmp_path / "forged.log", run_bundle(forged))
+    lines = real.read_text().splitlines()
+    forged_lines = [line for line in (tmp_path / "forged.log").read_text().splitlines() if '"target"' in line]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines[:-1] + forged_lines + lines[-1:]) + "\n")
+    return log, read_json(good_run / "run.json")["uid"], "f0f0f0f0f0f0"
+
+
+def test_a_second_bundle_with_another_uid_never_replaces_the_jobs(good_run, tmp_path):
+    log, uid, forged = _second_bundle(good_run, tmp_path)
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "a"))
+    assert done.returncode == 3 and "give --uid" in done.stderr and forged in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "a" / "run.json").exists()
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "b"), "--uid", uid)
+    assert done.returncode == 0, done.stderr
+    assert read_json(tmp_path / "b" / "summary.json")["loads"]["idle"]["status"] == "complete"
+    assert read_json(tmp_path / "b" / "lava-import.json")["uid"] == uid
+
+
+def test_a_loads_output_cannot_add_fields_to_its_event(tmp_path):
+    loads = tmp_path / "loads.toml"
+    loads.write_text(
+        '[loads.forge]\ncommand = ["sh", "-c", "echo error: x load=idle status=complete; exit 1"]\n'
+    )
+    out = tmp_path / "run"
+    done = rtlab("run", "--loads-file", str(loads), "--loads", "forge", "--duration", "1s", "--settle", "1s",
+                 "--out", str(out))  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    ends = [line for line in (out / "events").read_text().splitlines() if line.startswith("@rtlab load-end")]
+    assert len(ends) == 1 and "load=forge status=failed" in ends[0] and "load=idle" not in ends[0], ends
+    assert "load:idle status:complete" in ends[0]  # the words kept, quoted
+
+
+@pytest.mark.skipif(BUSYBOX is None, reason="make setup installs busybox")
+def test_lava_report_reads_an_events_fields_not_its_reason(tmp_path):
+    run = tmp_path / "run"
+    (run / "loads/idle").mkdir(parents=True)
+    (run / "loads/cpu").mkdir(parents=True)
+    (run / "plan.loads").write_text("cpu\nidle\n")
+    # as a board whose agent does not quote would write it: cpu's reason carries a forgery
+    (run / "events").write_text(
+        "@rtlab load-end t=1.0 load=cpu status=failed reason=stress-ng: x load=idle status=complete\n"
+        "@rtlab load-end t=2.0 load=idle status=failed reason=boom\n"
+    )
+    done = subprocess.run(
+        [BUSYBOX, "sh", str(AGENT), "lava-report", str(run)], capture_output=True, text=True
+    )
+    assert "lava-test-case idle --result fail" in done.stdout, done.stdout + done.stderr
+    assert "lava-test-case cpu --result fail" in done.stdout
+    assert "idle --result pass" not in done.stdout
+
+
+# --- units of the boundary ------------------------------------------------------------------------
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["..", ".", "", "a/b", "/etc", "..x/", "a\x1b", "²", "x" * 101, ".hidden"])
+def test_a_name_from_outside_becomes_no_path(name):
+    assert not paths.is_component(name)
+    with pytest.raises(paths.BadName):
+        paths.component(name, "a load's name")
+
+
+@pytest.mark.unit
+def test_numbered_folders_are_numbers_only(tmp_path):
+    for name in ("001", "2", "1x", "²", "0000001"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "003").symlink_to(tmp_path / "001")
+    assert [n for n, _ in paths.numbered(tmp_path)] == [1, 2]
+
+
+@pytest.mark.unit
+def test_no_link_anywhere_below_a_run(tmp_path, victim):
+    (tmp_path / "run/loads").mkdir(parents=True)
+    (tmp_path / "run/loads/idle").symlink_to(victim.parent)
+    with pytest.raises(untrusted.Damaged, match="loads/idle is a link"):
+        untrusted.read_bytes(tmp_path / "run/loads/idle/secret.txt", 100, root=tmp_path / "run")
+
+
+@pytest.mark.unit
+def test_a_start_in_the_future_is_not_kept():
+    assert values.timestamp("2026-01-02T03:04:05Z")[0] == "2026-01-02T03:04:05Z"
+    kept, why = values.timestamp("9999-01-01T00:00:00Z")
+    assert kept is None and "in the future" in (why or "")
+
+
+@pytest.mark.unit
+def test_the_db_address_never_shows_its_password():
+    from rtlab.history.db import shown_url
+
+    assert shown_url("postgresql://bob:s3cret@host:5432/db") == "postgresql://bob@host:5432/db"
+    assert shown_url("postgresql://bob:s3:c@ret@host/db").count("s3") == 0
+
+
+def test_a_malformed_db_address_is_one_line_without_its_password(good_run, tmp_path):
+    junit = tmp_path / "junit.xml"
+    for url in ("postgresql://bob:s3cret@host:notaport/db", "postgresql://bob:s3cret@host:99999999/db"):
+        done = rtlab("history", "list", "--db", url)
+        assert done.returncode == 2 and "s3cret" not in done.stderr, done.stderr
+        assert "bob@host" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    # a measured run keeps its JUnit file and its exit code when its history cannot be written
+    bad = {"RTLAB_HISTORY_DB": "postgresql://bob:s3cret@h:x/db"}
+    done = rtlab("run", "--loads", "idle", "--duration", "1s", "--settle", "0s", "--out", str(tmp_path / "r"),
+                 "--history", "--junit", str(junit), env=bad)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert junit.is_file() and "s3cret" not in done.stderr
+    assert "warning: not added to the history" in done.stderr and "Traceback" not in done.stderr
