@@ -235,6 +235,70 @@ def test_rebuild_from_the_folders(runs, db, tmp_path):
     assert shown.stdout.strip() == str(runs.busy / "repeat-1")
 
 
+def _odd(runs: Runs, where: Path, case: str) -> Path:
+    """A copy of a good run holding one value a board or a copied folder could bring."""
+    run = where / case
+    shutil.copytree(runs.quiet / "repeat-1", run)
+    manifest = read_json(run / "run.json")
+    manifest["uid"] = f"odd-{case}"
+    info = read_json(run / "sysinfo.json")
+    load = run / "loads" / "work"
+    if case == "release":  # PostgreSQL refused it before; SQLite took it
+        info["kernel"]["release"] = "6.12.0-" + "r" * 200
+    elif case == "started":
+        manifest["started"] = "2026-01-01T00:00:00Z" + "0" * 60
+    elif case == "future":
+        manifest["started"] = "9999-12-31T23:59:59Z"
+    elif case == "trace":
+        (load / "trace" / "1x").mkdir(parents=True)
+    elif case in ("bucket", "cpu"):
+        data = read_json(load / "cyclictest.json")
+        thread = next(iter(data["thread"].values()))
+        if case == "bucket":
+            thread["histogram"]["1"] = 10**30
+        else:
+            thread["cpu"] = 10**11
+        (load / "cyclictest.json").write_text(json.dumps(data))
+    (run / "run.json").write_text(json.dumps(manifest))
+    (run / "sysinfo.json").write_text(json.dumps(info))
+    return run
+
+
+ODD = ("release", "started", "future", "trace", "bucket", "cpu")
+
+
+def test_odd_runs_are_added_or_named_and_never_stop_the_batch(runs, db, tmp_path):
+    odd = [_odd(runs, tmp_path, case) for case in ODD]
+    done = history(db, "add", *map(str, odd), str(runs.busy))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count(": added (") == len(ODD) + 5, done.stderr  # every one, each named
+    found = {r["uid"]: r for r in listed(db)}
+    assert len(found["odd-release"]["kernel"]) <= 200 and found["odd-release"]["kernel"].startswith(
+        "6.12.0-rrr"
+    )
+    assert found["odd-started"]["started"] is None
+    assert "in the future: kept out of the newest" in done.stderr
+    assert found["odd-future"]["started"] is None
+    # the future run is never the newest: the board's series ends with a run measured here
+    assert listed(db)[-1]["uid"] != "odd-future"
+
+
+def test_rebuild_keeps_the_index_whatever_the_folders_hold(runs, db, tmp_path):
+    odd = [_odd(runs, tmp_path, case) for case in ODD]
+    assert history(db, "add", *map(str, odd), str(runs.busy)).returncode == 0
+    assert history(db, "baseline", "set", str(runs.busy / "repeat-1")).returncode == 0
+    before = {r["uid"] for r in listed(db)}
+    shutil.rmtree(odd[0] / "loads")  # one folder damaged since: named, the rest stays
+    (odd[1] / "run.json").write_text('{"uid": ')
+    done = history(db, "rebuild")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"{odd[1]}: damaged" in done.stderr
+    after = {r["uid"] for r in listed(db)}
+    assert after == before - {"odd-started"}  # the one no longer readable, and only it
+    shown = history(db, "baseline", "show")
+    assert shown.returncode == 0 and shown.stdout.strip() == str(runs.busy / "repeat-1")
+
+
 def test_a_newer_store_is_one_line(tmp_path, runs):
     db = tmp_path / "history.db"
     assert history(str(db), "add", str(runs.busy)).returncode == 0
