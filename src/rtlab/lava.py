@@ -177,7 +177,7 @@ def read_log(path: Path) -> str:
     """A job's log file (the user's own: it may be a link), up to LOG_BYTES."""
     try:
         with path.open("rb") as f:
-            data = f.read(LOG_BYTES + 1)
+            data = untrusted.read_at_most(f, LOG_BYTES + 1)
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}: give the job's log file") from None
     if len(data) > LOG_BYTES:

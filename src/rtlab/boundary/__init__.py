@@ -1,0 +1,39 @@
+"""The trust boundary: everything a target, a log, a server or a run folder says crosses it here.
+
+A board runs experimental kernels and a farm is shared, so what comes from one is hostile until
+checked, each kind in one place:
+
+    untrusted.py  files (no links, a size named for each), JSON and YAML (bounded nesting,
+                  aliases and digits) and strings (made printable before a terminal)
+    paths.py      an outside name becomes a path (one component, a known set, numbers as
+                  numbers; no link anywhere below a run folder)
+    values.py     outside numbers and strings become values (CPU lists and counts within what
+                  Linux can have, rows within their columns, dates not in the future)
+    unpack.py     archives (regular files and folders of a run's layout, within its caps)
+    web.py        servers (one deadline a whole exchange, a size cap, no credential across
+                  an origin change)
+    shapes.py     the shapes every document is checked against before its values are used
+
+READERS lists every function that reads outside data; tests/test_readers.py holds a property
+test (Hypothesis) for each, and fails when a reader here has none.
+"""
+
+# name -> (the reader, what it reads): every entry has its property test in tests/test_readers.py
+READERS: dict[str, tuple[str, str]] = {
+    "events": ("rtlab.results.events:parse", "the agent's progress lines (@rtlab KIND key=value)"),
+    "cyclictest": ("rtlab.results.cyclictest:threads", "cyclictest's JSON"),
+    "oslat": ("rtlab.results.probes:parse", "oslat's JSON"),
+    "cyclicdeadline": ("rtlab.results.probes:parse", "cyclicdeadline's JSON"),
+    "rtla": ("rtlab.results.probes:parse", "rtla timerlat hist's table"),
+    "timeline": ("rtlab.results.timeline:parse", "cyclictest's oscilloscope and spike lines"),
+    "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),
+    "rtla-analysis": ("rtlab.results.ftrace:parse_auto_analysis", "rtla's auto-analysis"),
+    "hwlat": ("rtlab.hwlat:_files", "the files the agent prints after a hwlat pass"),
+    "sysinfo": ("rtlab.results.rundir:RunDir.sysinfo", "a run's sysinfo.json"),
+    "run.json": ("rtlab.results.rundir:RunDir.manifest", "a run's run.json"),
+    "run-folder": ("rtlab.store:summary", "a whole run folder, as report reads it"),
+    "archive": ("rtlab.boundary.unpack:unpack", "a board's or guest's tar.gz of a run"),
+    "lava-log": ("rtlab.lava:bundle", "a LAVA job's log and the run bundle in it"),
+    "history-index": ("rtlab.history.db:Store.add", "a run folder into the history store"),
+    "server-answer": ("rtlab.boundary.web:Answer.json", "a server's answer"),
+}

@@ -17,16 +17,18 @@ cap it broke, and nothing of it is kept.
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import re
 import shutil
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from rtlab.boundary.shapes import PlanJSON
 from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
@@ -42,6 +44,8 @@ FILES_PER_LOAD = 64  # argv, logs, JSON, the time axis, scratch leftovers
 # Without a plan to go by (a LAVA log, whose run.json is itself from the board): what a
 # day-long campaign of five loads on 16 CPUs needs.
 DEFAULT_CPUS = 16
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Refused(ValueError):
@@ -110,7 +114,11 @@ def unpack(
 
 def _extract(source: bytes | IO[bytes], fresh: Path, limits: Limits, what: str, prefix: str,
              keep: set[str]) -> list[str]:  # fmt: skip
-    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    stream: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source
+    if isinstance(source, bytes) and source[:2] == GZIP_MAGIC:
+        # gzip unwrapped here: tarfile's own stream (Python 3.11) fails with an AttributeError
+        # on some damaged gzip headers instead of its ReadError
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=stream, mode="rb"))
     written: list[str] = []
     total = members = 0
     try:
@@ -142,7 +150,7 @@ def _extract(source: bytes | IO[bytes], fresh: Path, limits: Limits, what: str, 
                 written.append(name)
     except tarfile.TarError as e:
         raise Refused(f"{what} is damaged ({e})") from None
-    except (EOFError, OSError) as e:
+    except (EOFError, OSError, zlib.error) as e:
         raise Refused(f"{what} is cut off or damaged ({e})") from None
     return written
 

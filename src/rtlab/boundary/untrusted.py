@@ -61,10 +61,20 @@ def read_bytes(path: Path, cap: int, what: str | None = None, root: Path | None 
             raise Damaged(f"{name} is not a regular file")
         if info.st_size > cap:
             raise Damaged(f"{name} has {info.st_size} bytes, more than the {cap} a run's file may hold")
-        data = f.read(cap + 1)
+        data = read_at_most(f, cap + 1)
     if len(data) > cap:  # grew while read
         raise Damaged(f"{name} has more than the {cap} bytes a run's file may hold")
     return data
+
+
+def read_at_most(f: Any, limit: int) -> bytes:
+    """Up to LIMIT bytes of the file object F, in chunks: read(LIMIT) would reserve all of
+    LIMIT at once (512 MB for a cap of 512 MB, whatever the file holds)."""
+    chunks, total = [], 0
+    while total < limit and (chunk := f.read(min(1 << 20, limit - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def read_text(
@@ -188,7 +198,10 @@ class _BoundedLoader(yaml.SafeLoader):
 
 def yaml_loads(text: str, what: str) -> Any:
     """A YAML document with bounded aliases and nesting, safe tags only; Damaged else."""
-    loader = _BoundedLoader(text)
+    try:  # the reader refuses characters YAML does not allow (a NUL) as it is made
+        loader = _BoundedLoader(text)
+    except yaml.YAMLError as e:
+        raise Damaged(f"damaged {what}: {printable(str(e)).splitlines()[0][:120]}") from None
     try:
         return loader.get_single_data()
     except Damaged as e:

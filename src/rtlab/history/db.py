@@ -7,7 +7,6 @@ same run finds it there (a no-op), and SQLite's writers wait for each other.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -333,11 +332,23 @@ class Store:
             row["histogram"] = (
                 None if row["h_values"] is None else {
                     "limit_us": row["limit_us"], "overflows": row["h_overflows"],
-                    "values": json.loads(row["h_values"]), "counts": json.loads(row["h_counts"]),
+                    "values": _numbers(row["h_values"]), "counts": _numbers(row["h_counts"]),
                 }
             )  # fmt: skip
-            row["maxima"] = json.loads(row["maxima"]) if row["maxima"] else []
+            row["maxima"] = _numbers(row["maxima"]) if row["maxima"] else []
         return found
+
+
+def _numbers(text: str) -> list[Any]:
+    """A list the store keeps as JSON (a shared PostgreSQL is written by others too): read with
+    the boundary's bounds; a damaged one is one line."""
+    try:
+        found = untrusted.json_loads(text, "a list in the history store")
+    except untrusted.Damaged as e:
+        raise UsageError(f"{e}: rebuild the store (rtlab history rebuild)") from None
+    if not isinstance(found, list):
+        raise UsageError("damaged a list in the history store: rebuild the store (rtlab history rebuild)")
+    return found
 
 
 def _now() -> str:

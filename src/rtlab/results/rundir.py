@@ -423,7 +423,7 @@ class RunDir:
                     raw = untrusted.read_bytes(path, TRACE_BYTES, root=self.path)
                     if path.suffix == ".gz":  # read no further than a trace can be
                         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
-                            raw = f.read(TRACE_BYTES + 1)
+                            raw = untrusted.read_at_most(f, TRACE_BYTES + 1)
                     text = raw.decode("utf-8", errors="replace") if len(raw) <= TRACE_BYTES else None
                 except (untrusted.Damaged, OSError, EOFError, zlib.error):
                     text = None  # cut off, or too large: the capture says it explains nothing

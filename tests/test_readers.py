@@ -1,0 +1,583 @@
+"""Every reader of outside data (rtlab.boundary.READERS) fed what Hypothesis makes of real
+samples: values replaced at any depth, bytes flipped, lines cut and doubled, names from any
+script. Each property proves the same three things:
+
+- no exception but the project's own one-line errors (Damaged, InvalidResult, UsageError, ...);
+- memory bounded (tracemalloc's peak, far below what a hostile number would cost);
+- nothing written outside its folder (the bytes of everything beside it unchanged).
+
+test_every_reader_has_a_property_test fails when a reader is listed without one here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import shutil
+import tarfile
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rtlab.boundary import READERS, unpack, untrusted
+from rtlab.errors import RunFailed, UsageError
+from rtlab.results.cyclictest import InvalidResult
+from rtlab.results.probes import InvalidProbe
+from rtlab.results.rundir import UnreadableFile
+
+# the project's one-line errors: any other exception is a bug
+ONE_LINE = (
+    untrusted.Damaged,
+    unpack.Refused,
+    InvalidResult,
+    InvalidProbe,
+    UnreadableFile,
+    UsageError,
+    RunFailed,
+)
+PEAK_BYTES = 64 << 20  # a reader's memory for a sample of a few kB, whatever its numbers say
+UNIT = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FOLDER = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+PROPERTIES: dict[str, str] = {}  # reader -> its property test here
+
+
+def reads(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def mark(test: Callable[..., Any]) -> Callable[..., Any]:
+        PROPERTIES[name] = test.__name__
+        return test
+
+    return mark
+
+
+def bounded(call: Callable[[], Any]) -> Any:
+    """CALL's value, None when it refused with a one-line error; fails on any other exception
+    and on a memory peak above PEAK_BYTES."""
+    tracemalloc.start()
+    try:
+        return call()
+    except ONE_LINE as e:
+        assert "\n" not in str(e).strip(), str(e)
+        return None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < PEAK_BYTES, f"{peak} bytes at the peak"
+
+
+# --- what Hypothesis makes --------------------------------------------------------------------
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.sampled_from([0, 1, -1, 2**31, 2**53, 2**63, 2**64, 10**7, 10**11, 10**30])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+    | st.sampled_from(
+        ["0-99999999", "../../x", "/etc/passwd", "١٠", "1_0", "\x1b[2J", "9999-12-31T23:59:59Z"]
+    )
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _paths(doc: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [here]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            found += _paths(v, (*here, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            found += _paths(v, (*here, i))
+    return found
+
+
+def _replace(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = dict(doc) if isinstance(doc, dict) else list(doc)
+    copy[path[0]] = _replace(doc[path[0]], path[1:], value)
+    return copy
+
+
+@st.composite
+def mutated(draw: st.DrawFn, doc: Any, times: int = 3) -> Any:
+    """DOC with up to TIMES values (at any depth, keys' values included) replaced by anything."""
+    for _ in range(draw(st.integers(1, times))):
+        path = draw(st.sampled_from(_paths(doc)))
+        doc = _replace(doc, path, draw(VALUES))
+    return doc
+
+
+@st.composite
+def mangled(draw: st.DrawFn, text: str) -> str:
+    """TEXT with lines cut, doubled, replaced or spliced with anything."""
+    lines = text.splitlines()
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, max(len(lines) - 1, 0)))
+        what = draw(st.sampled_from(["cut", "double", "replace", "splice"]))
+        if what == "cut" and lines:
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
+        elif what == "double" and lines:
+            lines.insert(i, lines[i])
+        elif what == "replace" and lines:
+            lines[i] = draw(st.text(max_size=80))
+        else:
+            word = draw(st.sampled_from(["99999999999999999999", "-1", "nan", "1_0", "١٠", "=", "\x00", "²"]))
+            at = draw(st.integers(0, len(lines[i]) if lines else 0))
+            lines[i:i + 1] = [lines[i][:at] + word + lines[i][at:]] if lines else [word]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+# --- samples as the tools print them ----------------------------------------------------------
+
+CYCLICTEST = {
+    "file_version": 1,
+    "num_threads": 2,
+    "resolution_in_ns": 0,
+    "cmdline": "cyclictest -m -q -p 99 -i 200 -h 400 --json",
+    "thread": {
+        "0": {
+            "histogram": {"3": 120, "4": 70, "9": 10},
+            "cycles": 200,
+            "min": 3,
+            "max": 9,
+            "avg": 3.9,
+            "cpu": 0,
+        },
+        "1": {"histogram": {"2": 150, "5": 50}, "cycles": 201, "min": 2, "max": 500, "avg": 5.1, "cpu": 1},
+    },
+}
+OSLAT = {
+    "thread": {
+        "0": {"cpu": 0, "min": 1, "max": 7, "avg": 1.2, "histogram": {"1": 900, "2": 90, "7": 1, "32": 0}},
+        "1": {"cpu": 1, "min": 1, "max": 3, "avg": 1.1, "histogram": {"1": 950, "3": 50, "32": 0}},
+    }
+}
+CYCLICDEADLINE = {"thread": {"0": {"cycles": 100, "min": 2, "max": 40, "avg": 9.5}}}
+RTLA = """# RTLA timerlat histogram
+# Time unit is microseconds (us)
+Index   IRQ-000   Thr-000   IRQ-001   Thr-001
+2             5         0         7         0
+3             1         4         0         6
+9             0         2         0         1
+over:         0         0         0         0
+count:        6         6         7         7
+min:          2         3         2         3
+avg:       2.17      5.00      2.00      3.86
+max:          3         9         2         9
+ALL:        IRQ       Thr       Usr
+count:       13        13         0
+"""
+TIMELINE = (
+    "Max CPUs: 2\n0:       5:      12\n1:       5:       9\nT: 0 Spike:     130: TS: 1234567\nspikes = 1\n"
+)
+FTRACE = (
+    "# tracer: nop\n"
+    "  cyclictest-1234  [001] d..1.  1001.000100: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 "
+    "prev_state=S ==> next_comm=b next_pid=2 next_prio=0\n"
+    "  <idle>-0  [001] d.h1.  1001.000200: irq_handler_entry: irq=4 name=ttyS0\n"
+)
+RTLA_ANALYSIS = """## CPU 1 hit stop tracing, analyzing it ##
+  IRQ handler delay:                                        12.00 us (10.00 %)
+  IRQ latency:                                              30.00 us
+  Timerlat IRQ duration:                                     5.00 us (4.17 %)
+  Blocking thread:                                          80.00 us (66.67 %)
+                         stress-ng:4242                     80.00 us
+------------------------------------------------------------------------
+  Thread latency:                                          120.00 us (100%)
+"""
+EVENTS = (
+    "@rtlab clock t=10.5 wall=1764000000\n"
+    "@rtlab load-start t=11.0 load=cpu seconds=10\n"
+    "@rtlab load-end t=21.0 load=cpu status=failed reason=stress-ng: error x=1\n"
+    "@rtlab done t=22.0 status=partial\n"
+)
+HWLAT = (
+    "@rtlab hwlat-file name=hwlat.trace\n# tracer: hwlat\n"
+    "@rtlab hwlat-file name=tracefs.before\nx 1\n@rtlab hwlat-end\n"
+)
+
+
+def test_every_reader_has_a_property_test():
+    assert sorted(READERS) == sorted(PROPERTIES), "a reader of outside data without its property test here"
+    for name, (where, _) in READERS.items():
+        module, _, attr = where.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            found = getattr(found, part)  # the reader named in READERS exists
+        assert callable(found), name
+
+
+# --- documents and lines --------------------------------------------------------------------
+
+
+@pytest.mark.unit
+@reads("events")
+@given(mangled(EVENTS))
+@UNIT
+def test_events(text):
+    from rtlab.results import events
+
+    for line in text.splitlines():
+        event = bounded(lambda line=line: events.parse(line))
+        if event is not None:
+            assert all(untrusted.printable(v, lines=False) == v for v in event.fields.values())
+            n = event.number("t")
+            assert n is None or 0 <= n < 10**18
+
+
+@pytest.mark.unit
+@reads("cyclictest")
+@given(mutated(CYCLICTEST))
+@UNIT
+def test_cyclictest(doc):
+    from rtlab.results import cyclictest
+
+    text = json.dumps(doc)
+    found = bounded(lambda: cyclictest.threads(untrusted.json_loads(text, "cyclictest.json"), 400))
+    for t in found or []:
+        assert 0 <= t.cpu < 8192 and t.cycles >= sum(t.counts.values()) >= 0 and t.overflows >= 0
+
+
+def _probe(name: str, raw: Any, argv: list[str]) -> Any:
+    from rtlab.results import probes
+
+    return probes.parse(probes.PROBES[name], raw, argv)
+
+
+def _counts_sane(result: Any) -> None:
+    for threads in result.measures.values() if result else []:
+        cpus = [t.cpu for t in threads if t.cpu >= 0]
+        assert len(cpus) == len(set(cpus))  # no CPU hidden behind another
+        assert 0 <= sum(t.cycles for t in threads) < 1 << 53  # no wrap into a negative count
+
+
+@pytest.mark.unit
+@reads("oslat")
+@given(mutated(OSLAT))
+@UNIT
+def test_oslat(doc):
+    text = json.dumps(doc)
+    _counts_sane(bounded(lambda: _probe("oslat", untrusted.json_loads(text, "probe.json"), ["oslat"])))
+
+
+@pytest.mark.unit
+@reads("cyclicdeadline")
+@given(mutated(CYCLICDEADLINE))
+@UNIT
+def test_cyclicdeadline(doc):
+    text = json.dumps(doc)
+    _counts_sane(
+        bounded(lambda: _probe("cyclicdeadline", untrusted.json_loads(text, "p"), ["cyclicdeadline"]))
+    )
+
+
+@pytest.mark.unit
+@reads("rtla")
+@given(mangled(RTLA))
+@UNIT
+def test_rtla(text):
+    _counts_sane(bounded(lambda: _probe("timerlat", text, ["rtla", "timerlat", "hist", "-E", "400"])))
+
+
+@pytest.mark.unit
+@reads("timeline")
+@given(mangled(TIMELINE))
+@UNIT
+def test_timeline(text):
+    from rtlab.results import timeline
+
+    found = bounded(lambda: timeline.parse(text))
+    assert found is not None and found.garbled >= 0
+
+
+@pytest.mark.unit
+@reads("ftrace")
+@given(mangled(FTRACE))
+@UNIT
+def test_ftrace(text):
+    from rtlab.results import ftrace
+
+    bounded(lambda: ftrace.parse(text))
+
+
+@pytest.mark.unit
+@reads("rtla-analysis")
+@given(mangled(RTLA_ANALYSIS))
+@UNIT
+def test_rtla_analysis(text):
+    from rtlab.results import ftrace
+
+    bounded(lambda: ftrace.parse_auto_analysis(text))
+
+
+@pytest.mark.unit
+@reads("hwlat")
+@given(mangled(HWLAT))
+@UNIT
+def test_hwlat(text):
+    from rtlab import hwlat
+
+    files = bounded(lambda: hwlat._files(text)) or {}
+    assert set(files) <= set(hwlat.FILES)  # only the names the agent prints become files
+
+
+@pytest.mark.unit
+@reads("server-answer")
+@given(st.binary(max_size=2000) | mangled(json.dumps({"job_ids": [7], "detail": "x"})).map(str.encode))
+@UNIT
+def test_server_answer(body):
+    from rtlab.boundary import web
+
+    answer = web.Answer(500, "\x1b[2Jboom", body)
+    bounded(answer.json)
+    said = bounded(answer.message)
+    assert said is None or ("\x1b" not in said and len(said) <= 300)
+
+
+@pytest.mark.unit
+@reads("lava-log")
+@given(st.data())
+@UNIT
+def test_lava_log(data):
+    from rtlab import lava
+
+    bundle = io.BytesIO()
+    with tarfile.open(fileobj=bundle, mode="w:gz") as tar:
+        info = tarfile.TarInfo("run/events")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    import base64
+
+    text = base64.b64encode(bundle.getvalue()).decode()
+    lines = [json.dumps({"lvl": "target", "msg": "@rtlab-bundle-begin aaaaaaaaaaaa"})]
+    lines += [json.dumps({"lvl": "target", "msg": text[i : i + 76]}) for i in range(0, len(text), 76)]
+    lines += [json.dumps({"lvl": "target", "msg": "@rtlab-bundle-end aaaaaaaaaaaa"})]
+    lines += [json.dumps({"lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "pass"}})]
+    log = data.draw(mangled("\n".join(lines)))
+    uid = data.draw(st.none() | st.just("aaaaaaaaaaaa") | st.text(max_size=12))
+    found = bounded(lambda: lava.bundle(lava.log_entries(log), uid))
+    if found is not None:
+        assert found.noise >= 0 and (found.uid is None or uid is None or found.uid == uid)
+
+
+# --- folders: what a copied run, a board's archive or the store reads ---------------------------
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file under ROOT with its bytes' digest (links as their target)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = "-> " + str(path.readlink())
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _outside(tmp_path: Path, run: Path) -> dict[str, str]:
+    return {k: v for k, v in _tree(tmp_path).items() if not k.startswith(run.name + "/")}
+
+
+def _fresh(good_run: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    if run.exists():
+        shutil.rmtree(run)
+    shutil.copytree(good_run, run)
+    return run
+
+
+@reads("sysinfo")
+@given(data=st.data())
+@FOLDER
+def test_sysinfo(good_run, tmp_path, data):
+    from rtlab.results.rundir import RunDir
+
+    run = _fresh(good_run, tmp_path)
+    doc = data.draw(mutated(json.loads((run / "sysinfo.json").read_text())))
+    (run / "sysinfo.json").write_text(json.dumps(doc))
+    before = _outside(tmp_path, run)
+    bounded(RunDir(run).sysinfo)
+    assert _outside(tmp_path, run) == before
+
+
+@reads("run.json")
+@given(data=st.data())
+@FOLDER
+def test_run_json(good_run, tmp_path, data):
+    from rtlab.results.rundir import RunDir
+
+    run = _fresh(good_run, tmp_path)
+    doc = data.draw(mutated(json.loads((run / "run.json").read_text())))
+    (run / "run.json").write_text(json.dumps(doc))
+    before = _outside(tmp_path, run)
+    bounded(RunDir(run).manifest)
+    assert _outside(tmp_path, run) == before
+
+
+def _damage(data: st.DataObject, run: Path, outside: Path) -> None:
+    """One of the things a copied or unpacked run folder can hold instead of what rtlab wrote."""
+    files = sorted(
+        p for p in run.rglob("*") if p.is_file() and not any(q.is_symlink() for q in (p, *p.parents))
+    )
+    path = data.draw(st.sampled_from(files))
+    how = data.draw(st.sampled_from(["json", "bytes", "link", "dirlink", "numbered", "empty"]))
+    if how == "json" and path.suffix == ".json":
+        path.write_text(json.dumps(data.draw(mutated(json.loads(path.read_text())))))
+    elif how == "bytes":
+        raw = bytearray(path.read_bytes()) or bytearray(b"x")
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        path.write_bytes(bytes(raw))
+    elif how == "link":
+        path.unlink()
+        path.symlink_to(outside)
+    elif how == "dirlink" and path.parent != run:
+        shutil.rmtree(path.parent)
+        path.parent.symlink_to(outside.parent)
+    elif how == "numbered":
+        (path.parent / data.draw(st.sampled_from(["1x", "²", "0" * 9, "01"]))).mkdir(exist_ok=True)
+    else:
+        path.write_bytes(b"")
+
+
+@reads("run-folder")
+@given(data=st.data())
+@FOLDER
+def test_run_folder(good_run, tmp_path, data):
+    from rtlab import store
+
+    outside = tmp_path / "victim" / "secret.json"
+    outside.parent.mkdir(exist_ok=True)
+    outside.write_text('{"secret": "s3cr3t-of-the-host"}')
+    run = _fresh(good_run, tmp_path)
+    for _ in range(data.draw(st.integers(1, 3))):
+        _damage(data, run, outside)
+    before = _outside(tmp_path, run)
+    summary = bounded(lambda: store.summary(run))
+    assert "s3cr3t" not in json.dumps(summary or {})  # nothing of the host's file read in
+    assert _outside(tmp_path, run) == before
+
+
+@reads("archive")
+@given(data=st.data())
+@FOLDER
+def test_archive(good_run, tmp_path, data):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(good_run, arcname=".")
+    raw = bytearray(buffer.getvalue())
+    for _ in range(data.draw(st.integers(0, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    into = tmp_path / "into"
+    if into.exists():
+        shutil.rmtree(into)
+    before = _tree(tmp_path)
+    bounded(lambda: unpack.unpack(bytes(raw), into, unpack.Limits.for_plan(None), "the archive"))
+    after = {k: v for k, v in _tree(tmp_path).items() if not k.startswith("into/")}
+    assert after == before
+    assert not any(p.is_symlink() for p in into.rglob("*")) if into.exists() else True
+
+
+@reads("history-index")
+@given(data=st.data())
+@FOLDER
+def test_history_index(good_run, tmp_path, data):
+    from rtlab.history.db import Store
+
+    outside = tmp_path / "victim" / "secret.json"
+    outside.parent.mkdir(exist_ok=True)
+    outside.write_text('{"secret": "s3cr3t-of-the-host"}')
+    run = _fresh(good_run, tmp_path)
+    _damage(data, run, outside)
+    db = tmp_path / "history.db"
+    db.unlink(missing_ok=True)
+    store = Store(str(db))
+    try:
+        before = {k: v for k, v in _outside(tmp_path, run).items() if not k.startswith("history.db")}
+        added = bounded(lambda: store.add(run))
+        after = {k: v for k, v in _outside(tmp_path, run).items() if not k.startswith("history.db")}
+        assert after == before
+        for a in added or []:
+            assert a.outcome in ("added", "known", "damaged") and "\n" not in a.why
+    finally:
+        store.close()
+
+
+# --- no way around the boundary ------------------------------------------------------------------
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "rtlab"
+# Modules that read the host's own files, never a target's or a run folder's: each with why.
+HOST_FILES = {
+    "agent/__init__.py": "the agent's own parts, shipped with rtlab",
+    "cli/kernel.py": "the user's kernel config fragments",
+    "cli/lava.py": "the user's job file",
+    "cli/system.py": "the user's kernel config",
+    "debian.py": "apt's own lists on the host",
+    "kernel/fragments.py": "the user's kernel tree",
+    "kernel/patches.py": "the user's patch series and the build's log",
+    "kernel/recipe.py": "the build folder rtlab made",
+    "lava.py": "the lab's job and the user's log file (read with a cap)",
+    "loads.py": "the user's loads file",
+    "results/liveness.py": "the host's own /proc",
+    "study.py": "the user's study file",
+    "system/files.py": "the target's /proc and /sys on this host (local target, RTLAB_ROOT)",
+    "targets/lifetime.py": "the host's own /proc",
+    "targets/qemu/__init__.py": "the kernel and initramfs images on the host",
+    "targets/qemu/elfdeps.py": "the host's programs and libraries, for the guest's initramfs",
+    "targets/qemu/initramfs.py": "the host's programs and libraries, for the guest's initramfs",
+    "targets/qemu/kernels.py": "Debian's kernel packages on the host",
+    "targets/ssh.py": "the user's known_hosts",
+}
+_PARSERS = ("json", "yaml", "tomllib", "pickle")
+
+
+def _file_read(node: Any) -> str | None:
+    """The call NODE as 'owner.name' when it reads a file (or parses one) by itself."""
+    import ast
+
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    owner = func.value if isinstance(func, ast.Attribute) else None
+    whose = getattr(owner, "id", None) or getattr(owner, "attr", "") if owner is not None else ""
+    reads = (name in ("read_text", "read_bytes") and whose != "untrusted") or (
+        name == "open" and whose in ("", "io", "gzip")
+    )
+    parses = name in ("load", "loads") and whose in _PARSERS
+    return f"{whose + '.' if whose else ''}{name}" if reads or parses else None
+
+
+def test_no_module_reads_a_file_around_the_boundary():
+    """Every read of a file in rtlab goes through rtlab.boundary, except modules that read only
+    the host's own files (HOST_FILES, each with its reason): a new reader of a run folder or a
+    target's output that opens a file another way fails here."""
+    import ast
+
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith("boundary/") or rel in HOST_FILES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            call = _file_read(node)
+            if call:
+                found.append(f"{rel}:{node.lineno} {call}")
+    assert found == [], "files read around rtlab.boundary: " + ", ".join(found)
