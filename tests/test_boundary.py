@@ -396,3 +396,61 @@ def test_a_malformed_db_address_is_one_line_without_its_password(good_run, tmp_p
     assert done.returncode == 0, done.stderr
     assert junit.is_file() and "s3cret" not in done.stderr
     assert "warning: not added to the history" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- probes -------------------------------------------------------------------------------------
+
+_RTLA = """# Time unit is microseconds (us)
+Index   IRQ-000   Thr-000
+2             5         4
+over:         0         0
+count:        5         4
+min:          2         2
+avg:       2.00      2.00
+max:          2         2
+"""
+
+
+def _probe(name: str, raw: object, argv: list[str]) -> object:
+    from rtlab.results import probes
+
+    return probes.parse(probes.PROBES[name], raw, argv)
+
+
+@pytest.mark.unit
+def test_probe_counts_that_would_wrap_are_refused():
+    from rtlab.results.probes import InvalidProbe
+
+    big = (1 << 53) - 1  # each below the bound, the two together beyond it (numpy's int64 wraps at 2**63)
+    threads = {
+        str(c): {"cpu": c, "min": 1, "max": 1, "avg": 1.0, "histogram": {"1": big, "2": 0}} for c in (0, 1)
+    }
+    with pytest.raises(InvalidProbe, match="more samples than any run can have"):
+        _probe("oslat", {"thread": threads}, ["oslat"])
+    threads["0"]["histogram"]["1"] = 1 << 62
+    with pytest.raises(InvalidProbe, match="not a count|samples at"):
+        _probe("oslat", {"thread": threads}, ["oslat"])
+
+
+@pytest.mark.unit
+def test_two_threads_on_one_cpu_are_refused_not_merged():
+    from rtlab.results.probes import InvalidProbe
+
+    one = {"cpu": 0, "min": 1, "max": 1, "avg": 1.0, "histogram": {"1": 5, "2": 0}}
+    with pytest.raises(InvalidProbe, match="two threads on CPU 0"):
+        _probe("oslat", {"thread": {"0": one, "1": dict(one)}}, ["oslat"])
+    twice = _RTLA.replace("Thr-000", "IRQ-000")
+    with pytest.raises(InvalidProbe, match="the column IRQ-000 twice"):
+        _probe("timerlat", twice, ["rtla"])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("word", ["1_0", "١٠", "1e1", "+5", "0x5"])
+def test_rtla_cells_are_ascii_digits_only(word):
+    from rtlab.results.probes import InvalidProbe
+
+    assert _probe("timerlat", _RTLA, ["rtla"]) is not None  # the table as rtla prints it reads
+    with pytest.raises(InvalidProbe):
+        _probe("timerlat", _RTLA.replace("2             5", f"2          {word}"), ["rtla"])
+    with pytest.raises(InvalidProbe):
+        _probe("timerlat", _RTLA.replace("IRQ-000", "IRQ-٠٠٠"), ["rtla"])
