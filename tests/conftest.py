@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from rtlab.agent import script_path
+
+# Property tests (test_readers.py): new examples at every run on a developer's machine, the
+# same ones on CI (CI=true), so a landing is never decided by the draw
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 AGENT = script_path()  # the agent as shipped: its parts and generated constants
 

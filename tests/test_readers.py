@@ -432,6 +432,13 @@ def test_run_json(good_run, tmp_path, data):
     assert _outside(tmp_path, run) == before
 
 
+def _json_or_none(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except ValueError:
+        return None
+
+
 def _damage(data: st.DataObject, run: Path, outside: Path) -> None:
     """One of the things a copied or unpacked run folder can hold instead of what rtlab wrote."""
     files = sorted(
@@ -439,9 +446,10 @@ def _damage(data: st.DataObject, run: Path, outside: Path) -> None:
     )
     path = data.draw(st.sampled_from(files))
     how = data.draw(st.sampled_from(["json", "bytes", "link", "dirlink", "numbered", "empty"]))
-    if how == "json" and path.suffix == ".json":
-        path.write_text(json.dumps(data.draw(mutated(json.loads(path.read_text())))))
-    elif how == "bytes":
+    doc = _json_or_none(path) if how == "json" else None
+    if doc is not None:
+        path.write_text(json.dumps(data.draw(mutated(doc))))
+    elif how in ("bytes", "json"):  # a file no longer JSON (damaged before) gets its bytes flipped
         raw = bytearray(path.read_bytes()) or bytearray(b"x")
         raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
         path.write_bytes(bytes(raw))

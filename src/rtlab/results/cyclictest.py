@@ -58,7 +58,7 @@ def _count(thread: dict[str, Any], key: str, where: str) -> int:
 
 
 def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
-    where = f"thread {name}"
+    where = f"thread {untrusted.printable(name)[:20]}"
     if not isinstance(thread, dict):
         raise InvalidResult(f"{FILE}: {where} is {type(thread).__name__}, not an object")
     cpu = _count(thread, "cpu", where)
@@ -135,5 +135,6 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
                 for key, count in (thread.get("histogram") or {}).items():
                     into["histogram"][key] = into["histogram"].get(key, 0) + count
             except (KeyError, TypeError) as e:
-                raise InvalidResult(f"{FILE}: segment thread {name} cannot be combined: {e}") from None
+                shown = untrusted.printable(str(name))[:20]
+                raise InvalidResult(f"{FILE}: segment thread {shown} cannot be combined: {e}") from None
     return {"file_version": 1, "num_threads": len(threads), "thread": threads}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtlab.boundary import values
+from rtlab.boundary.untrusted import printable
 from rtlab.results.cyclictest import ThreadResult
 
 MAX_THREADS = 4096
@@ -120,7 +121,7 @@ def _index(name: str) -> int:
 
 def _oslat_thread(thread: Any, name: str) -> ThreadResult:
     """oslat's buckets are whole µs from 1; the last holds every longer interruption too."""
-    where = f"oslat's JSON: thread {name}"
+    where = f"oslat's JSON: thread {printable(name)[:20]}"
     if not isinstance(thread, dict):
         raise InvalidProbe(f"{where} is not an object")
     cpu = _count(thread, "cpu", where)
@@ -148,7 +149,7 @@ def _oslat_thread(thread: Any, name: str) -> ThreadResult:
 
 
 def _deadline_thread(thread: Any, name: str) -> ThreadResult:
-    where = f"cyclicdeadline's JSON: thread {name}"
+    where = f"cyclicdeadline's JSON: thread {printable(name)[:20]}"
     if not isinstance(thread, dict):
         raise InvalidProbe(f"{where} is not an object")
     cycles = _count(thread, "cycles", where)
@@ -177,7 +178,7 @@ def _value(word: str, row: list[str]) -> float | None:
         return None
     value = float(word) if _NUMBER.fullmatch(word) else math.nan
     if not (math.isfinite(value) and 0 <= value < MAX_COUNT):
-        raise InvalidProbe(f"rtla's output: row {' '.join(row)[:60]!r} holds {word[:20]!r}, not a number")
+        raise InvalidProbe(f"rtla's output: row {' '.join(row)[:60]!r} holds {word[:20]}, not a number")
     return value
 
 
@@ -208,7 +209,7 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
             rows[key] = values
             continue
         if not (key.isascii() and key.isdigit() and len(key) < 12) or "count:" in rows:
-            raise InvalidProbe(f"rtla's output: bucket {key[:20]!r} is not a latency in µs")
+            raise InvalidProbe(f"rtla's output: bucket {key[:20]} is not a latency in µs")
         whole = [int(v) for v in values if v is not None and v.is_integer()]
         if len(whole) != width:
             raise InvalidProbe(f"rtla's output: bucket {key} holds counts that are not whole numbers")
