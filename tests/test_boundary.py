@@ -454,3 +454,23 @@ def test_rtla_cells_are_ascii_digits_only(word):
         _probe("timerlat", _RTLA.replace("2             5", f"2          {word}"), ["rtla"])
     with pytest.raises(InvalidProbe):
         _probe("timerlat", _RTLA.replace("IRQ-000", "IRQ-٠٠٠"), ["rtla"])
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+def test_a_name_with_an_escape_never_reaches_a_terminal_or_a_report(good_run, tmp_path):
+    done = rtlab(
+        "run", "--loads", "idle", "--duration", "1s", "--out", str(tmp_path / "x"), "--name", "a\x1b[31mb"
+    )
+    assert done.returncode == 2 and "control characters" in done.stderr, done.stderr
+    assert "\x1b" not in done.stderr and not (tmp_path / "x").exists()
+    run = copy_of(good_run, tmp_path / "run")  # a run whose id came from elsewhere
+    manifest = read_json(run / "run.json")
+    manifest["id"] = "board\x1b]52;c;cm0=\x07\x1b[2J"
+    (run / "run.json").write_text(json.dumps(manifest))
+    (run / "summary.json").unlink()
+    for fmt in ("table", "md", "csv", "html", "junit"):
+        shown = rtlab("report", str(run), "--format", fmt)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout + shown.stderr and "\x07" not in shown.stdout + shown.stderr, fmt

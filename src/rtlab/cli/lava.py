@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rtlab.cli.measure import plan_of
-from rtlab.cli.options import Deadline, History, LoadsFile, Preset, run_options
+from rtlab.cli.options import Deadline, History, LoadsFile, Preset, run_options, shown_name
 from rtlab.cli.present import conclude
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import UsageError
@@ -39,7 +39,8 @@ def job(
     loads_file: LoadsFile = None,
     deadline: Deadline = None,
     name: Annotated[
-        str | None, typer.Option(help="the run's id in reports (default: rtlab-lava-<date>)")
+        str | None,
+        typer.Option(help="the run's id in reports (default: rtlab-lava-<date>)", callback=shown_name),
     ] = None,
 ) -> None:
     """Append rtlab's test action to the lab's job: the agent and the plan inline; on the board

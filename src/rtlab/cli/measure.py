@@ -16,6 +16,7 @@ from rtlab.cli.options import (
     History,
     Junit,
     LoadsFile,
+    Name,
     Preset,
     TraceLevel,
     TraceSpikes,
@@ -59,7 +60,7 @@ def run(
     out: Annotated[
         str | None, typer.Option(help="the run directory (default results/<date>-<host>-<kernel>)")
     ] = None,
-    name: Annotated[str | None, typer.Option(help="the run's id in reports")] = None,
+    name: Name = None,
     loads_file: LoadsFile = None,
     deadline: Deadline = None,
     junit: Junit = None,

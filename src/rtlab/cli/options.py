@@ -14,6 +14,22 @@ import typer
 from rtlab.plan import OPTION, OPTIONS
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def shown_name(value: str | None) -> str | None:
+    """A name or label the user gives (--name, --labels): shown in every report and terminal,
+    so one with a control character (an escape sequence) is refused in one line."""
+    from rtlab.boundary.untrusted import printable
+    from rtlab.errors import UsageError
+
+    if value is not None and printable(value, lines=False) != value:
+        raise UsageError(
+            f"{printable(value)!r} holds control characters: give a name of printable characters"
+        )
+    return value
+
+
+Name = Annotated[str | None, typer.Option(help="the run's id in reports", callback=shown_name)]
 RUN_PANEL = "Run options (also the study file's keys)"
 
 

@@ -60,6 +60,7 @@ def present(
         render = csv_format.render_series
     deadline_us = parse_latency(deadline) if deadline is not None else None
     summaries = [with_deadline(s, deadline_us) for s in summaries]
+    labels = [untrusted.printable(label) for label in labels]  # a run's id is a target's word too
     if fmt == "table" and output is None:
         summaries = [untrusted.printable_tree(s) for s in summaries]
         for section in table.sections(summaries, labels, console.width):

@@ -12,7 +12,7 @@ from rtlab import report
 from rtlab.boundary import untrusted
 from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import baseline_of as history_baseline
-from rtlab.cli.options import Deadline, Figures, Format, Series
+from rtlab.cli.options import Deadline, Figures, Format, Series, shown_name
 from rtlab.cli.present import present
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
@@ -43,7 +43,8 @@ def report_(
 def compare(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN_A RUN_B ...")],
     labels: Annotated[
-        str | None, typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline")
+        str | None,
+        typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline", callback=shown_name),
     ] = None,
     fmt: Format = "table",
     output: Output = None,
