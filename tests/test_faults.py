@@ -445,10 +445,15 @@ def test_hostile_names_are_shown_as_written(tmp_path):
     root = tmp_path / "root"
     fake_sysfs(root, {0: "[/x]", 1: "[red]gov"})
     run = tmp_path / "[red]runs" / "r"
-    name = "[/x] $\\foo$ <script>alert(1)</script> \x1b[31m"
+    name = "[/x] $\\foo$ <script>alert(1)</script>"
     done = rtlab(*run_args(run, "idle", "1s", "--name", name), env={"RTLAB_ROOT": str(root)})
     assert done.returncode == 0, done.stderr
     assert f"run saved in {run}" in done.stderr
+    # an escape cannot come from --name (refused: test_boundary), but a run folder from
+    # elsewhere can carry one in its id
+    manifest = read_json(run / "run.json")
+    manifest["id"] = name + " \x1b[31m"
+    (run / "run.json").write_text(json.dumps(manifest))
     assert read_json(run / "sysinfo.json")["cpus"]["governors"]["0"] == "[/x]"
     for fmt in ("table", "md", "html", "junit", "csv", "json"):
         out = tmp_path / f"report.{fmt}"
