@@ -24,7 +24,7 @@ import pytest
 from conftest import AGENT, BUSYBOX, copy_of, read_json, rtlab
 from rtlab import lava_server
 from rtlab.boundary import paths, untrusted, values
-from rtlab.errors import RunFailed
+from rtlab.errors import RunFailed, UsageError
 from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
 
 # --- a board that names host files ------------------------------------------------------------
@@ -279,11 +279,11 @@ def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_pa
     assert summary["loads"]["idle"]["status"] == "complete"
 
 
-def _second_bundle(good_run: Path, tmp_path: Path) -> tuple[Path, str, str]:
-    """A log with the job's bundle and, after it, another one (another uid, loads failed)."""
+def _second_bundle(good_run: Path, tmp_path: Path, uid: str = "f0f0f0f0f0f0") -> tuple[Path, str, str]:
+    """A log with the job's bundle and, after it, another one (of UID, its loads failed)."""
     forged = copy_of(good_run, tmp_path / "forged")
     manifest = read_json(forged / "run.json")
-    manifest["uid"] = "f0f0f0f0f0f0"
+    manifest["uid"] = uid
     manifest["loads"]["idle"] = {"status": "failed", "reason": "forged"}
     (forged / "run.json").write_text(json.dumps(manifest))
     (forged / "loads/idle/cyclictest.json").write_text("{}")
@@ -294,7 +294,7 @@ def _second_bundle(good_run: Path, tmp_path: Path) -> tuple[Path, str, str]:
     forged_lines = [line for line in (tmp_path / "forged.log").read_text().splitlines() if '"target"' in line]
     log = tmp_path / "job.log"
     log.write_text("\n".join(lines[:-1] + forged_lines + lines[-1:]) + "\n")
-    return log, read_json(good_run / "run.json")["uid"], "f0f0f0f0f0f0"
+    return log, read_json(good_run / "run.json")["uid"], uid
 
 
 def test_a_second_bundle_with_another_uid_never_replaces_the_jobs(good_run, tmp_path):
@@ -306,6 +306,27 @@ def test_a_second_bundle_with_another_uid_never_replaces_the_jobs(good_run, tmp_
     assert done.returncode == 0, done.stderr
     assert read_json(tmp_path / "b" / "summary.json")["loads"]["idle"]["status"] == "complete"
     assert read_json(tmp_path / "b" / "lava-import.json")["uid"] == uid
+
+
+def test_a_second_bundle_with_the_jobs_own_uid_is_refused(good_run, tmp_path):
+    # the uid is in the job's definition, which others on a shared farm can read
+    uid = read_json(good_run / "run.json")["uid"]
+    log, _, _ = _second_bundle(good_run, tmp_path, uid=uid)
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "a"), "--uid", uid)
+    assert done.returncode == 3 and f"two run bundles of uid {uid}" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "a" / "run.json").exists()
+
+
+@pytest.mark.unit
+def test_a_server_that_never_accepts_is_unreachable_not_slow():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))  # bound, never listening: the connection is refused
+    port = listener.getsockname()[1]
+    try:
+        with pytest.raises(UsageError, match="cannot reach .*check --url"):
+            lava_server.Server(f"http://127.0.0.1:{port}", deadline_s=5).job(1)
+    finally:
+        listener.close()
 
 
 def test_a_loads_output_cannot_add_fields_to_its_event(tmp_path):
@@ -439,9 +460,9 @@ def test_two_threads_on_one_cpu_are_refused_not_merged():
     one = {"cpu": 0, "min": 1, "max": 1, "avg": 1.0, "histogram": {"1": 5, "2": 0}}
     with pytest.raises(InvalidProbe, match="two threads on CPU 0"):
         _probe("oslat", {"thread": {"0": one, "1": dict(one)}}, ["oslat"])
-    twice = _RTLA.replace("Thr-000", "IRQ-000")
-    with pytest.raises(InvalidProbe, match="the column IRQ-000 twice"):
-        _probe("timerlat", twice, ["rtla"])
+    for other in ("IRQ-000", "IRQ-0"):  # the same column, or the same CPU spelt otherwise
+        with pytest.raises(InvalidProbe, match="two IRQ columns for CPU 0"):
+            _probe("timerlat", _RTLA.replace("Thr-000", other), ["rtla"])
 
 
 @pytest.mark.unit

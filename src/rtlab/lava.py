@@ -221,7 +221,8 @@ _UID = re.compile(r"[0-9A-Za-z_-]{1,64}")  # lava.job's is uuid4().hex[:12]
 def bundle(entries: Iterable[dict[str, Any]], uid: str | None = None) -> Found:
     """The run bundle of the job whose uid is UID (else the only one the log holds) from a
     job's log. Anyone who can print to the console can print a bundle: one with another uid is
-    not this job's, and two uids without UID to choose is refused (RunFailed)."""
+    not this job's, two uids without UID to choose and two bundles of one uid are refused
+    (RunFailed)."""
     found = Found()
     chunks: dict[str, list[str]] = {}
     complete: dict[str, bytes | None] = {}
@@ -239,6 +240,11 @@ def bundle(entries: Iterable[dict[str, Any]], uid: str | None = None) -> Found:
         words = text.split()
         if text.startswith(BEGIN) and len(words) == 2 and _UID.fullmatch(words[1]):
             current = words[1]
+            if current in chunks:  # the job prints its bundle once: a second is someone else's
+                raise RunFailed(
+                    f"the job's log holds two run bundles of uid {current}: one is not the job's; "
+                    "nothing was imported"
+                )
             chunks[current], noise[current] = [], 0
         elif text.startswith(END) and current is not None and words[1:] == [current]:
             try:

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rtlab.boundary import paths
 from rtlab.errors import UsageError
 
 # The StarFive study's loads, in its order: the default campaign.
@@ -37,12 +38,12 @@ CHECKS = {
 _KEYS = {"stress-ng", "command", "on", "check", "about"}
 # rtlab sets these itself: the safety timeout and, with --rt-cpus, the CPUs
 _STRESS_OWN = ("--timeout", "-t", "--taskset")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 
 
 def valid_name(name: str) -> bool:
-    """Whether NAME can be a load's: it names a folder of the run (loads/<name>)."""
-    return _NAME.fullmatch(name) is not None
+    """Whether NAME can be a load's: it names a folder of the run (loads/<name>), so it is a
+    path component as the boundary allows one (boundary/paths.py), of at most 64 characters."""
+    return paths.is_component(name, longest=64)
 
 
 _PLACEHOLDER = re.compile(r"\{([^}]*)\}")

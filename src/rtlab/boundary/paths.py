@@ -18,8 +18,9 @@ from pathlib import Path
 
 from rtlab.boundary import untrusted
 
-# Letters, digits and ._+- (a load, probe or file name rtlab writes), not starting with a dot.
-_COMPONENT = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,99}")
+# Letters, digits and ._+- (a load, probe or file name rtlab writes), starting with a letter or
+# digit: never `.`, `..`, a hidden file or something an argv would read as an option.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
 _NUMBER = re.compile(r"[0-9]{1,6}")  # segments/NNN, trace/NNN: a million is far beyond any run
 
 
@@ -37,8 +38,9 @@ def component(name: str, what: str = "a name", known: Collection[str] | None = N
     return name
 
 
-def is_component(name: str) -> bool:
-    return isinstance(name, str) and _COMPONENT.fullmatch(name) is not None
+def is_component(name: str, longest: int = 100) -> bool:
+    """Whether NAME can be one path component of at most LONGEST characters."""
+    return isinstance(name, str) and len(name) <= longest and _COMPONENT.fullmatch(name) is not None
 
 
 def number(name: str) -> int | None:

@@ -111,12 +111,3 @@ def _unfit(kind: Any, value: Any) -> str | None:
     ):
         return "is not a number a store keeps"
     return None
-
-
-def text(value: Any, length: int) -> str | None:
-    """A string from outside, made printable and cut to LENGTH (None stays None)."""
-    from rtlab.boundary.untrusted import printable
-
-    if value is None:
-        return None
-    return printable(str(value))[:length] or None

@@ -71,13 +71,17 @@ def request(method: str, url: str, *, credential: Mapping[str, str] | None = Non
     UsageError when the server cannot be reached, RunFailed when it breaks the policy."""
     try:
         return asyncio.run(_exchange(method, url, dict(credential or {}), deadline_s, json, fields))
-    except TimeoutError:
+    except (aiohttp.ClientError, ValueError) as e:  # first: a connect timeout is a ClientError too
+        raise _unreachable(url, e) from None
+    except TimeoutError:  # the exchange's own deadline (an OSError: before the next line)
         raise RunFailed(f"{url} took more than {deadline_s:g} s to answer: try again later") from None
-    except (aiohttp.ClientError, OSError, ValueError) as e:
-        said = untrusted.printable(str(e))[:200]
-        raise UsageError(
-            f"cannot reach {url} ({type(e).__name__}: {said}): check --url and the network"
-        ) from None
+    except OSError as e:
+        raise _unreachable(url, e) from None
+
+
+def _unreachable(url: str, e: Exception) -> UsageError:
+    said = untrusted.printable(str(e))[:200]
+    return UsageError(f"cannot reach {url} ({type(e).__name__}: {said}): check --url and the network")
 
 
 def origin(url: str | yarl.URL) -> tuple[str, str, int | None]:

@@ -222,10 +222,11 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
         raise InvalidProbe(f"rtla's output ends without its {', '.join(missing)} rows: rtla was cut short")
     if bucket_values != sorted(set(bucket_values)):
         raise InvalidProbe("rtla's output: the buckets are not in ascending order")
-    names = [m.group(0) for m in columns if m is not None]
-    if len(set(names)) != len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        raise InvalidProbe(f"rtla's output has the column {twice} twice: one would hide the other")
+    # one column per context and CPU, whatever its spelling: Thr-000 and Thr-0 are one CPU
+    keys = [(m.group(1), int(m.group(2))) for m in columns if m is not None]
+    if len(set(keys)) != len(keys):
+        kind, cpu = next(k for k in keys if keys.count(k) > 1)
+        raise InvalidProbe(f"rtla's output has two {kind} columns for CPU {cpu}: one would hide the other")
     measures: dict[str, list[ThreadResult]] = {}
     for i, (match, column) in enumerate(zip(columns, counts, strict=True)):
         assert match is not None

@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from rtlab.boundary import paths, shapes, untrusted
 from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
+from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import valid_name
 from rtlab.results import cyclictest, events, probes, timeline
@@ -56,7 +57,6 @@ HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measurin
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
 HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS)
-LOG_BYTES, TRACE_BYTES = untrusted.LOG_BYTES, untrusted.TRACE_BYTES
 PLAN_FILES = (
     PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
 )  # fmt: skip
