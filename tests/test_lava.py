@@ -9,6 +9,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import needs_root, needs_tools, processes_named, read_json, rtlab
+from conftest import (
+    TARGET_DIR,
+    needs_root,
+    needs_tools,
+    processes_named,
+    read_json,
+    rtlab,
+    run_args,
+    start_rtlab,
+    wait_for,
+)
 from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 LAVA_RUN = shutil.which("lava-run")
@@ -47,7 +58,7 @@ actions:
 # its ssh.jinja2 and base.jinja2; only what the dispatcher reads for deploy to ssh and boot ssh)
 DEVICE = """
 constants:
-  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: /lava-%s, lava_test_shell_file: ~/.bashrc}}
+  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: '{results}/lava-%s', lava_test_shell_file: ~/.bashrc}}
   default-shell-prompt: 'lava-test: # '
   kernel-start-message: Linux version [0-9]
   shutdown-message: The system is going down for reboot NOW
@@ -98,8 +109,10 @@ def lava_run(job: Path, device: Path, out: Path) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def device(board, tmp_path_factory) -> Path:  # noqa: F811
-    path = tmp_path_factory.mktemp("lava") / "device.yaml"
-    path.write_text(DEVICE.format(port=board.port, key=board.keys / "user_key"))
+    folder = tmp_path_factory.mktemp("lava")
+    # the test shell's files on the board (this machine) in the test's folder, not in /
+    path = folder / "device.yaml"
+    path.write_text(DEVICE.format(port=board.port, key=board.keys / "user_key", results=folder))
     return path
 
 
@@ -174,6 +187,50 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
     compared = rtlab("compare", str(direct), str(run), "--labels", "direct,lava", "--format", "md")
     assert compared.returncode == 0 and "| idle |" in compared.stdout
     assert processes_named("cyclictest", "stress-ng") == set()
+
+
+def lava_results(log: str) -> dict[str, dict[str, object]]:
+    """LAVA's results in a job's log, by test case."""
+    entries = [e for e in map(yaml.safe_load, log.splitlines()) if isinstance(e, dict)]
+    return {e["msg"]["case"]: e["msg"] for e in entries if e.get("lvl") == "results"}
+
+
+@needs_root
+@needs_tools
+@needs_lava
+def test_a_busy_board_says_why_in_the_jobs_results_and_in_the_import(tmp_path, device):
+    # another rtlab measures on the board (this test's own, in the tests' target folder)
+    holder = start_rtlab(*run_args(tmp_path / "holder", "idle", "300s"))
+    try:
+        owner = TARGET_DIR / "lock" / "owner"
+        wait_for(owner.exists, 60)
+        pid = owner.read_text().split()[0]
+        job, made = make_job(tmp_path, "--loads", "idle,cpu", "--duration", "2s", "--name", "second")
+        assert made.returncode == 0, made.stderr
+        status, log = lava_run(job, device, tmp_path / "dispatcher")
+    finally:
+        holder.send_signal(signal.SIGINT)
+        holder.communicate(timeout=120)
+    assert status == 0, log[-3000:]  # the dispatcher ran the job to its end
+    cases = lava_results(log)
+    # a test case says the board was busy, each load failed, and the job's own error says who
+    # holds the board
+    assert cases["board-busy"]["result"] == "fail"
+    assert cases["idle"]["result"] == cases["cpu"]["result"] == "fail"
+    error = str(cases["job"].get("error_msg"))
+    assert cases["job"]["result"] == "fail" and "board is busy" in error and f"pid={pid}" in error, cases[
+        "job"
+    ]
+    (tmp_path / "job.log").write_text(log)
+    run = tmp_path / "imported"
+    imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
+    assert imported.returncode == 3, imported.stderr
+    assert "board is busy" in imported.stderr and f"pid={pid}" in imported.stderr
+    manifest = read_json(run / "run.json")
+    assert manifest["status"] == "failed" and f"pid={pid}" in json.dumps(manifest)
+    # the job left nothing on the board, and the holder's run was never disturbed
+    assert list((TARGET_DIR / "lava").iterdir()) == []
+    assert read_json(tmp_path / "holder" / "run.json")["loads"]["idle"]["status"] != "failed"
 
 
 @needs_lava

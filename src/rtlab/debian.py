@@ -91,6 +91,30 @@ class Apt:
         return cls(cache / "apt" / f"{release}-{arch}", release, arch, host_mirror(), suites=suites)
 
     @classmethod
+    def first_verified(
+        cls, cache: Path, releases: tuple[str, ...], arch: str, suites: tuple[str, ...] = ()
+    ) -> Apt:
+        """apt for the first of `releases` whose index for `arch` apt verifies: one updated
+        before is taken as it is; one that fails is asked once (a damaged index stays damaged
+        for days, a mirror in sync for minutes) and the next tried."""
+        failed = []
+        for release in releases:
+            apt = cls.for_guest(cache, release, arch, suites if release == releases[0] else ())
+            if apt.updated():
+                return apt
+        for release in releases:
+            apt = cls.for_guest(cache, release, arch, suites if release == releases[0] else ())
+            try:
+                apt.update(tries=1)
+                return apt
+            except UsageError as e:
+                failed.append(f"{release}: {e}")
+        raise UsageError(
+            f"no Debian release of {', '.join(releases)} has a {arch} index apt verifies "
+            f"({'; '.join(failed)}): try again later, or another mirror in /etc/apt/sources.list"
+        )
+
+    @classmethod
     def for_host_sources(cls, cache: Path) -> Apt:
         """apt over the host's mirrors and suites, for source packages only."""
         arch = _run(["dpkg", "--print-architecture"]).strip()
@@ -111,19 +135,26 @@ class Apt:
             "-o", "Acquire::Retries=3",  # a download cut short is fetched again
         ]  # fmt: skip
 
-    def update(self, force: bool = False) -> None:
-        lists = self.root / "var/lib/apt/lists"
-        listed = (
-            ""
-            if self.sources
-            else "".join(
-                f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {suite} main\n"
-                for suite in (self.release, *self.suites)
-            )
+    def _listed(self) -> str:
+        if self.sources:
+            return ""
+        return "".join(
+            f"deb [arch={self.arch} signed-by={KEYRING}] {self.mirror} {suite} main\n"
+            for suite in (self.release, *self.suites)
         )
+
+    def updated(self) -> bool:
+        """Whether apt has verified this release's index here before (for the same sources)."""
         sources_list = self.root / "etc/apt/sources.list"
-        same = sources_list.is_file() and sources_list.read_text() == listed
-        if not force and same and any(lists.glob("*_Sources*" if self.sources else "*_Packages*")):
+        lists = self.root / "var/lib/apt/lists"
+        same = sources_list.is_file() and sources_list.read_text() == self._listed()
+        return same and any(lists.glob("*_Sources*" if self.sources else "*_Packages*"))
+
+    def update(self, force: bool = False, tries: int = UPDATE_TRIES) -> None:
+        lists = self.root / "var/lib/apt/lists"
+        listed = self._listed()
+        sources_list = self.root / "etc/apt/sources.list"
+        if not force and self.updated():
             return
         (self.root / "etc/apt/apt.conf.d").mkdir(parents=True, exist_ok=True)
         (self.root / "etc/apt/preferences.d").mkdir(parents=True, exist_ok=True)
@@ -137,12 +168,12 @@ class Apt:
             (self.root / "etc/apt/sources.list.d" / name).write_text(text)
         # A mirror being synced serves index files that disagree for a while ("Hash Sum
         # mismatch", "Some index files failed to download"): asked again a little later.
-        for attempt in range(1, UPDATE_TRIES + 1):
+        for attempt in range(1, tries + 1):
             try:
                 _run(["apt-get", *self.options(), "update"])
                 return
             except UsageError:
-                if attempt == UPDATE_TRIES:
+                if attempt == tries:
                     raise
                 time.sleep(UPDATE_PAUSE_S * attempt)
 
@@ -153,6 +184,11 @@ class Apt:
             if name.startswith(prefix):
                 return str(name)
         raise UsageError(f"{package} has no {prefix}* dependency in Debian {self.release}/{self.arch}")
+
+    def depends(self, package: str) -> list[str]:
+        """The packages `package` depends on, by name."""
+        out = _run(["apt-cache", *self.options(), "depends", package])
+        return [str(name) for name in re.findall(r"^\s*\|?(?:Pre)?Depends:\s*(\S+)", out, re.M)]
 
     def version(self, package: str) -> str:
         out = _run(["apt-cache", *self.options(), "show", "--no-all-versions", package])

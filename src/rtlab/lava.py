@@ -17,6 +17,7 @@ import base64
 import binascii
 import io
 import re
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -40,6 +41,7 @@ from rtlab.results import rundir
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import agent_options, now, write_plan_files
+from rtlab.targets.base import target_dir
 
 if TYPE_CHECKING:
     from rtlab.runner import Outcome
@@ -47,10 +49,11 @@ if TYPE_CHECKING:
 BEGIN = "@rtlab-bundle-begin"
 END = "@rtlab-bundle-end"
 MARGIN_S = 600  # beyond the plan: the agent's own setup, sysinfo, the report and the bundle
-BOARD_BASE = "/tmp/rtlab/lava"
+REFUSED_FILE = "refused"  # lava-report writes why the run did not measure (a busy board) here
 # A job's log as rtlab reads it: the bundle (base64 of the gzipped run) and LAVA's own lines.
 LOG_BYTES = 256 << 20
 LOG_LINE_CHARS = 1 << 20
+ERROR_CHARS = 300  # of the job's error message, kept in the run's reason
 IMPORT_FILE = "lava-import.json"  # the bundle's uid and the console lines skipped inside it
 
 
@@ -107,7 +110,8 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
     """The lab's job with rtlab's test action appended (the plan fixed: stress-ng's workers
     are 0, one per online CPU of the board, unless --workers says otherwise)."""
     uid = uuid.uuid4().hex[:12]
-    remote = f"{BOARD_BASE}/{uid}"
+    base_dir = target_dir()  # the board's rtlab folder, as for an ssh:// target: its lock is there
+    remote = f"{base_dir}/lava/{uid}"
     manifest: Manifest = {
         "schema": MANIFEST_SCHEMA,
         "id": name,
@@ -122,15 +126,21 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
     }
     bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
     agent_args = " ".join(agent_options(plan))
+    # LAVA runs the steps under `set -e`: a step that fails ends the test run there, with no
+    # word of why. Only the last may: lava-test-raise ends the job with the reason a run that
+    # did not measure gave (another run holding the board), after its report and its bundle.
     steps = [
-        f"R={remote}; rm -rf $R && mkdir -p $R && cd $R",
+        f"export RTLAB_TARGET_DIR={shlex.quote(base_dir)}; R={shlex.quote(remote)}",
+        "rm -rf $R && mkdir -p $R && cd $R",
         f"echo {bundle} | base64 -d | tar -xzf -",
-        "sh ./agent.sh sysinfo > run/sysinfo.json 2> run/sysinfo.log",
+        "sh ./agent.sh sysinfo > run/sysinfo.json 2> run/sysinfo.log || true",
         # measured with nothing on the console: output there adds latency
-        f"sh ./agent.sh run $R/run {agent_args} > run/agent.out 2>&1; echo rtlab agent exit $?",
-        f"sh ./agent.sh lava-report $R/run {deadline_us or 0}",
+        f"status=0; sh ./agent.sh run $R/run {agent_args} > run/agent.out 2>&1 || status=$?; "
+        "echo rtlab agent exit $status",
+        f"sh ./agent.sh lava-report $R/run {deadline_us or 0} $R/{REFUSED_FILE}",
         f"echo {BEGIN} {uid}; tar -czf - run | base64; echo {END} {uid}",
-        "cd / && rm -rf $R",
+        f"why=$(cat $R/{REFUSED_FILE} 2>/dev/null || true); cd / && rm -rf $R; "
+        '[ -z "$why" ] || lava-test-raise "$why"',
     ]
     definition: dict[str, Any] = {
         "from": "inline",
@@ -212,6 +222,7 @@ class Found:
     noise: int = 0
     results: list[dict[str, Any]] = field(default_factory=list)
     health: str | None = None
+    error: str | None = None  # why the job failed, as LAVA says (its error_msg: lava-test-raise's)
 
 
 _BASE64_LINE = re.compile(r"[A-Za-z0-9+/]{1,76}={0,2}")  # base64 wraps at 76 (coreutils, busybox)
@@ -234,6 +245,8 @@ def bundle(entries: Iterable[dict[str, Any]], uid: str | None = None) -> Found:
             found.results.append(msg)
             if msg.get("case") == "job" and msg.get("definition") == "lava":
                 found.health = str(msg.get("result"))
+                if msg.get("error_msg"):
+                    found.error = untrusted.printable(str(msg["error_msg"]))[:ERROR_CHARS]
         if entry.get("lvl") != "target" or not isinstance(msg, str):
             continue
         text = msg.strip()
@@ -300,7 +313,7 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     from rtlab.runner import conclude
 
     found = bundle(log_entries(text), uid)
-    problem = _problem(found.health, health)
+    problem = _problem(found.health, health, found.error)
     if found.data is None:
         why = problem or "the job's own result is a pass"
         if uid is not None:
@@ -323,13 +336,14 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     return conclude(run, collected=now())
 
 
-def _problem(result: str | None, health: str | None) -> str | None:
-    """What LAVA says went wrong with the job, if anything."""
+def _problem(result: str | None, health: str | None, error: str | None = None) -> str | None:
+    """What LAVA says went wrong with the job, if anything, with its error message."""
+    why = f": {error}" if error else ""
     if health is not None and health != "Complete":
-        return f"the LAVA job's health is {untrusted.printable(health)[:40]}"
+        return f"the LAVA job's health is {untrusted.printable(health)[:40]}{why}"
     if result != "pass":
         said = untrusted.printable(result or "")[:40] or "missing (the log was cut off)"
-        return f"the LAVA job's own result is {said}"
+        return f"the LAVA job's own result is {said}{why}"
     return None
 
 

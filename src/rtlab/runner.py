@@ -118,6 +118,11 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
                 users = [name for name in plan.loads if plan.load(name).program == tool]
                 hint = INSTALL_HINT.get(tool) or f"install it, or change load {', '.join(users)}"
                 raise UsageError(f"{tool} is not installed on {target.name}: {hint}")
+        elif event.kind == ev.Kind.UNSUPPORTED:
+            raise UsageError(
+                f"{event.get('name')} cannot measure on {target.name} ({event.get('arch')}): it says "
+                f'"{event.get("reason")}"; leave out --probe {event.get("name")} there'
+            )
         elif event.kind == ev.Kind.BUSY:
             raise Busy(event, target.name)
         elif event.kind == ev.Kind.SPACE and (event.number("kb") or 0) < MIN_FREE_KB and event.get("kb"):

@@ -136,6 +136,7 @@ class TargetJSON(TypedDict, total=False):
     runs_dir: str
     host_key: str
     arch: str
+    release: str  # qemu: the Debian release of the guest's tools (and of a Debian kernel)
     cpus: int
     memory: str
     accel: str

@@ -19,6 +19,7 @@ class Kind(StrEnum):
     SPACE = "space"
     TOOL = "tool"
     MISSING = "missing"
+    UNSUPPORTED = "unsupported"  # a probe installed but unable to measure on this architecture
     PRIVILEGES = "privileges"
     STRESSORS = "stressors"  # agent.sh stressors: one class's stressor names, comma-separated
     # run

@@ -51,6 +51,9 @@ LATENCY_DEBUG_OPTIONS: dict[str, str] = {
 _STATIC_MODELS = (
     ("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
     ("CONFIG_PREEMPT", "PREEMPT"),
+    # from 6.13 a model of its own (Debian's riscv64 kernels take it from 7.x), which uname -v
+    # still calls PREEMPT
+    ("CONFIG_PREEMPT_LAZY", "LAZY"),
     ("CONFIG_PREEMPT_VOLUNTARY", "VOLUNTARY"),
     ("CONFIG_PREEMPT_NONE", "NONE"),
 )

@@ -2,10 +2,18 @@
 # LAVA: each load's outcome as LAVA test cases, after the measurement (never during it: console
 # output adds latency). lava-test-set and lava-test-case come with LAVA's test shell; outside
 # one, the calls are printed.
+# A run the lock refused (another run holds the board) measured nothing: a test case says so,
+# and REFUSED (when given) gets the reason, naming who holds the board, for lava-test-raise.
 cmd_lava_report() {
-	[ $# -ge 1 ] || die "usage: agent.sh lava-report DIR [DEADLINE_US]"
+	[ $# -ge 1 ] || die "usage: agent.sh lava-report DIR [DEADLINE_US [REFUSED]]"
 	DIR=$1
 	deadline=${2:-0}
+	holder=$(sed -n 's/^@rtlab busy \(t=[0-9.]* \)\{0,1\}\(.*\)$/\2/p' "$DIR/events" 2>/dev/null | first_line)
+	if [ -n "$holder" ]; then
+		lava_call lava-test-case board-busy --result fail
+		why="rtlab: the board is busy, nothing was measured: another rtlab run holds its lock ($holder)"
+		if [ -n "${3:-}" ]; then printf '%s\n' "$why" >"$3"; else echo "$why"; fi
+	fi
 	while read -r load; do
 		[ -n "$load" ] || continue
 		# the fields in the order emit writes them: a reason (free text, last) never matches

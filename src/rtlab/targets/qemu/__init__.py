@@ -2,7 +2,8 @@
 
     qemu:debian-rt                  Debian's PREEMPT_RT kernel (x86_64)
     qemu:debian                     Debian's standard kernel, same guest
-    qemu:riscv64:debian             Debian trixie's riscv64 kernel (qemu-system-riscv64 virt)
+    qemu:riscv64:debian             Debian's riscv64 kernel (qemu-system-riscv64 virt), of the
+                                    newest release whose riscv64 index apt verifies
     qemu:kernel=PATH[,arch=riscv64][,initrd=PATH]   a kernel of the user's own
   options, after a comma: cpus=2, memory=1G, accel=auto|kvm|tcg, append=KERNEL ARGS,
   boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take; a
@@ -151,8 +152,16 @@ class QemuTarget:
         self._limits = unpack.Limits.for_plan(None)
         self._refused: list[str] = []  # results the guest streamed beyond the caps
         self._results: dict[str, bytes] = {}  # each finished load's folder, as the agent streamed it
+        self._chosen: debian.Apt | None = None
 
     # --- preparing and booting -------------------------------------------
+
+    def _apt(self) -> debian.Apt:
+        """apt for the guest's Debian release: the first of its architecture's that verifies."""
+        if self._chosen is None:
+            arch = self.spec.arch
+            self._chosen = debian.Apt.first_verified(self.cache, arch.releases, arch.debian, arch.suites)
+        return self._chosen
 
     def _kernel(self) -> tuple[Path, dict[str, Any]]:
         spec = self.spec
@@ -160,10 +169,10 @@ class QemuTarget:
             digest = hashlib.sha256(spec.kernel_path.read_bytes()).hexdigest()
             return spec.kernel_path, {"path": str(spec.kernel_path), "sha256": digest}
         assert spec.kernel_name is not None
-        arch, meta = machines.named_kernel(spec.kernel_name)
-        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian)
+        _, meta = machines.named_kernel(spec.kernel_name)
+        apt = self._apt()
         image, package, version = kernels.fetch_kernel(apt, self.cache, meta)
-        return image, {"package": package, "version": version, "release": arch.release, "path": str(image)}
+        return image, {"package": package, "version": version, "release": apt.release, "path": str(image)}
 
     @staticmethod
     def _kernel_config(kernel: Path) -> Path | None:
@@ -175,11 +184,10 @@ class QemuTarget:
 
     def _initrd(self, kernel: Path) -> Path:
         arch = self.spec.arch
-        apt = debian.Apt.for_guest(self.cache, arch.release, arch.debian, arch.suites)
+        apt = self._apt()
+        rtla = arch.rtla if apt.release == arch.release else None  # a package of its first release
         base = initramfs.build_base(
-            apt,
-            self.cache / "initramfs" / f"{arch.release}-{arch.debian}" / initramfs.base_name(arch.rtla),
-            arch.rtla,
+            apt, self.cache / "initramfs" / f"{apt.release}-{arch.debian}" / initramfs.base_name(rtla), rtla
         )
         out = Path(self._tmp.name) / "initrd.cpio"
         with out.open("wb") as f:
@@ -279,6 +287,7 @@ class QemuTarget:
             "cpus": self.spec.cpus,
             "memory": self.spec.memory,
             "host": os.uname().nodename,
+            **({"release": self._chosen.release} if self._chosen is not None else {}),
             "emulated_note": "emulated latencies include the emulator: compare only with runs on the "
             "same host and accelerator",
         }
