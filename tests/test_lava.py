@@ -58,7 +58,10 @@ actions:
 # its ssh.jinja2 and base.jinja2; only what the dispatcher reads for deploy to ssh and boot ssh)
 DEVICE = """
 constants:
-  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: '{results}/lava-%s', lava_test_shell_file: ~/.bashrc}}
+  posix:
+    lava_test_sh_cmd: /bin/sh
+    lava_test_results_dir: '{results}/lava-%s'
+    lava_test_shell_file: ~/.bashrc
   default-shell-prompt: 'lava-test: # '
   kernel-start-message: Linux version [0-9]
   shutdown-message: The system is going down for reboot NOW
@@ -211,7 +214,8 @@ def test_a_busy_board_says_why_in_the_jobs_results_and_in_the_import(tmp_path, d
     finally:
         holder.send_signal(signal.SIGINT)
         holder.communicate(timeout=120)
-    assert status == 0, log[-3000:]  # the dispatcher ran the job to its end
+    # the dispatcher ran the job to its end, Incomplete (a test error)
+    assert status == 1 and "TestError" in log, log[-3000:]
     cases = lava_results(log)
     # a test case says the board was busy, each load failed, and the job's own error says who
     # holds the board

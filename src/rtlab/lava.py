@@ -331,9 +331,10 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
         raise RunFailed(f"{why}: nothing was imported")
     write_json(run.path / "lava-results.json", found.results)
     write_json(run.path / IMPORT_FILE, {"uid": found.uid, "console_lines_skipped": found.noise})
-    if problem is not None:
-        append_line(run.path / rundir.EVENTS, f"@rtlab done status=failed source=lava reason={problem}")
-    return conclude(run, collected=now())
+    if problem is None:
+        return conclude(run, collected=now())
+    append_line(run.path / rundir.EVENTS, f"@rtlab done status=failed source=lava reason={problem}")
+    return conclude(run, collected=now(), reason=problem)
 
 
 def _problem(result: str | None, health: str | None, error: str | None = None) -> str | None:

@@ -14,6 +14,7 @@ from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import RunFailed, UsageError
+from rtlab.results.rundir import RunDir, UnreadableFile
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
@@ -104,4 +105,14 @@ def conclude(
         if outcome.interrupted:
             raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")
         if summary["status"] != "complete":
-            raise RunFailed(f"the run is {summary['status']}: see {outcome.run.path}/events")
+            reason = _reason(outcome.run)
+            raise RunFailed(f"the run is {summary['status']}{reason}: see {outcome.run.path}/events")
+
+
+def _reason(run: RunDir) -> str:
+    """Why the run ended as it did, as its run.json says (a LAVA job's error, a lost board)."""
+    try:
+        said = run.manifest().get("reason")
+    except UnreadableFile:
+        return ""
+    return f" ({untrusted.printable(str(said))[:400]})" if said else ""
