@@ -321,3 +321,88 @@ def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path, blo
         assert ("p99_99_us" in stats["lower_bounds"]) is blocked
         tail = cases[f"idle.cpu{cpu}-p99.99-latency"]
         assert tail == ("unknown" if blocked else "pass", stats["p99_99_us"])
+
+
+# LAVA's qemu device type as lava-server renders it from qemu.jinja2 for this machine (what the
+# dispatcher reads for deploy to tmpfs and boot qemu): the emulator and its machine options
+QEMU_DEVICE = """
+constants:
+  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: /lava-%s, lava_test_shell_file: ~/.bashrc}}
+  default-shell-prompt: 'lava-test: # '
+  kernel-start-message: Linux version [0-9]
+  shutdown-message: The system is going down for reboot NOW
+  spawn_maxread: '4092'
+  failure_retry: 1
+  boot_retry:
+available_architectures: [{arch}]
+actions:
+  deploy:
+    connections: {{serial: }}
+    methods:
+      image:
+        parameters:
+          guest: {{size: 512, interface: virtio}}
+  boot:
+    connections: {{serial: }}
+    methods:
+      qemu:
+        parameters:
+          command: {qemu}
+          boot_options: {{}}
+          options: {options}
+timeouts: {{actions: {{}}, connections: {{}}}}
+"""
+
+
+@needs_lava
+@pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
+def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp_path):
+    from rtlab.targets.qemu import machines
+
+    arch = machines.arch("riscv64")
+    job = tmp_path / "job" / "job.yaml"
+    made = rtlab("lava", "job", "--qemu", "riscv64:debian", "--loads", "idle,cpu", "--duration", "2s",
+                 "--settle", "1s", "--name", "qemu-farm", "-o", str(job))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert strict_validation(job).returncode == 0
+    document = yaml.safe_load(job.read_text())
+    deploy, boot = (action for action in document["actions"][:2])
+    images = deploy["deploy"]["images"]
+    # the guest's kernel and one initramfs archive beside the job, LAVA's test shell files added
+    assert images["rootfs"]["format"] == "cpio.newc" and images["rootfs"]["overlays"] == {"lava": True}
+    for image in images.values():
+        assert Path(image["url"].removeprefix("file://")).parent == job.parent
+    assert boot["boot"]["method"] == "qemu" and document["context"] == {"arch": "riscv64"}
+    options = [" ".join(arch.machine), "-m 1024", "-smp 2", "-accel tcg", "-display none",
+               "-serial stdio", "-monitor none", "-no-reboot"]  # fmt: skip
+    device = tmp_path / "qemu.yaml"
+    device.write_text(QEMU_DEVICE.format(arch="riscv64", qemu=arch.qemu, options=json.dumps(options)))
+
+    status, log = lava_run(job, device, tmp_path / "dispatcher")
+    assert status == 0, log[-3000:]
+    cases = lava_results(log)
+    assert cases["job"]["result"] == "pass" and cases["idle"]["result"] == cases["cpu"]["result"] == "pass"
+    (tmp_path / "job.log").write_text(log)
+    run = tmp_path / "imported"
+    imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
+    assert imported.returncode == 0, imported.stderr
+    summary = read_json(run / "summary.json")
+    info = read_json(run / "sysinfo.json")
+    assert info["kernel"]["machine"] == "riscv64" and summary["run"] == "qemu-farm"
+    for load in ("idle", "cpu"):
+        entry = summary["loads"][load]
+        assert entry["status"] == "complete"
+        for cpu, stats in entry["cpus"].items():  # LAVA's figures are rtlab's, from the same JSON
+            assert float(cases[f"{load}.cpu{cpu}-max-latency"]["measurement"]) == stats["max_us"]
+            assert float(cases[f"{load}.cpu{cpu}-min-latency"]["measurement"]) == stats["min_us"]
+
+    # the same campaign in the same guest, booted by rtlab itself: the same run, other numbers
+    direct = tmp_path / "direct"
+    done = rtlab("run", "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s", "--out", str(direct),
+                 "--target", "qemu:riscv64:debian")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    mine = read_json(direct / "summary.json")
+    assert info["kernel"]["release"] == read_json(direct / "sysinfo.json")["kernel"]["release"]
+    assert set(summary) == set(mine) and summary["plan"]["loads"] == mine["plan"]["loads"]
+    compared = rtlab("compare", str(direct), str(run), "--labels", "rtlab,lava", "--format", "md")
+    assert compared.returncode == 0 and "| cpu |" in compared.stdout

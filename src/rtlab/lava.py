@@ -84,6 +84,39 @@ def read_job(text: str, path: Path) -> dict[str, Any]:
     return job
 
 
+def qemu_base(arch: str, kernel: Path, initrd: Path, cmdline: str, prompt: str) -> dict[str, Any]:
+    """The lab's part of a job for LAVA's own qemu device type, booting rtlab's guest: the kernel
+    and the initramfs as images (LAVA adds its test shell's files to the initramfs), booted by
+    the dispatcher's QEMU with a shell on the serial console, which the test shell drives."""
+    append = f'-kernel {{kernel}} -append "{cmdline}"'
+    return {
+        "device_type": "qemu",
+        "job_name": f"rtlab on a QEMU {arch} guest",
+        "visibility": "public",
+        "priority": "medium",
+        "context": {"arch": arch},  # LAVA's qemu device type chooses its emulator by it
+        "timeouts": {"job": {"minutes": 30}, "action": {"minutes": 10}, "connection": {"minutes": 2}},
+        "actions": [
+            {
+                "deploy": {
+                    "to": "tmpfs",
+                    "timeout": {"minutes": 5},
+                    "images": {
+                        "kernel": {"url": kernel.resolve().as_uri(), "image_arg": append},
+                        "rootfs": {
+                            "url": initrd.resolve().as_uri(),
+                            "image_arg": "-initrd {rootfs}",
+                            "format": "cpio.newc",
+                            "overlays": {"lava": True},
+                        },
+                    },
+                }
+            },
+            {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 5}, "prompts": [prompt]}},
+        ],
+    }
+
+
 def _serial(base: dict[str, Any]) -> bool:
     """Whether the test shell is a serial console (signals then go through the kernel log)."""
     boots = [a["boot"] for a in base["actions"] if "boot" in a]

@@ -33,8 +33,17 @@ TokenFile = Annotated[
 @run_options(lava=True)
 def job(
     options: dict[str, str],
-    base: Annotated[Path, typer.Option(help="the lab's job for the board: its deploy and boot actions")],
     output: Annotated[Path, typer.Option("--output", "-o", help="write the job here")],
+    base: Annotated[
+        Path | None, typer.Option(help="the lab's job for the board: its deploy and boot actions")
+    ] = None,
+    qemu: Annotated[
+        str | None,
+        typer.Option(
+            help="instead of --base: LAVA's qemu device type booting rtlab's guest, named as in "
+            "--target qemu:SPEC (e.g. riscv64:debian); its kernel and initramfs are written beside the job"
+        ),
+    ] = None,
     preset_name: Preset = None,
     loads_file: LoadsFile = None,
     deadline: Deadline = None,
@@ -49,13 +58,32 @@ def job(
 
     from rtlab import lava
 
-    document = lava.read_base(base)
+    if (base is None) == (qemu is None):
+        raise UsageError(
+            "rtlab lava job needs --base (the lab's job for its board) or --qemu SPEC, one of them"
+        )
+    document = lava.read_base(base) if base is not None else _qemu_base(qemu or "", output)
     plan = plan_of(preset_name, loads_file, options)
     # stress-ng's 0 workers: one per online CPU, counted on the board
     plan = replace(plan, workers=0 if plan.workers is None else plan.workers).for_target("", 1)
     deadline_us = parse_latency(deadline) if deadline is not None else None
     run_name = name or f"rtlab-lava-{datetime.now():%Y%m%d-%H%M%S}"
     emit(lava.dump(lava.job(document, plan, run_name, deadline_us)), output)
+
+
+def _qemu_base(spec: str, output: Path) -> dict[str, Any]:
+    """The deploy and boot of LAVA's qemu device type for rtlab's guest, its images beside OUTPUT."""
+    from rtlab import lava
+    from rtlab.targets.qemu import SHELL_PROMPT, GuestSpec, QemuTarget
+
+    guest = QemuTarget(GuestSpec.parse(spec))
+    try:
+        images = guest.farm_images(output.resolve().parent)
+    finally:
+        guest.close()
+    for path in (images.kernel, images.initrd):
+        err.print(f"wrote {path}", highlight=False)
+    return lava.qemu_base(guest.spec.arch.name, images.kernel, images.initrd, images.cmdline, SHELL_PROMPT)
 
 
 @app.command("submit")

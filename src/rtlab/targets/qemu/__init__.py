@@ -41,7 +41,7 @@ from rtlab.results import rundir
 from rtlab.results.events import Event, Kind, line, parse
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.system.files import AgentFiles
-from rtlab.targets.qemu import initramfs, kernels, machines
+from rtlab.targets.qemu import cpio, initramfs, kernels, machines
 from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
@@ -127,6 +127,18 @@ class GuestSpec:
         return spec
 
 
+SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not the command loop
+SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
+
+
+@dataclass(frozen=True)
+class FarmImages:
+    kernel: Path
+    initrd: Path
+    cmdline: str
+    kernel_info: dict[str, Any]
+
+
 @dataclass
 class _Boot:
     kernel: Path
@@ -182,39 +194,62 @@ class QemuTarget:
         candidates.append(kernel.with_name(".config"))
         return next((c for c in candidates if c.is_file()), None)
 
-    def _initrd(self, kernel: Path) -> Path:
+    def _initrd_parts(self, kernel: Path) -> list[Path | bytes]:
+        """The archives of the guest's initramfs, in the order the kernel unpacks them: tools,
+        agent and /init, then the user's own (whose files win)."""
         arch = self.spec.arch
         apt = self._apt()
         rtla = arch.rtla if apt.release == arch.release else None  # a package of its first release
         base = initramfs.build_base(
             apt, self.cache / "initramfs" / f"{apt.release}-{arch.debian}" / initramfs.base_name(rtla), rtla
         )
+        user = [self.spec.initrd] if self.spec.initrd is not None else []
+        return [base, initramfs.overlay(self._kernel_config(kernel)), *user]
+
+    def _initrd(self, kernel: Path) -> Path:
         out = Path(self._tmp.name) / "initrd.cpio"
         with out.open("wb") as f:
-            with base.open("rb") as b:
-                shutil.copyfileobj(b, f)
-            f.write(initramfs.overlay(self._kernel_config(kernel)))
-            if self.spec.initrd is not None:  # the user's files win
-                f.write(self.spec.initrd.read_bytes())
+            for part in self._initrd_parts(kernel):
+                if isinstance(part, bytes):
+                    f.write(part)
+                else:
+                    with part.open("rb") as b:
+                        shutil.copyfileobj(b, f)
         return out
+
+    def _cmdline(self, farm: bool = False) -> str:
+        """The kernel's command line; for a farm, with its messages (LAVA waits for "Linux
+        version") and a shell on the console."""
+        words = [f"console={self.spec.arch.console}", "rdinit=/init", "panic=-1"]
+        words += [SHELL_ON_CONSOLE] if farm else ["quiet", "loglevel=3"]
+        # noirqdebug: under emulation the serial port's interrupt can look spurious to the kernel,
+        # which then disables it ("Disabling IRQ #4") and the console, our only channel, stalls.
+        return " ".join([*words, "noirqdebug", self.spec.append]).strip()
 
     def _argv(self, boot: _Boot, accel: str) -> list[str]:
         arch = self.spec.arch
-        # noirqdebug: under emulation the serial port's interrupt can look spurious to the kernel,
-        # which then disables it ("Disabling IRQ #4") and the console, our only channel, stalls.
-        cmdline = (
-            f"console={arch.console} rdinit=/init panic=-1 quiet loglevel=3 noirqdebug {self.spec.append}"
-        )
-        cmdline = cmdline.strip()
         return [
             arch.qemu, *arch.machine,
             "-accel", accel,
             *(("-cpu", "host") if accel == "kvm" else ()),
             "-smp", str(self.spec.cpus), "-m", self.spec.memory,
-            "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", cmdline,
+            "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", self._cmdline(),
             "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
             *self._network(),
         ]  # fmt: skip
+
+    def farm_images(self, folder: Path) -> FarmImages:
+        """The guest for a farm's own QEMU (LAVA's qemu device type): its kernel and initramfs
+        copied into FOLDER, the initramfs one archive (LAVA unpacks the first only, to add its
+        test shell's files), and the kernel's command line, which gives the console a shell."""
+        kernel, info = self._kernel()
+        folder.mkdir(parents=True, exist_ok=True)
+        image = folder / f"rtlab-{self.spec.arch.name}-kernel"
+        shutil.copyfile(kernel, image)
+        parts = [p if isinstance(p, bytes) else p.read_bytes() for p in self._initrd_parts(kernel)]
+        initrd = folder / f"rtlab-{self.spec.arch.name}-initramfs.cpio"
+        initrd.write_bytes(cpio.joined(parts))
+        return FarmImages(image, initrd, self._cmdline(farm=True), info)
 
     def _network(self) -> list[str]:
         """User-mode networking, reachable from this host's loopback only, when `ssh=` asks for it."""

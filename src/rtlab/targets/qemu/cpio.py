@@ -41,3 +41,31 @@ class Writer:
 
     def close(self) -> None:
         self._entry(_TRAILER, 0)
+
+
+_HEADER = 110  # "070701" and 13 fields of 8 hex digits
+
+
+def joined(parts: list[bytes]) -> bytes:
+    """One archive of several (each ending in its trailer): what a tool that reads only the
+    first archive of a file needs (GNU cpio, as LAVA unpacks an initramfs), where the kernel
+    would unpack each in turn. A later part's file of the same name wins, as in the kernel."""
+    kept = [part[: _trailer_at(part)] for part in parts[:-1]]
+    return b"".join([*kept, parts[-1]]) if parts else b""
+
+
+def _trailer_at(archive: bytes) -> int:
+    """Where the trailer's header starts in a `newc` archive of rtlab's own making."""
+    at = 0
+    while at + _HEADER <= len(archive):
+        if archive[at : at + 6] != b"070701":
+            raise ValueError(f"not a newc cpio archive at byte {at}")
+        size = int(archive[at + 54 : at + 62], 16)
+        name_size = int(archive[at + 94 : at + 102], 16)
+        name = archive[at + _HEADER : at + _HEADER + name_size - 1]
+        if name == _TRAILER.encode():
+            return at
+        at += _HEADER + name_size
+        at += -at % 4 + size
+        at += -at % 4
+    raise ValueError("the cpio archive has no trailer")

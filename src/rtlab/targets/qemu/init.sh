@@ -5,6 +5,8 @@
 #   @rtlab-cmd ID COMMAND...    runs `sh -c COMMAND` in the background, then prints
 #                               @rtlab-exit ID STATUS
 #
+# or, with rtlab.console=shell on the kernel's command line, gives the console a shell.
+#
 # Commands run in the background so that a `stop` can reach a running measurement.
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev /tmp /run
 /bin/busybox --install -s
@@ -33,6 +35,15 @@ for step in /etc/rtlab/boot.d/*; do
 done
 
 exec </dev/console >/dev/console 2>&1
+# A farm's own test shell drives the guest (LAVA's qemu device type, `rtlab lava job --qemu`):
+# a shell on the console, with the prompt its job waits for, in place of the command loop.
+case " $(cat /proc/cmdline) " in
+*" rtlab.console=shell "*)
+	export PS1='rtlab-guest# '
+	if command -v cttyhack >/dev/null 2>&1; then exec setsid cttyhack sh -i; fi
+	exec sh -i
+	;;
+esac
 # The host reads what it typed from no one but the agent.
 stty -echo 2>/dev/null
 echo "@rtlab-ready $(uname -r)"
