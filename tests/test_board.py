@@ -232,3 +232,15 @@ def test_tune_and_revert_over_ssh_leave_the_board_as_it_was(board):
     undone = rtlab("tune", "--target", "ssh://board", "--revert", env=board.env)
     assert undone.returncode == 0, undone.stderr
     assert knobs() == before
+
+
+def test_a_probe_the_board_cannot_run_is_refused_before_anything_runs(board, tmp_path):
+    # oslat knows the cycle counters of a few architectures only; on riscv64 it says so on any
+    # call, exits 0 and measures nothing: the preflight refuses it with its own words
+    if board.guest.spec.arch.name != "riscv64":
+        pytest.skip("oslat measures on this board's architecture (test_lava measures with it)")
+    out = tmp_path / "oslat"
+    done = rtlab(*run_args(out, "idle", "2s", "--target", "ssh://board", "--probe", "oslat"), env=board.env)
+    assert done.returncode == 2, done.stderr
+    assert "not yet supported" in done.stderr and "leave out --probe oslat" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not out.exists()
