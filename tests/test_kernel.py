@@ -234,3 +234,41 @@ def test_full_rt_build_boots_in_qemu_and_measures(tmp_path):
         assert entry["status"] == "complete"
         assert entry["merged"]["samples"] == sum(histogram["counts"]) > 0
         assert entry["merged"]["min_us"] == histogram["values"][0]
+
+
+@pytest.mark.slow
+@needs_source
+@pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
+def test_the_rt_kernel_against_its_low_latency_twin_with_repeats(tmp_path):
+    """docs/riscv-rt-kernel.md's comparison, shorter: the PREEMPT_RT build and its twin that
+    differs only in the preemption model (both from the build cache after the test above),
+    each measured three times in qemu-system-riscv64, then judged with intervals."""
+    import json
+
+    sides = {"rt": "rt", "lowlatency": "ll"}
+    for preempt, name in sides.items():
+        done = rtlab(
+            "kernel", "build", "--board", "visionfive2", "--preempt", preempt, "-o", str(tmp_path / name)
+        )
+        assert done.returncode == 0, done.stderr
+    diff = rtlab("kernel", "verify", str(tmp_path / "rt" / ".config"), str(tmp_path / "ll" / ".config"))
+    assert "PREEMPT_RT" in diff.stdout + diff.stderr
+    for name in sides.values():
+        target = f"qemu:kernel={tmp_path / name / 'Image'},arch=riscv64"
+        done = rtlab(
+            *run_args(tmp_path / f"{name}-runs", "idle,cpu", "3s", "--target", target, "--repeat", "3")
+        )
+        assert done.returncode == 0, done.stderr
+        for k in (1, 2, 3):
+            info = read_json(tmp_path / f"{name}-runs" / f"repeat-{k}" / "sysinfo.json")
+            model = info["derived"]["preemption"]["model"]
+            assert (model == "PREEMPT_RT") is (name == "rt"), (name, model)
+    runs = [str(tmp_path / f"{name}-runs") for name in sides.values()]
+    done = rtlab("compare", *runs, "--labels", "Real-time,Low-latency", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    verdicts = json.loads(done.stdout)["runs"][1]["verdicts"]
+    assert verdicts["replicates"] == {"Real-time": 3, "Low-latency": 3}, verdicts["replicates"]
+    for load in ("idle", "cpu"):
+        assert verdicts["loads"][load]["verdict"] in ("better", "worse", "same", "unknown")
+    table = rtlab("compare", *runs, "--labels", "Real-time,Low-latency", "--format", "md")
+    assert "| idle |" in table.stdout and "is the difference real?" in table.stdout
