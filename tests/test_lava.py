@@ -54,9 +54,8 @@ actions:
     timeout: {minutes: 2}
 """
 
-# LAVA's ssh device type rendered for a board at 127.0.0.1:PORT (what lava-server renders from
-# its ssh.jinja2 and base.jinja2; only what the dispatcher reads for deploy to ssh and boot ssh)
-DEVICE = """
+# The constants of every device type (base.jinja2); {results}: where the test shell's files go
+CONSTANTS = """
 constants:
   posix:
     lava_test_sh_cmd: /bin/sh
@@ -68,6 +67,12 @@ constants:
   spawn_maxread: '4092'
   failure_retry: 1
   boot_retry:
+"""
+# LAVA's ssh device type rendered for a board at 127.0.0.1:PORT (what lava-server renders from
+# its ssh.jinja2 and base.jinja2; only what the dispatcher reads for deploy to ssh and boot ssh)
+DEVICE = (
+    CONSTANTS
+    + """
 actions:
   deploy:
     connections: {{serial: }}
@@ -83,6 +88,7 @@ actions:
     methods: {{ssh: }}
 timeouts: {{actions: {{}}, connections: {{}}}}
 """
+)
 
 
 def make_job(folder: Path, *options: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
@@ -325,15 +331,9 @@ def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path, blo
 
 # LAVA's qemu device type as lava-server renders it from qemu.jinja2 for this machine (what the
 # dispatcher reads for deploy to tmpfs and boot qemu): the emulator and its machine options
-QEMU_DEVICE = """
-constants:
-  posix: {{lava_test_sh_cmd: /bin/sh, lava_test_results_dir: /lava-%s, lava_test_shell_file: ~/.bashrc}}
-  default-shell-prompt: 'lava-test: # '
-  kernel-start-message: Linux version [0-9]
-  shutdown-message: The system is going down for reboot NOW
-  spawn_maxread: '4092'
-  failure_retry: 1
-  boot_retry:
+QEMU_DEVICE = (
+    CONSTANTS
+    + """
 available_architectures: [{arch}]
 actions:
   deploy:
@@ -352,6 +352,7 @@ actions:
           options: {options}
 timeouts: {{actions: {{}}, connections: {{}}}}
 """
+)
 
 
 @needs_lava
@@ -376,7 +377,9 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     options = [" ".join(arch.machine), "-m 1024", "-smp 2", "-accel tcg", "-display none",
                "-serial stdio", "-monitor none", "-no-reboot"]  # fmt: skip
     device = tmp_path / "qemu.yaml"
-    device.write_text(QEMU_DEVICE.format(arch="riscv64", qemu=arch.qemu, options=json.dumps(options)))
+    device.write_text(
+        QEMU_DEVICE.format(results="", arch="riscv64", qemu=arch.qemu, options=json.dumps(options))
+    )
 
     status, log = lava_run(job, device, tmp_path / "dispatcher")
     assert status == 0, log[-3000:]
