@@ -243,4 +243,5 @@ def test_a_probe_the_board_cannot_run_is_refused_before_anything_runs(board, tmp
     done = rtlab(*run_args(out, "idle", "2s", "--target", "ssh://board", "--probe", "oslat"), env=board.env)
     assert done.returncode == 2, done.stderr
     assert "not yet supported" in done.stderr and "leave out --probe oslat" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and not out.exists()
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(said) == 1 and "oslat cannot measure" in said[0] and not out.exists(), done.stderr
