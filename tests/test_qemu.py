@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from csv import DictReader
 from pathlib import Path
@@ -314,3 +315,47 @@ def test_a_killed_host_leaves_the_events_the_guest_streamed(tmp_path):
     assert idle["status"] in ("partial", "failed") and idle["status"] != "not-run"
     assert "host process ended" in idle["reason"] or "host process ended" in done.stdout, idle
     assert json.loads(done.stdout)["loads"]["cpu"]["status"] == "not-run"
+
+
+def test_the_guest_release_is_the_first_whose_index_apt_verifies(tmp_path):
+    # a release the mirror does not have is refused by apt as a damaged index is; the next is taken
+    from rtlab import debian
+
+    chosen = debian.Apt.first_verified(tmp_path, ("rtlab-no-such-release", "forky"), "riscv64")
+    assert chosen.release == "forky" and chosen.updated()
+    assert chosen.depends_on("linux-image-riscv64", "linux-image-").startswith("linux-image-")
+    # asked again, the one verified before is taken without asking the mirror
+    again = debian.Apt.first_verified(tmp_path, ("rtlab-no-such-release", "forky"), "riscv64")
+    assert again.release == "forky"
+    with pytest.raises(
+        UsageError, match="no Debian release of rtlab-none-a, rtlab-none-b has a riscv64 index"
+    ):
+        debian.Apt.first_verified(tmp_path, ("rtlab-none-a", "rtlab-none-b"), "riscv64")
+
+
+def test_one_archive_of_several_keeps_every_file_and_the_later_one_wins(tmp_path):
+    def archive(files: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        w = cpio.Writer(buffer)
+        for name, data in files.items():
+            w.file(name, data)
+        w.close()
+        return buffer.getvalue()
+
+    first, second = archive({"a": b"12345", "b": b"old"}), archive({"b": b"new!", "c": b""})
+    joined = cpio.joined([first, second])
+    assert joined.count(b"TRAILER!!!") == 1
+    # GNU cpio, with the options LAVA unpacks an initramfs with, reads the one archive whole
+    (tmp_path / "x").mkdir()
+    done = subprocess.run(
+        ["cpio", "--extract", "--make-directories", "--unconditional", "--quiet"],
+        input=joined,
+        cwd=tmp_path / "x",
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "x").iterdir()} == {
+        "a": b"12345",
+        "b": b"new!",
+        "c": b"",
+    }
