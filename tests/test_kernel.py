@@ -267,7 +267,7 @@ def test_the_rt_kernel_against_its_low_latency_twin_with_repeats(tmp_path):
     done = rtlab("compare", *runs, "--labels", "Real-time,Low-latency", "--format", "json")
     assert done.returncode == 0, done.stderr
     verdicts = json.loads(done.stdout)["runs"][1]["verdicts"]
-    assert verdicts["replicates"] == {"Real-time": 3, "Low-latency": 3}, verdicts["replicates"]
+    assert verdicts["replicates"] == {"base": 3, "new": 3}, verdicts["replicates"]
     for load in ("idle", "cpu"):
         assert verdicts["loads"][load]["verdict"] in ("better", "worse", "same", "unknown")
     table = rtlab("compare", *runs, "--labels", "Real-time,Low-latency", "--format", "md")
