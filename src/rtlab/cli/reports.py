@@ -77,7 +77,7 @@ def compare(
         runs = [history_baseline(baseline, db), *runs]
     if len(runs) < 2:
         raise UsageError("compare needs two runs or more: give RUN_A RUN_B, or --baseline and a run")
-    limit = _margin(margin)
+    limit = parse_margin(margin)
     summaries = [store.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
     if labels is not None:
@@ -130,7 +130,7 @@ def _gate(compared: list[tuple[str, dict[str, Any]]], strict: bool) -> None:
         raise typer.Exit(1)
 
 
-def _margin(text: str) -> Margin:
+def parse_margin(text: str) -> Margin:
     """--margin: "5us", "10%" or both ("5us,10%"): the larger of them applies."""
     from rtlab.analysis import verdicts
 

@@ -1,0 +1,117 @@
+"""The git side of a bisection: the range in order, a worktree of rtlab's own (the user's
+checkout is never touched) and the user's prepare command, run there the way `git bisect run`
+runs its script: exit 0 ready to measure, 125 skip this revision, anything else stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtlab.boundary.untrusted import printable
+from rtlab.errors import RunFailed, Stopped, UsageError
+
+SKIP_CODE = 125  # as git bisect run: this revision cannot be measured
+READY, SKIPPED = "ready", "skip"
+
+
+@dataclass(frozen=True)
+class Revision:
+    sha: str
+    subject: str  # printable, one line
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              errors="replace", check=False)  # fmt: skip
+    except FileNotFoundError:
+        raise UsageError("rtlab bisect needs git: apt-get install git") from None
+    if check and done.returncode != 0:
+        said = printable(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "", lines=False)
+        raise UsageError(f"git {args[0]} in {repo} failed: {said}")
+    return done
+
+
+def commit(repo: Path, rev: str, option: str) -> str:
+    """REV as a full commit id, or one line naming the option that gave it."""
+    if _git(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
+        raise UsageError(f"--repo {repo} is not a git tree: give the tree the revisions are in")
+    found = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    if found.returncode != 0:
+        raise UsageError(f"{option} {printable(rev)!r} is not a commit of {repo}: give a commit, tag or branch")
+    return found.stdout.strip()
+
+
+def between(repo: Path, good: str, bad: str) -> list[Revision]:
+    """GOOD, then every revision on BAD's first-parent line after it, up to BAD: the order of
+    the search. A merge is one step (it brought its branch in)."""
+    if good == bad:
+        raise UsageError("--good and --bad are the same commit: give a bad one that came after the good")
+    if _git(repo, "merge-base", "--is-ancestor", good, bad, check=False).returncode != 0:
+        raise UsageError("--good is not an ancestor of --bad: give a good revision that bad descends from")
+    listed = _git(repo, "log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good}..{bad}").stdout
+    rows = [line.split("\0") for line in listed.splitlines() if line]
+    if not rows or (rows[0][1].split() or [""])[0] != good:
+        raise UsageError(
+            "--good is not on --bad's first-parent line (it came in through a merge): give the merge's "
+            "parent on that line as --good"
+        )
+    subject = _git(repo, "log", "-1", "--format=%s", good).stdout.strip()
+    return [Revision(good, printable(subject, lines=False))] + [
+        Revision(sha, printable(text, lines=False)) for sha, _, text in rows
+    ]
+
+
+class Worktree:
+    """One worktree of the repository, in the bisection's folder, moved from revision to
+    revision (checkout --force, no clean: what a build left there is reused, as an
+    incremental build expects)."""
+
+    def __init__(self, repo: Path, path: Path) -> None:
+        self.repo, self.path = repo, path
+
+    def checkout(self, sha: str) -> None:
+        if not (self.path / ".git").exists():
+            if self.path.exists():
+                raise UsageError(f"{self.path} is in the way of the bisection's worktree: move it aside")
+            _git(self.repo, "worktree", "add", "--detach", "--force", str(self.path), sha)
+        _git(self.path, "checkout", "--quiet", "--detach", "--force", sha)
+
+    def remove(self) -> None:
+        if (self.path / ".git").exists():
+            _git(self.repo, "worktree", "remove", "--force", str(self.path), check=False)
+        _git(self.repo, "worktree", "prune", check=False)
+
+
+def prepare(command: str, worktree: Path, revision: Revision, log: Path, env: dict[str, str]) -> str:
+    """Runs COMMAND in the worktree (sh -c), its output appended to LOG: READY or SKIPPED, or
+    RunFailed in one line. Ctrl-C ends it and its children."""
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"$ {command}   # at {revision.sha}\n")
+        out.flush()
+        child = subprocess.Popen(
+            ["sh", "-c", command], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
+        )  # fmt: skip
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:
+            os.killpg(child.pid, signal.SIGTERM)
+            child.wait()
+            raise Stopped(f"interrupted while preparing {revision.short}: run the same command again to go on") from None
+        out.write(f"# exit {code}\n")
+    if code == 0:
+        return READY
+    if code == SKIP_CODE:
+        return SKIPPED
+    raise RunFailed(
+        f"the prepare command exited {code} at {revision.short} ({revision.subject}): see {log} "
+        "(exit 0: measure it, 125: skip it)"
+    )

@@ -1,0 +1,157 @@
+"""The search of a bisection, pure: no file is read and nothing is measured here.
+
+The revisions are in order, 0 the known good one, the last the known bad one. A revision's
+standing comes from rtlab compare's verdicts (analysis/verdicts.py) against both ends, on
+the loads where the bad end is worse than the good one:
+
+    bad      worse than the good end in one of those loads (it already has a regression)
+    good     better than the bad end in one of them, and worse than the good end in none
+    unknown  neither shown: measured again, up to a budget, then left standing as unknown
+    skip     the prepare command said so (exit 125, as for `git bisect run`)
+
+A revision that is worse than the good end and better than the bad one is bad, and marked
+`between`: the range holds more than one change. No threshold is set here: what counts as a
+difference is compare's (its margin, its tests, Holm's correction across loads and metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+GOOD, BAD, UNKNOWN, SKIP = "good", "bad", "unknown", "skip"
+Verdicts = Mapping[str, Any]  # what verdicts.compare returns
+
+
+@dataclass(frozen=True)
+class Standing:
+    kind: str  # good / bad / unknown / skip
+    reason: str  # in words, with the evidence: which loads, metrics, effects and intervals
+    between: bool = False  # worse than good and better than bad: more than one change
+
+
+@dataclass(frozen=True)
+class Ends:
+    """Whether the bad end is worse than the good one: `differ` (the loads it is worse in),
+    `unknown` (measure the ends more), or `no-difference` (worse nowhere, not for want of data)."""
+
+    kind: str
+    loads: tuple[str, ...]
+    reason: str
+
+
+def evidence(verdict: Mapping[str, Any], wanted: str | None = None) -> str:
+    """The tests behind a load's verdict, in a few words: 'p99 +4810 µs [4530, 5100]'.
+    With WANTED, only the metrics of that verdict (the ones that decided it)."""
+    said = []
+    for t in verdict.get("tests", []):
+        if wanted is not None and t.get("verdict") != wanted:
+            continue
+        effect, (lo, hi) = t.get("effect"), t.get("interval") or (None, None)
+        if effect is None:
+            continue
+        if t.get("unit") == "ratio":
+            shown = f"{t['metric']} x{effect:.3g}"
+            shown += f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+        else:
+            shown = f"{t['metric']} {effect:+.0f} µs"
+            shown += f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else ""
+        said.append(shown)
+    return ", ".join(said)
+
+
+def ends(found: Verdicts, loads: Sequence[str] | None = None) -> Ends:
+    """The ends judged: compare(good, bad), on LOADS (default every load both measured)."""
+    verdicts = {k: v for k, v in found["loads"].items() if loads is None or k in loads}
+    if not verdicts:
+        return Ends("no-difference", (), f"the ends share none of the loads {', '.join(loads or [])}")
+    worse = tuple(k for k, v in verdicts.items() if v["verdict"] == "worse")
+    if worse:
+        shown = "; ".join(f"{k}: {evidence(verdicts[k], 'worse')}" for k in worse)
+        return Ends("differ", worse, f"bad is worse than good in {shown}")
+    unknown = [k for k, v in verdicts.items() if v["verdict"] == "unknown"]
+    if unknown:
+        return Ends("unknown", (), "; ".join(f"{k}: {verdicts[k]['reason']}" for k in unknown))
+    said = "; ".join(f"{k} {v['verdict']}" + (f" ({v['reason']})" if v["reason"] else "")
+                     for k, v in verdicts.items())  # fmt: skip
+    return Ends("no-difference", (), f"bad is not worse than good: {said}")
+
+
+def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing:
+    """A revision's standing from compare(good, it) and compare(bad, it) on the regressed loads."""
+    worse, better, open_ = [], [], []
+    for load in loads:
+        g = vs_good["loads"].get(load, {"verdict": "refused", "reason": "not measured", "tests": []})
+        b = vs_bad["loads"].get(load, {"verdict": "refused", "reason": "not measured", "tests": []})
+        if g["verdict"] == "worse":
+            worse.append((load, g, b["verdict"] == "better"))
+        elif b["verdict"] == "better":
+            better.append((load, b))
+        else:
+            open_.append(f"{load}: against good {g['verdict']}, against bad {b['verdict']}"
+                         + (f" ({g['reason'] or b['reason']})" if g["reason"] or b["reason"] else ""))  # fmt: skip
+    if worse:
+        between = any(b for _, _, b in worse)
+        shown = "; ".join(f"{load}: {evidence(g, 'worse')}" for load, g, _ in worse)
+        also = " (and better than bad: more than one change in the range)" if between else ""
+        return Standing(BAD, f"worse than good in {shown}{also}", between)
+    if better:
+        shown = "; ".join(f"{load}: {evidence(b, 'better')}" for load, b in better)
+        return Standing(GOOD, f"better than bad in {shown}")
+    return Standing(UNKNOWN, "; ".join(open_))
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    kind: str  # culprit / cannot-tell
+    first: int  # the culprit, or the first revision it could be
+    last: int  # the culprit again, or the last it could be
+    reason: str
+
+
+class Search:
+    """Binary search over revisions 0..count-1 whose standings may be unknown or skipped: the
+    next revision to measure is the untested one nearest the middle of what is still open."""
+
+    def __init__(self, count: int) -> None:
+        if count < 2:
+            raise ValueError("a bisection needs two revisions")
+        self.count = count
+        self.standing: dict[int, Standing] = {
+            0: Standing(GOOD, "the good end"),
+            count - 1: Standing(BAD, "the bad end"),
+        }
+
+    def record(self, index: int, standing: Standing) -> None:
+        self.standing[index] = standing
+
+    def bounds(self) -> tuple[int, int]:
+        """(the last good revision, the first bad one) of what is open."""
+        hi = min(i for i, s in self.standing.items() if s.kind == BAD)
+        lo = max(i for i, s in self.standing.items() if s.kind == GOOD and i < hi)
+        return lo, hi
+
+    def next(self) -> int | None:
+        lo, hi = self.bounds()
+        open_ = [i for i in range(lo + 1, hi) if i not in self.standing]
+        if not open_:
+            return None
+        middle = (lo + hi) / 2
+        return min(open_, key=lambda i: (abs(i - middle), i))
+
+    def steps_left(self) -> int:
+        """About how many revisions are still to be measured (log2 of the open ones)."""
+        lo, hi = self.bounds()
+        open_ = sum(1 for i in range(lo + 1, hi) if i not in self.standing)
+        return math.ceil(math.log2(open_ + 1)) if open_ else 0
+
+    def conclusion(self) -> Conclusion:
+        """Once next() is None: the first bad revision, or the ones it could be and why."""
+        lo, hi = self.bounds()
+        if hi == lo + 1:
+            return Conclusion("culprit", hi, hi, self.standing[hi].reason)
+        why = "; ".join(f"revision {i} {self.standing[i].kind}: {self.standing[i].reason}"
+                        for i in range(lo + 1, hi))  # fmt: skip
+        return Conclusion("cannot-tell", lo + 1, hi, why)

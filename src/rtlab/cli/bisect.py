@@ -1,0 +1,159 @@
+"""rtlab bisect: the first revision of a git range that made latency worse, each step decided
+by compare's verdicts against both ends. Resumable: the same command again goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rtlab.cli.measure import plan_of
+from rtlab.cli.options import AcceptKey, Deadline, LoadsFile, Preset, run_options
+from rtlab.cli.present import out_dir
+from rtlab.cli.screen import Output, console, emit, err
+from rtlab.errors import UsageError
+from rtlab.units import parse_latency
+
+# what must be the same for the same command to go on with a bisection's folder
+_SAME = ("repo", "good", "bad", "prepare", "target", "plan", "loads", "margin", "deadline_us")
+
+
+def say(line: str) -> None:
+    err.print(line, highlight=False, soft_wrap=True)
+
+
+@run_options()
+def bisect(
+    options: dict[str, str],
+    repo: Annotated[Path, typer.Option(help="the git tree the revisions are in (never checked out itself)")],
+    good: Annotated[str, typer.Option(help="a revision whose latency is good")],
+    bad: Annotated[str, typer.Option(help="a later revision whose latency is worse")],
+    out: Annotated[str, typer.Option(help="the bisection's folder; the same command again goes on")],
+    prepare: Annotated[
+        str | None,
+        typer.Option(help="run in the revision's worktree before it is measured (sh -c): exit 0 measure, "
+                     "125 skip, else stop; $RTLAB_REV is the commit"),  # fmt: skip
+    ] = None,
+    target: Annotated[
+        str, typer.Option(help="local, ssh://..., qemu:...; {worktree} becomes the revision's checkout")
+    ] = "local",
+    preset_name: Preset = None,
+    loads_file: LoadsFile = None,
+    judge_on: Annotated[
+        str | None, typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)")
+    ] = None,
+    repeats: Annotated[int, typer.Option(min=2, help="whole runs of a revision before it is judged")] = 3,
+    max_repeats: Annotated[
+        int, typer.Option(min=2, help="at most, where the verdict stays unknown (the budget)")
+    ] = 6,
+    margin: Annotated[str, typer.Option(help="a difference within it is the same, as for compare")] = "5us,10%",
+    deadline: Deadline = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html")] = "table",
+    output: Output = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Which change made it worse: binary search of a git range, each revision prepared by your
+    command in a worktree of its own, measured with the run options, and judged by compare's
+    verdicts against both ends (more runs where unknown). Ends with the first bad revision and
+    its evidence, or with why none can be named."""
+    from rtlab.bisect import drive
+    from rtlab.cli.reports import parse_margin
+    from rtlab.report import bisect_table
+    from rtlab.results.rundir import read_index, write_atomic
+
+    if fmt not in ("table", "md", "json", "html"):
+        raise UsageError(f"--format {fmt}: give table, md, json or html")
+    if max_repeats < repeats:
+        raise UsageError(f"--max-repeats {max_repeats} is below --repeats {repeats}: give {repeats} or more")
+    folder = out_dir(out)
+    assert folder is not None
+    plan = plan_of(preset_name, loads_file, options)
+    limit = parse_margin(margin)
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    judged = [w.strip() for w in judge_on.split(",")] if judge_on else None
+    if judged and (unknown := [w for w in judged if w not in plan.loads]):
+        raise UsageError(f"--judge-on {','.join(unknown)}: not a load measured ({','.join(plan.loads)})")
+    tree = repo.resolve()
+    doc = _index(folder, tree, good, bad, prepare, target, plan.to_json(), judged,
+                 {"us": limit.us, "fraction": limit.fraction}, deadline_us)  # fmt: skip
+    if (folder / drive.INDEX).is_file():
+        before = read_index(folder / drive.INDEX)
+        differ = [k for k in _SAME if before.get(k) != doc[k]]
+        if differ:
+            raise UsageError(f"{folder} holds another bisection (its {', '.join(differ)} differ): give the same "
+                             "options to go on, or another --out")  # fmt: skip
+        doc["prepared"] = before.get("prepared") if isinstance(before.get("prepared"), dict) else {}
+    elif folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {folder} is not empty: give a new folder for the bisection")
+    folder.mkdir(parents=True, exist_ok=True)
+    measure = _measurer(plan, target, folder, accept_new_host_key)
+    bisection = drive.Bisection(folder, tree, _revisions(doc), prepare, measure, say, doc,
+                                drive.Budget(repeats, max_repeats), limit, deadline_us, judged)  # fmt: skip
+    bisection.run()
+    write_atomic(folder / "report.md", bisect_table.markdown(doc))
+    write_atomic(folder / "report.html", bisect_table.html(doc))
+    say(f"saved in {folder}: bisect.json, report.md, report.html")
+    _render(doc, fmt, output)
+
+
+def _index(folder: Path, tree: Path, good: str, bad: str, prepare: str | None, target: str,
+           plan: Any, judged: list[str] | None, margin: dict[str, float], deadline_us: int | None) -> dict[str, Any]:  # fmt: skip
+    from rtlab.bisect import drive, revisions
+
+    first, last = revisions.commit(tree, good, "--good"), revisions.commit(tree, bad, "--bad")
+    found = revisions.between(tree, first, last)
+    if len(found) > 100_000:
+        raise UsageError(f"{len(found)} revisions between --good and --bad: give a range of 100,000 or fewer")
+    return {
+        "schema": drive.SCHEMA, "repo": str(tree), "good": first, "bad": last, "prepare": prepare,
+        "target": target, "plan": plan, "loads": judged, "margin": margin, "deadline_us": deadline_us,
+        "revisions": [{"sha": r.sha, "subject": r.subject} for r in found], "prepared": {}, "steps": [],
+        "result": None,
+    }  # fmt: skip
+
+
+def _revisions(doc: dict[str, Any]) -> list[Any]:
+    from rtlab.bisect.revisions import Revision
+
+    return [Revision(r["sha"], r["subject"]) for r in doc["revisions"]]
+
+
+def _measurer(plan: Any, target: str, folder: Path, accept: bool) -> Any:
+    """One whole run of the plan on the target into a folder: its status."""
+    from rtlab.progress import RunProgress
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    worktree = str((folder / "worktree").resolve())
+    spec = target.replace("{worktree}", worktree)
+    open_target(spec, accept).close()  # a bad target is found before any revision is prepared
+
+    def measure(where: Path, name: str) -> str:
+        with RunProgress(plan, err) as progress:
+            outcome = execute(plan, open_target(spec, accept), out=where, name=name, on_event=progress)
+        if outcome.interrupted:
+            from rtlab.errors import Stopped
+
+            raise Stopped(f"interrupted during {name}: run the same command again to go on")
+        return str(outcome.summary["status"])
+
+    return measure
+
+
+def _render(doc: dict[str, Any], fmt: str, output: Path | None) -> None:
+    import json
+
+    from rtlab.report import bisect_table
+
+    if fmt == "table" and output is None:
+        console.print(bisect_table.build(doc))
+        console.print(bisect_table.conclusion(doc), highlight=False, soft_wrap=True)
+        return
+    text = {"md": bisect_table.markdown, "html": bisect_table.html,
+            "json": lambda d: json.dumps(d, indent=2, ensure_ascii=False) + "\n"}  # fmt: skip
+    emit(text.get(fmt, bisect_table.markdown)(doc), output)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(bisect)

@@ -1,0 +1,94 @@
+"""A bisection shown: each revision measured, in the order of the range, its standing and its
+verdicts against both ends (the deciding metric with its 95 % interval), then the result.
+The rows are built once (rows()); the terminal table, Markdown and HTML read them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from rich.table import Table
+from rich.text import Text
+
+from rtlab import __version__
+from rtlab.boundary.untrusted import printable
+
+COLUMNS = ("#", "Revision", "Subject", "Runs", "Standing", "Against good", "Against bad")
+_env = Environment(loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True))
+
+
+def _test(t: dict[str, Any]) -> str:
+    effect, (lo, hi) = t.get("effect"), t.get("interval") or (None, None)
+    if effect is None:
+        return f"{t['metric']} untested"
+    if t.get("unit") == "ratio":
+        shown = f"{t['metric']} x{effect:.3g}"
+        return shown + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+    return f"{t['metric']} {effect:+.0f} µs" + (f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else "")
+
+
+def verdict_cell(brief: dict[str, Any] | None) -> str:
+    """Per load: the verdict and the metric that decided it (else the first with an interval)."""
+    if not brief:
+        return ""
+    said = []
+    for load, v in brief.items():
+        tests = v.get("tests", [])
+        deciding = [t for t in tests if t.get("verdict") == v["verdict"] and t.get("effect") is not None]
+        tested = [t for t in tests if (t.get("interval") or [None])[0] is not None]
+        shown = (deciding or tested or tests)[:1]
+        said.append(f"{load} {v['verdict']}" + (f": {_test(shown[0])}" if shown else ""))
+    return printable("; ".join(said), lines=False)
+
+
+def rows(doc: dict[str, Any]) -> list[dict[str, str]]:
+    steps = sorted(doc.get("steps", []), key=lambda s: s["index"])
+    return [
+        {
+            "#": str(s["index"]), "Revision": s["sha"][:12], "Subject": printable(s["subject"], lines=False),
+            "Runs": str(s["runs"]), "Standing": s["standing"] + (" (between)" if s.get("between") else ""),
+            "Against good": verdict_cell(s.get("vs_good")), "Against bad": verdict_cell(s.get("vs_bad")),
+        }  # fmt: skip
+        for s in steps
+    ]
+
+
+def conclusion(doc: dict[str, Any]) -> str:
+    """The result in one paragraph: the culprit with its evidence, or why there is none."""
+    result = doc.get("result")
+    if not result:
+        return "not finished: run the same command again to go on"
+    subject = {s["sha"]: s["subject"] for s in doc.get("steps", [])}
+    measured = result.get("measured", {})
+    cost = f" ({measured.get('runs', 0)} runs of {measured.get('revisions', 0)} revisions)" if measured else ""
+    if result["kind"] == "culprit":
+        sha = result["first"]
+        said = f"first bad revision: {sha[:12]} ({subject.get(sha, '')}): {result['reason']}"
+    elif result["kind"] == "no-difference":
+        said = f"no culprit: the ends do not differ: {result['reason']}"
+    else:
+        said = f"cannot tell between {result['first'][:12]} and {result['last'][:12]}: {result['reason']}"
+    return printable(said + cost, lines=False)
+
+
+def build(doc: dict[str, Any]) -> Table:
+    table = Table(title=f"Bisection of {len(doc['revisions']) - 2} revisions", title_justify="left")
+    for name in COLUMNS:
+        table.add_column(name, justify="right" if name in ("#", "Runs") else "left", overflow="fold")
+    for row in rows(doc):
+        table.add_row(*(Text(row[c]) for c in COLUMNS))
+    return table
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = [f"## Bisection of {len(doc['revisions']) - 2} revisions", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]  # fmt: skip
+    for row in rows(doc):
+        lines.append("| " + " | ".join(row[c].replace("|", "\\|") for c in COLUMNS) + " |")
+    return "\n".join([*lines, "", conclusion(doc), ""])
+
+
+def html(doc: dict[str, Any]) -> str:
+    return _env.get_template("bisect.html.j2").render(
+        columns=COLUMNS, rows=rows(doc), conclusion=conclusion(doc), doc=doc, version=__version__
+    )
