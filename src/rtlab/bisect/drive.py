@@ -22,12 +22,13 @@ from rtlab.analysis.verdicts import Margin
 from rtlab.bisect import revisions as revs
 from rtlab.bisect.search import BAD, SKIP, UNKNOWN, Conclusion, Search, Standing, ends, evidence, judge
 from rtlab.boundary.shapes import Summary
-from rtlab.errors import RunFailed
+from rtlab.errors import RunFailed, UsageError
 from rtlab.results import rundir
 from rtlab.results.rundir import move_aside, write_json
 
 INDEX = "bisect.json"
 SCHEMA = "rtlab.bisect/1"
+MOST_REVISIONS = 100_000
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,25 @@ class Budget:
 
 
 Measure = Callable[[Path, str], str]  # (run folder, run name) -> the run's status
+
+
+def index(repo: Path, good: str, bad: str, prepare: str | None, target: str, plan: Any,
+          loads: Sequence[str] | None, margin: dict[str, float], deadline_us: int | None) -> dict[str, Any]:  # fmt: skip
+    """A new bisection's index: the range resolved, the options that must stay the same."""
+    first, last = revs.commit(repo, good, "--good"), revs.commit(repo, bad, "--bad")
+    found = revs.between(repo, first, last)
+    if len(found) > MOST_REVISIONS:
+        raise UsageError(f"{len(found)} revisions between --good and --bad: give {MOST_REVISIONS:,} or fewer")
+    return {
+        "schema": SCHEMA, "repo": str(repo), "good": first, "bad": last, "prepare": prepare,
+        "target": target, "plan": plan, "loads": list(loads) if loads else None, "margin": margin,
+        "deadline_us": deadline_us, "revisions": [{"sha": r.sha, "subject": r.subject} for r in found],
+        "prepared": {}, "steps": [], "result": None,
+    }  # fmt: skip
+
+
+def revisions_of(doc: dict[str, Any]) -> list[revs.Revision]:
+    return [revs.Revision(r["sha"], r["subject"]) for r in doc["revisions"]]
 
 
 class Bisection:

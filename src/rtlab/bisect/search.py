@@ -4,13 +4,14 @@ The revisions are in order, 0 the known good one, the last the known bad one. A 
 standing comes from rtlab compare's verdicts (analysis/verdicts.py) against both ends, on
 the loads where the bad end is worse than the good one:
 
-    bad      worse than the good end in one of those loads (it already has a regression)
+    bad      worse than the good end in one of those loads, and not better than the bad one
     good     better than the bad end in one of them, and worse than the good end in none
     unknown  neither shown: measured again, up to a budget, then left standing as unknown
     skip     the prepare command said so (exit 125, as for `git bisect run`)
 
-A revision that is worse than the good end and better than the bad one is bad, and marked
-`between`: the range holds more than one change. No threshold is set here: what counts as a
+A revision that is worse than the good end and better than the bad one is `between`: unknown,
+measured again (a false alarm against one end goes away with more runs); one that stays between
+may hold part of the regression, or the range more than one change. No threshold is set here: what counts as a
 difference is compare's (its margin, its tests, Holm's correction across loads and metrics).
 """
 
@@ -29,7 +30,7 @@ Verdicts = Mapping[str, Any]  # what verdicts.compare returns
 class Standing:
     kind: str  # good / bad / unknown / skip
     reason: str  # in words, with the evidence: which loads, metrics, effects and intervals
-    between: bool = False  # worse than good and better than bad: more than one change
+    between: bool = False  # worse than good and better than bad (unknown)
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,12 @@ def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing
             open_.append(f"{load}: against good {g['verdict']}, against bad {b['verdict']}"
                          + (f" ({g['reason'] or b['reason']})" if g["reason"] or b["reason"] else ""))  # fmt: skip
     if worse:
-        between = any(b for _, _, b in worse)
         shown = "; ".join(f"{load}: {evidence(g, 'worse')}" for load, g, _ in worse)
-        also = " (and better than bad: more than one change in the range)" if between else ""
-        return Standing(BAD, f"worse than good in {shown}{also}", between)
+        if any(b for _, _, b in worse):
+            # unlike both ends: a false alarm against one of them (more runs tell), a part of
+            # the regression, or a second change; never taken as bad on this alone
+            return Standing(UNKNOWN, f"worse than good in {shown}, and better than bad: between the ends", True)
+        return Standing(BAD, f"worse than good in {shown}")
     if better:
         shown = "; ".join(f"{load}: {evidence(b, 'better')}" for load, b in better)
         return Standing(GOOD, f"better than bad in {shown}")

@@ -75,8 +75,8 @@ def bisect(
     if judged and (unknown := [w for w in judged if w not in plan.loads]):
         raise UsageError(f"--judge-on {','.join(unknown)}: not a load measured ({','.join(plan.loads)})")
     tree = repo.resolve()
-    doc = _index(folder, tree, good, bad, prepare, target, plan.to_json(), judged,
-                 {"us": limit.us, "fraction": limit.fraction}, deadline_us)  # fmt: skip
+    doc = drive.index(tree, good, bad, prepare, target, plan.to_json(), judged,
+                      {"us": limit.us, "fraction": limit.fraction}, deadline_us)  # fmt: skip
     if (folder / drive.INDEX).is_file():
         before = read_index(folder / drive.INDEX)
         differ = [k for k in _SAME if before.get(k) != doc[k]]
@@ -88,35 +88,13 @@ def bisect(
         raise UsageError(f"--out {folder} is not empty: give a new folder for the bisection")
     folder.mkdir(parents=True, exist_ok=True)
     measure = _measurer(plan, target, folder, accept_new_host_key)
-    bisection = drive.Bisection(folder, tree, _revisions(doc), prepare, measure, say, doc,
+    bisection = drive.Bisection(folder, tree, drive.revisions_of(doc), prepare, measure, say, doc,
                                 drive.Budget(repeats, max_repeats), limit, deadline_us, judged)  # fmt: skip
     bisection.run()
     write_atomic(folder / "report.md", bisect_table.markdown(doc))
     write_atomic(folder / "report.html", bisect_table.html(doc))
     say(f"saved in {folder}: bisect.json, report.md, report.html")
     _render(doc, fmt, output)
-
-
-def _index(folder: Path, tree: Path, good: str, bad: str, prepare: str | None, target: str,
-           plan: Any, judged: list[str] | None, margin: dict[str, float], deadline_us: int | None) -> dict[str, Any]:  # fmt: skip
-    from rtlab.bisect import drive, revisions
-
-    first, last = revisions.commit(tree, good, "--good"), revisions.commit(tree, bad, "--bad")
-    found = revisions.between(tree, first, last)
-    if len(found) > 100_000:
-        raise UsageError(f"{len(found)} revisions between --good and --bad: give a range of 100,000 or fewer")
-    return {
-        "schema": drive.SCHEMA, "repo": str(tree), "good": first, "bad": last, "prepare": prepare,
-        "target": target, "plan": plan, "loads": judged, "margin": margin, "deadline_us": deadline_us,
-        "revisions": [{"sha": r.sha, "subject": r.subject} for r in found], "prepared": {}, "steps": [],
-        "result": None,
-    }  # fmt: skip
-
-
-def _revisions(doc: dict[str, Any]) -> list[Any]:
-    from rtlab.bisect.revisions import Revision
-
-    return [Revision(r["sha"], r["subject"]) for r in doc["revisions"]]
 
 
 def _measurer(plan: Any, target: str, folder: Path, accept: bool) -> Any:

@@ -1,0 +1,272 @@
+"""rtlab bisect on real runs of this machine: a git range whose "product" is the load a
+prepare command installs (as a kernel would be installed), the regression a SCHED_FIFO 99
+busy loop (tests/spin.c) taking CPU 0 for 5 ms of every 10 ms from one revision on.
+
+The culprit must be named, with its revision's own histograms showing it (recomputed here
+from cyclictest's JSON); a range where nothing changes must end with no culprit; the user's
+checkout is never touched; an interrupted bisection goes on with the same command without
+measuring again what stood; nothing is left running."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import processes_named, rtlab, start_rtlab
+from test_causes import spin_binary
+
+from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, ends, judge
+
+REVISIONS = 20  # the good end, 18 between, the bad end
+CULPRIT = 13  # the first revision whose work.sh runs the busy loop
+BROKEN = 9  # the first one the search tries; its "build" fails: the prepare command skips it (exit 125)
+PREPARE = 'test ! -e BROKEN || exit 125; cp work.sh "$INSTALL/work.sh"'
+RUN = ("--duration", "2s", "--settle", "0s")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _range(repo: Path, spin: Path, culprit: int | None) -> list[str]:
+    """A repository of REVISIONS commits; from CULPRIT on work.sh spins (None: never)."""
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "lab@example.org")
+    _git(repo, "config", "user.name", "lab")
+    shas = []
+    for i in range(REVISIONS):
+        busy = culprit is not None and i >= culprit
+        (repo / "work.sh").write_text(f"exec {spin} 0 5 0 100000 0.01\n" if busy else "exec sleep 3600\n")
+        (repo / "notes.txt").write_text(f"change {i}\n")
+        broken = repo / "BROKEN"
+        broken.unlink(missing_ok=True)
+        if i == BROKEN:
+            broken.write_text("this revision does not build\n")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"change {i}")
+        shas.append(_git(repo, "rev-parse", "HEAD").strip())
+    return shas
+
+
+def _loads(base: Path, install: Path) -> Path:
+    loads = base / "loads.toml"
+    loads.write_text(f'[loads.work]\ncommand = ["sh", "{install}/work.sh"]\non = "all"\n')
+    return loads
+
+
+def _args(repo: Path, shas: list[str], loads: Path, out: Path) -> list[str]:
+    return ["bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1], "--prepare", PREPARE,
+            "--loads-file", str(loads), *RUN, "--out", str(out), "--format", "json"]  # fmt: skip
+
+
+def _p999(run: Path) -> float:
+    """p99.9 of one run, from cyclictest's own histogram (every CPU summed)."""
+    threads = json.loads((run / "loads" / "work" / "cyclictest.json").read_text())["thread"]
+    counts: dict[int, int] = {}
+    for t in threads.values():
+        for value, n in t["histogram"].items():
+            counts[int(value)] = counts.get(int(value), 0) + n
+    values = np.array(sorted(counts))
+    cumulative = np.cumsum([counts[v] for v in values])
+    return float(values[np.searchsorted(cumulative, 0.999 * cumulative[-1])])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("bisect")
+    (base / "install").mkdir()
+    return base
+
+
+def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch):
+    spin = spin_binary(lab)
+    repo, out = lab / "planted", lab / "planted-out"
+    shas = _range(repo, spin, CULPRIT)
+    (repo / "mine.txt").write_text("the user's own work in progress\n")
+    before = (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain"), (repo / "work.sh").read_text())
+    env = {"INSTALL": str(lab / "install")}
+    monkeypatch.setenv("INSTALL", str(lab / "install"))
+    args = _args(repo, shas, _loads(lab, lab / "install"), out)
+
+    # cut off once the good end stands: the same command goes on without measuring it again
+    first = start_rtlab(*args, env=env)
+    deadline = time.monotonic() + 300
+    good_runs = sorted((out / "revs").glob("000-*/repeat-*/run.json")) if (out / "revs").exists() else []
+    while len(good_runs) < 3 and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.5)
+        good_runs = sorted((out / "revs").glob("000-*/repeat-*/run.json")) if (out / "revs").exists() else []
+    first.send_signal(signal.SIGINT)
+    _, said = first.communicate(timeout=120)
+    assert first.returncode == 3, said
+    assert "run the same command again" in said
+    kept = {p: p.read_bytes() for p in good_runs if json.loads(p.read_text()).get("status") == "complete"}
+    assert kept, said
+
+    done = rtlab(*args, env=env, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    result = doc["result"]
+    assert result["kind"] == "culprit", result
+    assert result["first"] == shas[CULPRIT]
+    assert "worse than the revision before it" in result["reason"]
+    assert {p: p.read_bytes() for p in kept} == kept  # what stood was not measured again
+
+    steps = {s["index"]: s for s in doc["steps"]}
+    assert steps[BROKEN]["standing"] == SKIP  # and the search went on beside it
+    # none before the culprit called bad, none from it on called good (a noisy one may be unknown)
+    assert not [i for i, s in steps.items() if i < CULPRIT and s["standing"] == BAD]
+    assert not [i for i, s in steps.items() if i >= CULPRIT and s["standing"] == GOOD]
+    between = [i for i in steps if 0 < i < REVISIONS - 1 and steps[i]["standing"] != SKIP]
+    assert len(between) <= math.log2(REVISIONS - 2) + 2
+
+    # the culprit's own runs say it, against the revision before it: p99.9 from cyclictest's JSON
+    culprit_runs = sorted((out / steps[CULPRIT]["folder"]).glob("repeat-[0-9]"))
+    parent_runs = sorted((out / steps[CULPRIT - 1]["folder"]).glob("repeat-[0-9]"))
+    assert culprit_runs and parent_runs
+    assert min(_p999(r) for r in culprit_runs) > 3000 > max(_p999(r) for r in parent_runs)
+
+    # the user's checkout as it was; the worktree gone; the busy loop not left running
+    assert (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain"), (repo / "work.sh").read_text()) == before
+    assert len(_git(repo, "worktree", "list").splitlines()) == 1
+    assert not (out / "worktree").exists()
+    assert not processes_named("spin", "cyclictest", session=True)
+    html = (out / "report.html").read_text()
+    assert shas[CULPRIT][:12] in html and "first bad revision" in html
+
+
+def test_a_range_where_nothing_changes_names_no_culprit(lab):
+    spin = spin_binary(lab)
+    repo, out = lab / "null", lab / "null-out"
+    shas = _range(repo, spin, None)
+    env = {"INSTALL": str(lab / "install")}
+    done = rtlab(*_args(repo, shas, _loads(lab, lab / "install"), out), env=env, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["result"]
+    assert result["kind"] != "culprit", result
+    md = (out / "report.md").read_text()
+    assert "first bad revision" not in md
+    assert not processes_named("spin", "cyclictest", session=True)
+
+
+def test_a_failing_prepare_command_stops_in_one_line(lab, tmp_path):
+    spin = spin_binary(lab)
+    repo = tmp_path / "repo"
+    shas = _range(repo, spin, None)
+    args = _args(repo, shas, _loads(tmp_path, tmp_path), tmp_path / "out")
+    args[args.index("--prepare") + 1] = "echo no compiler; exit 1"
+    done = rtlab(*args)
+    assert done.returncode == 3
+    line = done.stderr.strip().splitlines()[-1]
+    assert "the prepare command exited 1 at" in line and "prepare.log" in line
+    log = next((tmp_path / "out" / "revs").glob("000-*/prepare.log")).read_text()
+    assert "no compiler" in log
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("--good", "nope"), "--good 'nope' is not a commit"),
+        (("--repo", "/"), "is not a git tree"),
+        (("--judge-on", "idle"), "--judge-on idle: not a load measured"),
+    ],
+)
+def test_bad_input_is_one_line(lab, tmp_path, change, said):
+    spin = spin_binary(lab)
+    repo = tmp_path / "repo"
+    shas = _range(repo, spin, None)
+    args = _args(repo, shas, _loads(tmp_path, tmp_path), tmp_path / "out")
+    if change[0] in args:
+        args[args.index(change[0]) + 1] = change[1]
+    else:
+        args += list(change)
+    done = rtlab(*args)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_good_and_bad_swapped_is_one_line(lab, tmp_path):
+    spin = spin_binary(lab)
+    repo = tmp_path / "repo"
+    shas = _range(repo, spin, None)
+    args = _args(repo, list(reversed(shas)), _loads(tmp_path, tmp_path), tmp_path / "out")
+    done = rtlab(*args)
+    assert done.returncode == 2
+    assert "--good is not an ancestor of --bad" in done.stderr
+
+
+# --- the search itself, on verdicts written by hand ----------------------------------------
+
+
+def _verdict(verdict: str, effect: float = 0.0) -> dict:
+    test = {"metric": "p99", "unit": "µs", "effect": effect, "interval": [effect - 1, effect + 1],
+            "p_adjusted": 0.01, "verdict": verdict}  # fmt: skip
+    return {"verdict": verdict, "reason": "", "tests": [test]}
+
+
+def _found(**loads: str) -> dict:
+    return {"loads": {load: _verdict(v, 100.0 if v == "worse" else -100.0) for load, v in loads.items()}}
+
+
+@pytest.mark.unit
+def test_a_revisions_standing_from_its_verdicts_against_both_ends():
+    assert judge(_found(cpu="worse"), _found(cpu="same"), ["cpu"]).kind == BAD
+    assert judge(_found(cpu="same"), _found(cpu="better"), ["cpu"]).kind == GOOD
+    assert judge(_found(cpu="unknown"), _found(cpu="unknown"), ["cpu"]).kind == UNKNOWN
+    between = judge(_found(cpu="worse"), _found(cpu="better"), ["cpu"])
+    assert (between.kind, between.between) == (UNKNOWN, True)  # unlike both ends: measured again
+    # worse than good in one load is bad, whatever another says
+    assert judge(_found(cpu="worse", os="same"), _found(cpu="same", os="better"), ["cpu", "os"]).kind == BAD
+    # a load that is not judged on does not count
+    assert judge(_found(cpu="same", os="worse"), _found(cpu="better", os="same"), ["cpu"]).kind == GOOD
+
+
+@pytest.mark.unit
+def test_the_ends_must_differ_first():
+    assert ends(_found(cpu="worse", os="same")).loads == ("cpu",)
+    assert ends(_found(cpu="same", os="better")).kind == "no-difference"
+    assert ends(_found(cpu="same", os="unknown")).kind == "unknown"
+    assert ends(_found(cpu="worse"), ["os"]).kind == "no-difference"
+
+
+def _search(truth: list[str]) -> tuple[Search, list[int]]:
+    """The search over revisions whose standings are TRUTH (good/bad/unknown/skip)."""
+    search, asked = Search(len(truth)), []
+    while (i := search.next()) is not None:
+        asked.append(i)
+        search.record(i, Standing(truth[i], "by hand"))
+    return search, asked
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("n", [2, 3, 17, 64, 1000])
+def test_binary_search_names_the_first_bad_in_log2_steps(n):
+    for culprit in sorted({1, n // 3, n // 2, n - 1} - {0}):
+        truth = [GOOD] * culprit + [BAD] * (n - culprit)
+        search, asked = _search(truth)
+        found = search.conclusion()
+        assert (found.kind, found.first) == ("culprit", culprit)
+        assert len(asked) <= math.ceil(math.log2(n)) + 1
+
+
+@pytest.mark.unit
+def test_skipped_and_unknown_revisions_next_to_the_change_leave_a_range():
+    truth = [GOOD] * 10 + [BAD] * 10
+    truth[9] = SKIP
+    search, _ = _search(truth)
+    found = search.conclusion()
+    assert (found.kind, found.first, found.last) == ("cannot-tell", 9, 10)
+    truth[9], truth[10] = GOOD, UNKNOWN
+    found = _search(truth)[0].conclusion()
+    assert (found.kind, found.first, found.last) == ("cannot-tell", 10, 11)
+    assert "unknown" in found.reason
+    # a skip away from the change costs nothing but a neighbour
+    truth = [GOOD] * 10 + [BAD] * 10
+    truth[5] = SKIP
+    assert _search(truth)[0].conclusion().first == 10
