@@ -49,7 +49,9 @@ def _repo(path: Path, n: int, culprit: int | None) -> list[str]:
         (path / "level").write_text("worse\n" if culprit is not None and i >= culprit else "as before\n")
         (path / "change").write_text(f"{i}\n")
         subprocess.run([*git, "add", "-A"], check=True)
-        subprocess.run([*git, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", f"c{i}"], check=True)
+        subprocess.run(
+            [*git, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", f"c{i}"], check=True
+        )
     return subprocess.run([*git, "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.split()  # fmt: skip
 
@@ -60,20 +62,22 @@ def bisect(base: Path, n: int, culprit: int | None, seed: int) -> tuple[str, int
     state, rng = base / "installed", np.random.default_rng(seed)
     made = iter(range(10**6))
 
-    def measure(where: Path, name: str) -> str:
+    def measure(where: Path, name: str, subject: object) -> str:
         worse = state.read_text().startswith("worse")
         k = next(made)
         body = float(np.exp(rng.normal(0, SPREAD)))
-        run = write_run(base / "made", seed * 10**6 + k, 0.1, seconds=SECONDS, tail_p=WORSE if worse else TAIL,
-                        body=body)  # fmt: skip
+        tail = WORSE if worse else TAIL
+        run = write_run(base / "made", seed * 10**6 + k, 0.1, seconds=SECONDS, tail_p=tail, body=body)
         shutil.move(run, where)
         return "complete"
 
     doc = drive.index(base / "repo", shas[0], shas[-1], f"cp level {state}", "synthetic", {}, None,
-                      {"us": 5, "fraction": 0.1}, None)  # fmt: skip
+                      {"us": 5, "fraction": 0.1}, None, drive.Budget())  # fmt: skip
     (base / "out").mkdir()
-    bisection = drive.Bisection(base / "out", base / "repo", drive.revisions_of(doc), f"cp level {state}",
-                                measure, lambda line: None, doc, drive.Budget(), Margin(), None, None)  # fmt: skip
+    bisection = drive.Bisection(
+        base / "out", base / "repo", drive.revisions_of(doc), f"cp level {state}", measure,
+        lambda line: None, doc, drive.Budget(), Margin(), None, None,
+    )  # fmt: skip
     result = bisection.run()
     named = shas.index(result["first"]) if result["kind"] == "culprit" else None
     between = sum(1 for s in doc["steps"] if 0 < s["index"] < n - 1)
@@ -101,13 +105,16 @@ def main() -> None:
         runs.append(used)
         steps.append(between)
         said = f"culprit {named}" if kind == "culprit" else kind
-        print(f"range {r + 1:3d}: {n} revisions, planted {culprit}, {said}, {between} measured between, {used} runs",
-              flush=True)  # fmt: skip
+        print(f"range {r + 1:3d}: {n} revisions, planted {culprit}, {said}, "
+              f"{between} measured between, {used} runs", flush=True)  # fmt: skip
     took = time.perf_counter() - start
     print(f"\n{RANGES} ranges ({planted} planted, {RANGES - planted} with no change) in {took:.0f} s")
     print(f"right culprit: {right} of {planted} planted ({right / max(planted, 1):.0%}; goal >= 95 %)")
     print(f"wrong culprit: {wrong} of {RANGES} ({wrong / RANGES:.1%}; goal <= 2 %)")
-    print(f"cannot tell: {cannot}; no difference: {none_said} (the {RANGES - planted} unchanged ranges should say so)")
+    print(
+        f"cannot tell: {cannot}; no difference: {none_said} "
+        f"(the {RANGES - planted} unchanged ranges should say so)"
+    )
     print(f"revisions measured between the ends: median {np.median(steps):g}, max {max(steps)}; "
           f"over log2(N) + 2: {over_steps} of {RANGES}")  # fmt: skip
     print(f"runs per bisection: median {np.median(runs):g}, max {max(runs)}; per revision measured: "

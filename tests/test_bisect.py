@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import processes_named, rtlab, start_rtlab
-from test_causes import spin_binary
 
+from conftest import processes_named, rtlab, start_rtlab
 from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, ends, judge
+from test_causes import spin_binary
 
 REVISIONS = 20  # the good end, 18 between, the bad end
 CULPRIT = 13  # the first revision whose work.sh runs the busy loop
@@ -90,7 +90,11 @@ def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch)
     repo, out = lab / "planted", lab / "planted-out"
     shas = _range(repo, spin, CULPRIT)
     (repo / "mine.txt").write_text("the user's own work in progress\n")
-    before = (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain"), (repo / "work.sh").read_text())
+    before = (
+        _git(repo, "rev-parse", "HEAD"),
+        _git(repo, "status", "--porcelain"),
+        (repo / "work.sh").read_text(),
+    )
     env = {"INSTALL": str(lab / "install")}
     monkeypatch.setenv("INSTALL", str(lab / "install"))
     args = _args(repo, shas, _loads(lab, lab / "install"), out)
@@ -133,7 +137,11 @@ def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch)
     assert min(_p999(r) for r in culprit_runs) > 3000 > max(_p999(r) for r in parent_runs)
 
     # the user's checkout as it was; the worktree gone; the busy loop not left running
-    assert (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain"), (repo / "work.sh").read_text()) == before
+    assert (
+        _git(repo, "rev-parse", "HEAD"),
+        _git(repo, "status", "--porcelain"),
+        (repo / "work.sh").read_text(),
+    ) == before
     assert len(_git(repo, "worktree", "list").splitlines()) == 1
     assert not (out / "worktree").exists()
     assert not processes_named("spin", "cyclictest", session=True)

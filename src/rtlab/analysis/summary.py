@@ -213,7 +213,7 @@ def summarize(
                         "code": "segments-lost",
                         "load": load,
                         "message": f"{load}: segment {', '.join(files.segments_lost)} left no whole result "
-                        "(cut off): the statistics cover the other segments",
+                        "(cut off, or damaged): the statistics cover the other segments",
                     }
                 )
             per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}

@@ -10,11 +10,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtlab.bisect.measured import READY, SKIPPED
 from rtlab.boundary.untrusted import printable
 from rtlab.errors import RunFailed, Stopped, UsageError
 
 SKIP_CODE = 125  # as git bisect run: this revision cannot be measured
-READY, SKIPPED = "ready", "skip"
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ def commit(repo: Path, rev: str, option: str) -> str:
         raise UsageError(f"--repo {repo} is not a git tree: give the tree the revisions are in")
     found = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
     if found.returncode != 0:
-        raise UsageError(f"{option} {printable(rev)!r} is not a commit of {repo}: give a commit, tag or branch")
+        raise UsageError(
+            f"{option} {printable(rev)!r} is not a commit of {repo}: give a commit, tag or branch"
+        )
     return found.stdout.strip()
 
 
@@ -56,7 +58,9 @@ def between(repo: Path, good: str, bad: str) -> list[Revision]:
         raise UsageError("--good and --bad are the same commit: give a bad one that came after the good")
     if _git(repo, "merge-base", "--is-ancestor", good, bad, check=False).returncode != 0:
         raise UsageError("--good is not an ancestor of --bad: give a good revision that bad descends from")
-    listed = _git(repo, "log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good}..{bad}").stdout
+    listed = _git(
+        repo, "log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good}..{bad}"
+    ).stdout
     rows = [line.split("\0") for line in listed.splitlines() if line]
     if not rows or (rows[0][1].split() or [""])[0] != good:
         raise UsageError(
@@ -105,7 +109,9 @@ def prepare(command: str, worktree: Path, revision: Revision, log: Path, env: di
         except KeyboardInterrupt:
             os.killpg(child.pid, signal.SIGTERM)
             child.wait()
-            raise Stopped(f"interrupted while preparing {revision.short}: run the same command again to go on") from None
+            raise Stopped(
+                f"interrupted while preparing {revision.short}: run the same command again to go on"
+            ) from None
         out.write(f"# exit {code}\n")
     if code == 0:
         return READY

@@ -91,14 +91,19 @@ def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing
         elif b["verdict"] == "better":
             better.append((load, b))
         else:
-            open_.append(f"{load}: against good {g['verdict']}, against bad {b['verdict']}"
-                         + (f" ({g['reason'] or b['reason']})" if g["reason"] or b["reason"] else ""))  # fmt: skip
+            why = g["reason"] or b["reason"]
+            open_.append(
+                f"{load}: against good {g['verdict']}, against bad {b['verdict']}"
+                + (f" ({why})" if why else "")
+            )
     if worse:
         shown = "; ".join(f"{load}: {evidence(g, 'worse')}" for load, g, _ in worse)
         if any(b for _, _, b in worse):
             # unlike both ends: a false alarm against one of them (more runs tell), a part of
             # the regression, or a second change; never taken as bad on this alone
-            return Standing(UNKNOWN, f"worse than good in {shown}, and better than bad: between the ends", True)
+            return Standing(
+                UNKNOWN, f"worse than good in {shown}, and better than bad: between the ends", True
+            )
         return Standing(BAD, f"worse than good in {shown}")
     if better:
         shown = "; ".join(f"{load}: {evidence(b, 'better')}" for load, b in better)

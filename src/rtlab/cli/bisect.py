@@ -9,14 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from rtlab.cli.measure import plan_of
-from rtlab.cli.options import AcceptKey, Deadline, LoadsFile, Preset, run_options
+from rtlab.cli.options import AcceptKey, LoadsFile, Preset, run_options
 from rtlab.cli.present import out_dir
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
 from rtlab.units import parse_latency
-
-# what must be the same for the same command to go on with a bisection's folder
-_SAME = ("repo", "good", "bad", "prepare", "target", "plan", "loads", "margin", "deadline_us")
 
 
 def say(line: str) -> None:
@@ -32,8 +29,10 @@ def bisect(
     out: Annotated[str, typer.Option(help="the bisection's folder; the same command again goes on")],
     prepare: Annotated[
         str | None,
-        typer.Option(help="run in the revision's worktree before it is measured (sh -c): exit 0 measure, "
-                     "125 skip, else stop; $RTLAB_REV is the commit"),  # fmt: skip
+        typer.Option(
+            help="run in the revision's worktree before it is measured (sh -c): exit 0 measure, "
+            "125 skip, else stop; $RTLAB_REV is the commit"
+        ),  # fmt: skip
     ] = None,
     target: Annotated[
         str, typer.Option(help="local, ssh://..., qemu:...; {worktree} becomes the revision's checkout")
@@ -41,14 +40,19 @@ def bisect(
     preset_name: Preset = None,
     loads_file: LoadsFile = None,
     judge_on: Annotated[
-        str | None, typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)")
+        str | None,
+        typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)"),
     ] = None,
     repeats: Annotated[int, typer.Option(min=2, help="whole runs of a revision before it is judged")] = 3,
     max_repeats: Annotated[
         int, typer.Option(min=2, help="at most, where the verdict stays unknown (the budget)")
     ] = 6,
-    margin: Annotated[str, typer.Option(help="a difference within it is the same, as for compare")] = "5us,10%",
-    deadline: Deadline = None,
+    margin: Annotated[
+        str, typer.Option(help="a difference within it is the same, as for compare")
+    ] = "5us,10%",
+    deadline: Annotated[
+        str | None, typer.Option(help="compare's exceedance level, e.g. 200us (default: good's p99.99)")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html")] = "table",
     output: Output = None,
     accept_new_host_key: AcceptKey = False,
@@ -75,21 +79,17 @@ def bisect(
     if judged and (unknown := [w for w in judged if w not in plan.loads]):
         raise UsageError(f"--judge-on {','.join(unknown)}: not a load measured ({','.join(plan.loads)})")
     tree = repo.resolve()
+    budget = drive.Budget(repeats, max_repeats)
     doc = drive.index(tree, good, bad, prepare, target, plan.to_json(), judged,
-                      {"us": limit.us, "fraction": limit.fraction}, deadline_us)  # fmt: skip
+                      {"us": limit.us, "fraction": limit.fraction}, deadline_us, budget)  # fmt: skip
     if (folder / drive.INDEX).is_file():
-        before = read_index(folder / drive.INDEX)
-        differ = [k for k in _SAME if before.get(k) != doc[k]]
-        if differ:
-            raise UsageError(f"{folder} holds another bisection (its {', '.join(differ)} differ): give the same "
-                             "options to go on, or another --out")  # fmt: skip
-        doc["prepared"] = before.get("prepared") if isinstance(before.get("prepared"), dict) else {}
+        drive.carry(doc, read_index(folder / drive.INDEX), folder)
     elif folder.exists() and any(folder.iterdir()):
         raise UsageError(f"--out {folder} is not empty: give a new folder for the bisection")
     folder.mkdir(parents=True, exist_ok=True)
     measure = _measurer(plan, target, folder, accept_new_host_key)
     bisection = drive.Bisection(folder, tree, drive.revisions_of(doc), prepare, measure, say, doc,
-                                drive.Budget(repeats, max_repeats), limit, deadline_us, judged)  # fmt: skip
+                                budget, limit, deadline_us, judged)  # fmt: skip
     bisection.run()
     write_atomic(folder / "report.md", bisect_table.markdown(doc))
     write_atomic(folder / "report.html", bisect_table.html(doc))
@@ -107,7 +107,7 @@ def _measurer(plan: Any, target: str, folder: Path, accept: bool) -> Any:
     spec = target.replace("{worktree}", worktree)
     open_target(spec, accept).close()  # a bad target is found before any revision is prepared
 
-    def measure(where: Path, name: str) -> str:
+    def measure(where: Path, name: str, subject: Any) -> str:
         with RunProgress(plan, err) as progress:
             outcome = execute(plan, open_target(spec, accept), out=where, name=name, on_event=progress)
         if outcome.interrupted:
@@ -128,9 +128,10 @@ def _render(doc: dict[str, Any], fmt: str, output: Path | None) -> None:
         console.print(bisect_table.build(doc))
         console.print(bisect_table.conclusion(doc), highlight=False, soft_wrap=True)
         return
-    text = {"md": bisect_table.markdown, "html": bisect_table.html,
-            "json": lambda d: json.dumps(d, indent=2, ensure_ascii=False) + "\n"}  # fmt: skip
-    emit(text.get(fmt, bisect_table.markdown)(doc), output)
+    if fmt == "json":
+        emit(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", output)
+    else:
+        emit((bisect_table.html if fmt == "html" else bisect_table.markdown)(doc), output)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,9 @@ from rtlab import __version__
 from rtlab.boundary.untrusted import printable
 
 COLUMNS = ("#", "Revision", "Subject", "Runs", "Standing", "Against good", "Against bad")
-_env = Environment(loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True))
+_env = Environment(
+    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
+)
 
 
 def _test(t: dict[str, Any]) -> str:
@@ -24,7 +26,9 @@ def _test(t: dict[str, Any]) -> str:
     if t.get("unit") == "ratio":
         shown = f"{t['metric']} x{effect:.3g}"
         return shown + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
-    return f"{t['metric']} {effect:+.0f} µs" + (f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else "")
+    return f"{t['metric']} {effect:+.0f} µs" + (
+        f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else ""
+    )
 
 
 def verdict_cell(brief: dict[str, Any] | None) -> str:
@@ -45,9 +49,13 @@ def rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     steps = sorted(doc.get("steps", []), key=lambda s: s["index"])
     return [
         {
-            "#": str(s["index"]), "Revision": s["sha"][:12], "Subject": printable(s["subject"], lines=False),
-            "Runs": str(s["runs"]), "Standing": s["standing"] + (" (between)" if s.get("between") else ""),
-            "Against good": verdict_cell(s.get("vs_good")), "Against bad": verdict_cell(s.get("vs_bad")),
+            "#": str(s["index"]),
+            "Revision": s["sha"][:12],
+            "Subject": printable(s["subject"], lines=False),
+            "Runs": str(s["runs"]),
+            "Standing": s["standing"] + (" (between)" if s.get("between") else ""),
+            "Against good": verdict_cell(s.get("vs_good")),
+            "Against bad": verdict_cell(s.get("vs_bad")),
         }  # fmt: skip
         for s in steps
     ]
@@ -60,7 +68,9 @@ def conclusion(doc: dict[str, Any]) -> str:
         return "not finished: run the same command again to go on"
     subject = {s["sha"]: s["subject"] for s in doc.get("steps", [])}
     measured = result.get("measured", {})
-    cost = f" ({measured.get('runs', 0)} runs of {measured.get('revisions', 0)} revisions)" if measured else ""
+    cost = (
+        f" ({measured.get('runs', 0)} runs of {measured.get('revisions', 0)} revisions)" if measured else ""
+    )
     if result["kind"] == "culprit":
         sha = result["first"]
         said = f"first bad revision: {sha[:12]} ({subject.get(sha, '')}): {result['reason']}"

@@ -1,0 +1,145 @@
+"""What a bisection or a sweep measures: subjects (revisions, kernel configurations), each
+prepared by the caller (checked out and built, installed, booted) and measured as whole runs
+in a folder of its own, `repeat-1`, `repeat-2`, ... with a repeats.json, so that `rtlab report`
+and `rtlab compare` read a subject's folder as they read `rtlab run --repeat`.
+
+The folders are the record: how many runs of a subject stand is read from them (each run's
+own run.json says complete), so a command given again finds what was measured and measures
+only what is missing; a run that was cut off is kept beside (repeat-K.interrupted-N). A
+subject's runs are judged as many as have been asked for so far (`ensure`), not as many as
+its folder holds: a command given again, which finds more, decides every step as before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtlab.analysis import repeats as repeated
+from rtlab.analysis.verdicts import Margin
+from rtlab.boundary.shapes import Summary
+from rtlab.errors import RunFailed
+from rtlab.results import rundir
+from rtlab.results.rundir import move_aside, write_json
+
+READY, SKIPPED = "ready", "skip"
+
+
+@dataclass(frozen=True)
+class Subject:
+    key: str  # its name in the index (a commit, a variant's name)
+    folder: str  # its folder, within the campaign's
+    label: str  # as progress lines say it
+
+
+Measure = Callable[[Path, str, Subject], str]  # (run folder, run name, subject) -> the run's status
+Prepare = Callable[[Subject], str]  # READY or SKIPPED (or RunFailed)
+
+
+class Subjects:
+    def __init__(self, out: Path, measure: Measure, prepare: Prepare, say: Callable[[str], None],
+                 prepared: dict[str, str], save: Callable[[], None], margin: Margin,
+                 deadline_us: int | None) -> None:  # fmt: skip
+        self.out, self.measure, self.prepare, self.say = out, measure, prepare, say
+        self.prepared, self.save = prepared, save  # prepared: key -> READY/SKIPPED, kept in the index
+        self.margin, self.deadline_us = margin, deadline_us
+        self.current: str | None = None  # the subject last prepared: measured without preparing again
+        self.summaries: dict[tuple[str, int], Summary] = {}
+        self.asked: dict[str, int] = {}  # runs of a subject asked for so far: the ones judged
+
+    def folder(self, s: Subject) -> Path:
+        return self.out / s.folder
+
+    def _stands(self, where: Path) -> bool:
+        try:
+            return rundir.RunDir(where).manifest().get("status") == "complete"
+        except rundir.UnreadableFile:
+            return False
+
+    def have(self, s: Subject) -> int:
+        """How many whole runs of S stand (repeat-1, repeat-2, ... each complete)."""
+        k = 0
+        while self._stands(self.folder(s) / repeated.folder(k + 1)):
+            k += 1
+        return k
+
+    def runs(self, s: Subject, first: int = 1) -> list[Summary]:
+        """S's runs asked for so far (from run FIRST on), read once."""
+        from rtlab import store
+
+        found = []
+        for k in range(first, self.asked.get(s.key, 0) + 1):
+            if (s.key, k) not in self.summaries:
+                self.summaries[(s.key, k)] = store.summary(self.folder(s) / repeated.folder(k))
+            found.append(self.summaries[(s.key, k)])
+        return found
+
+    def skipped(self, s: Subject) -> bool:
+        return self.prepared.get(s.key) == SKIPPED
+
+    def _ready(self, s: Subject) -> bool:
+        """S prepared (unless it was the last one prepared): False if it is to be skipped."""
+        if self.skipped(s):
+            return False
+        if self.current == s.key:
+            return True
+        self.folder(s).mkdir(parents=True, exist_ok=True)
+        self.current = None
+        said = self.prepare(s)
+        self.prepared[s.key] = said
+        self.save()
+        self.current = s.key if said == READY else None
+        return said == READY
+
+    def ensure(self, s: Subject, k: int) -> bool:
+        """S has at least K whole runs, measuring the missing ones: False if it is skipped."""
+        while (have := self.have(s)) < k:
+            if not self._ready(s):
+                return False
+            where = self.folder(s) / repeated.folder(have + 1)
+            if where.exists():
+                move_aside(where, "interrupted")
+            self._index(s, have + 1)
+            self.say(f"  measuring {s.label}, run {have + 1}")
+            status = self.measure(where, f"{s.key[:12]}-{have + 1}", s)
+            if status != "complete":
+                raise RunFailed(
+                    f"{s.label} run {have + 1} is {status}: see {where}/events; the same command again "
+                    "measures it again"
+                )
+        if self.skipped(s):
+            return False
+        self.asked[s.key] = max(self.asked.get(s.key, 0), k)
+        return True
+
+    def _index(self, s: Subject, n: int) -> None:
+        write_json(self.folder(s) / repeated.FILE, {"schema": repeated.SCHEMA, "n": n, "runs": {}})
+
+    def compare(self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+        """compare's verdicts of NEW's runs against BASE's (from runs SINCE on)."""
+        from rtlab.analysis import verdicts
+
+        b, n = self.runs(base, since[0]), self.runs(new, since[1])
+        return verdicts.compare(b, n, self.margin, self.deadline_us)
+
+    def alternate(self, a: Subject, b: Subject, k: int, since: tuple[int, int] = (1, 1)) -> None:
+        """A and B measured in turns, K runs each from runs SINCE on (a, b, a, b, ...): a slow
+        drift of the machine, or a noisy hour, then reaches both alike."""
+        for r in range(k):
+            for s, first in ((a, since[0]), (b, since[1])):
+                if not self.ensure(s, first + r):
+                    raise RunFailed(f"{s.label} was skipped (exit 125): it cannot be measured in turns")
+
+
+def brief(found: dict[str, Any], loads: Any = None) -> dict[str, Any]:
+    """What a report shows of a comparison: per load the verdict, its reason, each metric's
+    effect and interval (LOADS: only those)."""
+    shown = {}
+    for load, v in found["loads"].items():
+        if loads is not None and load not in loads:
+            continue
+        tests = [{k: t[k] for k in ("metric", "unit", "effect", "interval", "p_adjusted", "verdict")}
+                 for t in v["tests"]]  # fmt: skip
+        shown[load] = {"verdict": v["verdict"], "reason": v["reason"], "tests": tests}
+    return shown
