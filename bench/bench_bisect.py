@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from evt_data import write_run  # noqa: E402
-from rtlab.analysis.verdicts import Margin  # noqa: E402
 from rtlab.bisect import drive  # noqa: E402
+from rtlab.bisect.measured import Settings  # noqa: E402
 
 RANGES = int(os.environ.get("BENCH_RANGES", "40"))
 SECONDS = 20  # per synthetic run: 2 CPUs x 100,000 samples
@@ -71,12 +71,11 @@ def bisect(base: Path, n: int, culprit: int | None, seed: int) -> tuple[str, int
         shutil.move(run, where)
         return "complete"
 
-    doc = drive.index(base / "repo", shas[0], shas[-1], f"cp level {state}", "synthetic", {}, None,
-                      {"us": 5, "fraction": 0.1}, None, drive.Budget())  # fmt: skip
+    doc = drive.index(base / "repo", shas[0], shas[-1], f"cp level {state}", "synthetic", {})
     (base / "out").mkdir()
     bisection = drive.Bisection(
-        base / "out", base / "repo", drive.revisions_of(doc), f"cp level {state}", measure,
-        lambda line: None, doc, drive.Budget(), Margin(), None, None,
+        base / "out", base / "repo", drive.revisions_of(doc), f"cp level {state}", None, Settings(), measure,
+        lambda line: None, doc,
     )  # fmt: skip
     result = bisection.run()
     named = shas.index(result["first"]) if result["kind"] == "culprit" else None

@@ -11,6 +11,9 @@ its folder holds: a command given again, which finds more, decides every step as
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +22,28 @@ from typing import Any
 from rtlab.analysis import repeats as repeated
 from rtlab.analysis.verdicts import Margin
 from rtlab.boundary.shapes import Summary
-from rtlab.errors import RunFailed
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.results import rundir
 from rtlab.results.rundir import move_aside, write_json
 
 READY, SKIPPED = "ready", "skip"
+SKIP_CODE = 125  # as for git bisect run: this one cannot be measured
+
+
+@dataclass(frozen=True)
+class Budget:
+    repeats: int = 3  # whole runs of a subject before it is first judged
+    most: int = 6  # ... and at most, when its verdict stays unknown
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How subjects are judged: compare's margin and level, the loads that decide, the budget."""
+
+    margin: Margin = Margin()
+    deadline_us: int | None = None
+    loads: list[str] | None = None  # None: every load measured
+    budget: Budget = Budget()
 
 
 @dataclass(frozen=True)
@@ -39,11 +59,10 @@ Prepare = Callable[[Subject], str]  # READY or SKIPPED (or RunFailed)
 
 class Subjects:
     def __init__(self, out: Path, measure: Measure, prepare: Prepare, say: Callable[[str], None],
-                 prepared: dict[str, str], save: Callable[[], None], margin: Margin,
-                 deadline_us: int | None) -> None:  # fmt: skip
+                 prepared: dict[str, str], save: Callable[[], None], settings: Settings) -> None:  # fmt: skip
         self.out, self.measure, self.prepare, self.say = out, measure, prepare, say
         self.prepared, self.save = prepared, save  # prepared: key -> READY/SKIPPED, kept in the index
-        self.margin, self.deadline_us = margin, deadline_us
+        self.margin, self.deadline_us = settings.margin, settings.deadline_us
         self.current: str | None = None  # the subject last prepared: measured without preparing again
         self.summaries: dict[tuple[str, int], Summary] = {}
         self.asked: dict[str, int] = {}  # runs of a subject asked for so far: the ones judged
@@ -143,3 +162,53 @@ def brief(found: dict[str, Any], loads: Any = None) -> dict[str, Any]:
                  for t in v["tests"]]  # fmt: skip
         shown[load] = {"verdict": v["verdict"], "reason": v["reason"], "tests": tests}
     return shown
+
+
+def prepare(command: str, cwd: Path, label: str, log: Path, env: dict[str, str]) -> str:
+    """The user's prepare command (sh -c) in CWD, its output appended to LOG, as `git bisect
+    run` runs its script: exit 0 READY, 125 SKIPPED, anything else RunFailed in one line.
+    Ctrl-C ends it and its children."""
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"$ {command}   # {label}\n")
+        out.flush()
+        child = subprocess.Popen(
+            ["sh", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
+        )  # fmt: skip
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:
+            os.killpg(child.pid, signal.SIGTERM)
+            child.wait()
+            raise Stopped(
+                f"interrupted while preparing {label}: run the same command again to go on"
+            ) from None
+        out.write(f"# exit {code}\n")
+    if code == 0:
+        return READY
+    if code == SKIP_CODE:
+        return SKIPPED
+    raise RunFailed(
+        f"the prepare command exited {code} at {label}: see {log} (exit 0: measure it, 125: skip it)"
+    )
+
+
+def carry(doc: dict[str, Any], before: dict[str, Any], out: Path, same: tuple[str, ...]) -> None:
+    """What a command given again keeps of the index it finds in OUT (the preparations'
+    answers, where each confirmation began), once the options SAME are found to be as before."""
+    import json
+
+    differ = [k for k in same if before.get(k) != json.loads(json.dumps(doc[k]))]
+    if differ:
+        said = ", ".join(differ)
+        raise UsageError(
+            f"{out} holds another campaign (its {said} differ): give its options, or another --out"
+        )
+    prepared, confirm = before.get("prepared"), before.get("confirm")
+    if isinstance(prepared, dict):
+        doc["prepared"] = {k: v for k, v in prepared.items() if v in (READY, SKIPPED)}
+    if isinstance(confirm, dict):
+        doc["confirm"] = {
+            k: v for k, v in confirm.items()
+            if isinstance(v, list) and len(v) == 2 and all(type(x) is int and 1 <= x <= 1000 for x in v)
+        }  # fmt: skip

@@ -1,20 +1,14 @@
 """The git side of a bisection: the range in order, a worktree of rtlab's own (the user's
-checkout is never touched) and the user's prepare command, run there the way `git bisect run`
-runs its script: exit 0 ready to measure, 125 skip this revision, anything else stop."""
+checkout is never touched), in which the prepare command runs (measured.prepare)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtlab.bisect.measured import READY, SKIPPED
 from rtlab.boundary.untrusted import printable
-from rtlab.errors import RunFailed, Stopped, UsageError
-
-SKIP_CODE = 125  # as git bisect run: this revision cannot be measured
+from rtlab.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -92,32 +86,3 @@ class Worktree:
         if (self.path / ".git").exists():
             _git(self.repo, "worktree", "remove", "--force", str(self.path), check=False)
         _git(self.repo, "worktree", "prune", check=False)
-
-
-def prepare(command: str, worktree: Path, revision: Revision, log: Path, env: dict[str, str]) -> str:
-    """Runs COMMAND in the worktree (sh -c), its output appended to LOG: READY or SKIPPED, or
-    RunFailed in one line. Ctrl-C ends it and its children."""
-    with open(log, "a", encoding="utf-8") as out:
-        out.write(f"$ {command}   # at {revision.sha}\n")
-        out.flush()
-        child = subprocess.Popen(
-            ["sh", "-c", command], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
-        )  # fmt: skip
-        try:
-            code = child.wait()
-        except KeyboardInterrupt:
-            os.killpg(child.pid, signal.SIGTERM)
-            child.wait()
-            raise Stopped(
-                f"interrupted while preparing {revision.short}: run the same command again to go on"
-            ) from None
-        out.write(f"# exit {code}\n")
-    if code == 0:
-        return READY
-    if code == SKIP_CODE:
-        return SKIPPED
-    raise RunFailed(
-        f"the prepare command exited {code} at {revision.short} ({revision.subject}): see {log} "
-        "(exit 0: measure it, 125: skip it)"
-    )

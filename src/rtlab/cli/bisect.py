@@ -1,10 +1,13 @@
-"""rtlab bisect: the first revision of a git range that made latency worse, each step decided
-by compare's verdicts against both ends. Resumable: the same command again goes on."""
+"""rtlab bisect and sweep: which change made latency worse, a commit of a git range or an
+option of a kernel configuration, each step decided by compare's verdicts. Resumable: the
+same command again goes on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,9 +18,127 @@ from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
 from rtlab.units import parse_latency
 
+if TYPE_CHECKING:
+    from rtlab.bisect.builds import KernelBuild
+    from rtlab.bisect.measured import Settings, Subject
+    from rtlab.plan import Plan
+
+Prepare = Annotated[
+    str | None,
+    typer.Option(help="run before each is measured (sh -c): exit 0 measure it, 125 skip it, else stop"),
+]
+JudgeOn = Annotated[
+    str | None, typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)")
+]
+Repeats = Annotated[int, typer.Option(min=2, help="whole runs of each before it is judged")]
+MaxRepeats = Annotated[int, typer.Option(min=2, help="at most, where the verdict stays unknown (the budget)")]
+MarginOption = Annotated[
+    str, typer.Option("--margin", help="a difference within it is the same, as for compare")
+]
+DeadlineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--deadline", help="compare's exceedance level, e.g. 200us (default: the good one's p99.99)"
+    ),
+]
+KernelBuildOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel-build", metavar="BOARD[:PREEMPT]",
+        help="build each with rtlab kernel build (e.g. qemu-virt:rt); {kernel} in --target is its Image",
+    ),
+]  # fmt: skip
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="table, md, json or html")]
+
 
 def say(line: str) -> None:
     err.print(line, highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class Common:
+    """What bisect and sweep take alike, checked before anything is prepared."""
+
+    plan: Plan
+    settings: Settings
+    kernel_build: KernelBuild | None
+
+    def doc(self) -> dict[str, Any]:
+        s, built = self.settings, self.kernel_build
+        return {
+            "plan": self.plan.to_json(), "loads": s.loads, "deadline_us": s.deadline_us,
+            "margin": {"us": s.margin.us, "fraction": s.margin.fraction},
+            "budget": [s.budget.repeats, s.budget.most],
+            "kernel_build": None if built is None else [built.board, built.preempt],
+        }  # fmt: skip
+
+
+def _common(options: dict[str, str], preset_name: str | None, loads_file: Path | None, judge_on: str | None,
+            repeats: int, max_repeats: int, margin: str, deadline: str | None, fmt: str,
+            kernel_build: str | None) -> Common:  # fmt: skip
+    from rtlab.bisect import builds
+    from rtlab.bisect.measured import Budget, Settings
+    from rtlab.cli.reports import parse_margin
+
+    if fmt not in ("table", "md", "json", "html"):
+        raise UsageError(f"--format {fmt}: give table, md, json or html")
+    if max_repeats < repeats:
+        raise UsageError(f"--max-repeats {max_repeats} is below --repeats {repeats}: give {repeats} or more")
+    plan = plan_of(preset_name, loads_file, options)
+    judged = [w.strip() for w in judge_on.split(",")] if judge_on else None
+    if judged and (unknown := [w for w in judged if w not in plan.loads]):
+        raise UsageError(f"--judge-on {','.join(unknown)}: not a load measured ({','.join(plan.loads)})")
+    deadline_us = parse_latency(deadline) if deadline is not None else None
+    how = builds.spec(kernel_build) if kernel_build else None
+    return Common(
+        plan, Settings(parse_margin(margin), deadline_us, judged, Budget(repeats, max_repeats)), how
+    )
+
+
+def _folder(out: str, index: str, doc: dict[str, Any], same: tuple[str, ...]) -> Path:
+    """--out: a new folder, or one holding the same campaign (whose state the doc takes over)."""
+    from rtlab.bisect.measured import carry
+    from rtlab.results.rundir import read_index
+
+    folder = out_dir(out)
+    assert folder is not None
+    if (folder / index).is_file():
+        carry(doc, read_index(folder / index), folder, same)
+    elif folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {folder} is not empty: give a new folder, or the one of the same command")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _measurer(plan: Plan, target: str, folder: Path, accept: bool, built: bool) -> Callable[..., str]:
+    """One whole run of the plan on the target into a folder: its status. `{worktree}` in the
+    target is rtlab's checkout, `{kernel}` the subject's built kernel."""
+    from rtlab.bisect import builds
+    from rtlab.errors import Stopped
+    from rtlab.progress import RunProgress
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+
+    if "{kernel}" in target and not built:
+        raise UsageError("--target has {kernel}: give --kernel-build BOARD, whose Image it becomes")
+    worktree = str((folder / "worktree").resolve())
+
+    def spec(subject: Subject | None) -> str:
+        kernel = builds.kernel(folder / subject.folder) if subject is not None else Path("Image")
+        return target.replace("{worktree}", worktree).replace("{kernel}", str(kernel))
+
+    open_target(spec(None), accept).close()  # a bad target is found before anything is prepared
+
+    def measure(where: Path, name: str, subject: Subject) -> str:
+        with RunProgress(plan, err) as progress:
+            outcome = execute(
+                plan, open_target(spec(subject), accept), out=where, name=name, on_event=progress
+            )
+        if outcome.interrupted:
+            raise Stopped(f"interrupted during {name}: run the same command again to go on")
+        return str(outcome.summary["status"])
+
+    return measure
 
 
 @run_options()
@@ -27,112 +148,160 @@ def bisect(
     good: Annotated[str, typer.Option(help="a revision whose latency is good")],
     bad: Annotated[str, typer.Option(help="a later revision whose latency is worse")],
     out: Annotated[str, typer.Option(help="the bisection's folder; the same command again goes on")],
-    prepare: Annotated[
-        str | None,
-        typer.Option(
-            help="run in the revision's worktree before it is measured (sh -c): exit 0 measure, "
-            "125 skip, else stop; $RTLAB_REV is the commit"
-        ),  # fmt: skip
-    ] = None,
+    prepare: Prepare = None,
+    kernel_build: KernelBuildOption = None,
     target: Annotated[
-        str, typer.Option(help="local, ssh://..., qemu:...; {worktree} becomes the revision's checkout")
+        str, typer.Option(help="local, ssh://..., qemu:...; {worktree} is the revision's checkout")
     ] = "local",
     preset_name: Preset = None,
     loads_file: LoadsFile = None,
-    judge_on: Annotated[
-        str | None,
-        typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)"),
-    ] = None,
-    repeats: Annotated[int, typer.Option(min=2, help="whole runs of a revision before it is judged")] = 3,
-    max_repeats: Annotated[
-        int, typer.Option(min=2, help="at most, where the verdict stays unknown (the budget)")
-    ] = 6,
-    margin: Annotated[
-        str, typer.Option(help="a difference within it is the same, as for compare")
-    ] = "5us,10%",
-    deadline: Annotated[
-        str | None, typer.Option(help="compare's exceedance level, e.g. 200us (default: good's p99.99)")
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html")] = "table",
+    judge_on: JudgeOn = None,
+    repeats: Repeats = 3,
+    max_repeats: MaxRepeats = 6,
+    margin: MarginOption = "5us,10%",
+    deadline: DeadlineOption = None,
+    fmt: FormatOption = "table",
     output: Output = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
-    """Which change made it worse: binary search of a git range, each revision prepared by your
-    command in a worktree of its own, measured with the run options, and judged by compare's
-    verdicts against both ends (more runs where unknown). Ends with the first bad revision and
-    its evidence, or with why none can be named."""
+    """Which commit made it worse: binary search of a git range, each revision checked out in a
+    worktree of rtlab's own, prepared (your command, or rtlab's kernel build), measured with the
+    run options and judged by compare's verdicts against both ends (more runs where unknown).
+    Ends with the first bad revision and its evidence, or with why none can be named."""
     from rtlab.bisect import drive
-    from rtlab.cli.reports import parse_margin
     from rtlab.report import bisect_table
-    from rtlab.results.rundir import read_index, write_atomic
 
-    if fmt not in ("table", "md", "json", "html"):
-        raise UsageError(f"--format {fmt}: give table, md, json or html")
-    if max_repeats < repeats:
-        raise UsageError(f"--max-repeats {max_repeats} is below --repeats {repeats}: give {repeats} or more")
-    folder = out_dir(out)
-    assert folder is not None
-    plan = plan_of(preset_name, loads_file, options)
-    limit = parse_margin(margin)
-    deadline_us = parse_latency(deadline) if deadline is not None else None
-    judged = [w.strip() for w in judge_on.split(",")] if judge_on else None
-    if judged and (unknown := [w for w in judged if w not in plan.loads]):
-        raise UsageError(f"--judge-on {','.join(unknown)}: not a load measured ({','.join(plan.loads)})")
+    common = _common(options, preset_name, loads_file, judge_on, repeats, max_repeats, margin, deadline, fmt,
+                     kernel_build)  # fmt: skip
     tree = repo.resolve()
-    budget = drive.Budget(repeats, max_repeats)
-    doc = drive.index(tree, good, bad, prepare, target, plan.to_json(), judged,
-                      {"us": limit.us, "fraction": limit.fraction}, deadline_us, budget)  # fmt: skip
-    if (folder / drive.INDEX).is_file():
-        drive.carry(doc, read_index(folder / drive.INDEX), folder)
-    elif folder.exists() and any(folder.iterdir()):
-        raise UsageError(f"--out {folder} is not empty: give a new folder for the bisection")
-    folder.mkdir(parents=True, exist_ok=True)
-    measure = _measurer(plan, target, folder, accept_new_host_key)
-    bisection = drive.Bisection(folder, tree, drive.revisions_of(doc), prepare, measure, say, doc,
-                                budget, limit, deadline_us, judged)  # fmt: skip
-    bisection.run()
-    write_atomic(folder / "report.md", bisect_table.markdown(doc))
-    write_atomic(folder / "report.html", bisect_table.html(doc))
-    say(f"saved in {folder}: bisect.json, report.md, report.html")
-    _render(doc, fmt, output)
+    doc = drive.index(tree, good, bad, prepare, target, common.doc())
+    folder = _folder(out, drive.INDEX, doc, drive.SAME)
+    measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    revisions = drive.revisions_of(doc)
+    drive.Bisection(
+        folder, tree, revisions, prepare, common.kernel_build, common.settings, measure, say, doc
+    ).run()
+    _save_and_show(folder, doc, bisect_table.markdown(doc), bisect_table.html(doc), fmt, output,
+                   lambda: (bisect_table.build(doc), bisect_table.conclusion(doc)))  # fmt: skip
 
 
-def _measurer(plan: Any, target: str, folder: Path, accept: bool) -> Any:
-    """One whole run of the plan on the target into a folder: its status."""
-    from rtlab.progress import RunProgress
-    from rtlab.runner import execute
-    from rtlab.targets import open_target
+@run_options()
+def sweep(
+    options: dict[str, str],
+    out: Annotated[str, typer.Option(help="the sweep's folder; the same command again goes on")],
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", help="CONFIG_NAME=VALUE, judged alone on the base (repeatable)"),
+    ] = None,
+    fragment: Annotated[
+        list[Path] | None,
+        typer.Option("--fragment", help="a Kconfig fragment, judged as one variant (repeatable)"),
+    ] = None,
+    bad_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--bad-config", help="a worse configuration: find its option that is to blame (a fragment)"
+        ),
+    ] = None,
+    base: Annotated[
+        Path | None, typer.Option("--base", help="a fragment every variant starts from (default: none)")
+    ] = None,
+    prepare: Prepare = None,
+    kernel_build: KernelBuildOption = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(help="with --kernel-build: a kernel tree (default: Debian's linux-source-6.12)"),
+    ] = None,
+    target: Annotated[str, typer.Option(help="local, ssh://..., qemu:...")] = "local",
+    preset_name: Preset = None,
+    loads_file: LoadsFile = None,
+    judge_on: JudgeOn = None,
+    repeats: Repeats = 3,
+    max_repeats: MaxRepeats = 6,
+    margin: MarginOption = "5us,10%",
+    deadline: DeadlineOption = None,
+    fmt: FormatOption = "table",
+    output: Output = None,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Which kernel option: each --option or --fragment on top of the base, measured in rounds
+    with the base and judged against it (a table of verdicts, effects and intervals per load);
+    or, with --bad-config, the one option of a worse configuration to blame, by halving the
+    options it adds (ktest.pl's config-bisect with compare's verdicts). Each configuration is
+    built with --kernel-build (QEMU targets) and/or installed by --prepare ($RTLAB_FRAGMENT)."""
+    from rtlab.bisect import sweep as sweeps
+    from rtlab.bisect import variants as vs
+    from rtlab.report import sweep_table
 
-    worktree = str((folder / "worktree").resolve())
-    spec = target.replace("{worktree}", worktree)
-    open_target(spec, accept).close()  # a bad target is found before any revision is prepared
+    common = _common(options, preset_name, loads_file, judge_on, repeats, max_repeats, margin, deadline, fmt,
+                     kernel_build)  # fmt: skip
+    wanted = [vs.option(text) for text in option or []] + [vs.fragment_file(p) for p in fragment or []]
+    if bool(wanted) == (bad_config is not None):
+        raise UsageError(
+            "give --option/--fragment (the effect of each) or --bad-config (the option to blame)"
+        )
+    if prepare is None and kernel_build is None:
+        raise UsageError("give --kernel-build BOARD or --prepare CMD: how each configuration is made")
+    start = vs.fragment_file(base, "--base") if base is not None else vs.BASE
+    bad = vs.fragment_file(bad_config, "--bad-config") if bad_config is not None else None
+    if bad is not None and not vs.difference(start, bad):
+        raise UsageError(
+            f"--bad-config {bad_config} sets no option otherwise than the base: nothing to blame"
+        )
+    doc = {
+        "schema": sweeps.SCHEMA, "base": [list(o) for o in start.options],
+        "variants": [[v.name, [list(o) for o in v.options]] for v in wanted],
+        "bad": None if bad is None else [list(o) for o in bad.options], "prepare": prepare, "target": target,
+        "source": str(source.resolve()) if source else None, **common.doc(), "prepared": {}, "result": None,
+    }  # fmt: skip
+    folder = _folder(out, sweeps.INDEX, doc, sweeps.SAME)
+    measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    made = _variant_preparer(folder, prepare, common.kernel_build, source)
+    run = sweeps.Sweep(folder, start, made, common.settings, measure, say, doc)
+    run.bisect(bad) if bad is not None else run.effects(wanted)
+    _save_and_show(folder, doc, sweep_table.markdown(doc), sweep_table.html(doc), fmt, output,
+                   lambda: (sweep_table.build(doc), sweep_table.conclusion(doc)))  # fmt: skip
 
-    def measure(where: Path, name: str, subject: Any) -> str:
-        with RunProgress(plan, err) as progress:
-            outcome = execute(plan, open_target(spec, accept), out=where, name=name, on_event=progress)
-        if outcome.interrupted:
-            from rtlab.errors import Stopped
 
-            raise Stopped(f"interrupted during {name}: run the same command again to go on")
-        return str(outcome.summary["status"])
+def _variant_preparer(folder: Path, command: str | None, how: KernelBuild | None,
+                      source: Path | None) -> Callable[[Subject, Path], str]:  # fmt: skip
+    """A configuration made: built (rtlab's kernel build), then the prepare command run in its
+    folder with $RTLAB_FRAGMENT (and $RTLAB_KERNEL when built)."""
+    from rtlab.bisect import builds
+    from rtlab.bisect.measured import READY, prepare
 
-    return measure
+    def made(subject: Subject, fragment: Path) -> str:
+        where = folder / subject.folder
+        said = READY if how is None else builds.prepare(how, where, source, (fragment,))
+        if said != READY or command is None:
+            return said
+        env = {"RTLAB_VARIANT": subject.label, "RTLAB_FRAGMENT": str(fragment.resolve())}
+        if how is not None:
+            env["RTLAB_KERNEL"] = str(builds.kernel(where))
+        return prepare(command, where, subject.label, where / "prepare.log", env)
+
+    return made
 
 
-def _render(doc: dict[str, Any], fmt: str, output: Path | None) -> None:
+def _save_and_show(folder: Path, doc: dict[str, Any], md: str, html: str, fmt: str, output: Path | None,
+                   table: Callable[[], tuple[Any, str]]) -> None:  # fmt: skip
     import json
 
-    from rtlab.report import bisect_table
+    from rtlab.results.rundir import write_atomic
 
+    write_atomic(folder / "report.md", md)
+    write_atomic(folder / "report.html", html)
+    say(f"saved in {folder}: report.md, report.html and the index")
     if fmt == "table" and output is None:
-        console.print(bisect_table.build(doc))
-        console.print(bisect_table.conclusion(doc), highlight=False, soft_wrap=True)
-        return
-    if fmt == "json":
+        shown, conclusion = table()
+        console.print(shown)
+        console.print(conclusion, highlight=False, soft_wrap=True)
+    elif fmt == "json":
         emit(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", output)
     else:
-        emit((bisect_table.html if fmt == "html" else bisect_table.markdown)(doc), output)
+        emit(html if fmt == "html" else md, output)
 
 
 def register(app: typer.Typer) -> None:
     app.command()(bisect)
+    app.command()(sweep)

@@ -98,7 +98,25 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join([*lines, "", conclusion(doc), ""])
 
 
+LEGEND = (
+    "Standing: bad, worse than the good end in a load where the bad end is worse; good, better than the "
+    "bad end there and worse than the good end nowhere; unknown, neither shown within the budget of runs "
+    "(between: unlike both ends); skip, the preparation skipped it (exit 125, or the kernel did not build). "
+    'Intervals are 95 %; µs are new minus base, "x" a ratio of rates.'
+)
+
+
+def page(title: str, about: str, heading: str, columns: tuple[str, ...], rows: list[dict[str, str]],
+         conclusion: str, legend: str, doc: dict[str, Any]) -> str:  # fmt: skip
+    """The HTML page of a bisection or a sweep: one table and its conclusion."""
+    return _env.get_template("which.html.j2").render(
+        title=title, about=about, heading=heading, columns=columns, rows=rows, conclusion=conclusion,
+        legend=legend, doc=doc, version=__version__,
+    )  # fmt: skip
+
+
 def html(doc: dict[str, Any]) -> str:
-    return _env.get_template("bisect.html.j2").render(
-        columns=COLUMNS, rows=rows(doc), conclusion=conclusion(doc), doc=doc, version=__version__
-    )
+    revisions = doc["revisions"]
+    about = f"{doc['repo']} · good {revisions[0]['sha'][:12]}, bad {revisions[-1]['sha'][:12]}"
+    return page(f"bisection of {len(revisions) - 2} revisions", about, "Revisions measured", COLUMNS,
+                rows(doc), conclusion(doc), LEGEND, doc)  # fmt: skip

@@ -1,0 +1,76 @@
+"""Decisions that take measurements, shared by bisect and sweep: whether two ends differ,
+where a subject stands between them, and whether a change found is confirmed. Each measures
+more where compare's verdict is unknown, up to the budget, and never past it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rtlab.bisect.measured import Budget, Subject, Subjects, brief
+from rtlab.bisect.search import SKIP, UNKNOWN, Ends, Standing, ends, evidence, judge
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    worse: bool
+    direct: dict[str, Any]  # brief of compare(before, after) on the fresh runs
+    reason: str
+
+
+class Judge:
+    def __init__(self, lab: Subjects, budget: Budget, say: Callable[[str], None],
+                 confirmations: dict[str, Any]) -> None:  # fmt: skip
+        self.lab, self.budget, self.say = lab, budget, say
+        self.confirmations = confirmations  # kept in the index: where each confirmation began
+
+    def ends(self, good: Subject, bad: Subject, loads: Sequence[str] | None) -> tuple[Ends, int]:
+        """The ends measured in turns until they differ, or until the budget says they do not."""
+        k = self.budget.repeats
+        while True:
+            self.lab.alternate(good, bad, k)
+            found = ends(self.lab.compare(good, bad), loads)
+            if found.kind != "unknown" or k >= self.budget.most:
+                return found, k
+            self.say(f"the ends are not told apart yet ({found.reason}): measuring each once more")
+            k += 1
+
+    def still_differ(self, good: Subject, bad: Subject, loads: Sequence[str]) -> Ends:
+        """After a subject that cannot be placed: the ends measured to the budget, judged again."""
+        self.lab.alternate(good, bad, self.budget.most)
+        return ends(self.lab.compare(good, bad), loads)
+
+    def place(
+        self, s: Subject, good: Subject, bad: Subject, loads: Sequence[str]
+    ) -> tuple[Standing, dict[str, Any]]:
+        """S's standing between the ends, measured more while it is unknown."""
+        k = self.budget.repeats
+        while True:
+            if not self.lab.ensure(s, k):
+                return Standing(SKIP, "its preparation skipped it (exit 125, or it did not build)"), {}
+            vs_good, vs_bad = self.lab.compare(good, s), self.lab.compare(bad, s)
+            standing = judge(vs_good, vs_bad, loads)
+            if standing.kind != UNKNOWN or k >= self.budget.most:
+                return standing, {"vs_good": brief(vs_good, loads), "vs_bad": brief(vs_bad, loads)}
+            k += 1
+
+    def confirm(self, before: Subject, after: Subject, loads: Sequence[str]) -> Confirmed:
+        """Whether AFTER is worse than BEFORE on fresh runs of the two measured in turns: a
+        difference that came of when each was measured (a noisy hour on the host) is not
+        taken for theirs."""
+        start = [self.lab.asked.get(before.key, 0) + 1, self.lab.asked.get(after.key, 0) + 1]
+        since = self.confirmations.setdefault(f"{before.key}..{after.key}", start)
+        k = self.budget.repeats
+        while True:
+            self.lab.alternate(before, after, k, (since[0], since[1]))
+            direct = self.lab.compare(before, after, (since[0], since[1]))
+            said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
+            worse = [load for load, v in said.items() if v["verdict"] == "worse"]
+            if worse:
+                shown = "; ".join(f"{load}: {evidence(said[load], 'worse')}" for load in worse)
+                return Confirmed(True, brief(direct, loads), f"measured in turns, worse in {shown}")
+            if k >= self.budget.most:
+                shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
+                return Confirmed(False, brief(direct, loads), f"measured in turns, not shown worse ({shown})")
+            k += 1

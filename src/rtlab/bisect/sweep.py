@@ -1,0 +1,165 @@
+"""rtlab sweep: which kernel option changes latency. Two questions, one folder:
+
+    effects     each option (or fragment) on top of the base, against the base: better,
+                worse, same or unknown per load, with the effect and its interval
+    bisect      between a good configuration and a bad one, the option responsible: the
+                options that differ halved until one is left, each half judged against both
+                ends (ktest.pl's config-bisect, with compare's verdicts for pass/fail)
+
+    OUT/sweep.json                the variants, the options, every verdict, the result
+    OUT/variants/NAME-HASH/       one configuration: fragment.config, repeat-K/, kernel/
+
+Subjects are measured in rounds (the base, then every variant, once each per round), so a
+slow drift of the machine reaches all alike; more rounds where a verdict is unknown, up to
+the budget. Every decision is recomputed from the runs on disk: the same command again goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rtlab.bisect import variants as vs
+from rtlab.bisect.judge import Judge
+from rtlab.bisect.measured import Measure, Settings, Subject, Subjects, brief
+from rtlab.bisect.search import BAD, GOOD, Standing
+from rtlab.boundary.untrusted import printable
+from rtlab.results.rundir import write_atomic, write_json
+
+INDEX = "sweep.json"
+SCHEMA = "rtlab.sweep/1"
+# what must be the same for the same command to go on with a sweep's folder
+SAME = ("base", "variants", "bad", "prepare", "target", "source", "plan", "loads", "margin", "deadline_us",
+        "budget", "kernel_build")  # fmt: skip
+Prepare = Callable[[Subject, Path], str]  # (subject, its fragment) -> READY / SKIPPED
+
+
+class Sweep:
+    def __init__(self, out: Path, base: vs.Variant, prepare: Prepare, settings: Settings, measure: Measure,
+                 say: Callable[[str], None], doc: dict[str, Any]) -> None:  # fmt: skip
+        self.out, self.base, self.say, self.doc = out, base, say, doc
+        self.budget, self.loads = settings.budget, settings.loads
+        self.variants: dict[str, vs.Variant] = {}
+        self._prepare_one = prepare
+        self.lab = Subjects(out, measure, self._prepare, say, doc["prepared"], self.save, settings)
+        self.judge = Judge(self.lab, settings.budget, say, doc.setdefault("confirm", {}))
+
+    def save(self) -> None:
+        write_json(self.out / INDEX, self.doc)
+
+    def subject(self, variant: vs.Variant) -> Subject:
+        """The subject of a configuration (the base's options, then the variant's)."""
+        merged = vs.subset(variant.name, self.base, list(variant.options)) if variant.options else self.base
+        self.variants[merged.key] = merged
+        return Subject(merged.key, f"variants/{merged.key}", printable(variant.name, lines=False))
+
+    def _prepare(self, s: Subject) -> str:
+        fragment = self.lab.folder(s) / "fragment.config"
+        write_atomic(fragment, self.variants[s.key].fragment())
+        return self._prepare_one(s, fragment)
+
+    def _loads(self, found: dict[str, Any]) -> list[str]:
+        return [k for k in found["loads"] if self.loads is None or k in self.loads]
+
+    # --- effects ---------------------------------------------------------------------------
+
+    def effects(self, wanted: Sequence[vs.Variant]) -> dict[str, Any]:
+        """Each variant against the base, measured in rounds; more where unknown."""
+        base = self.subject(vs.BASE)
+        others = [(v, self.subject(v)) for v in wanted]
+        k = self.budget.repeats
+        for r in range(1, k + 1):
+            for s in [base, *(s for _, s in others)]:
+                self.lab.ensure(s, r)
+        if not self.lab.ensure(base, k):
+            raise_skipped(base)
+        found: dict[str, dict[str, Any]] = {}
+        open_ = [(v, s) for v, s in others if not self.lab.skipped(s)]
+        while True:
+            for _, s in open_:
+                found[s.key] = self.lab.compare(base, s)
+            open_ = [(v, s) for v, s in open_ if any(found[s.key]["loads"][load]["verdict"] == "unknown"
+                                                    for load in self._loads(found[s.key]))]  # fmt: skip
+            if not open_ or k >= self.budget.most:
+                break
+            k += 1
+            self.say(f"{len(open_)} variants still unknown: one more round of them and the base")
+            for s in [base, *(s for _, s in open_)]:
+                self.lab.ensure(s, k)
+        rows = []
+        for v, s in others:
+            row: dict[str, Any] = {"name": v.name, "options": [list(o) for o in v.options], "key": s.key,
+                                   "folder": s.folder, "runs": self.lab.asked.get(s.key, 0)}  # fmt: skip
+            if self.lab.skipped(s):
+                row.update(verdict="skipped", loads={}, reason=f"not prepared: see {s.folder}/prepare.log")
+            else:
+                judged = self._loads(found[s.key])
+                said = [found[s.key]["loads"][load]["verdict"] for load in judged]
+                overall = next((w for w in ("worse", "better", "unknown", "refused") if w in said), "same")
+                row.update(verdict=overall, loads=brief(found[s.key], judged))
+            rows.append(row)
+        self.doc["effects"] = rows
+        result = {"kind": "effects", "base_runs": self.lab.asked.get(base.key, 0),
+                  "worse": [r["name"] for r in rows if r["verdict"] == "worse"]}  # fmt: skip
+        return self._finish(result)
+
+    # --- between a good configuration and a bad one -------------------------------------------
+
+    def bisect(self, bad: vs.Variant) -> dict[str, Any]:
+        """The one option of BAD (over the base) that makes it worse, halving the candidates."""
+        good_s, bad_s = self.subject(vs.BASE), self.subject(bad)
+        differ = vs.difference(self.base, self.variants[bad_s.key])
+        self.doc["steps"] = []
+        found, k = self.judge.ends(good_s, bad_s, self.loads)
+        self.say(f"the bad configuration against the base: {found.reason}")
+        if found.kind != "differ":
+            return self._finish({"kind": "no-difference", "runs_each": k, "reason": found.reason})
+        candidates = differ
+        while len(candidates) > 1:
+            half = candidates[: len(candidates) // 2]
+            name = f"{len(half)} of {len(candidates)}: " + ", ".join(f"{o}={v}" for o, v in half[:3])
+            s = self.subject(vs.Variant(name + (", ..." if len(half) > 3 else ""), tuple(half)))
+            standing, verdicts = self.judge.place(s, good_s, bad_s, found.loads)
+            self._step(s, half, standing, verdicts)
+            if standing.kind == BAD:
+                candidates = half
+            elif standing.kind == GOOD:
+                candidates = candidates[len(half) :]
+            else:
+                names = ", ".join(f"{o}={v}" for o, v in candidates)
+                return self._finish({"kind": "cannot-tell", "options": [list(o) for o in candidates],
+                                     "reason": f"{s.label} is {standing.kind}: {standing.reason}; "
+                                     f"the option is among {names}"})  # fmt: skip
+        option, value = candidates[0]
+        alone = self.subject(vs.Variant(f"{option}={value}", ((option, value),)))
+        said = self.judge.confirm(good_s, alone, found.loads)
+        result = {"options": [[option, value]], "against_base": said.direct}
+        if said.worse:
+            return self._finish(
+                {**result, "kind": "culprit", "reason": f"{option}={value} alone: {said.reason}"}
+            )
+        reason = (f"{option}={value} alone is not shown worse than the base ({said.reason}): the regression "
+                  "may need several of the options together")  # fmt: skip
+        return self._finish({**result, "kind": "cannot-tell", "reason": reason})
+
+    def _step(
+        self, s: Subject, options: list[tuple[str, str]], standing: Standing, verdicts: dict[str, Any]
+    ) -> None:
+        step = {"name": s.label, "key": s.key, "folder": s.folder, "options": [list(o) for o in options],
+                "standing": standing.kind, "reason": standing.reason, "runs": self.lab.asked.get(s.key, 0),
+                **verdicts}  # fmt: skip
+        self.doc["steps"].append(step)
+        self.save()
+        self.say(f"[{s.label}] {standing.kind}: {standing.reason}")
+
+    def _finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        self.doc["result"] = result
+        self.save()
+        return result
+
+
+def raise_skipped(s: Subject) -> None:
+    from rtlab.errors import RunFailed
+
+    raise RunFailed(f"the base could not be prepared (skipped): see {s.folder}/prepare.log")
