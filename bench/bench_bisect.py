@@ -5,13 +5,16 @@ worktree, the prepare command, run folders read back, compare's verdicts), the r
 
 Each range has 16 to 64 revisions and one culprit from which the tail is four times as
 frequent (tail_p 2e-3 -> 8e-3); a quarter of the ranges have no change at all. Every run of
-either kind has a machine-to-machine spread of its own (the body slower or faster by a few
-per cent, as runs on one board are), so whole runs are what varies.
+either kind has a spread of its own (the body slower or faster by a few per cent, as runs on
+one board are), so whole runs are what varies, and the machine drifts: each run's body is
+0.2 % slower than the one before (BENCH_DRIFT), so what is measured late differs from what
+was measured early for no fault of the revision's.
 
 Goals: right >= 95 % of the planted ranges, wrong <= 2 % of all ranges, revisions measured
 between the ends within log2(N) + 2.
 
     BENCH_RANGES=40 .venv/bin/python bench/bench_bisect.py
+    BENCH_WORSE=4e-3 BENCH_DRIFT=0.01 .venv/bin/python bench/bench_bisect.py   # harder: x2, 1 %/run
 """
 
 from __future__ import annotations
@@ -36,8 +39,12 @@ from rtlab.bisect.measured import Settings  # noqa: E402
 
 RANGES = int(os.environ.get("BENCH_RANGES", "40"))
 SECONDS = 20  # per synthetic run: 2 CPUs x 100,000 samples
-TAIL, WORSE = 2e-3, 8e-3
+TAIL = 2e-3
+WORSE = float(os.environ.get("BENCH_WORSE", "8e-3"))  # the culprit's tail rate: x4 by default
 SPREAD = 0.03  # run-to-run spread of the body (log-normal sigma)
+DRIFT = float(
+    os.environ.get("BENCH_DRIFT", "0.002")
+)  # the body slower by this much per run: a warming machine
 warnings.simplefilter("ignore")
 
 
@@ -65,7 +72,7 @@ def bisect(base: Path, n: int, culprit: int | None, seed: int) -> tuple[str, int
     def measure(where: Path, name: str, subject: object) -> str:
         worse = state.read_text().startswith("worse")
         k = next(made)
-        body = float(np.exp(rng.normal(0, SPREAD)))
+        body = float(np.exp(rng.normal(0, SPREAD))) * (1 + DRIFT * k)
         tail = WORSE if worse else TAIL
         run = write_run(base / "made", seed * 10**6 + k, 0.1, seconds=SECONDS, tail_p=tail, body=body)
         shutil.move(run, where)

@@ -227,8 +227,13 @@ def test_a_revisions_standing_from_its_verdicts_against_both_ends():
     assert judge(_found(cpu="worse"), _found(cpu="same"), ["cpu"]).kind == BAD
     assert judge(_found(cpu="same"), _found(cpu="better"), ["cpu"]).kind == GOOD
     assert judge(_found(cpu="unknown"), _found(cpu="unknown"), ["cpu"]).kind == UNKNOWN
+    # unlike both ends: the one it is surely nearer (+100 µs [99, 101] from good, -100 [-101, -99]
+    # from bad is near neither: measured again)
     between = judge(_found(cpu="worse"), _found(cpu="better"), ["cpu"])
-    assert (between.kind, between.between) == (UNKNOWN, True)  # unlike both ends: measured again
+    assert (between.kind, between.between) == (UNKNOWN, True)
+    drifted = {"loads": {"cpu": _verdict("worse", 12.0)}}  # a slow drift: 12 µs from good, 100 from bad
+    assert judge(drifted, _found(cpu="better"), ["cpu"]).kind == GOOD
+    assert judge(_found(cpu="worse"), {"loads": {"cpu": _verdict("better", -12.0)}}, ["cpu"]).kind == BAD
     # worse than good in one load is bad, whatever another says
     assert judge(_found(cpu="worse", os="same"), _found(cpu="same", os="better"), ["cpu", "os"]).kind == BAD
     # a load that is not judged on does not count

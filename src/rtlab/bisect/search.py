@@ -6,12 +6,14 @@ the loads where the bad end is worse than the good one:
 
     bad      worse than the good end in one of those loads, and not better than the bad one
     good     better than the bad end in one of them, and worse than the good end in none
+    ...      worse than good and better than bad: the end it is surely nearer (its distance from
+             each end, by the intervals of the same metric), else unknown and `between`
     unknown  neither shown: measured again, up to a budget, then left standing as unknown
     skip     the prepare command said so (exit 125, as for `git bisect run`)
 
-A revision that is worse than the good end and better than the bad one is `between`: unknown,
-measured again (a false alarm against one end goes away with more runs); one that stays between
-may hold part of the regression, or the range more than one change. No threshold is set here: what counts as a
+A revision unlike both ends and surely nearer neither is `between`: measured again (a false
+alarm against one end goes away with more runs); one that stays there may hold part of the
+regression, or the range more than one change. No threshold is set here: what counts as a
 difference is compare's (its margin, its tests, Holm's correction across loads and metrics).
 """
 
@@ -80,16 +82,59 @@ def ends(found: Verdicts, loads: Sequence[str] | None = None) -> Ends:
     return Ends("no-difference", (), f"bad is not worse than good: {said}")
 
 
+def _distance(test: Mapping[str, Any], sign: float) -> tuple[float, float] | None:
+    """(least, most) distance of a subject from an end in one metric, from the interval of
+    compare's effect (µs, or the log of a ratio); SIGN -1 for an effect against the bad end."""
+    lo, hi = test.get("interval") or (None, None)
+    if lo is None or hi is None:
+        return None
+    if test.get("unit") == "ratio":
+        lo, hi = (math.log(x) if x > 0 else -math.inf for x in (lo, hi))
+    near, far = sorted((sign * lo, sign * hi))
+    return near, far
+
+
+def nearer(g: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """For a subject worse than good and better than bad in a load: GOOD or BAD when, in a
+    metric both comparisons found different, it is surely nearer that end (the most it can be
+    from one is less than the least it is from the other), else None. A slow drift of the
+    machine moves a subject a little from both ends; a change moves it all the way."""
+    sides = set()
+    tests_b = {t["metric"]: t for t in b.get("tests", []) if t.get("verdict") == "better"}
+    for t in g.get("tests", []):
+        if t.get("verdict") != "worse" or t["metric"] not in tests_b:
+            continue
+        from_good, from_bad = _distance(t, 1.0), _distance(tests_b[t["metric"]], -1.0)
+        if from_good is None or from_bad is None:
+            continue
+        if from_good[1] < from_bad[0]:
+            sides.add(GOOD)
+        elif from_bad[1] < from_good[0]:
+            sides.add(BAD)
+    return sides.pop() if len(sides) == 1 else None
+
+
 def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing:
     """A revision's standing from compare(good, it) and compare(bad, it) on the regressed loads."""
-    worse, better, open_ = [], [], []
+    worse, better, between, open_ = [], [], [], []
     for load in loads:
         g = vs_good["loads"].get(load, {"verdict": "refused", "reason": "not measured", "tests": []})
         b = vs_bad["loads"].get(load, {"verdict": "refused", "reason": "not measured", "tests": []})
-        if g["verdict"] == "worse":
-            worse.append((load, g, b["verdict"] == "better"))
+        if g["verdict"] == "worse" and b["verdict"] == "better":
+            side = nearer(g, b)
+            said = f"{load}: worse than good in {evidence(g, 'worse')}, better than bad in " + evidence(
+                b, "better"
+            )
+            if side == BAD:
+                worse.append(f"{said}, surely nearer bad")
+            elif side == GOOD:
+                better.append(f"{said}, surely nearer good")
+            else:
+                between.append(said)
+        elif g["verdict"] == "worse":
+            worse.append(f"{load}: {evidence(g, 'worse')}")
         elif b["verdict"] == "better":
-            better.append((load, b))
+            better.append(f"{load}: {evidence(b, 'better')}")
         else:
             why = g["reason"] or b["reason"]
             open_.append(
@@ -97,17 +142,13 @@ def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing
                 + (f" ({why})" if why else "")
             )
     if worse:
-        shown = "; ".join(f"{load}: {evidence(g, 'worse')}" for load, g, _ in worse)
-        if any(b for _, _, b in worse):
-            # unlike both ends: a false alarm against one of them (more runs tell), a part of
-            # the regression, or a second change; never taken as bad on this alone
-            return Standing(
-                UNKNOWN, f"worse than good in {shown}, and better than bad: between the ends", True
-            )
-        return Standing(BAD, f"worse than good in {shown}")
+        return Standing(BAD, f"worse than good in {'; '.join(worse)}")
+    if between:
+        # unlike both ends and near neither: a false alarm against one of them (more runs
+        # tell), a part of the regression, or a second change; never taken as bad on this alone
+        return Standing(UNKNOWN, f"between the ends in {'; '.join(between)}", True)
     if better:
-        shown = "; ".join(f"{load}: {evidence(b, 'better')}" for load, b in better)
-        return Standing(GOOD, f"better than bad in {shown}")
+        return Standing(GOOD, f"better than bad in {'; '.join(better)}")
     return Standing(UNKNOWN, "; ".join(open_))
 
 

@@ -1,0 +1,116 @@
+"""rtlab sweep on real runs of this machine: kernel "options" that a prepare command turns
+into what it installs, as a board's build would, the harmful one a SCHED_FIFO 99 busy loop
+(tests/spin.c) taking CPU 0 for 5 ms of every 10 ms.
+
+The effect table must call the harmful option worse (its runs' p99.9, recomputed here from
+cyclictest's JSON, above the base's) and never the harmless one; between a good and a bad
+configuration the option to blame must be named and confirmed alone; nothing is left running."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_named, rtlab
+from rtlab.bisect import variants as vs
+from test_bisect import RUN, _loads, _p999
+from test_causes import spin_binary
+
+# what a board's prepare command would do with the fragment: build and install; here the
+# "kernel" is the load work.sh, which spins when the fragment asks for CONFIG_SPIN
+PREPARE = (
+    'if grep -qx "CONFIG_SPIN=y" "$RTLAB_FRAGMENT"; then echo "exec $SPIN 0 5 0 100000 0.01"; '
+    'else echo "exec sleep 3600"; fi > "$INSTALL/work.sh"'
+)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("sweep")
+    (base / "install").mkdir()
+    env = {"INSTALL": str(base / "install"), "SPIN": str(spin_binary(base))}
+    return {"base": str(base), **env}
+
+
+def _sweep(lab: dict[str, str], out: Path, *args: str) -> dict:
+    base = Path(lab["base"])
+    loads = _loads(base, base / "install")
+    env = {k: lab[k] for k in ("INSTALL", "SPIN")}
+    done = rtlab("sweep", "--prepare", PREPARE, "--loads-file", str(loads), *RUN, "--out", str(out),
+                 "--format", "json", *args, env=env, timeout=1500)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_each_options_effect_on_the_base(lab):
+    out = Path(lab["base"]) / "effects"
+    doc = _sweep(lab, out, "--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y")
+    verdicts = {r["name"]: r for r in doc["effects"]}
+    assert verdicts["CONFIG_SPIN=y"]["verdict"] == "worse", verdicts["CONFIG_SPIN=y"]
+    assert verdicts["CONFIG_LOCALVERSION_AUTO=y"]["verdict"] in ("same", "unknown"), verdicts
+    assert doc["result"]["worse"] == ["CONFIG_SPIN=y"]
+    # the variant's own runs say it: p99.9 from cyclictest's JSON, against the base's
+    folders = {r["name"]: out / r["folder"] for r in doc["effects"]}
+    base = out / f"variants/{vs.BASE.key}"
+    spin_runs, base_runs = (
+        sorted(folders["CONFIG_SPIN=y"].glob("repeat-[0-9]")),
+        sorted(base.glob("repeat-[0-9]")),
+    )
+    assert len(spin_runs) >= 3 and len(base_runs) >= 3
+    assert min(_p999(r) for r in spin_runs) > 3000 > max(_p999(r) for r in base_runs)
+    assert (folders["CONFIG_SPIN=y"] / "fragment.config").read_text() == "CONFIG_SPIN=y\n"
+    assert "CONFIG_SPIN=y" in (out / "report.html").read_text()
+    assert not processes_named("spin", "cyclictest", session=True)
+
+
+def test_the_option_to_blame_in_a_worse_configuration(lab):
+    base = Path(lab["base"])
+    bad = base / "bad.config"
+    bad.write_text(
+        "".join(f"CONFIG_HARMLESS_{i}=y\n" for i in range(5)) + "CONFIG_SPIN=y\n# CONFIG_NOPE is not set\n"
+    )
+    doc = _sweep(lab, base / "blame", "--bad-config", str(bad))
+    result = doc["result"]
+    assert result["kind"] == "culprit", result
+    assert result["options"] == [["CONFIG_SPIN", "y"]]
+    assert "alone: measured in turns, worse in" in result["reason"]
+    # 7 options halved down to one: three halves judged
+    assert len(doc["steps"]) == 3
+    assert [s["standing"] for s in doc["steps"] if ["CONFIG_SPIN", "y"] in s["options"]] == ["bad"] * len(
+        [s for s in doc["steps"] if ["CONFIG_SPIN", "y"] in s["options"]]
+    )
+    assert not processes_named("spin", "cyclictest", session=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "give --option/--fragment (the effect of each) or --bad-config"),
+        (("--option", "SPIN"), "--option 'SPIN': give CONFIG_NAME=VALUE"),
+        (("--option", "CONFIG_A=y", "--kernel-build", "pdp11"), "unknown board 'pdp11'"),
+        (("--option", "CONFIG_A=y", "--target", "qemu:kernel={kernel}"), "--target has {kernel}"),
+    ],
+)
+def test_bad_input_is_one_line(lab, tmp_path, args, said):
+    done = rtlab("sweep", "--prepare", "true", "--out", str(tmp_path / "out"), *args)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_variants_as_fragments():
+    assert vs.option("PROVE_LOCKING=y").fragment() == "CONFIG_PROVE_LOCKING=y\n"
+    assert vs.option("CONFIG_X=n").fragment() == "# CONFIG_X is not set\n"
+    assert vs.option('CONFIG_LOCALVERSION="-rt lab"').fragment() == 'CONFIG_LOCALVERSION="-rt lab"\n'
+    assert vs.option("CONFIG_HZ=1000").fragment() == "CONFIG_HZ=1000\n"
+    good = vs.Variant("good", (("CONFIG_A", "y"), ("CONFIG_B", "n")))
+    bad = vs.Variant("bad", (("CONFIG_A", "y"), ("CONFIG_B", "y"), ("CONFIG_C", "m")))
+    assert vs.difference(good, bad) == [("CONFIG_B", "y"), ("CONFIG_C", "m")]
+    assert vs.subset("s", good, [("CONFIG_B", "y")]).options == (("CONFIG_A", "y"), ("CONFIG_B", "y"))
+    # the same options are the same variant, whatever their order
+    assert (
+        vs.Variant("v", (("CONFIG_A", "y"), ("CONFIG_B", "n"))).key
+        == vs.Variant("v", (("CONFIG_B", "n"), ("CONFIG_A", "y"))).key
+    )
