@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import processes_named, rtlab, start_rtlab
-from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, ends, judge
+from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, carries, ends, judge
 from test_causes import spin_binary
 
 REVISIONS = 20  # the good end, 18 between, the bad end
@@ -283,3 +283,18 @@ def test_skipped_and_unknown_revisions_next_to_the_change_leave_a_range():
     truth = [GOOD] * 10 + [BAD] * 10
     truth[5] = SKIP
     assert _search(truth)[0].conclusion().first == 10
+
+
+@pytest.mark.unit
+def test_a_culprit_carries_the_whole_regression():
+    gap = {"metric": "p99.9", "unit": "µs", "interval": [4899.0, 4954.0]}
+    # measured in turns with its parent: +70 µs [15, 137] is a noisy hour, not the 4.9 ms
+    assert carries({"metric": "p99.9", "unit": "µs", "interval": [15.0, 137.0]}, gap) is False
+    assert carries({"metric": "p99.9", "unit": "µs", "interval": [4700.0, 5100.0]}, gap) is True
+    assert (
+        carries({"metric": "p99.9", "unit": "µs", "interval": [1000.0, 4000.0]}, gap) is None
+    )  # part of it?
+    rates = {"metric": "exceedance", "unit": "ratio", "interval": [3.0, 5.5]}
+    assert carries({"metric": "exceedance", "unit": "ratio", "interval": [2.5, 6.0]}, rates) is True
+    assert carries({"metric": "exceedance", "unit": "ratio", "interval": [1.05, 1.2]}, rates) is False
+    assert carries({"metric": "exceedance", "unit": "ratio", "interval": [0.0, 2.0]}, rates) is None

@@ -145,7 +145,8 @@ class Bisection:
         result = {"kind": found.kind, "first": culprit.sha, "last": last, "reason": found.reason}
         if found.kind != "culprit":
             return result
-        said = self.judge.confirm(self.subjects[found.first - 1], self.subjects[found.first], loads)
+        gap = self.lab.compare(self.subjects[0], self.subjects[-1])
+        said = self.judge.confirm(self.subjects[found.first - 1], self.subjects[found.first], gap, loads)
         if said.worse:
             return {
                 **result,

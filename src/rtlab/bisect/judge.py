@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtlab.bisect.measured import Budget, Subject, Subjects, brief
-from rtlab.bisect.search import SKIP, UNKNOWN, Ends, Standing, ends, evidence, judge
+from rtlab.bisect.search import SKIP, UNKNOWN, Ends, Standing, carries, ends, evidence, judge
 
 
 @dataclass(frozen=True)
@@ -55,22 +55,44 @@ class Judge:
                 return standing, {"vs_good": brief(vs_good, loads), "vs_bad": brief(vs_bad, loads)}
             k += 1
 
-    def confirm(self, before: Subject, after: Subject, loads: Sequence[str]) -> Confirmed:
-        """Whether AFTER is worse than BEFORE on fresh runs of the two measured in turns: a
-        difference that came of when each was measured (a noisy hour on the host) is not
-        taken for theirs."""
+    def confirm(
+        self, before: Subject, after: Subject, gap: dict[str, Any], loads: Sequence[str]
+    ) -> Confirmed:
+        """Whether AFTER carries the regression that GAP (compare of the ends) shows: worse than
+        BEFORE on fresh runs of the two measured in turns, by about the whole of it (surely
+        nearer the ends' difference than none, in a metric the ends differ in). A difference
+        that came of when each was measured (a noisy hour on the host), or a small part of the
+        regression, is not taken for the culprit's."""
         start = [self.lab.asked.get(before.key, 0) + 1, self.lab.asked.get(after.key, 0) + 1]
         since = self.confirmations.setdefault(f"{before.key}..{after.key}", start)
         k = self.budget.repeats
         while True:
             self.lab.alternate(before, after, k, (since[0], since[1]))
             direct = self.lab.compare(before, after, (since[0], since[1]))
-            said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
-            worse = [load for load, v in said.items() if v["verdict"] == "worse"]
-            if worse:
-                shown = "; ".join(f"{load}: {evidence(said[load], 'worse')}" for load in worse)
-                return Confirmed(True, brief(direct, loads), f"measured in turns, worse in {shown}")
-            if k >= self.budget.most:
+            found, small = [], []
+            for load in loads:
+                ends_tests = {t["metric"]: t for t in gap["loads"].get(load, {}).get("tests", [])
+                              if t.get("verdict") == "worse"}  # fmt: skip
+                for t in direct["loads"].get(load, {}).get("tests", []):
+                    if t.get("verdict") != "worse" or t["metric"] not in ends_tests:
+                        continue
+                    whole = carries(t, ends_tests[t["metric"]])
+                    ends_said = evidence({"tests": [ends_tests[t["metric"]]]})
+                    shown = f"{load} {evidence({'tests': [t]})} (the ends: {ends_said})"
+                    if whole:
+                        found.append(shown)
+                    elif whole is False:
+                        small.append(shown)
+            if found:
+                return Confirmed(
+                    True, brief(direct, loads), f"measured in turns, worse in {'; '.join(found)}"
+                )
+            if small or k >= self.budget.most:
+                said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
                 shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
-                return Confirmed(False, brief(direct, loads), f"measured in turns, not shown worse ({shown})")
+                if small:
+                    shown = f"worse by surely less than the ends differ: {'; '.join(small)}"
+                return Confirmed(
+                    False, brief(direct, loads), f"measured in turns, not the whole regression ({shown})"
+                )
             k += 1

@@ -114,6 +114,32 @@ def nearer(g: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     return sides.pop() if len(sides) == 1 else None
 
 
+def _span(test: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A metric's interval, on a scale where no difference is 0 (µs, or the log of a ratio)."""
+    lo, hi = test.get("interval") or (None, None)
+    if lo is None or hi is None:
+        return None
+    if test.get("unit") == "ratio":
+        return (math.log(lo) if lo > 0 else -math.inf), (math.log(hi) if hi > 0 else -math.inf)
+    return float(lo), float(hi)
+
+
+def carries(step: Mapping[str, Any], gap: Mapping[str, Any]) -> bool | None:
+    """Whether a change's effect (STEP: one metric of compare(before, after)) is surely nearer
+    the whole regression (GAP: the same metric of compare(good, bad)) than no change at all:
+    True, False when surely nearer none, None when neither is sure."""
+    x, d = _span(step), _span(gap)
+    if x is None or d is None or not all(map(math.isfinite, (*x, *d))):
+        return None
+    from_none = (max(0.0, x[0], -x[1]), max(abs(x[0]), abs(x[1])))
+    from_all = (max(0.0, d[0] - x[1], x[0] - d[1]), max(d[1] - x[0], x[1] - d[0]))
+    if from_all[1] < from_none[0]:
+        return True
+    if from_none[1] < from_all[0]:
+        return False
+    return None
+
+
 def judge(vs_good: Verdicts, vs_bad: Verdicts, loads: Sequence[str]) -> Standing:
     """A revision's standing from compare(good, it) and compare(bad, it) on the regressed loads."""
     worse, better, between, open_ = [], [], [], []

@@ -133,7 +133,7 @@ class Sweep:
                                      f"the option is among {names}"})  # fmt: skip
         option, value = candidates[0]
         alone = self.subject(vs.Variant(f"{option}={value}", ((option, value),)))
-        said = self.judge.confirm(good_s, alone, found.loads)
+        said = self.judge.confirm(good_s, alone, self.lab.compare(good_s, bad_s), found.loads)
         result = {"options": [[option, value]], "against_base": said.direct}
         if said.worse:
             return self._finish(

@@ -124,10 +124,15 @@ def _measurer(plan: Plan, target: str, folder: Path, accept: bool, built: bool) 
     worktree = str((folder / "worktree").resolve())
 
     def spec(subject: Subject | None) -> str:
-        kernel = builds.kernel(folder / subject.folder) if subject is not None else Path("Image")
-        return target.replace("{worktree}", worktree).replace("{kernel}", str(kernel))
+        built = (
+            target
+            if subject is None
+            else target.replace("{kernel}", str(builds.kernel(folder / subject.folder)))
+        )
+        return built.replace("{worktree}", worktree)
 
-    open_target(spec(None), accept).close()  # a bad target is found before anything is prepared
+    if "{kernel}" not in target:  # a bad target is found before anything is prepared (or built)
+        open_target(spec(None), accept).close()
 
     def measure(where: Path, name: str, subject: Subject) -> str:
         with RunProgress(plan, err) as progress:
