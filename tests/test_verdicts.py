@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import read_json, rtlab
@@ -126,3 +127,29 @@ def test_every_format_of_a_comparison_carries_the_verdicts(tmp_path):
     assert 'id="fig-verdicts"' in html.stdout  # each metric's difference with its interval
     table = rtlab("compare", str(base), str(spiky), "--labels", "old,new")
     assert "is the difference real?" in table.stdout and "exceedance" in table.stdout
+
+
+def _run(tail: int, samples: int = 100_000) -> dict:
+    """One run's load as compare reads it: TAIL samples at 500 µs, the rest at 10 µs."""
+    merged = {"values": [10, 500], "counts": [samples - tail, tail], "overflows": 0, "limit_us": 100_000}
+    return {"histograms": {"merged": merged}}
+
+
+@pytest.mark.unit
+def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
+    # three runs a side whose counts above the level vary far more than Poisson's: pooled as
+    # if one long run, 160 against 240 would be "worse" (p 1e-4); across runs it is not shown
+    base, new = [_run(k) for k in (10, 100, 50)], [_run(k) for k in (30, 150, 60)]
+    test = verdicts._exceedance(
+        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, verdicts.Margin()
+    )
+    assert test.test.startswith("quasi-Poisson"), test.test
+    assert test.p_value is not None and test.p_value > 0.05
+    assert test.interval[0] < 1 < test.interval[1]
+    # counts as steady as Poisson's keep the exact test, which finds the same ratio
+    base, new = [_run(k) for k in (50, 52, 48)], [_run(k) for k in (80, 79, 81)]
+    test = verdicts._exceedance(
+        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, verdicts.Margin()
+    )
+    assert test.test.startswith("exact Poisson") and test.p_value < 0.01
+    assert test.effect == pytest.approx(1.6, rel=0.01)

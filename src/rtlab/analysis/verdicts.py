@@ -9,9 +9,10 @@ how many repeats would settle it. Within a run the blocks of the time axis (thei
 --block) are the replicates of the block maxima: a Mann-Whitney U test, the shift of their
 median with a moving-block bootstrap interval. The tail is the rate of wake-ups later than a
 level (the deadline, else the baseline's p99.99): an exact Poisson rate-ratio test on the
-counts, or, when the blocks' exceedances are over-dispersed (storms: the dispersion check
-of `worst`), Fisher's exact test on the blocks above the level. No maximum is ever
-bootstrapped. The p-values of all loads and metrics are adjusted together (Holm), and a load
+counts; when the runs of a side (--repeat) differ more than Poisson's counts would, a
+quasi-Poisson test with whole runs as the replicates; when the blocks' exceedances are
+over-dispersed (storms: the dispersion check of `worst`), Fisher's exact test on the blocks
+above the level. No maximum is ever bootstrapped. The p-values of all loads and metrics are adjusted together (Holm), and a load
 whose time axis fails the stationarity gate on either side is refused, as `worst` refuses.
 
 Pure functions over summaries: no file is read here.
@@ -295,6 +296,18 @@ def _exceedance(
             se = math.sqrt(1 / xn - 1 / len(new_blocks) + 1 / xb - 1 / len(base_blocks))
             test.interval = (test.effect * math.exp(-1.96 * se), test.effect * math.exp(1.96 * se))
         return test
+    phi, df = _run_dispersion(base, new, level)
+    if phi > 1 and kb and kn:
+        # the runs' counts vary more than Poisson's: whole runs are the replicates of the rate
+        # (quasi-Poisson: the variance scaled by the runs' dispersion, t with its df)
+        log_ratio = math.log((kn / nn) / (kb / nb))
+        se = math.sqrt(phi * (1 / kn + 1 / kb))
+        t = float(stats.t.ppf(0.975, df))
+        test.test = f"quasi-Poisson rate ratio over whole runs (their counts over-dispersed, phi {phi:.3g})"
+        test.p_value = float(2 * stats.t.sf(abs(log_ratio) / se, df))
+        test.effect = math.exp(log_ratio)
+        test.interval = (math.exp(log_ratio - t * se), math.exp(log_ratio + t * se))
+        return test
     test.test = "exact Poisson rate-ratio test (conditional binomial) on the wake-ups above the level"
     share = nn / (nn + nb)
     result = stats.binomtest(kn, kn + kb, share)
@@ -308,6 +321,26 @@ def _exceedance(
     test.effect = ratio(kn / (kn + kb)) if kb else None
     test.interval = (ratio(ci.low), ratio(ci.high))
     return test
+
+
+def _run_dispersion(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], level: float
+) -> tuple[float, int]:
+    """(phi, df): how much more the runs' counts above LEVEL vary than Poisson's, each side at
+    its own rate (Pearson's chi-square over its degrees of freedom); (1, 0) without replicates."""
+    chi2, df = 0.0, 0
+    for side in (base, new):
+        counts = []
+        for entry in side:
+            v, c, o, _ = _histogram([entry])
+            counts.append((above(v, c, o, level), int(c.sum()) + o))
+        k, n = sum(x for x, _ in counts), sum(y for _, y in counts)
+        if len(counts) < 2 or k == 0 or n == 0:
+            continue
+        rate = k / n
+        chi2 += sum((x - y * rate) ** 2 / (y * rate) for x, y in counts if y)
+        df += len(counts) - 1
+    return (max(1.0, chi2 / df), df) if df else (1.0, 0)
 
 
 # --- verdicts ------------------------------------------------------------------------------

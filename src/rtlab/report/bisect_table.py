@@ -32,7 +32,7 @@ def _test(t: dict[str, Any]) -> str:
 
 
 def verdict_cell(brief: dict[str, Any] | None) -> str:
-    """Per load: the verdict and the metric that decided it (else the first with an interval)."""
+    """Per load: the verdict and the metrics that decided it (else the first with an interval)."""
     if not brief:
         return ""
     said = []
@@ -40,8 +40,8 @@ def verdict_cell(brief: dict[str, Any] | None) -> str:
         tests = v.get("tests", [])
         deciding = [t for t in tests if t.get("verdict") == v["verdict"] and t.get("effect") is not None]
         tested = [t for t in tests if (t.get("interval") or [None])[0] is not None]
-        shown = (deciding or tested or tests)[:1]
-        said.append(f"{load} {v['verdict']}" + (f": {_test(shown[0])}" if shown else ""))
+        shown = deciding or (tested or tests)[:1]
+        said.append(f"{load} {v['verdict']}" + (f": {', '.join(_test(t) for t in shown)}" if shown else ""))
     return printable("; ".join(said), lines=False)
 
 
