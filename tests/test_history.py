@@ -199,6 +199,47 @@ def test_a_regression_is_found_confirmed_and_gated(runs, db):
     assert verdicts["verdict"] == "worse"
 
 
+def test_the_gate_holds_a_regression_until_it_is_accepted(runs, db):
+    """Five quiet runs, then five busy ones: the newest is as bad as the four before it, so
+    judged against them alone it passes; the regression at the first busy run still stands
+    since the first run, and keeps the gate closed until it is accepted."""
+    assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
+    gated = history(db, "regressions", "--metric", "p99.9", "--gate", "--format", "json")
+    assert gated.returncode == 1, gated.stderr
+    changes = json.loads(gated.stdout)["changes"]
+    assert [c["kind"] for c in changes if c["newest"]] != ["regression"]  # the old gate's blind spot
+    holding = [c for c in changes if c["holds_gate"] and not c["newest"]]
+    assert runs.busy / "repeat-1" in {Path(c["path"]) for c in holding}
+    said = gated.stderr.strip().splitlines()
+    assert len(said) == len(holding)
+    assert any(
+        f"the regression at {runs.busy / 'repeat-1'}" in line and "rtlab history accept" in line
+        for line in said
+    )
+    # accepted, each with its reason: the gate opens, the trend says so, a rebuild keeps it
+    for c in holding:
+        done = history(
+            db, "accept", c["path"], "--load", c["load"], "--reason", "the new scheduler, on purpose"
+        )
+        assert done.returncode == 0, done.stderr
+    assert history(db, "regressions", "--metric", "p99.9", "--gate").returncode == 0
+    trend = history(db, "trend", "--metric", "p99.9", "--format", "json")
+    marked = [p["change"] for p in json.loads(trend.stdout)["loads"]["work"] if p["change"]]
+    assert any((m.get("accepted") or {}).get("reason") == "the new scheduler, on purpose" for m in marked)
+    assert history(db, "rebuild").returncode == 0
+    assert history(db, "regressions", "--metric", "p99.9", "--gate").returncode == 0
+    # a reason is needed, and one line says so
+    done = history(db, "accept", str(runs.busy / "repeat-1"), "--load", "work", "--reason", " ")
+    assert done.returncode == 2 and "--reason is empty" in done.stderr
+
+
+def test_a_later_baseline_opens_the_gate(runs, db):
+    assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
+    assert history(db, "regressions", "--metric", "p99.9", "--gate").returncode == 1
+    assert history(db, "baseline", "set", str(runs.busy / "repeat-2")).returncode == 0
+    assert history(db, "regressions", "--metric", "p99.9", "--gate").returncode == 0
+
+
 def test_concurrent_writers_lose_nothing(runs, db):
     procs = [
         subprocess.Popen(
@@ -307,6 +348,20 @@ def test_a_newer_store_is_one_line(tmp_path, runs):
     done = history(str(db), "list")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "schema version 99, newer than this rtlab's" in done.stderr
+
+
+def test_a_store_of_the_first_version_is_migrated(tmp_path, runs):
+    """A store written before acceptances (schema 1) gains their table when opened, its runs kept."""
+    db = tmp_path / "history.db"
+    assert history(str(db), "add", str(runs.busy)).returncode == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE accepted")
+        conn.execute("UPDATE rtlab_meta SET value = '1' WHERE key = 'schema_version'")
+    assert len(listed(str(db))) == 5
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT value FROM rtlab_meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    done = history(str(db), "accept", str(runs.busy / "repeat-1"), "--load", "work", "--reason", "known")
+    assert done.returncode == 0, done.stderr
 
 
 def test_bad_history_input_is_one_line(tmp_path, runs):

@@ -12,8 +12,9 @@ level (the deadline, else the baseline's p99.99): an exact Poisson rate-ratio te
 counts; when the runs of a side (--repeat) differ more than Poisson's counts would, a
 quasi-Poisson test with whole runs as the replicates; when the blocks' exceedances are
 over-dispersed (storms: the dispersion check of `worst`), Fisher's exact test on the blocks
-above the level. No maximum is ever bootstrapped. The p-values of all loads and metrics are adjusted together (Holm), and a load
-whose time axis fails the stationarity gate on either side is refused, as `worst` refuses.
+above the level. No maximum is ever bootstrapped. The p-values of all loads and metrics are
+adjusted together (Holm), and a load whose time axis fails the stationarity gate on either
+side is refused, as `worst` refuses.
 
 Pure functions over summaries: no file is read here.
 """

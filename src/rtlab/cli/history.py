@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from rtlab.cli.options import shown_name
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
 from rtlab.units import parse_latency
@@ -187,11 +188,11 @@ def _changes(store: Store, board: str, rows: dict[str, list[dict[str, Any]]], me
         except (UsageError, OSError):
             return None
 
-    found = []
+    found, accepted = [], store.accepted(board)
     for load, series in rows.items():
         level = trend.level_of(series, level_us)
         found += changes.regressions(
-            board, load, series, metric, level, load_summary, store.baseline(board, load)
+            board, load, series, metric, level, load_summary, store.baseline(board, load), None, accepted
         )
     return found
 
@@ -247,7 +248,10 @@ def regressions(
     metric: Metric = "p99.99",
     level: Level = None,
     gate: Annotated[
-        bool, typer.Option("--gate", help="exit 1 when the newest run is a confirmed regression")
+        bool,
+        typer.Option(
+            "--gate", help="exit 1 while a confirmed regression stands since the baseline (until accepted)"
+        ),
     ] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
     output: Output = None,
@@ -271,13 +275,43 @@ def regressions(
         emit(shown.text(shown.changes_table(found, metric)), output)
     else:
         console.print(shown.changes_table(found, metric))
-    failing = [c for c in found if c.newest and c.kind == "regression"]
+    failing = [c for c in found if c.holds]
     if gate and failing:
         for c in failing:
-            err.print(
-                f"rtlab: {c.board} {c.load}: the newest run is a regression: {c.reason}", highlight=False
-            )
+            err.print(f"rtlab: {c.board} {c.load}: {_holding(c)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
+
+
+def _holding(c: Any) -> str:
+    """Why the gate is closed, and how to open it."""
+    if c.newest:
+        return f"the newest run is a regression: {c.reason}"
+    return (
+        f"the regression at {c.run['path']} (kernel {c.run['kernel']}) stands since the baseline: "
+        f"{c.reason}; "
+        f"accept it with `rtlab history accept {c.run['path']} --load {c.load} --reason TEXT`, "
+        "or set a later baseline (rtlab history baseline set RUN)"
+    )
+
+
+@app.command("accept")
+def accept(
+    run: Annotated[
+        Path, typer.Argument(metavar="RUN", help="the first run after the change, as regressions names it")
+    ],
+    load: Annotated[str, typer.Option(help="the load the regression is in")],
+    reason: Annotated[
+        str, typer.Option(help="why it is accepted (kept, and shown in the trend)", callback=shown_name)
+    ],
+    db: Db = None,
+) -> None:
+    """Accept a confirmed regression: it no longer keeps the gate closed (the reason is kept)."""
+    if not reason.strip():
+        raise UsageError("--reason is empty: say why the regression is accepted")
+    with opened(db) as store:
+        found = store.accept(run, load, reason.strip())
+    err.print(f"{found['board']} {load}: the regression at {found['path']} is accepted: {reason.strip()}",
+              highlight=False)  # fmt: skip
 
 
 @app.command("rebuild")

@@ -8,7 +8,13 @@ compared from their folders with rtlab's own verdicts (whole runs as replicates,
 corrected). A point the comparison confirms is a regression (worse) or an improvement
 (better); one it cannot confirm, or with too few runs a side, is "suspected", with why.
 The newest run is also compared with the board's baseline (else the runs before it since
-the last change): the gate.
+the last change).
+
+The gate forgets nothing: it stays closed while a confirmed regression stands between the
+baseline (the first run when none is set) and the newest run, not only while the newest run
+is worse than the runs just before it (which, a run after the change, are as bad as it). A
+regression stands until it is accepted (`history accept`, with a reason, kept in the store),
+a later baseline is set, or a later confirmed improvement on the same load undoes it.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class Change:
     p_value: float | None
     reason: str
     newest: bool = False  # the gate's comparison of the newest run, not an Otava change point
+    accepted: dict[str, Any] | None = None  # a regression someone accepted: reason and when
+    holds: bool = False  # a regression that keeps the gate closed
 
 
 def change_points(values: Sequence[float]) -> list[tuple[int, float, float, float]]:
@@ -93,9 +101,10 @@ def regressions(
     load_summary: Loader,
     baseline: dict[str, Any] | None = None,
     margin: verdicts.Margin | None = None,
+    accepted: dict[tuple[str, str], dict[str, Any]] | None = None,
 ) -> list[Change]:
     """The change points of one board's and load's series (rows oldest first), judged, and
-    the newest run against the baseline."""
+    the newest run against the baseline; the regressions that hold the gate marked."""
     usable = [(r, v) for r in rows if (v := run_value(r, metric, level)) is not None]
     series = [r for r, _ in usable]
     cps = change_points([v for _, v in usable])
@@ -128,7 +137,25 @@ def regressions(
         kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
         found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
                             f"newest against {said}: {why}", newest=True))  # fmt: skip
+    _standing(found, series, baseline, accepted or {})
     return found
+
+
+def _standing(found: list[Change], series: list[dict[str, Any]], baseline: dict[str, Any] | None,
+              accepted: dict[tuple[str, str], dict[str, Any]]) -> None:  # fmt: skip
+    """Which confirmed regressions still stand: after the baseline (else the first run), not
+    accepted, not undone by a later confirmed improvement; and the newest run's own."""
+    start = next((i for i, r in enumerate(series) if baseline is not None and r["id"] == baseline["id"]), 0)
+    points = [c for c in found if not c.newest]
+    for c in points:
+        if c.kind != "regression":
+            continue
+        c.accepted = accepted.get((c.load, c.run["uid"]))
+        undone = any(later.kind == "improvement" and later.index > c.index for later in points)
+        c.holds = c.index > start and c.accepted is None and not undone
+    for c in found:
+        if c.newest:
+            c.holds = c.kind == "regression"
 
 
 def mark(points: Sequence[Point], found: Sequence[Change]) -> None:
@@ -136,4 +163,4 @@ def mark(points: Sequence[Point], found: Sequence[Change]) -> None:
     for change in found:
         for point in points:
             if not change.newest and any(r["id"] == change.run["id"] for r in point.runs):
-                point.change = {"kind": change.kind, "reason": change.reason}
+                point.change = {"kind": change.kind, "reason": change.reason, "accepted": change.accepted}

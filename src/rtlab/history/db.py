@@ -256,6 +256,28 @@ class Store:
             conn.execute(sa.insert(schema.baselines).values(board=run["board"], load=where, run_id=run["id"]))
         return run
 
+    def accept(self, path: Path, load: str, reason: str) -> dict[str, Any]:
+        """The regression whose first run is PATH, on LOAD, accepted: it no longer closes the gate."""
+        run = self.run_at(path)
+        if run is None:
+            raise UsageError(f"{path} is not in the history store: give the run `history regressions` names")
+        a = schema.accepted
+        row = {"board": run["board"], "load": load, "run_uid": run["uid"], "reason": reason,
+               "accepted_at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(a).where(a.c.board == row["board"], a.c.load == load, a.c.run_uid == run["uid"])
+            )
+            conn.execute(sa.insert(a).values(**row))
+        return {**run, **row}
+
+    def accepted(self, board: str) -> dict[tuple[str, str], dict[str, Any]]:
+        """The board's accepted regressions: (load, run uid) -> reason and when."""
+        a = schema.accepted
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(a).where(a.c.board == board)).all()
+        return {(r.load, r.run_uid): {"reason": r.reason, "at": r.accepted_at} for r in rows}
+
     # --- reading ------------------------------------------------------------------------
 
     def run_at(self, path: Path) -> dict[str, Any] | None:

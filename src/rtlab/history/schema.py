@@ -2,7 +2,8 @@
 
 One row per run (what identifies its board, kernel and plan), one per load and CPU ("all":
 the CPUs merged) with the summary's statistics, the histograms (sparse, as JSON lists) and
-the block maxima of the time axis; a baseline per board and load. A store written by a
+the block maxima of the time axis; a baseline per board and load; the regressions accepted
+(they no longer close the gate). A store written by a
 newer rtlab is refused, an older one is migrated in place, each step in one transaction.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-VERSION = 1
+VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -113,8 +114,22 @@ baselines = sa.Table(
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
 )
 
+# A confirmed regression someone accepted (rtlab history accept): it no longer keeps the gate
+# closed. Keyed by the run's uid, not its row, so that a rebuild of the index keeps it.
+accepted = sa.Table(
+    "accepted",
+    metadata,
+    sa.Column("board", sa.String(200), primary_key=True),
+    sa.Column("load", sa.String(100), primary_key=True),
+    sa.Column("run_uid", sa.String(200), primary_key=True),  # the first run after the change
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("accepted_at", sa.String(40), nullable=False),  # UTC, ISO 8601
+)
+
 # Version N -> N+1, run in one transaction when a store older than VERSION is opened.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    1: lambda conn: accepted.create(conn),  # 1 -> 2: acceptances
+}
 
 
 class NewerStore(Exception):

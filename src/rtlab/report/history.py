@@ -88,10 +88,15 @@ def trend_table(board: str, load: str, metric: str, level: float | None, found: 
         table.add_column(heading, overflow="fold")
     for p in found:
         interval = _interval(p, metric)
-        change = Text(p.change["kind"], KIND_STYLE.get(p.change["kind"], "")) if p.change else Text("")
+        change = Text(_marked(p.change), KIND_STYLE.get(p.change["kind"], "")) if p.change else Text("")
         table.add_row(Text(p.kernel), Text(when(p.first)), str(len(p.runs)), _value(p, metric), interval,
                       change, Text(p.note))  # fmt: skip
     return table
+
+
+def _marked(change: dict[str, Any]) -> str:
+    accepted = change.get("accepted")
+    return f"{change['kind']} (accepted: {accepted['reason']})" if accepted else str(change["kind"])
 
 
 def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, list[Point]]) -> str:
@@ -113,14 +118,22 @@ def changes_table(found: Sequence[Change], metric: str) -> Table:
         means = "newest run" if c.newest else f"{number(c.before, metric)} → {number(c.after, metric)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
         table.add_row(Text(c.board), Text(c.load), Text(when(c.run["started"])), Text(c.run["kernel"]),
-                      Text(c.kind, KIND_STYLE.get(c.kind, "")), means, p, Text(c.reason))  # fmt: skip
+                      Text(kind(c), KIND_STYLE.get(c.kind, "")), means, p, Text(c.reason))  # fmt: skip
     return table
+
+
+def kind(c: Change) -> str:
+    """A change's kind, and whether it keeps the gate closed or was accepted (and why)."""
+    if c.accepted is not None:
+        return f"{c.kind}, accepted: {c.accepted['reason']}"
+    return f"{c.kind}, holds the gate" if c.holds and not c.newest else c.kind
 
 
 def changes_json(found: Sequence[Change]) -> str:
     doc = [{"board": c.board, "load": c.load, "run": c.run["uid"], "path": c.run["path"],
             "kernel": c.run["kernel"], "kind": c.kind, "newest": c.newest, "mean_before": c.before,
-            "mean_after": c.after, "p_value": c.p_value, "reason": c.reason} for c in found]  # fmt: skip
+            "mean_after": c.after, "p_value": c.p_value, "reason": c.reason, "holds_gate": c.holds,
+            "accepted": c.accepted} for c in found]  # fmt: skip
     return json.dumps({"changes": doc}, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -225,10 +238,10 @@ def trend_html(
                 "points": [{"kernel": p.kernel, "first": when(p.first), "runs": len(p.runs),
                             "value": _value(p, metric),
                             "interval": _interval(p, metric),
-                            "change": p.change["kind"] if p.change else "", "note": p.note} for p in found],
+                            "change": _marked(p.change) if p.change else "", "note": p.note} for p in found],
             })  # fmt: skip
     return _env.get_template("history.html.j2").render(
         version=__version__, board=board, metric=metric, unit=UNITS[metric], level=level, sections=sections,
-        changes=[{"load": c.load, "run": when(c.run["started"]), "kernel": c.run["kernel"], "kind": c.kind,
+        changes=[{"load": c.load, "run": when(c.run["started"]), "kernel": c.run["kernel"], "kind": kind(c),
                   "reason": c.reason} for c in changes],
     )  # fmt: skip
