@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtlab.bisect.measured import READY, SKIPPED
-from rtlab.errors import RunFailed
+from rtlab.errors import RunFailed, Stopped
 
 MANIFEST = "build-manifest.json"
 
@@ -48,6 +48,8 @@ def prepare(how: KernelBuild, folder: Path, source: Path | None, fragments: tupl
     request = recipe.Request(how.board, how.preempt, extra=tuple(f.resolve() for f in fragments))
     try:
         recipe.build(request, out, cache_dir(), source)
+    except KeyboardInterrupt:
+        raise Stopped(f"interrupted while building {out}: run the same command again to go on") from None
     except RunFailed as e:
         with open(folder / "prepare.log", "a", encoding="utf-8") as log:
             log.write(f"kernel build refused: {e}\n")
