@@ -336,13 +336,20 @@ def test_out_dot_never_touches_other_runs_on_the_board(board, tmp_path):
     assert (others / "events").read_text() == "@rtlab load-start load=idle seconds=600\n"
 
 
-def test_collect_says_exactly_what_is_missing(board, tmp_path):
+def test_collect_of_a_whole_run_says_so_and_of_a_cut_one_what_is_missing(board, tmp_path):
     out = tmp_path / "home-already"
-    assert rtlab(*run_args(out, "idle", "1s", "--target", "ssh://board"), env=board.env).returncode == 0
+    assert rtlab(*run_args(out, "idle,cpu", "1s", "--target", "ssh://board"), env=board.env).returncode == 0
     remote = read_json(out / "run.json")["remote"]
+    before = (out / "run.json").read_bytes()
+    done = rtlab("collect", str(out), env=board.env)
+    assert done.returncode == 0, done.stderr
+    assert "is whole: its results came home already" in done.stderr and "gone" not in done.stderr
+    assert (out / "run.json").read_bytes() == before  # nothing rewritten
+    # a load's results lost here since: the board has nothing left, and collect says what is missing
+    (out / "loads/cpu/cyclictest.json").unlink()
     done = rtlab("collect", str(out), env=board.env)
     assert done.returncode == 3
-    assert f"has no {remote}" in done.stderr and "this run holds idle of idle" in done.stderr
+    assert f"has no {remote}" in done.stderr and "this run holds idle of idle, cpu" in done.stderr
     assert "tar" not in done.stderr and "again later" not in done.stderr
 
 

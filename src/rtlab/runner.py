@@ -54,6 +54,7 @@ class Outcome:
     run: RunDir
     summary: Summary
     interrupted: bool = False
+    note: str | None = None  # what the command says first (collect: the run was whole already)
 
 
 @dataclass
@@ -564,6 +565,11 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
             raise UsageError(f"{path} was measured on {target.name}: only board runs can be collected later")
         if not target.holds(remote):
             held = [load for load in manifest["plan"]["loads"] if run.raw_load(load).cyclictest is not None]
+            whole = held == list(manifest["plan"]["loads"]) and not (run.path / rundir.COLLECT_ERROR).exists()
+            if whole and manifest.get("status") in ("complete", "partial", "failed"):
+                # collected already (or never cut off): nothing is missing, nothing is gone
+                said = f"{path} is whole: its results came home already, nothing is left on {target.name}"
+                return Outcome(run, store.summary(run.path), note=said)
             raise RunFailed(
                 f"{target.name} has no {remote} (the board rebooted, or it was collected or removed): "
                 f"its results are gone; this run holds {', '.join(held) or 'no load'} "

@@ -202,7 +202,10 @@ def collect(
     """Fetch the results of an SSH run whose connection dropped, once the board is reachable."""
     from rtlab.runner import collect as collect_run
 
-    conclude(collect_run(run_dir, accept_new_host_key))
+    outcome = collect_run(run_dir, accept_new_host_key)
+    if outcome.note:
+        err.print(outcome.note, highlight=False)
+    conclude(outcome)
 
 
 def register(app: typer.Typer) -> None:
