@@ -266,3 +266,18 @@ def test_segments_are_whole_cyclictest_runs(shell, busybox_path, tmp_path):
         done.stdout.splitlines()[-1].startswith("@rtlab done")
         and "status=complete" in done.stdout.splitlines()[-1]
     )
+
+
+def test_sysinfo_reads_the_config_without_a_temporary_file(tmp_path):
+    """The kernel's config is streamed, never copied to a temporary file that an interrupted
+    agent would leave behind ($TMPDIR/rtlab-config.* once): with no $TMPDIR to write in, every
+    option is still read, and a writable one stays empty."""
+    for tmpdir in (tmp_path / "absent", tmp_path):
+        done = subprocess.run(["sh", str(AGENT), "sysinfo"], capture_output=True, text=True,
+                              env={**os.environ, "TMPDIR": str(tmpdir)}, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        config = json.loads(done.stdout)["config"]
+        if config["source"] is None:
+            pytest.skip("this kernel offers no config (/proc/config.gz, /boot/config-*)")
+        assert config["options"], config
+    assert list(tmp_path.iterdir()) == []

@@ -359,3 +359,22 @@ def test_one_archive_of_several_keeps_every_file_and_the_later_one_wins(tmp_path
         "b": b"new!",
         "c": b"",
     }
+
+
+@pytest.mark.unit
+def test_a_killed_hosts_initramfs_is_removed_by_the_next_guest(tmp_path):
+    """A host killed with SIGKILL cannot remove its guest's initramfs (35 MB); the next guest's
+    scratch folder takes the place of every one whose process is gone, and of no live one."""
+    from rtlab.results import liveness
+
+    base = tmp_path / "qemu" / "scratch"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = base / f"{gone.pid}-12345-abc"
+    dead.mkdir(parents=True)
+    (dead / "initrd.cpio").write_bytes(b"\0" * 1024)
+    ours = liveness.scratch(base)
+    assert not dead.exists()
+    assert ours.is_dir() and ours.name.startswith(f"{os.getpid()}-")
+    again = liveness.scratch(base)  # a second guest of this live process: the first one stays
+    assert ours.is_dir() and again.is_dir() and again != ours

@@ -30,6 +30,23 @@ def _boot_id() -> str | None:
         return None
 
 
+def scratch(base: Path) -> Path:
+    """A new folder of this process's own under BASE, named by its PID and start time; the
+    folders there of processes that are gone (killed before they could remove theirs) are
+    removed first. For what a host writes only for itself (a guest's initramfs)."""
+    import shutil
+    import tempfile
+
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.iterdir():
+        pid, _, rest = old.name.partition("-")
+        start = rest.partition("-")[0]
+        if pid.isdigit() and start.isdigit() and _start_ticks(int(pid)) != start:
+            shutil.rmtree(old, ignore_errors=True)
+    me = os.getpid()
+    return Path(tempfile.mkdtemp(prefix=f"{me}-{_start_ticks(me) or 'x'}-", dir=base))
+
+
 def this_process() -> dict[str, Any]:
     """What run.json records about the host process."""
     pid = os.getpid()

@@ -26,28 +26,35 @@ tool_version() {
 	esac
 }
 
-config_text() {
+# Where the kernel's config is read from (CONFIG_SOURCE), or what is missing. Read in this
+# shell, not in a pipeline's, so that both stay set; the config itself is streamed, never
+# copied to a file that an interrupted agent would leave behind.
+config_source() {
 	release=$(uname -r)
+	CONFIG_SOURCE=
 	if [ -r "$ROOT/proc/config.gz" ]; then
 		CONFIG_SOURCE=/proc/config.gz
-		gzip -dc "$ROOT/proc/config.gz" 2>/dev/null
 	elif [ -r "$ROOT/boot/config-$release" ]; then
 		CONFIG_SOURCE=/boot/config-$release
-		cat "$ROOT/boot/config-$release"
 	else
 		MISSING="$MISSING /proc/config.gz /boot/config-$release"
 	fi
 }
 
+config_text() {
+	case $CONFIG_SOURCE in
+	/proc/config.gz) gzip -dc "$ROOT/proc/config.gz" 2>/dev/null ;;
+	?*) cat "$ROOT$CONFIG_SOURCE" ;;
+	esac
+}
+
 config_json() {
-	CONFIG_SOURCE=
-	tmp=$(mktemp "${TMPDIR:-/tmp}/rtlab-config.XXXXXX") || tmp=/dev/null
-	config_text >"$tmp"
+	config_source
 	printf '{"source": '
 	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
 	printf ', "options": {'
 	sep=
-	grep -E "$CONFIG_RE" "$tmp" | sed -e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/' |
+	config_text | grep -E "$CONFIG_RE" | sed -e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/' |
 		while IFS='=' read -r key value; do
 			printf '%s' "$sep"
 			json_str "$key"
@@ -56,7 +63,6 @@ config_json() {
 			sep=', '
 		done
 	printf '}}'
-	[ "$tmp" = /dev/null ] || rm -f "$tmp"
 }
 
 cpu_model() {

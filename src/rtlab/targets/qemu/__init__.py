@@ -26,7 +26,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from rtlab.boundary import unpack
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import rundir
+from rtlab.results import liveness, rundir
 from rtlab.results.events import Event, Kind, line, parse
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.system.files import AgentFiles
@@ -159,7 +158,9 @@ class QemuTarget:
         self.cache = cache or cache_dir()
         self.console: Console | None = None
         self.boot: _Boot | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="rtlab-qemu-")
+        # in the cache, not /tmp: a host killed with SIGKILL leaves its 35 MB initramfs there,
+        # and the next guest of any rtlab removes it
+        self._tmp = liveness.scratch(self.cache / "qemu" / "scratch")
         self._remote: str | None = None
         self._limits = unpack.Limits.for_plan(None)
         self._refused: list[str] = []  # results the guest streamed beyond the caps
@@ -207,7 +208,7 @@ class QemuTarget:
         return [base, initramfs.overlay(self._kernel_config(kernel)), *user]
 
     def _initrd(self, kernel: Path) -> Path:
-        out = Path(self._tmp.name) / "initrd.cpio"
+        out = self._tmp / "initrd.cpio"
         with out.open("wb") as f:
             for part in self._initrd_parts(kernel):
                 if isinstance(part, bytes):
@@ -451,4 +452,4 @@ class QemuTarget:
         if self.console is not None:
             self.console.close()
             self.console = None
-        self._tmp.cleanup()
+        shutil.rmtree(self._tmp, ignore_errors=True)
