@@ -3,8 +3,9 @@ source, each revision or configuration built by `--kernel-build` and booted in
 qemu-system-riscv64.
 
 - bisect: a series of 8 patches on the source (a git repository made of it here), one of which
-  adds a periodic interrupts-off delay (5 ms of every 20 ms, with local_irq_save: large enough
-  to stand out of software emulation's own noise); rtlab bisect must name that patch.
+  adds a periodic interrupts-off delay (20 ms of every 50 ms, with local_irq_save: large enough
+  to stand out of software emulation's own noise, whose p99 is several ms); rtlab bisect must
+  name that patch.
 - sweep: a lock-debugging option (CONFIG_PROVE_LOCKING, expected worse) and a harmless one
   (CONFIG_LOCALVERSION, expected same or unknown) on the same build; the table is in
   docs/which-change.md.
@@ -34,9 +35,9 @@ pytestmark = [
 ]  # fmt: skip
 
 TARGET = "qemu:kernel={kernel},arch=riscv64"
-RUN = ("--loads", "idle", "--duration", "5s", "--settle", "1s")
+RUN = ("--loads", "idle", "--duration", "10s", "--settle", "1s")
 DELAY = """// SPDX-License-Identifier: GPL-2.0
-/* A planted regression for rtlab's bisection test: every 20 ms, 5 ms with interrupts off. */
+/* A planted regression for rtlab's bisection test: every 50 ms, 20 ms with interrupts off. */
 #include <linux/delay.h>
 #include <linux/init.h>
 #include <linux/irqflags.h>
@@ -51,14 +52,14 @@ static void irqoff_delay(struct work_struct *work)
 \tunsigned long flags;
 
 \tlocal_irq_save(flags);
-\tmdelay(5);
+\tmdelay(20);
 \tlocal_irq_restore(flags);
-\tschedule_delayed_work(&irqoff_work, msecs_to_jiffies(20));
+\tschedule_delayed_work(&irqoff_work, msecs_to_jiffies(50));
 }
 
 static int __init irqoff_delay_init(void)
 {
-\tschedule_delayed_work(&irqoff_work, msecs_to_jiffies(20));
+\tschedule_delayed_work(&irqoff_work, msecs_to_jiffies(50));
 \treturn 0;
 }
 late_initcall(irqoff_delay_init);
