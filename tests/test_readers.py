@@ -534,6 +534,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rtlab"
 # Modules that read the host's own files, never a target's or a run folder's: each with why.
 HOST_FILES = {
     "agent/__init__.py": "the agent's own parts, shipped with rtlab",
+    "bisect/builds.py": "the kernel build's log, which it writes itself",
+    "bisect/measured.py": "the prepare command's log, which it writes itself",
+    "bisect/variants.py": "the user's Kconfig fragments",
     "cli/kernel.py": "the user's kernel config fragments",
     "cli/lava.py": "the user's job file",
     "cli/system.py": "the user's kernel config",

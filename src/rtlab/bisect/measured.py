@@ -198,7 +198,10 @@ def carry(doc: dict[str, Any], before: dict[str, Any], out: Path, same: tuple[st
     answers, where each confirmation began), once the options SAME are found to be as before."""
     import json
 
-    differ = [k for k in same if before.get(k) != json.loads(json.dumps(doc[k]))]
+    # as JSON both: a tuple of the options and the list it was saved as are the same
+    differ = [
+        k for k in same if json.dumps(before.get(k), sort_keys=True) != json.dumps(doc[k], sort_keys=True)
+    ]
     if differ:
         said = ", ".join(differ)
         raise UsageError(
