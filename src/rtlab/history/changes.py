@@ -125,27 +125,34 @@ def regressions(
             verdict, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
             kind = KINDS.get(verdict, "suspected")
         found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
-    if len(series) >= 2:
+    # a regression accepted since the baseline is the new level: the newest run is judged
+    # against the runs after it, not against a baseline from before it
+    start = next((i for i, r in enumerate(series) if baseline is not None and r["id"] == baseline["id"]), 0)
+    taken = [c.index for c in found if c.kind == "regression" and c.index > start
+             and (accepted or {}).get((load, c.run["uid"])) is not None]  # fmt: skip
+    if len(series) >= 2 and (not taken or max(taken) < len(series) - 1):
         newest = series[-1]
-        reference = [baseline] if baseline is not None and baseline["id"] != newest["id"] else None
+        reference = (
+            [baseline] if baseline is not None and baseline["id"] != newest["id"] and not taken else None
+        )
         said = "the baseline"
         if reference is None:
-            last = bounds[-2] if bounds[-2] < len(series) - 1 else 0  # the last change, else none
-            start = max(last, len(series) - 1 - SIDE)
-            reference, said = series[start:-1], f"the {len(series) - 1 - start} run(s) before it"
+            last = (
+                max(taken) if taken else bounds[-2] if bounds[-2] < len(series) - 1 else 0
+            )  # the last change
+            first = max(last, len(series) - 1 - SIDE)
+            reference, said = series[first:-1], f"the {len(series) - 1 - first} run(s) before it"
         verdict, why = _judge(load, reference, [newest], load_summary, margin or verdicts.Margin())
         kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
         found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
                             f"newest against {said}: {why}", newest=True))  # fmt: skip
-    _standing(found, series, baseline, accepted or {})
+    _standing(found, start, accepted or {})
     return found
 
 
-def _standing(found: list[Change], series: list[dict[str, Any]], baseline: dict[str, Any] | None,
-              accepted: dict[tuple[str, str], dict[str, Any]]) -> None:  # fmt: skip
-    """Which confirmed regressions still stand: after the baseline (else the first run), not
-    accepted, not undone by a later confirmed improvement; and the newest run's own."""
-    start = next((i for i, r in enumerate(series) if baseline is not None and r["id"] == baseline["id"]), 0)
+def _standing(found: list[Change], start: int, accepted: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Which confirmed regressions still stand: after the baseline (START, else the first run),
+    not accepted, not undone by a later confirmed improvement; and the newest run's own."""
     points = [c for c in found if not c.newest]
     for c in points:
         if c.kind != "regression":
