@@ -45,24 +45,25 @@ class Ends:
     reason: str
 
 
+def shown(test: Mapping[str, Any]) -> str:
+    """One metric of compare's, in a few words: 'p99 +4810 µs [+4530, +5100]', 'exceedance x4.1
+    [2.5, 6]' (a ratio of rates), 'p99.99 untested'."""
+    effect, (lo, hi) = test.get("effect"), test.get("interval") or (None, None)
+    if effect is None:
+        return f"{test['metric']} untested"
+    both = lo is not None and hi is not None
+    if test.get("unit") == "ratio":
+        return f"{test['metric']} x{effect:.3g}" + (f" [{lo:.3g}, {hi:.3g}]" if both else "")
+    return f"{test['metric']} {effect:+.0f} µs" + (f" [{lo:+.0f}, {hi:+.0f}]" if both else "")
+
+
 def evidence(verdict: Mapping[str, Any], wanted: str | None = None) -> str:
-    """The tests behind a load's verdict, in a few words: 'p99 +4810 µs [4530, 5100]'.
-    With WANTED, only the metrics of that verdict (the ones that decided it)."""
-    said = []
-    for t in verdict.get("tests", []):
-        if wanted is not None and t.get("verdict") != wanted:
-            continue
-        effect, (lo, hi) = t.get("effect"), t.get("interval") or (None, None)
-        if effect is None:
-            continue
-        if t.get("unit") == "ratio":
-            shown = f"{t['metric']} x{effect:.3g}"
-            shown += f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
-        else:
-            shown = f"{t['metric']} {effect:+.0f} µs"
-            shown += f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else ""
-        said.append(shown)
-    return ", ".join(said)
+    """The tests behind a load's verdict that have an effect; with WANTED, only the metrics of
+    that verdict (the ones that decided it)."""
+    tests = verdict.get("tests", [])
+    return ", ".join(
+        shown(t) for t in tests if t.get("effect") is not None and wanted in (None, t.get("verdict"))
+    )
 
 
 def ends(found: Verdicts, loads: Sequence[str] | None = None) -> Ends:
@@ -85,12 +86,10 @@ def ends(found: Verdicts, loads: Sequence[str] | None = None) -> Ends:
 def _distance(test: Mapping[str, Any], sign: float) -> tuple[float, float] | None:
     """(least, most) distance of a subject from an end in one metric, from the interval of
     compare's effect (µs, or the log of a ratio); SIGN -1 for an effect against the bad end."""
-    lo, hi = test.get("interval") or (None, None)
-    if lo is None or hi is None:
+    span = _span(test)
+    if span is None:
         return None
-    if test.get("unit") == "ratio":
-        lo, hi = (math.log(x) if x > 0 else -math.inf for x in (lo, hi))
-    near, far = sorted((sign * lo, sign * hi))
+    near, far = sorted((sign * span[0], sign * span[1]))
     return near, far
 
 

@@ -11,24 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from rtlab import __version__
+from rtlab.bisect.search import shown
 from rtlab.boundary.untrusted import printable
 
 COLUMNS = ("#", "Revision", "Subject", "Runs", "Standing", "Against good", "Against bad")
 _env = Environment(
     loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
 )
-
-
-def _test(t: dict[str, Any]) -> str:
-    effect, (lo, hi) = t.get("effect"), t.get("interval") or (None, None)
-    if effect is None:
-        return f"{t['metric']} untested"
-    if t.get("unit") == "ratio":
-        shown = f"{t['metric']} x{effect:.3g}"
-        return shown + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
-    return f"{t['metric']} {effect:+.0f} µs" + (
-        f" [{lo:+.0f}, {hi:+.0f}]" if lo is not None and hi is not None else ""
-    )
 
 
 def verdict_cell(brief: dict[str, Any] | None) -> str:
@@ -40,8 +29,8 @@ def verdict_cell(brief: dict[str, Any] | None) -> str:
         tests = v.get("tests", [])
         deciding = [t for t in tests if t.get("verdict") == v["verdict"] and t.get("effect") is not None]
         tested = [t for t in tests if (t.get("interval") or [None])[0] is not None]
-        shown = deciding or (tested or tests)[:1]
-        said.append(f"{load} {v['verdict']}" + (f": {', '.join(_test(t) for t in shown)}" if shown else ""))
+        picked = deciding or (tested or tests)[:1]
+        said.append(f"{load} {v['verdict']}" + (f": {', '.join(shown(t) for t in picked)}" if picked else ""))
     return printable("; ".join(said), lines=False)
 
 
