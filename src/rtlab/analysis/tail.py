@@ -243,9 +243,12 @@ def gev_logcdf(x: np.ndarray, mu: float, sigma: float, xi: float) -> np.ndarray:
     return np.where(inside > 0, value, -np.inf if xi > 0 else 0.0)
 
 
-def fit_gev(maxima: np.ndarray) -> tuple[float, float, float, tuple[float | None, float | None]] | None:
-    """(mu, sigma, xi, xi interval) of block maxima, each an integer count of µs in [m, m+1).
-    scipy's genextreme has c = -xi."""
+def fit_gev(
+    maxima: np.ndarray, interval: bool = True, start: tuple[float, float, float] | None = None
+) -> tuple[float, float, float, tuple[float | None, float | None]] | None:
+    """(mu, sigma, xi, xi interval: (None, None) unless asked) of block maxima, each an integer
+    count of µs in [m, m+1), the search started at START's (mu, sigma, xi) when given (a
+    bootstrap's refits start at the whole fit). scipy's genextreme has c = -xi."""
     m = np.asarray(maxima, dtype=float)
     if len(m) < 10 or np.ptp(m) == 0:
         return None
@@ -261,13 +264,20 @@ def fit_gev(maxima: np.ndarray) -> tuple[float, float, float, tuple[float | None
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        start = [float(np.median(m)), math.log(max(float(np.std(m)), 1.0)), 0.1]
+        x0 = (
+            [start[0], math.log(start[1]), start[2]] if start is not None
+            else [float(np.median(m)), math.log(max(float(np.std(m)), 1.0)), 0.1]
+        )  # fmt: skip
         found = optimize.minimize(
-            lambda p: -loglik(p[0], math.exp(p[1]), p[2]), x0=start, method="Nelder-Mead",
+            lambda p: -loglik(p[0], math.exp(p[1]), p[2]), x0=x0, method="Nelder-Mead",
             options={"xatol": 1e-5, "fatol": 1e-6, "maxiter": 4000},
         )  # fmt: skip
         mu, sigma, xi = float(found.x[0]), math.exp(float(found.x[1])), float(found.x[2])
         best = -float(found.fun)
+        if not math.isfinite(best):
+            return None
+        if not interval:
+            return mu, sigma, xi, (None, None)
 
         def profile(x: float) -> float:
             inner = optimize.minimize(
@@ -277,3 +287,11 @@ def fit_gev(maxima: np.ndarray) -> tuple[float, float, float, tuple[float | None
 
         xi_ci = _profile_interval(profile, best, xi, *XI_RANGE)
     return mu, sigma, xi, xi_ci
+
+
+def gev_quantile(mu: float, sigma: float, xi: float, q: float) -> float:
+    """The x with P(M <= x) = q of a GEV (the inverse of gev_logcdf)."""
+    y = -math.log(q)
+    if abs(xi) < 1e-9:
+        return mu - sigma * math.log(y)
+    return mu + sigma * (math.pow(y, -xi) - 1) / xi

@@ -433,10 +433,20 @@ class LoadVerdict(TypedDict):
     verdict: str  # pass / miss / no-data
     max_us: int | None
     margin_us: int | None
+    deadline_us: NotRequired[int | None]  # the load's own (older summaries: the block's)
 
 
-# "pass" is a keyword: the functional form keeps the JSON name.
-Deadline = TypedDict("Deadline", {"deadline_us": int, "pass": bool, "loads": dict[str, LoadVerdict]})
+# "pass" is a keyword: the functional form keeps the JSON name. deadline_us is None when each
+# load has its own (limits from the history, described in "history").
+Deadline = TypedDict(
+    "Deadline",
+    {
+        "deadline_us": int | None,
+        "pass": bool,
+        "loads": dict[str, LoadVerdict],
+        "history": NotRequired[dict[str, Any]],
+    },
+)
 
 
 class Summary(TypedDict):

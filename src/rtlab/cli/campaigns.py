@@ -14,7 +14,7 @@ from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
 from rtlab.cli.measure import plan_of
 from rtlab.cli.options import AcceptKey, History, Target
-from rtlab.cli.present import out_dir, present
+from rtlab.cli.present import deadlines_of, out_dir, present, record
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
@@ -22,6 +22,7 @@ from rtlab.plan import Plan
 from rtlab.units import format_duration, parse_latency
 
 if TYPE_CHECKING:
+    from rtlab.analysis.verdict import Deadlines
     from rtlab.study import Study
 
 
@@ -46,7 +47,7 @@ def repeats(
     out: Path | None,
     name: str | None,
     n: int,
-    deadline: str | None,
+    deadline: str | Deadlines | None,
     junit: Path | None,
     history: bool = False,
 ) -> None:
@@ -91,6 +92,7 @@ def repeats(
                  entries, measure, say)  # fmt: skip
     write_json(index, doc)
     summary = store.summary(folder)
+    record(folder, deadlines_of(deadline))
     say(f"runs saved in {folder}")
     remember(folder, history)
     try:

@@ -294,6 +294,106 @@ def _holding(c: Any) -> str:
     )
 
 
+def parse_rate(text: str, what: str = "--false-alarm") -> float:
+    """A false-alarm rate: "1%" or 0.01, above 0 and below 50 %."""
+    try:
+        value = float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 0.5:
+        raise UsageError(f"{what} {text}: give a probability above 0 and below 50 %, e.g. 1% or 0.001")
+    return value
+
+
+def limits_of(store: Store, board: str, load: str | None, false_alarm: float,
+              duration_s: float | None) -> list[Any]:  # fmt: skip
+    """Each load's limit from the board's accepted runs (the regressions as the gate sees them)."""
+    from rtlab.history import limit
+
+    rows = _series(store, board, load)
+    found = _changes(store, board, rows, "p99.99", None)
+    return [
+        limit.derive(
+            board,
+            each,
+            series,
+            [c for c in found if c.load == each],
+            store.baseline(board, each),
+            false_alarm,
+            duration_s,
+        )  # fmt: skip
+        for each, series in rows.items()
+    ]
+
+
+def history_deadlines(spec: str, loads: tuple[str, ...], duration_s: int, target: str | None = None) -> Any:
+    """--deadline history[:BOARD][@RATE]: each load's limit for a run this long at RATE false
+    alarms (default 1 %), from the default store; the board is BOARD, else the local host's
+    name when the store has it, else the store's only board. A load without a limit is one
+    line, before measuring."""
+    import socket
+
+    from rtlab.analysis.verdict import Deadlines
+
+    head, _, rate_text = spec.partition("@")
+    board = head.partition(":")[2] or None
+    rate = parse_rate(rate_text, f"--deadline {spec}: the rate") if rate_text else DEADLINE_FALSE_ALARM
+    with opened(None) as store:
+        if board is None and (target in (None, "local")) and socket.gethostname() in store.boards():
+            board = socket.gethostname()
+        name = _one_board(store, board)
+        found = {f.load: f for f in limits_of(store, name, None, rate, duration_s)}
+    for load in loads:
+        f = found.get(load)
+        if f is None or f.limit_us is None:
+            why = f.refused if f is not None else "the history has no complete run of it"
+            raise UsageError(f"--deadline history: no limit for {load} on {name}: {why}")
+    return Deadlines(
+        per_load={load: found[load].limit_us for load in loads},
+        source={"from": "history", "board": name, "false_alarm": rate,
+                "duration_s": duration_s, "limits": {load: found[load].to_json() for load in loads}},
+    )  # fmt: skip
+
+
+DEADLINE_FALSE_ALARM = 0.01
+
+
+@app.command("limit")
+def limit(
+    db: Db = None,
+    board: Board = None,
+    load: Annotated[str | None, typer.Option(help="one load (default every load)")] = None,
+    false_alarm: Annotated[
+        str,
+        typer.Option(help="how often a run of the accepted kernel may exceed the limit, e.g. 1% or 0.001"),
+    ] = "1%",
+    duration: Annotated[
+        str | None, typer.Option(help="the runs the limit is for, e.g. 10m (default the accepted runs' own)")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+    output: Output = None,
+) -> None:
+    """The latency a run of the board's accepted kernel exceeds with the stated probability,
+    from its history (a worst-case fit where it passes its checks, else empirical)."""
+    from rtlab.report import history as shown
+    from rtlab.units import parse_duration
+
+    rate = parse_rate(false_alarm)
+    seconds = parse_duration(duration) if duration is not None else None
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}: choose from table, json")
+    with opened(db) as store:
+        found = limits_of(store, _one_board(store, board), load, rate, seconds)
+    if all(f.refused for f in found):
+        raise UsageError("; ".join(f"{f.load}: no limit: {f.refused}" for f in found))
+    if fmt == "json":
+        emit(shown.limits_json(found), output)
+    elif output is not None:
+        emit(shown.text(shown.limits_table(found)), output)
+    else:
+        console.print(shown.limits_table(found))
+
+
 @app.command("accept")
 def accept(
     run: Annotated[

@@ -12,12 +12,12 @@ import typer
 from rtlab.cli.options import (
     LOADS_HELP,
     AcceptKey,
-    Deadline,
     History,
     Junit,
     LoadsFile,
     Name,
     Preset,
+    RunDeadline,
     TraceLevel,
     TraceSpikes,
     run_options,
@@ -31,6 +31,7 @@ from rtlab.plan import Plan, from_options, preset
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 if TYPE_CHECKING:
+    from rtlab.analysis.verdict import Deadlines
     from rtlab.results.events import Event
     from rtlab.targets.base import Target
 
@@ -62,7 +63,7 @@ def run(
     ] = None,
     name: Name = None,
     loads_file: LoadsFile = None,
-    deadline: Deadline = None,
+    deadline: RunDeadline = None,
     junit: Junit = None,
     rt_cpus: Annotated[str | None, typer.Option(help="measure on these CPUs only, e.g. 2-3")] = None,
     loads_on: Annotated[
@@ -84,10 +85,9 @@ def run(
     from rtlab.runner import execute
     from rtlab.targets import open_target
 
-    if deadline is not None:
-        parse_latency(deadline)  # bad syntax is found before minutes of measuring
     folder = out_dir(out)
     plan = plan_of(preset_name, loads_file, options)
+    judged_by = deadline_for(deadline, plan, target)  # bad syntax is found before minutes of measuring
     if rt_cpus is not None or loads_on is not None or tune_too:
         plan = replace(plan, rt_cpus=rt_cpus, loads_on=loads_on or "housekeeping", tune=tune_too).validate()
     specs = target or ["local"]
@@ -100,11 +100,23 @@ def run(
     if len(targets) > 1:
         _run_parallel(plan, targets, folder, name)
     elif repeat > 1:
-        campaigns.repeats(plan, specs[0], accept_new_host_key, folder, name, repeat, deadline, junit, history)
+        campaigns.repeats(
+            plan, specs[0], accept_new_host_key, folder, name, repeat, judged_by, junit, history
+        )
     else:
         with RunProgress(plan, err) as progress:
             outcome = execute(plan, targets[0], out=folder, name=name, on_event=progress)
-        conclude(outcome, deadline, junit, history)
+        conclude(outcome, judged_by, junit, history)
+
+
+def deadline_for(deadline: str | None, plan: Plan, target: list[str] | None) -> Deadlines | None:
+    """--deadline: a latency, or `history[:BOARD][@RATE]` (each load's limit from the board's history)."""
+    from rtlab.cli.history import history_deadlines
+    from rtlab.cli.present import deadlines_of
+
+    if deadline is not None and deadline.split(":")[0].split("@")[0] == "history":
+        return history_deadlines(deadline, plan.loads, plan.duration_s, (target or ["local"])[0])  # type: ignore[no-any-return]
+    return deadlines_of(deadline)
 
 
 def trace(

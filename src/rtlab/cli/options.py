@@ -75,6 +75,14 @@ def run_options(lava: bool = False) -> Callable[[Command], Command]:
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
 Deadline = Annotated[str | None, typer.Option(help="e.g. 200us: pass/fail per load, exit code 1 on a miss")]
+RunDeadline = Annotated[
+    str | None,
+    typer.Option(
+        # rich markup to typer: unescaped, [:BOARD] would vanish as a tag
+        help="e.g. 200us, or history\\[:BOARD]\\[@RATE] (each load's limit from the board's accepted "
+        "runs, exceeded by RATE of them, default 1 %: rtlab history limit): exit code 1 on a miss"
+    ),
+]
 Series = Annotated[bool, typer.Option("--series", help="with --format csv: the time axis, one row per block")]
 Figures = Annotated[
     Path | None, typer.Option("--figures", help="also write each figure as PNG into this folder")

@@ -18,7 +18,8 @@ from rtlab.results.rundir import RunDir, UnreadableFile
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
-    from rtlab.boundary.shapes import Summary
+    from rtlab.analysis.verdict import Deadlines
+    from rtlab.boundary.shapes import LoadVerdict, Summary
     from rtlab.runner import Outcome
 
 
@@ -42,12 +43,13 @@ def present(
     labels: list[str],
     fmt: str = "table",
     output: Path | None = None,
-    deadline: str | None = None,
+    deadline: str | Deadlines | None = None,
     figures_dir: Path | None = None,
     junit: Path | None = None,
     series: bool = False,
 ) -> None:
-    """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed deadline."""
+    """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed
+    deadline (one for every load, or each load's from the history)."""
     from rtlab.analysis import compare as fairness
     from rtlab.analysis.verdict import with_deadline
     from rtlab.report import table
@@ -59,8 +61,9 @@ def present(
         from rtlab.report import csv_format
 
         render = csv_format.render_series
-    deadline_us = parse_latency(deadline) if deadline is not None else None
-    summaries = [with_deadline(s, deadline_us) for s in summaries]
+    judged_by = deadlines_of(deadline)
+    deadline_us = judged_by.every_us if judged_by is not None else None
+    summaries = [with_deadline(s, judged_by) for s in summaries]
     labels = [untrusted.printable(label) for label in labels]  # a run's id is a target's word too
     if fmt == "table" and output is None:
         summaries = [untrusted.printable_tree(s) for s in summaries]
@@ -81,26 +84,54 @@ def present(
 
         for path in figures.save_png(figures.all_figures(summaries, labels, deadline_us), figures_dir):
             err.print(f"wrote {path}", highlight=False)
-    if deadline_us is not None and not all(s["deadline"]["pass"] for s in summaries):
+    if judged_by is not None and not all(s["deadline"]["pass"] for s in summaries):
         missed = [
-            f"{label} {load} ({v['max_us']} µs)" if v["max_us"] is not None else f"{label} {load} (no data)"
+            f"{label} {load} ({_missed_by(v, deadline_us)})"
             for s, label in zip(summaries, labels, strict=True)
             for load, v in s["deadline"]["loads"].items()
             if v["verdict"] != "pass"
         ]
-        err.print(f"deadline {deadline_us} µs missed: {', '.join(missed)}", highlight=False)
+        err.print(f"{judged_by.said()} missed: {', '.join(missed)}", highlight=False)
         raise typer.Exit(1)
 
 
+def _missed_by(v: LoadVerdict, every_us: int | None) -> str:
+    if v["max_us"] is None:
+        return "no data"
+    return f"{v['max_us']} µs" if every_us is not None else f"{v['max_us']} µs > {v.get('deadline_us')} µs"
+
+
+def record(folder: Path, judged_by: Deadlines | None) -> None:
+    """Limits from the history are kept in the run they judged: the history moves on."""
+    from rtlab.results.rundir import DEADLINE, write_json
+
+    if judged_by is not None and judged_by.source is not None and folder.is_dir():
+        write_json(folder / DEADLINE, {"limits_us": dict(judged_by.per_load), **judged_by.source})
+
+
+def deadlines_of(deadline: str | Deadlines | None) -> Deadlines | None:
+    """--deadline as given (a latency) or resolved before measuring (the history's limits)."""
+    from rtlab.analysis.verdict import Deadlines
+
+    if deadline is None or isinstance(deadline, Deadlines):
+        return deadline
+    return Deadlines(parse_latency(deadline))
+
+
 def conclude(
-    outcome: Outcome, deadline: str | None = None, junit: Path | None = None, history: bool = False
+    outcome: Outcome,
+    deadline: str | Deadlines | None = None,
+    junit: Path | None = None,
+    history: bool = False,
 ) -> None:
     """A run that ended: where it is saved, its table, and exit 3 unless it is complete."""
     summary = outcome.summary
+    judged_by = deadlines_of(deadline)
+    record(outcome.run.path, judged_by)
     err.print(f"run saved in {outcome.run.path}", highlight=False)
     remember(outcome.run.path, history)
     try:
-        present([summary], [summary["run"] or outcome.run.path.name], deadline=deadline, junit=junit)
+        present([summary], [summary["run"] or outcome.run.path.name], deadline=judged_by, junit=junit)
     finally:
         if outcome.interrupted:
             raise RunFailed(f"interrupted: the run is {summary['status']}, what was measured is kept")

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from rtlab import __version__
 from rtlab.history.changes import Change
+from rtlab.history.limit import Limit
 from rtlab.history.trend import Point, pooled_histogram
 from rtlab.report import figures
 from rtlab.report.verdict_table import STYLE
@@ -135,6 +136,38 @@ def changes_json(found: Sequence[Change]) -> str:
             "mean_after": c.after, "p_value": c.p_value, "reason": c.reason, "holds_gate": c.holds,
             "accepted": c.accepted} for c in found]  # fmt: skip
     return json.dumps({"changes": doc}, indent=2, ensure_ascii=False) + "\n"
+
+
+def limits_table(found: Sequence[Limit]) -> Table:
+    first = found[0]
+    table = Table(
+        title=f"Limits from the history of {first.board}: exceeded by a {first.duration_s:g} s run of the "
+        f"accepted kernel with probability {first.false_alarm:.3g}",
+        title_justify="left",
+    )
+    for heading in ("Load", "Limit µs", "95 % interval", "How", "Rests on", "Left out / refused"):
+        table.add_column(heading, overflow="fold")
+    for f in found:
+        if f.refused:
+            table.add_row(Text(f.load), "-", "-", "refused", _rests(f), Text(f.refused, "red"))
+            continue
+        low, high = f.interval_us
+        how = "worst-case fit (GEV)" if f.method == "gev" else "empirical (95 % upper bound)"
+        table.add_row(Text(f.load), str(f.limit_us), f"[{_cell(low)}, {_cell(high)}]",
+                      f"{how}, {f.windows} maxima of {f.window_s:g} s", _rests(f),
+                      Text(f.left_out))  # fmt: skip
+    return table
+
+
+def _rests(f: Limit) -> str:
+    if not f.runs:
+        return "no run"
+    span = f"{when(f.runs[0]['started'])} to {when(f.runs[-1]['started'])}"
+    return f"{len(f.runs)} runs, {f.run_hours:.2f} run-hours, {span}"
+
+
+def limits_json(found: Sequence[Limit]) -> str:
+    return json.dumps({"limits": [f.to_json() for f in found]}, indent=2, ensure_ascii=False) + "\n"
 
 
 # --- figures -----------------------------------------------------------------------------

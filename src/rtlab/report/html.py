@@ -17,6 +17,7 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import FindingJSON, Summary
 from rtlab.report import causes, cells, figures, verdict_table, worst_table
 
@@ -111,7 +112,8 @@ def _run_view(summary: Summary, label: str, loads: list[str]) -> _RunView:
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     loads = cells.loads_in_order(summaries)
-    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
+    block = next((s["deadline"] for s in summaries if "deadline" in s), None)
+    deadline = block["deadline_us"] if block else None
     warnings = [
         f"{label}: {w['message']}" for s, label in zip(summaries, labels, strict=True) for w in s["warnings"]
     ]
@@ -137,7 +139,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         loads=loads,
         seed_fields=SEED_TABLE,
         cpu_fields=CPU_FIELDS,
-        deadline=deadline,
+        deadline=said(block) if block else None,
         all_pass=all("deadline" in s and s["deadline"]["pass"] for s in summaries),
         worst=max(maxes) if maxes else "n/a",
         warnings=warnings,

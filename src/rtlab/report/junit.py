@@ -45,7 +45,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                 failures += 1
                 message = (
                     f"max latency {verdict['max_us']} µs exceeds the deadline "
-                    f"{deadline['deadline_us']} µs by {-verdict['margin_us']} µs"
+                    f"{verdict.get('deadline_us', deadline['deadline_us'])} µs by {-verdict['margin_us']} µs"
                 )
                 ET.SubElement(case, "failure", message=message, type="DeadlineMissed").text = (
                     f"{message}\navg {merged['avg_us']} µs, p99 {merged['p99_us']} µs, "

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
+from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells
 
@@ -58,9 +59,9 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
         return _grouped(summaries, labels)
     fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
     title = "Scheduling latency (µs)"
-    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
+    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
     if deadline is not None:
-        title += f", deadline {deadline} µs"
+        title += f", {said(deadline)}"
     work = cells.has_throughput(summaries)
     spreads = cells.repeated(summaries)
     table = Table(title=title, title_justify="left")
@@ -112,8 +113,8 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
 def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     """Many runs (a study's kernels x stages): each load a group of rows, one per run."""
     fields = SEED_TABLE + (FIELD_BY_KEY["p99_99_us"],)
-    deadline = next((s["deadline"]["deadline_us"] for s in summaries if "deadline" in s), None)
-    title = "Scheduling latency (µs)" + (f", deadline {deadline} µs" if deadline is not None else "")
+    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
+    title = "Scheduling latency (µs)" + (f", {said(deadline)}" if deadline is not None else "")
     table = Table(title=title, title_justify="left")
     table.add_column("Load", style="bold")
     table.add_column("Run")

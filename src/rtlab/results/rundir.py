@@ -7,6 +7,7 @@
     RUN/loads/<load>/load.log         the load's output (stress-ng's or a command's) and exit status
     RUN/loads/<load>/<probe>/         another probe under the same load (--probe: oslat, ...)
     RUN/summary.json                  the statistics, derived from the above
+    RUN/deadline.json                 --deadline history: each load's limit in force, and its source
 
 run.json is rewritten (atomically) as the run goes, so a run whose host died
 still says how far it got: status `running` then means it never finished.
@@ -53,10 +54,11 @@ LOAD_LOG = "load.log"
 TRACE_ARGV = "trace.argv"
 RTLA_ARGV = "rtla.argv"
 PROBE_ARGV = "probe.argv"  # loads/<load>/<probe>/, with --probe
+DEADLINE = "deadline.json"  # --deadline history: the limits a run was judged by, and their source
 HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measuring (hwlat.py)
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
-HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS)
+HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS, DEADLINE)
 PLAN_FILES = (
     PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
 )  # fmt: skip
