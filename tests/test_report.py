@@ -64,8 +64,8 @@ MAINLINE = summary("mainline", {"idle": entry({8: 90, 15: 40, 66: 1}), "cpu": en
 
 def test_deadline_verdict_and_margin():
     judged = with_deadline(RT, 100)["deadline"]
-    assert judged["loads"]["idle"] == {"verdict": "pass", "max_us": 40, "margin_us": 60}
-    assert judged["loads"]["cpu"] == {"verdict": "miss", "max_us": 150, "margin_us": -50}
+    assert judged["loads"]["idle"] == {"verdict": "pass", "max_us": 40, "margin_us": 60, "deadline_us": 100}
+    assert judged["loads"]["cpu"] == {"verdict": "miss", "max_us": 150, "margin_us": -50, "deadline_us": 100}
     assert judged["pass"] is False
     assert with_deadline(RT, 150)["deadline"]["pass"] is True  # equal to the deadline is in time
 
