@@ -6,7 +6,7 @@ closed), 2 bad input or a missing dependency, 3 the run failed.
     campaigns   scan, study (and run --repeat)   system    check, tune
     lava        lava job, submit, import         history   history ...
     export      export kcidb, squad              kernel    kernel ...
-    bisect      bisect (which change)
+    bisect      bisect, sweep (which change)     monitor   monitor (always on)
 
 Every command imports what it needs when it runs: `rtlab --help` must not pay for numpy,
 matplotlib, asyncssh or the kernel builder (bench/bench_startup.py)."""
@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from rtlab import __version__
-from rtlab.cli import bisect, campaigns, export, history, kernel, lava, measure, reports, system
+from rtlab.cli import bisect, campaigns, export, history, kernel, lava, measure, monitor, reports, system
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 
@@ -52,7 +52,7 @@ def version() -> None:
     console.print(__version__)
 
 
-for group in (measure, reports, campaigns, system, bisect):
+for group in (measure, reports, campaigns, system, bisect, monitor):
     group.register(app)
 app.add_typer(lava.app, name="lava")
 app.add_typer(history.app, name="history")

@@ -1,0 +1,113 @@
+"""rtlab monitor on this machine and on an SSH board, each stopped in the middle and resumed.
+
+Locally: blocks of 2 s of a load that sleeps until the test plants a flag, from which on it is
+tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 5 ms of every 10 ms). The monitor is
+stopped with SIGTERM in block 3 and the same command resumes it; two flagged blocks must
+raise an alert (the second at the latest: the change point at the first is then confirmed
+with runs on both sides and closes the gate), run the --on-alert hook and end with exit code
+1. Every complete block is in the history once.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+from conftest import (
+    event_seen,
+    needs_root,
+    needs_tools,
+    processes_in,
+    read_json,
+    rtlab,
+    start_rtlab,
+    wait_for,
+)
+from test_causes import spin_binary
+from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
+
+pytestmark = [needs_root, needs_tools]
+
+BLOCK = ("--duration", "2s", "--settle", "0s", "--block", "100ms")
+
+
+def _monitor(out: Path, db: Path, *more: str) -> list[str]:
+    return ["monitor", "--out", str(out), "--db", str(db), *BLOCK, *more]
+
+
+def _stop_in_block(args: list[str], out: Path, n: int, env: dict[str, str] | None = None) -> None:
+    """The monitor started, then SIGTERM while block N measures: exit 3, what it measured kept."""
+    proc = start_rtlab(*args, env=env)
+    wait_for(lambda: event_seen(out / f"block-{n:06d}" / "events", "measure-start"), 120)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert f"the monitor stopped in block {n}" in stderr and "run the same command again" in stderr
+
+
+def _added(db: Path) -> list[str]:
+    done = rtlab("history", "list", "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return [r["path"] for r in json.loads(done.stdout)["runs"]]
+
+
+def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
+    spin, flag = spin_binary(tmp_path), tmp_path / "worse"
+    loads = tmp_path / "loads.toml"
+    script = f"if [ -e {flag} ]; then exec {spin} 0 5 0 100000 0.01; else exec sleep 3600; fi"
+    loads.write_text(f'[loads.work]\ncommand = ["sh", "-c", "{script}"]\non = "all"\n')
+    out, db, alerts = tmp_path / "mon", tmp_path / "history.db", tmp_path / "alerts"
+    hook = f'echo "$RTLAB_ALERT_BLOCK $RTLAB_ALERT_LOAD" >> {alerts}'
+    args = _monitor(out, db, "--loads-file", str(loads), "--loads", "work", "--on-alert", hook)
+    _stop_in_block([*args, "--blocks", "6"], out, 3)
+    assert not processes_in(out)  # nothing of the stopped block still runs
+
+    done = rtlab(*args, "--blocks", "6", timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "resuming after block 3: a gap of" in done.stderr
+    flag.touch()
+    done = rtlab(*args, "--blocks", "8", timeout=600)
+    assert done.returncode == 1, done.stderr  # the busy blocks are an alert
+    index = read_json(out / "monitor.json")
+    assert [b["n"] for b in index["blocks"]] == list(range(1, 9))
+    assert [g["after"] for g in index["gaps"]] == [3, 6] and all(g["seconds"] >= 0 for g in index["gaps"])
+    by_n = {b["n"]: b for b in index["blocks"]}
+    assert by_n[3]["status"] == "partial"  # cut by the signal, kept, not measured again
+    # each block's max is its run's own (cyclictest's JSON), and the alert names the busy one
+    for b in index["blocks"]:
+        data = read_json(out / b["folder"] / "loads" / "work" / "cyclictest.json")
+        if b["status"] == "complete":
+            assert b["max_us"] == max(t["max"] for t in data["thread"].values())
+        assert b["limit_us"] is not None or b["limit"].startswith("no limit yet")
+        if b["n"] < 7:
+            assert b["alert"] is None, b
+    assert by_n[7]["max_us"] > 4000 and by_n[8]["max_us"] > 4000
+    # block 7: an alert when the history already gave a limit; block 8: the gate, confirmed
+    limit_7 = by_n[7]["limit_us"]
+    assert (by_n[7]["alert"] is not None) == (limit_7 is not None and by_n[7]["max_us"] > limit_7)
+    assert "the gate is closed" in by_n[8]["alert"] and "regression at" in by_n[8]["alert"]
+    alerted = [n for n in (7, 8) if by_n[n]["alert"]]
+    assert alerts.read_text().split() == [w for n in alerted for w in (str(n), "work")]
+    assert "ALERT block 8" in done.stderr
+    complete = sorted(
+        str((out / b["folder"]).resolve()) for b in index["blocks"] if b["status"] == "complete"
+    )
+    assert sorted(_added(db)) == complete  # every complete block in the history, once
+    assert not processes_in(out)
+
+
+def test_a_monitor_of_an_ssh_board_resumes(board, tmp_path):  # noqa: F811
+    out, db = tmp_path / "mon", tmp_path / "history.db"
+    args = _monitor(out, db, "--target", "ssh://board", "--loads", "idle")
+    _stop_in_block([*args, "--blocks", "3"], out, 2, env=board.env)
+    done = rtlab(*args, "--blocks", "3", env=board.env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    index = read_json(out / "monitor.json")
+    assert [b["n"] for b in index["blocks"]] == [1, 2, 3] and index["gaps"][0]["after"] == 2
+    assert [b["status"] for b in index["blocks"]] == ["complete", "partial", "complete"]
+    assert len(_added(db)) == 2
+    # nothing left running on the board: rtlab's own folders there are gone
+    found = subprocess.run(["pgrep", "-f", "cyclictest.*rtlab"], capture_output=True, text=True)
+    assert all(str(out) not in line for line in found.stdout.splitlines())
