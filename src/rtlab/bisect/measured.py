@@ -30,6 +30,9 @@ READY, SKIPPED = "ready", "skip"
 SKIP_CODE = 125  # as for git bisect run: this one cannot be measured
 
 
+ATTEMPTS = 3  # a run that fails is measured again, at most this many times in all
+
+
 @dataclass(frozen=True)
 class Budget:
     repeats: int = 3  # whole runs of a subject before it is first judged
@@ -117,20 +120,36 @@ class Subjects:
             if not self._ready(s):
                 return False
             where = self.folder(s) / repeated.folder(have + 1)
-            if where.exists():
-                move_aside(where, "interrupted")
             self._index(s, have + 1)
             self.say(f"  measuring {s.label}, run {have + 1}")
-            status = self.measure(where, f"{s.key[:12]}-{have + 1}", s)
-            if status != "complete":
-                raise RunFailed(
-                    f"{s.label} run {have + 1} is {status}: see {where}/events; the same command again "
-                    "measures it again"
-                )
+            self._measure_one(s, have + 1, where)
         if self.skipped(s):
             return False
         self.asked[s.key] = max(self.asked.get(s.key, 0), k)
         return True
+
+    def _measure_one(self, s: Subject, n: int, where: Path) -> None:
+        """Run N of S, tried again (ATTEMPTS in all) when it fails: an emulated guest that hangs
+        once in its boot, a board that drops off, must not end a night's bisection. Each failed
+        attempt is kept beside; a signal is never retried."""
+        for attempt in range(1, ATTEMPTS + 1):
+            if where.exists():
+                move_aside(where, "interrupted" if attempt == 1 else "failed")
+            try:
+                status = self.measure(where, f"{s.key[:12]}-{n}", s)
+            except Stopped:
+                raise
+            except RunFailed as e:
+                status, why = "failed", f"failed: {e}"
+            else:
+                why = f"is {status}: see {where}/events"
+            if status == "complete":
+                return
+            if attempt < ATTEMPTS:
+                self.say(f"  {s.label} run {n} {why.splitlines()[0]}; measuring it again")
+        raise RunFailed(
+            f"{s.label} run {n} {why} ({ATTEMPTS} attempts); the same command again measures it again"
+        )
 
     def _index(self, s: Subject, n: int) -> None:
         write_json(self.folder(s) / repeated.FILE, {"schema": repeated.SCHEMA, "n": n, "runs": {}})
