@@ -32,8 +32,8 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out, db = Path(tmp) / "mon", Path(tmp) / "history.db"
-        proc = start_rtlab("monitor", "--out", str(out), "--db", str(db), "--loads", "idle", "--duration", BLOCK,
-                           "--settle", "0s", "--blocks", str(BLOCKS))  # fmt: skip
+        proc = start_rtlab("monitor", "--out", str(out), "--db", str(db), "--loads", "idle",
+                           "--duration", BLOCK, "--settle", "0s", "--blocks", str(BLOCKS))  # fmt: skip
         t0 = time.monotonic()
         last = (0.0, 0.0)
         while proc.poll() is None:
@@ -51,7 +51,7 @@ def main() -> None:
     print(f"rtlab monitor itself: {own:.2f} s of CPU = {own / wall * 100:.3f} % of one CPU "
           f"(goal < {GOAL * 100:.0f} %, ratio {own / wall / GOAL:.2f})")  # fmt: skip
     print(
-        f"its children (agent, cyclictest, loads) waited for: {children:.2f} s = {children / wall * 100:.2f} %"
+        f"its children (agent, cyclictest) waited for: {children:.2f} s = {children / wall * 100:.2f} %"
     )
     limits = [b["limit_us"] for b in blocks if b.get("limit_us") is not None]
     print(f"blocks judged against a limit: {len(limits)}; gaps: {len(index['gaps'])}")
