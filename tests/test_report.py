@@ -190,3 +190,24 @@ def test_the_table_on_screen_and_in_a_file_say_the_same():
 
     text = table.render([RT, MAINLINE], ["rt", "mainline"])
     assert text == "".join(_screen(s, 200) for s in table.sections([RT, MAINLINE], ["rt", "mainline"]))
+
+
+def test_one_run_through_a_pipe_is_named_in_the_title_and_has_one_header_row():
+    """An 80-column pipe: a long run name over the first column alone folded into six
+    header rows; one run is named in the title instead, every heading on one row."""
+    import io
+
+    from rich.console import Console
+
+    from rtlab.report import table
+
+    name = "20261125-195512-board-6.12.0-rt5-amd64"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, color_system=None)
+    for section in table.sections([with_deadline(RT, 100)], [name], 80):
+        console.print(section)
+    lines = buffer.getvalue().splitlines()
+    assert name in lines[0] and "deadline 100 µs" in lines[0]
+    heads = [line for line in lines if "┃" in line]
+    assert len(heads) == 1 and all(word in heads[0] for word in ("Load", "Avg", "Max", "Deadline"))
+    assert not any(name[:8] in line for line in lines[1:])

@@ -17,7 +17,8 @@ from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells
 
 # A single run also shows the tail that decides deadlines.
-SPARK_HEADER = "\nMax over time"
+SPARK_HEADER = "Max over time"
+SPARK_WIDTH = 24  # characters of the sparkline where the terminal has room
 SINGLE_RUN_EXTRA = tuple(FIELD_BY_KEY[k] for k in ("p99_us", "p99_99_us", "samples"))
 
 
@@ -54,11 +55,14 @@ NAME_MIN = 16
 SIDE_BY_SIDE_MAX = 2
 
 
-def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
+def build(summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPARK_WIDTH) -> Table:
     if len(summaries) > SIDE_BY_SIDE_MAX:
         return _grouped(summaries, labels)
-    fields = SEED_TABLE + (SINGLE_RUN_EXTRA if len(summaries) == 1 else ())
-    title = "Scheduling latency (µs)"
+    one = len(summaries) == 1
+    fields = SEED_TABLE + (SINGLE_RUN_EXTRA if one else ())
+    # one run is named in the title: a long run name over the first column alone folds into
+    # many header rows on a narrow terminal or a pipe; several runs each head their columns
+    title = f"Scheduling latency (µs), {labels[0]}" if one else "Scheduling latency (µs)"
     deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
     if deadline is not None:
         title += f", {said(deadline)}"
@@ -66,22 +70,23 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     spreads = cells.repeated(summaries)
     table = Table(title=title, title_justify="left")
     table.add_column("Load", style="bold")
+    top_row = "" if one else "\n"
     for n, label in enumerate(labels):
         for i, field in enumerate(fields):
-            top = label if i == 0 else ""
-            table.add_column(Text(f"{top}\n{field.label}"), justify="right")
+            top = "" if one else label if i == 0 else ""
+            table.add_column(Text(f"{top}{top_row}{field.label}"), justify="right")
         if deadline is not None:
-            table.add_column("\nDeadline", justify="right")
+            table.add_column(f"{top_row}Deadline", justify="right")
         if work:
-            table.add_column(f"\n{OPS}", justify="right")
+            table.add_column(f"{top_row}{OPS}", justify="right")
             if n > 0:
-                table.add_column(f"\n{RATIO}", justify="right")
+                table.add_column(f"{top_row}{RATIO}", justify="right")
         if spreads:
-            table.add_column(f"\n{MAX_SPREAD}", justify="right")
+            table.add_column(f"{top_row}{MAX_SPREAD}", justify="right")
             if work:
-                table.add_column(f"\n{OPS_SPREAD}", justify="right")
+                table.add_column(f"{top_row}{OPS_SPREAD}", justify="right")
         if len(summaries) == 1:
-            table.add_column(SPARK_HEADER, justify="left", overflow="crop", min_width=4)
+            table.add_column(SPARK_HEADER, justify="left", overflow="crop", min_width=len(SPARK_HEADER))
     notes: list[str] = []
     for load in cells.loads_in_order(summaries):
         row: list[str | Text] = [Text(load)]
@@ -101,7 +106,7 @@ def build(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
                     row.append(cells.spread(entry, "ops_per_s"))
             if len(summaries) == 1:
                 axis = entry["timeline"] if entry else None
-                row.append(Text(cells.sparkline(axis["merged"]) if axis else "", "cyan"))
+                row.append(Text(cells.sparkline(axis["merged"], spark) if axis else "", "cyan"))
             mark = cells.status_mark(entry)
             if mark:
                 notes.append(f"{label} {load}: {mark}")
@@ -176,7 +181,16 @@ def fitted(summaries: Sequence[Summary], labels: Sequence[str], width: int) -> T
     table = build(summaries, labels)
     if len(summaries) > 1 and _least_width(table) > width:
         return _grouped(summaries, labels)
+    if len(summaries) == 1:  # the sparkline as wide as the rest leaves room for, not cropped
+        over = _natural_width(table) - width
+        if over > 0:
+            return build(summaries, labels, max(SPARK_WIDTH - over, len(SPARK_HEADER)))
     return table
+
+
+def _natural_width(table: Table) -> int:
+    console = Console(width=10_000, color_system=None)
+    return Measurement.get(console, console.options, table).maximum
 
 
 def _least_width(table: Table) -> int:
