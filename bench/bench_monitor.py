@@ -50,9 +50,7 @@ def main() -> None:
     print(f"{measured}/{BLOCKS} blocks of {BLOCK} in {wall:.0f} s (exit {proc.returncode})")
     print(f"rtlab monitor itself: {own:.2f} s of CPU = {own / wall * 100:.3f} % of one CPU "
           f"(goal < {GOAL * 100:.0f} %, ratio {own / wall / GOAL:.2f})")  # fmt: skip
-    print(
-        f"its children (agent, cyclictest) waited for: {children:.2f} s = {children / wall * 100:.2f} %"
-    )
+    print(f"its children (agent, cyclictest) waited for: {children:.2f} s = {children / wall * 100:.2f} %")
     limits = [b["limit_us"] for b in blocks if b.get("limit_us") is not None]
     print(f"blocks judged against a limit: {len(limits)}; gaps: {len(index['gaps'])}")
 

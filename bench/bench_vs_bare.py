@@ -1,5 +1,8 @@
 """Does measuring through rtlab change what is measured? Bare cyclictest and
-`rtlab run` with the same options, alternated; the ratios of p99 and of max.
+`rtlab run` with the same options, alternated (which goes first swaps each round); the
+ratio rtlab / bare of p99 and of max with its 95 % interval over the paired rounds (a
+t-interval on the rounds' log ratios: "rtlab adds no latency" is then an interval that
+holds 1, not a point).
 
     BENCH_ROUNDS=3 BENCH_SECONDS=10 .venv/bin/python bench/bench_vs_bare.py
 """
@@ -7,10 +10,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import tempfile
 from pathlib import Path
+
+import numpy as np
+from scipy import stats as scipy_stats
 
 from _common import rtlab_cpu
 from rtlab.analysis import stats
@@ -47,16 +54,26 @@ def main() -> None:
     rows = []
     for i in range(ROUNDS):
         with tempfile.TemporaryDirectory() as tmp:
-            b = bare(plan, Path(tmp))
-            r = through_rtlab(Path(tmp))
+            if i % 2 == 0:
+                b = bare(plan, Path(tmp))
+                r = through_rtlab(Path(tmp))
+            else:
+                r = through_rtlab(Path(tmp))
+                b = bare(plan, Path(tmp))
         rows.append((b, r))
         print(f"round {i + 1}: bare p99 {b.p99_us} max {b.max_us} | rtlab p99 {r.p99_us} max {r.max_us} (µs)")
     for key in ("p99_us", "max_us"):
         bare_mean = sum(getattr(b, key) for b, _ in rows) / ROUNDS
         rtlab_mean = sum(getattr(r, key) for _, r in rows) / ROUNDS
-        print(
-            f"{key}: bare {bare_mean:.1f} µs, rtlab {rtlab_mean:.1f} µs, ratio {rtlab_mean / bare_mean:.2f}"
-        )
+        logs = np.log([max(getattr(r, key), 1) / max(getattr(b, key), 1) for b, r in rows])
+        ratio = math.exp(float(logs.mean()))
+        if ROUNDS > 1:
+            half = float(scipy_stats.t.ppf(0.975, ROUNDS - 1) * logs.std(ddof=1) / math.sqrt(ROUNDS))
+            interval = f"[{math.exp(logs.mean() - half):.2f}, {math.exp(logs.mean() + half):.2f}]"
+        else:
+            interval = "(one round: no interval)"
+        print(f"{key}: bare {bare_mean:.1f} µs, rtlab {rtlab_mean:.1f} µs, ratio {ratio:.2f} {interval} "
+              f"(geometric mean of {ROUNDS} paired rounds, 95 %)")  # fmt: skip
 
 
 if __name__ == "__main__":
