@@ -125,6 +125,8 @@ def test_every_format_of_a_comparison_carries_the_verdicts(tmp_path):
     html = rtlab("compare", str(base), str(spiky), "--labels", "old,new", "--format", "html")
     assert 'id="verdicts"' in html.stdout and ">worse<" in html.stdout
     assert 'id="fig-verdicts"' in html.stdout  # each metric's difference with its interval
+    for metric in ("p99", "p99.9", "p99.99", "exceedance"):  # one row each, not one run-on cell
+        assert f'<td class="name">{metric}</td>' in html.stdout
     table = rtlab("compare", str(base), str(spiky), "--labels", "old,new")
     assert "is the difference real?" in table.stdout and "exceedance" in table.stdout
 
@@ -153,3 +155,23 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
     )
     assert test.test.startswith("exact Poisson") and test.p_value < 0.01
     assert test.effect == pytest.approx(1.6, rel=0.01)
+
+
+def test_a_max_that_points_the_other_way_from_the_verdict_is_explained():
+    """A's idle max 32.7 ms from one sample, B's 3.1 ms, B worse by p99.99 and exceedance:
+    the first figure (max per load) says the opposite, and the page says why."""
+    from rtlab.report import verdict_table
+
+    def one(max_us: int, verdicts: dict | None = None) -> dict:
+        s = {"loads": {"idle": {"merged": {"max_us": max_us}}}}
+        return {**s, "verdicts": verdicts} if verdicts else s
+
+    tests = [{"metric": "p99.99", "verdict": "worse"}, {"metric": "exceedance", "verdict": "worse"},
+             {"metric": "block-max", "verdict": "same"}]  # fmt: skip
+    b = one(3100, {"loads": {"idle": {"verdict": "worse", "reason": "", "tests": tests}}})
+    notes = verdict_table.max_disagrees([one(32700), b], ["A", "B"])
+    assert notes == [
+        "idle: B's max 3100 µs is below A's 32700 µs, yet B is worse: a maximum is one sample of each "
+        "run, the verdict rests on p99.99, exceedance, measured over the whole tail"
+    ]
+    assert verdict_table.max_disagrees([one(1000), b], ["A", "B"]) == []

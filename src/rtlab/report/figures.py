@@ -19,6 +19,7 @@ from typing import Any
 
 import matplotlib
 import numpy as np
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
@@ -169,6 +170,7 @@ def cost_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> NamedFig
     fig = Figure(figsize=(8, 5), layout="constrained")
     ax = fig.add_subplot()
     first = summaries[0]
+    xs, ys = [1.0], [1.0]  # the first run's own place, which the axes always show
     for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
         for load in cells.loads_in_order(summaries):
             a, b = first["loads"].get(load), summary["loads"].get(load)
@@ -180,9 +182,19 @@ def cost_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> NamedFig
             ax.annotate(
                 load, (work, late / base), textcoords="offset points", xytext=(4, 4), fontsize="small"
             )
+            xs.append(work)
+            ys.append(late / base)
     ax.axvline(1, color="grey", linewidth=0.8)
     ax.axhline(1, color="grey", linewidth=0.8)
+    # a few points (often one) on a log axis: at least x0.5 to x2 around 1, ticks that say
+    # what they are (matplotlib's own would put a lone point between minor ticks 0.8 and 0.9)
     ax.set_yscale("log")
+    ax.set_ylim(min(0.5, min(ys) / 1.5), max(2.0, max(ys) * 1.5))
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"×{v:g}"))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    span = max(0.25, max(abs(x - 1) for x in xs) * 1.3)
+    ax.set_xlim(1 - span, 1 + span)
     ax.set_xlabel(f"throughput, × {labels[0]}'s (stress-ng bogo ops/s)")
     ax.set_ylabel(f"max latency, × {labels[0]}'s")
     ax.set_title("Latency gained against throughput paid, per load")

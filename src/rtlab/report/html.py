@@ -151,6 +151,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         probes=cells.probe_table(summaries, labels) if cells.has_probes(summaries) else None,
         worst_headings=worst_table.HEADINGS,
         worst_tables=[(label, *worst_table.rows(doc)) for label, doc in zip(labels, documents, strict=True)],
-        verdicts=verdict_table.rows(verdict_table.compared_in(summaries, labels)),
+        verdicts=verdict_table.metric_rows(verdict_table.compared_in(summaries, labels)),
+        max_notes=verdict_table.max_disagrees(summaries, labels),
         worst_figures=extra,
     )

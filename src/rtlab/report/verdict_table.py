@@ -46,6 +46,57 @@ def rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str,
     return out
 
 
+def metric_rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per new run and load, its verdict and why, and one row per metric (its own verdict,
+    effect, interval and corrected p): a page read by someone deciding, not a run-on cell."""
+    out = []
+    for label, found in compared:
+        for load, v in found["loads"].items():
+            metrics = []
+            for t in v["tests"]:
+                unit = "×" if t["unit"] == "ratio" else " µs"
+                sign = "" if t["unit"] == "ratio" or t["effect"] is None or t["effect"] < 0 else "+"
+                lo, hi = t["interval"]
+                metrics.append({
+                    "metric": t["metric"], "verdict": t["verdict"],
+                    "effect": "-" if t["effect"] is None else f"{sign}{_n(t['effect'])}{unit}",
+                    "interval": f"[{_n(lo)}, {_n(hi)}]" if lo is not None and hi is not None else "-",
+                    "p": "-" if t["p_adjusted"] is None else f"{t['p_adjusted']:.2g}",
+                })  # fmt: skip
+            out.append({"run": label, "load": load, "verdict": v["verdict"], "why": v["reason"],
+                        "metrics": metrics or [{"metric": "-", "verdict": "", "effect": "-", "interval": "-",
+                                                "p": "-"}]})  # fmt: skip
+    return out
+
+
+def max_disagrees(summaries: Sequence[Summary], labels: Sequence[str]) -> list[str]:
+    """Where the maxima per load (the first figure) point the other way from the verdict, why:
+    a maximum is one sample of a run; the verdict weighs the whole tail."""
+    notes = []
+    base = summaries[0]
+    for summary, label in zip(summaries, labels, strict=True):
+        for load, v in (summary.get("verdicts") or {}).get("loads", {}).items():
+            a, b = _max(base, load), _max(summary, load)
+            if a is None or b is None or v["verdict"] not in ("worse", "better"):
+                continue
+            if (v["verdict"] == "worse" and b < a) or (v["verdict"] == "better" and b > a):
+                decided = (
+                    ", ".join(t["metric"] for t in v["tests"] if t["verdict"] == v["verdict"]) or "the tail"
+                )
+                notes.append(
+                    f"{load}: {label}'s max {b} µs is {'below' if b < a else 'above'} {labels[0]}'s {a} µs, "
+                    f"yet {label} is {v['verdict']}: a maximum is one sample of each run, the verdict "
+                    f"rests on {decided}, measured over the whole tail"
+                )
+    return notes
+
+
+def _max(summary: Summary, load: str) -> int | None:
+    entry = summary["loads"].get(load)
+    merged = entry["merged"] if entry else None
+    return merged["max_us"] if merged else None
+
+
 def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
     first = compared[0][1] if compared else {}
     title = (
