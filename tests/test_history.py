@@ -409,3 +409,20 @@ def test_otava_finds_the_shift_of_a_short_history_and_none_in_noise():
     assert change_points(list(rng.normal(100, 10, 30))) == []
     # a steady series whose shift is below compare's 10 % margin proposes nothing
     assert change_points([5030, 5031, 5029, 5032, 5030, 5060, 5061, 5059, 5062, 5060]) == []
+
+
+def test_a_campaign_missing_a_repeat_says_so_and_is_not_complete(runs, tmp_path):
+    """A campaign whose last repeat has no run.json (killed before it began) pools the others
+    and says which is missing: never "complete" on fewer repeats than asked."""
+    campaign = tmp_path / "campaign"
+    shutil.copytree(runs.quiet, campaign)
+    (campaign / "repeat-5" / "run.json").unlink()
+    done = rtlab("report", str(campaign), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "partial"
+    said = [w["message"] for w in doc["warnings"] if w["code"] == "repeat-missing"]
+    assert said and said[0].startswith("repeat 5 of 5 has no run.json") and "pool 4 repeats" in said[0]
+    pooled = sum(read_json(campaign / f"repeat-{k}" / "summary.json")["loads"]["work"]["merged"]["samples"]
+                 for k in range(1, 5))  # fmt: skip
+    assert doc["loads"]["work"]["merged"]["samples"] == pooled

@@ -100,7 +100,17 @@ def summary(path: Path) -> Summary:
         found = [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")
-        return repeats.combine(found, path.name)
+        combined = repeats.combine(found, path.name)
+        missing = [str(k) for k, p in enumerate(done, start=1) if not (p / rundir.MANIFEST).is_file()]
+        if missing:  # a repeat never measured is said, and the pooled campaign is not complete
+            combined["status"] = "partial"
+            combined["warnings"].append({
+                "code": "repeat-missing", "load": "",
+                "message": f"repeat {', '.join(missing)} of {len(done)} has no run.json (never measured, or "
+                f"killed before it began): the figures pool {len(found)} repeats; run the same command "
+                "again to measure it",
+            })  # fmt: skip
+        return combined
     run = RunDir.open(path)
     manifest, info, events, problems = read(run)
     note = liveness.abandoned(manifest, path)
