@@ -77,3 +77,22 @@ def test_interrupt_during_a_stress_load(sig, tmp_path):
     assert processes_named("stress-ng", "cyclictest") - already == set()
     assert "@rtlab load-process exit=" in (run / "loads/memory/load.log").read_text()
     assert read_json(run / "summary.json")["loads"]["memory"]["status"] == "partial"
+
+
+def test_a_campaign_resumed_at_once_waits_for_its_own_killed_step(tmp_path):
+    """SIGTERM in the last repeat, the same command at once: the killed repeat's agent may
+    still hold the lock for a few seconds, and the campaign waits for it instead of being
+    refused by itself ("another rtlab run (repeat-2, ...) is measuring")."""
+    out = tmp_path / "campaign"
+    args = [*run_args(out, "idle", "3s"), "--repeat", "2"]
+    proc = start_rtlab(*args)
+    wait_for(lambda: event_seen(out / "repeat-2" / "events", "measure-start"), 120)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    done = rtlab(*args, timeout=300)  # at once
+    assert done.returncode == 0, done.stderr
+    assert "is measuring" not in done.stderr
+    assert read_json(out / "repeat-2" / "run.json")["status"] == "complete"
+    assert list(tmp_path.glob("campaign/repeat-2.interrupted-*"))  # the killed one kept beside
+    assert not processes_in(out)

@@ -146,10 +146,45 @@ class Busy(UsageError):
     """Another run holds the target's lock: exit 2, naming it."""
 
     def __init__(self, event: ev.Event, target: str):
+        self.holder = event.get("run")  # the holding run's folder name on the target
         super().__init__(
             f"another rtlab run ({event.get('run')}, pid {event.get('pid')}) is measuring on "
             f"{target}: wait for it to end, or stop it, then run again"
         )
+
+
+OWN_STEP_WAIT_S = 30  # a campaign's own killed step: its agent stops within a few seconds
+
+
+def _own_step(holder: str, out: Path | None) -> bool:
+    """Whether the lock's holder is the run this one replaces: the same folder (a local
+    run's), or the target folder a killed step moved aside beside it named (a board's)."""
+    if out is None or not holder:
+        return False
+    if holder == out.name:
+        return True
+    for aside in out.parent.glob(f"{out.name}.interrupted-*"):
+        try:
+            manifest = RunDir(aside).manifest()
+        except (UnreadableFile, OSError):
+            continue
+        if str(manifest.get("remote") or "").rstrip("/").rsplit("/", 1)[-1] == holder:
+            return True
+    return False
+
+
+def _preflight(target: Target, plan: Plan, out: Path | None) -> dict[str, str]:
+    """preflight, waiting (OWN_STEP_WAIT_S at most) while the lock is held by the campaign's
+    own killed step, whose agent is still stopping: a campaign resumed at once is not refused
+    by itself. A stranger's lock is refused at once, as ever."""
+    deadline = time.monotonic() + OWN_STEP_WAIT_S
+    while True:
+        try:
+            return preflight(target, plan)
+        except Busy as e:
+            if not _own_step(e.holder, out) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def sysinfo(target: Target) -> Sysinfo:
@@ -334,7 +369,7 @@ def _execute(
     on_event: Callable[[ev.Event], None],
     guard: _Signals,
 ) -> Outcome:
-    tools = preflight(target, plan)
+    tools = _preflight(target, plan, out)
     info = sysinfo(target)
     info["derived"] = {"preemption": preemption(info).to_json()}
     cpu_facts = info.get("cpus") or {}
