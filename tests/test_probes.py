@@ -238,6 +238,22 @@ def test_repeats_pool_each_probe(tmp_path):
         assert got["max_us"] == max(p["max_us"] for p in parts)
         if name == "oslat":
             assert got["min_us"] == min(p["min_us"] for p in parts)
+    # in the history each probe is a series of its own, named as compare names it
+    db = str(tmp_path / "history.db")
+    assert rtlab("history", "add", str(out), "--db", db).returncode == 0
+    for series, name in (("idle oslat", "oslat"), ("idle cyclicdeadline", "cyclicdeadline")):
+        done = rtlab("history", "trend", "--db", db, "--load", series, "--metric", "max", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        (point,) = json.loads(done.stdout)["loads"][series]
+        assert point["value"] == max(e[name]["merged"]["latency"]["max_us"] for e in each)
+        assert len(point["runs"]) == 2
+    done = rtlab(
+        "history", "trend", "--db", db, "--load", "idle oslat", "--metric", "p99", "--format", "json"
+    )
+    p99 = json.loads(done.stdout)["loads"]["idle oslat"][0]["value"]
+    assert p99 == pooled["oslat"]["merged"]["latency"]["p99_us"]  # its histograms, pooled
+    done = rtlab("history", "regressions", "--db", db, "--load", "idle oslat", "--format", "json")
+    assert done.returncode == 0, done.stderr
 
 
 # rtla timerlat hist's table as rtla 6.12 prints it (seen in the RT guest), CPU 1 outside -c

@@ -20,6 +20,12 @@ def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
     return entry.get("probes", {}) if entry is not None else {}
 
 
+def series_name(load: str, probe: str, measure: str, measures: int) -> str:
+    """How compare's verdicts and the history name one probe's measure under a load: "idle
+    oslat", "cpu timerlat thread" (the measure only where the probe has several)."""
+    return f"{load} {probe}" + (f" {measure}" if measures > 1 else "")
+
+
 NO_HISTOGRAM = (
     "cyclicdeadline keeps no histogram: its avg and max only, no percentiles; no min either, as"
     " cyclicdeadline starts its minimum over after every 0 us wake-up"

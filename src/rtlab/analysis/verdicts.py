@@ -490,7 +490,7 @@ def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, 
         measures = dict.fromkeys(m for found in every if name in found for m in found[name]["histograms"])
         for measure in measures:
             b, n = histograms(base, name, measure), histograms(new, name, measure)
-            key = f"{load} {name}" + (f" {measure}" if len(measures) > 1 else "")
+            key = probes.series_name(load, name, measure, len(measures))
             if b and n:
                 verdicts[key] = LoadVerdict(tests=_bodies(b, n, margin, rng))
             else:

@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtlab.analysis.probes import series_name
 from rtlab.boundary import values
 from rtlab.boundary.shapes import LoadEntry, Manifest, StatsJSON, Summary, Sysinfo
 from rtlab.boundary.untrusted import printable
 from rtlab.history import schema
 
 TEXT_MAX = 200  # a board's strings are cut to this before they are stored
+SERIES_MAX = 100  # the load column: a load's name, or a probe's series under it
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,37 @@ def _load_rows(rows: Rows, run_id: int, load: str, entry: LoadEntry) -> None:
                 "overflows": h["overflows"], "values": json.dumps(h["values"]),
                 "counts": json.dumps(h["counts"]),
             })  # fmt: skip
+    _probe_rows(rows, run_id, load, entry)
     if timeline and timeline.get("merged"):
         maxima = [m if m is not None and m >= 0 else None for m in timeline["merged"]]
         rows.block_maxima.append(
             {"run_id": run_id, "load": load, "block_s": timeline["block_s"], "maxima": json.dumps(maxima)}
         )
+
+
+def _probe_rows(rows: Rows, run_id: int, load: str, entry: LoadEntry) -> None:
+    """The other probes (--probe) as series of their own, named as compare's verdicts name
+    them ("idle oslat", "idle timerlat thread"): trends, regressions and limits read them as
+    they read a load. No time axis: no block maxima."""
+    for name, probe in sorted((entry.get("probes") or {}).items()):
+        measures = list(dict.fromkeys([*(probe.get("merged") or {}), *(probe.get("histograms") or {})]))
+        for measure in measures:
+            key = series_name(load, name, measure, len(measures))[:SERIES_MAX]
+            status = str(probe.get("status") or "failed")
+            merged = (probe.get("merged") or {}).get(measure)
+            if merged is None:
+                rows.load_stats.append({"run_id": run_id, "load": key, "cpu": "all", "status": status})
+            else:
+                rows.load_stats.append(_stats_row(run_id, key, "all", status, merged))
+            for cpu, stats in sorted(((probe.get("cpus") or {}).get(measure) or {}).items()):
+                rows.load_stats.append(_stats_row(run_id, key, str(cpu), status, stats))
+            h = (probe.get("histograms") or {}).get(measure)
+            if h:
+                rows.histograms.append({
+                    "run_id": run_id, "load": key, "cpu": "all", "limit_us": h["limit_us"],
+                    "overflows": h["overflows"], "values": json.dumps(h["values"]),
+                    "counts": json.dumps(h["counts"]),
+                })  # fmt: skip
 
 
 def rows_of(
