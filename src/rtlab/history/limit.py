@@ -1,6 +1,9 @@
 """The latency limit a board's accepted kernel keeps, from its history (rtlab history limit,
-rtlab run --deadline history): the latency a run of duration D exceeds with probability
-alpha, the false-alarm rate a lab is willing to pay, instead of a number set by hand.
+rtlab run --deadline history): the latency a run of duration D exceeds with probability at
+most alpha (the false-alarm rate a lab is willing to pay), with 95 % confidence, instead of a
+number set by hand. Both ways below bound the quantile from above: a point estimate from a
+short history is exceeded more often than stated (on held-out A/A runs about twice as often,
+bench/bench_limit.py), its upper confidence bound is not.
 
 1. The runs it rests on: one board's and load's series since its last change point (Otava's:
    an accepted regression, an improvement or a suspected change all start a new level; a
@@ -13,12 +16,13 @@ alpha, the false-alarm rate a lab is willing to pay, instead of a number set by 
 3. One window must stay below the limit with q = (1 - alpha)^(1/k): independence of a run's
    k windows, which errs towards a higher limit (windows of one boot share its level, and
    maxima that rise together exceed together, less often than independent ones would).
-4. The worst-case fit: a GEV on the window maxima (interval-censored, tail.fit_gev), its
-   q-quantile, where the fit passes a randomized probability-integral-transform
-   Kolmogorov-Smirnov check; its interval from a bootstrap over whole runs, since runs vary
-   from boot to boot and the windows of one run do not replicate that. Otherwise empirical:
-   the order statistic that bounds the q-quantile from above with 95 % confidence, refused
-   when there are too few windows to hold one.
+4. The worst-case fit: a GEV on the window maxima (interval-censored, tail.fit_gev), where
+   the fit passes a randomized probability-integral-transform Kolmogorov-Smirnov check; its
+   q-quantile refitted on BOOTSTRAP resamples of whole runs (runs vary from boot to boot and
+   the windows of one run do not replicate that): the limit is their 95th percentile, the
+   estimate the whole fit's own quantile, the interval their 2.5th to 97.5th. Otherwise
+   empirical: the order statistic that bounds the q-quantile from above with 95 % confidence,
+   refused when there are too few windows to hold one.
 
 Pure: the rows come from db.Store.series, the changes from changes.regressions.
 """
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from rtlab.analysis import tail
 from rtlab.history.changes import Change
@@ -42,7 +46,7 @@ MIN_FIT = 20  # window maxima for a GEV fit
 GOF_P = 0.05
 TREND_P = 0.01
 BOOTSTRAP = 100
-CONFIDENCE = 0.95  # of the empirical limit's upper bound
+CONFIDENCE = 0.95  # of the limit's upper bound on the quantile
 
 
 @dataclass
@@ -53,6 +57,7 @@ class Limit:
     duration_s: float
     limit_us: int | None = None
     interval_us: tuple[int | None, int | None] = (None, None)
+    estimate_us: int | None = None  # the quantile itself (the limit bounds it from above)
     method: str = ""  # "gev" or "empirical"
     window_s: float | None = None
     windows: int = 0
@@ -65,7 +70,8 @@ class Limit:
     def to_json(self) -> dict[str, Any]:
         return {
             "board": self.board, "load": self.load, "false_alarm": self.false_alarm,
-            "duration_s": self.duration_s, "limit_us": self.limit_us, "interval_us": list(self.interval_us),
+            "duration_s": self.duration_s, "limit_us": self.limit_us, "estimate_us": self.estimate_us,
+            "interval_us": list(self.interval_us),
             "method": self.method, "window_s": self.window_s, "windows": self.windows,
             "runs": [r["path"] for r in self.runs], "run_hours": round(self.run_hours, 4),
             "first": self.runs[0]["started"] if self.runs else None,
@@ -185,11 +191,12 @@ def derive(board: str, load: str, rows: Sequence[dict[str, Any]], found: Sequenc
     detail = f"{what}: KS p {p:.3g}, xi {fit[2]:.2f}" if fit else f"{what}: no fit ({MIN_FIT} needed)"
     out.checks.append({"name": "gev fit", "passed": fit is not None and p >= GOF_P, "detail": detail})
     refits = _refits(per_run, fit[:3], seed) if fit is not None and p >= GOF_P else []
-    if len(refits) >= BOOTSTRAP // 2:
+    if fit is not None and len(refits) >= BOOTSTRAP // 2:
         out.method = "gev"
-        out.limit_us = _as_limit(_predictive(refits, k, false_alarm, float(x.max())))
-        quantiles = [tail.gev_quantile(*f, q) for f in refits]
-        low, high = np.percentile([v for v in quantiles if math.isfinite(v)], [2.5, 97.5])
+        quantiles = [v for v in (tail.gev_quantile(*f, q) for f in refits) if math.isfinite(v)]
+        low, bound, high = np.percentile(quantiles, [2.5, 100 * CONFIDENCE, 97.5])
+        out.limit_us = _as_limit(float(bound))
+        out.estimate_us = _as_limit(tail.gev_quantile(*fit[:3], q))
         out.interval_us = (_as_limit(float(low)), _as_limit(float(high)))
         return out
     return _empirical(out, np.sort(x), q)
@@ -212,23 +219,6 @@ def _refits(per_run: list[list[int]], fit: Params, seed: int) -> list[Params]:
     return found
 
 
-def _predictive(fits: list[Params], k: float, alpha: float, seen: float) -> float:
-    """The x a run of k windows exceeds with probability ALPHA, averaged over the refits: the
-    plug-in quantile of one fit is exceeded more often than stated (its error is not
-    symmetric in probability), the average over the fits' uncertainty is not."""
-
-    def excess(x: float) -> float:
-        p = [-math.expm1(k * float(tail.gev_logcdf(np.asarray([x]), *f)[0])) for f in fits]
-        return float(np.mean(p)) - alpha
-
-    low, high = max(seen / 4, 0.0), max(seen, 1.0)
-    while excess(high) > 0 and high < 1e9:
-        high *= 2
-    while excess(low) < 0 and low > 1e-3:
-        low /= 2
-    return float(optimize.brentq(excess, low, high, xtol=0.01))
-
-
 def _empirical(out: Limit, x: np.ndarray, q: float) -> Limit:
     """The order statistic x_(j) with P(q-quantile <= x_(j)) >= CONFIDENCE."""
     n = len(x)
@@ -243,5 +233,6 @@ def _empirical(out: Limit, x: np.ndarray, q: float) -> Limit:
         return out
     out.method = "empirical"
     out.limit_us = int(x[j - 1])
-    out.interval_us = (int(x[min(n - 1, max(0, math.ceil(n * q) - 1))]), int(x[j - 1]))
+    out.estimate_us = int(x[min(n - 1, max(0, math.ceil(n * q) - 1))])
+    out.interval_us = (out.estimate_us, out.limit_us)
     return out

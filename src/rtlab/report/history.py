@@ -142,10 +142,10 @@ def limits_table(found: Sequence[Limit]) -> Table:
     first = found[0]
     table = Table(
         title=f"Limits from the history of {first.board}: exceeded by a {first.duration_s:g} s run of the "
-        f"accepted kernel with probability {first.false_alarm:.3g}",
+        f"accepted kernel with probability at most {first.false_alarm:.3g} (95 % confidence)",
         title_justify="left",
     )
-    for heading in ("Load", "Limit µs", "95 % interval", "How", "Rests on", "Left out / refused"):
+    for heading in ("Load", "Limit µs", "Estimate µs [95 %]", "How", "Rests on", "Left out / refused"):
         table.add_column(heading, overflow="fold")
     for f in found:
         if f.refused:
@@ -153,7 +153,7 @@ def limits_table(found: Sequence[Limit]) -> Table:
             continue
         low, high = f.interval_us
         how = "worst-case fit (GEV)" if f.method == "gev" else "empirical (95 % upper bound)"
-        table.add_row(Text(f.load), str(f.limit_us), f"[{_cell(low)}, {_cell(high)}]",
+        table.add_row(Text(f.load), str(f.limit_us), f"{_cell(f.estimate_us)} [{_cell(low)}, {_cell(high)}]",
                       f"{how}, {f.windows} maxima of {f.window_s:g} s", _rests(f),
                       Text(f.left_out))  # fmt: skip
     return table
