@@ -304,3 +304,35 @@ def test_cyclicdeadline_is_read_without_its_minimum():
         probes.parse(
             probes.PROBES["cyclicdeadline"], {"thread": {"0": {**seen["thread"]["0"], "avg": 80}}}, []
         )
+
+
+@needs_root
+@needs_tools
+def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
+    """pmqtest, ptsematest, sigwaittest and svsematest under a load (the IPC wake-ups KernelCI
+    and LKFT run): each a probe whose samples, min, avg and max are its own JSON's, a pair
+    per CPU, and a probe the plan cannot place refused in one line."""
+    names = probes.IPC
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "cpu", "2s", "--probe", ",".join(names)))
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    cpus = summary["system"]["cpu_count"]
+    for name in names:
+        found = summary["loads"]["cpu"]["probes"][name]
+        assert found["status"] == "complete", found
+        pairs = read_json(out / "loads" / "cpu" / name / "probe.json")["thread"].values()
+        assert sorted(p["receiver"]["cpu"] for p in pairs) == list(range(cpus))  # a pair on every CPU
+        got = found["merged"]["latency"]
+        samples = sum(p["sender"]["samples"] for p in pairs)
+        assert got["samples"] == samples
+        assert got["max_us"] == max(p["receiver"]["max"] for p in pairs)
+        assert got["min_us"] == min(p["receiver"]["min"] for p in pairs)
+        weighted = sum(p["receiver"]["avg"] * p["sender"]["samples"] for p in pairs) / samples
+        assert math.isclose(got["avg_us"], weighted, abs_tol=0.01)
+        assert got["p99_us"] is None and "no histogram" in found["note"]
+    table = rtlab("report", str(out))
+    assert all(name in table.stdout for name in names)
+    done = rtlab(*run_args(tmp_path / "never", "idle", "1s", "--probe", "pmqtest", "--rt-cpus", "0"))
+    assert done.returncode == 2 and "leave out --rt-cpus" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

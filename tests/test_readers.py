@@ -170,6 +170,15 @@ OSLAT = {
     }
 }
 CYCLICDEADLINE = {"thread": {"0": {"cycles": 100, "min": 2, "max": 40, "avg": 9.5}}}
+PMQTEST = {  # as rt-tests 2.4's pmqtest -S --json writes it (the IPC tests share the shape)
+    "num_threads": 2,
+    "thread": {
+        "0": {"sender": {"cpu": 0, "priority": 90, "samples": 971, "interval": 1000},
+              "receiver": {"cpu": 0, "priority": 90, "min": 3, "avg": 4.36, "max": 28}},
+        "1": {"sender": {"cpu": 1, "priority": 90, "samples": 641, "interval": 1500},
+              "receiver": {"cpu": 1, "priority": 90, "timeoutcount": 0, "min": 3, "avg": 5.03, "max": 124}},
+    },
+}  # fmt: skip
 RTLA = """# RTLA timerlat histogram
 # Time unit is microseconds (us)
 Index   IRQ-000   Thr-000   IRQ-001   Thr-001
@@ -286,6 +295,18 @@ def test_cyclicdeadline(doc):
     _counts_sane(
         bounded(lambda: _probe("cyclicdeadline", untrusted.json_loads(text, "p"), ["cyclicdeadline"]))
     )
+
+
+@pytest.mark.unit
+@reads("rt-tests-ipc")
+@given(mutated(PMQTEST), st.sampled_from(["pmqtest", "ptsematest", "sigwaittest", "svsematest"]))
+@UNIT
+def test_rt_tests_ipc(doc, name):
+    text = json.dumps(doc)
+    found = bounded(lambda: _probe(name, untrusted.json_loads(text, "probe.json"), [name]))
+    _counts_sane(found)
+    for t in found.measures["latency"] if found else []:
+        assert t.min_us <= t.avg_us <= t.max_us and t.cycles > 0
 
 
 @pytest.mark.unit

@@ -14,7 +14,7 @@ from typing import cast
 from rtlab.boundary.shapes import PlanJSON
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
-from rtlab.results.probes import PROBES
+from rtlab.results.probes import IPC, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_duration, parse_latency
 
@@ -56,6 +56,7 @@ PROBE_START_S = 5
 DEFAULT_HWLAT_GATE_S = 10
 HWLAT_GATE_THRESHOLD_US = 10
 DEADLINE_MIN_US = 10_000
+IPC_MIN_US = 1_000  # rt-tests' IPC tests' own default interval: a pair per CPU, 500 µs apart
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,12 @@ class Plan:
                 f"bad --probe {','.join(self.probes)}: choose from {','.join(PROBES)}, each once "
                 "(cyclictest always measures first)"
             )
+        ipc = [p for p in self.probes if p in IPC]
+        if ipc and self.rt_cpus:
+            raise UsageError(
+                f"--probe {','.join(ipc)} puts a sender-receiver pair on every CPU: leave out --rt-cpus, "
+                "or these probes"
+            )
         return self
 
     def load(self, name: str) -> Load:
@@ -224,6 +231,11 @@ class Plan:
             interval = str(max(self.interval_us, DEADLINE_MIN_US))
             return ["cyclicdeadline", "-D", secs, "-i", interval, "-t", str(threads), *where,
                     "--json=probe.json.part", "-q"]  # fmt: skip
+        if name in IPC:
+            # a sender-receiver pair on every CPU (sigwaittest has no -S: the same by -a -t)
+            every = ["-a", "-t"] if name == "sigwaittest" else ["-S"]
+            return [name, "-D", secs, "-i", str(max(self.interval_us, IPC_MIN_US)), "-p", str(self.priority),
+                    *every, "--json=probe.json.part", "-q"]  # fmt: skip
         if name == "timerlat":
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
             return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}",
@@ -396,7 +408,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("idle-after-boot", "idle_after_boot_s", _zero_or_duration,
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
-           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat "
+           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, and rt-tests' "
+           "functional tests pmqtest, ptsematest, sigwaittest, svsematest "
            "(comma-separated; each measures --duration)", lava=True),
     Option("hwlat-gate", "hwlat_gate_us", parse_latency,
            "before measuring, run the hwlat tracer and measure nothing (exit 1) if firmware, the "

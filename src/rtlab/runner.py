@@ -29,6 +29,7 @@ from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
 from rtlab.plan import GRACE_S, HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, rundir
+from rtlab.results.probes import IPC
 from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
@@ -41,6 +42,7 @@ INSTALL_HINT = {
     "taskset": "apt-get install util-linux or enable taskset in busybox (it confines loads to CPUs)",
     "oslat": "apt-get install rt-tests (2.0 or later), or leave out --probe oslat",
     "cyclicdeadline": "apt-get install rt-tests (2.0 or later), or leave out --probe cyclicdeadline",
+    **{name: f"apt-get install rt-tests (2.4 or later: --json), or leave out --probe {name}" for name in IPC},
     "rtla": "apt-get install rtla (Debian 12: from bookworm-backports), or leave out --probe timerlat",
 }
 

@@ -26,12 +26,6 @@ def series_name(load: str, probe: str, measure: str, measures: int) -> str:
     return f"{load} {probe}" + (f" {measure}" if measures > 1 else "")
 
 
-NO_HISTOGRAM = (
-    "cyclicdeadline keeps no histogram: its avg and max only, no percentiles; no min either, as"
-    " cyclicdeadline starts its minimum over after every 0 us wake-up"
-)
-
-
 def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = False) -> ProbeJSON:
     probe = PROBES[raw.name]
     entry: ProbeJSON = {
@@ -41,7 +35,7 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         "merged": {},
         "cpus": {},
         "histograms": {},
-        "note": None if probe.has_histogram else NO_HISTOGRAM,
+        "note": probe.note,
     }
     ends = [
         e for e in events if e.kind == Kind.PROBE_END and e.get("load") == load and e.get("probe") == raw.name

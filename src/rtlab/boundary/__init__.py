@@ -24,6 +24,10 @@ READERS: dict[str, tuple[str, str]] = {
     "cyclictest": ("rtlab.results.cyclictest:threads", "cyclictest's JSON"),
     "oslat": ("rtlab.results.probes:parse", "oslat's JSON"),
     "cyclicdeadline": ("rtlab.results.probes:parse", "cyclicdeadline's JSON"),
+    "rt-tests-ipc": (
+        "rtlab.results.probes:parse",
+        "pmqtest's, ptsematest's, sigwaittest's and svsematest's JSON",
+    ),
     "rtla": ("rtlab.results.probes:parse", "rtla timerlat hist's table"),
     "timeline": ("rtlab.results.timeline:parse", "cyclictest's oscilloscope and spike lines"),
     "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),

@@ -6,6 +6,11 @@
                      keeps no histogram: avg and max only (its min is not exact)
     timerlat         the kernel's timerlat tracer through `rtla timerlat hist`: the timer
                      interrupt's latency and the woken thread's, apart, per CPU; its text table
+    pmqtest, ptsematest, sigwaittest, svsematest
+                     rt-tests' functional tests that KernelCI and LKFT run: a sender thread
+                     wakes a receiver through a POSIX message queue, a pthread mutex, a
+                     signal or a System V semaphore, one pair per CPU; the receiver's latency
+                     from its --json (min, avg and max per pair: no histogram)
 
 Each measures in a folder of its own, loads/<load>/<probe>/, under the same load after
 cyclictest: probe.argv (the whole command, one argument a line), what it printed
@@ -36,16 +41,28 @@ class Probe:
     result: str  # the file its numbers are read from
     has_histogram: bool = True
     keeps_min: bool = True  # False: the tool's minimum cannot be vouched for, so none is shown
+    note: str | None = None  # what it cannot say, in every report
+
+
+NO_HISTOGRAM = (
+    "cyclicdeadline keeps no histogram: its avg and max only, no percentiles; no min either, as"
+    " cyclicdeadline starts its minimum over after every 0 us wake-up"
+)
+IPC_NOTE = "{name} keeps no histogram: min, avg and max of each sender-receiver pair, no percentiles"
+IPC = ("pmqtest", "ptsematest", "sigwaittest", "svsematest")  # the wake-up through an IPC object
 
 
 # cyclictest always measures first: every report, verdict and history reads it
 PROBES: dict[str, Probe] = {
     "oslat": Probe("oslat", "oslat", "probe.json"),
     "cyclicdeadline": Probe(
-        "cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False, keeps_min=False
+        "cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False, keeps_min=False,
+        note=NO_HISTOGRAM,
     ),
     "timerlat": Probe("timerlat", "rtla", "probe.out"),  # measures "irq" and "thread"
-}
+    **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
+       for name in IPC},
+}  # fmt: skip
 
 
 class InvalidProbe(ValueError):
@@ -74,9 +91,34 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
         # the last bucket (checked to be 1 to 1024 µs) holds everything at or beyond it
         limit = max(int(key) for t in threads.values() for key in t["histogram"])
         return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, limit)
+    if probe.name in IPC:
+        where = f"{probe.name}'s JSON"
+        found = _distinct([_ipc_pair(t, str(n), where) for n, t in threads.items()], where)
+        return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, 0)
     found = [_deadline_thread(t, str(n)) for n, t in threads.items()]
     _total(found, "cyclicdeadline's JSON")
     return ProbeResult({"latency": found}, 0)
+
+
+def _ipc_pair(pair: Any, name: str, where: str) -> ThreadResult:
+    """One sender-receiver pair: the sender's samples, the receiver's min, avg and max (µs)."""
+    where = f"{where}: thread {printable(name)[:20]}"
+    if (
+        not isinstance(pair, dict)
+        or not isinstance(pair.get("sender"), dict)
+        or not isinstance(pair.get("receiver"), dict)
+    ):
+        raise InvalidProbe(f"{where} is not a sender and a receiver")
+    sender, receiver = pair["sender"], pair["receiver"]
+    samples = _count(sender, "samples", where)
+    if samples == 0:
+        raise InvalidProbe(f"{where} measured no samples")
+    cpu = _count(receiver, "cpu", where)
+    min_us, max_us = _count(receiver, "min", where), _count(receiver, "max", where)
+    avg = _average(receiver, where)
+    if not min_us <= avg <= max_us:
+        raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
+    return ThreadResult(_index(name), cpu, samples, min_us, max_us, avg, {}, 0)
 
 
 def _distinct(threads: list[ThreadResult], where: str) -> list[ThreadResult]:

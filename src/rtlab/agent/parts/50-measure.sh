@@ -296,7 +296,10 @@ measure() {
 		if [ $stem = cyclictest ]; then
 			run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
 		else
-			run_argv probe.argv $NORMAL $SETSID
+			# $_ in its environment names the tool's file: svsematest keys its semaphore by
+			# ftok() of the file $_ (else argv[0]) names, which a bare name is not
+			p0=$(command -v "$(sed -n 1p probe.argv)") || p0=
+			run_argv probe.argv $NORMAL $SETSID ${p0:+env "_=$p0"}
 		fi
 	) >"$mf/$stem.out" 2>"$mf/$stem.log" &
 	CT_PID=$!

@@ -26,6 +26,10 @@ TOOLS = {
     # the other probes of rt-tests (--probe)
     "oslat": "usr/bin/oslat",
     "cyclicdeadline": "usr/bin/cyclicdeadline",
+    "pmqtest": "usr/bin/pmqtest",
+    "ptsematest": "usr/bin/ptsematest",
+    "sigwaittest": "usr/bin/sigwaittest",
+    "svsematest": "usr/bin/svsematest",
 }
 RTLA = {"rtla": "usr/bin/rtla"}
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
