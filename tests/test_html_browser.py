@@ -50,6 +50,8 @@ def test_dom_has_the_table_and_drawn_figures(page):
     for load in ("idle", "cpu"):
         assert f'<td class="name">{load}</td>' in dom
     assert dom.count("<svg") >= 2
+    for load in ("idle", "cpu"):  # OSADL's latency plot, a curve per CPU
+        assert f'id="fig-osadl-{load}"' in dom and "Latency plot (as OSADL draws it)" in dom
     # a drawn curve is a path with many points, not an empty axis
     assert any(len(d) > 500 for d in dom.split(' d="')[1:])
 

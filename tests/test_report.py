@@ -211,3 +211,19 @@ def test_one_run_through_a_pipe_is_named_in_the_title_and_has_one_header_row():
     heads = [line for line in lines if "┃" in line]
     assert len(heads) == 1 and all(word in heads[0] for word in ("Load", "Avg", "Max", "Deadline"))
     assert not any(name[:8] in line for line in lines[1:])
+
+
+def test_osadl_plot_draws_each_cpu_in_1us_bins_and_marks_the_maximum():
+    """OSADL's latency plot of a single run: per load a curve per CPU, 1 µs bins on a linear
+    axis from 0, samples on a log axis, each CPU's max in its legend, the worst marked."""
+    found = figures.osadl_figures([RT], ["rt"])
+    assert [f.name for f in found] == ["osadl-idle", "osadl-cpu"]
+    ax = found[1].figure.axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"
+    curves = [line for line in ax.get_lines() if line.get_label().startswith("CPU")]
+    assert [c.get_label() for c in curves] == ["CPU 0 (max 150 µs)", "CPU 1 (max 150 µs)"]
+    x, y = curves[0].get_data()
+    assert list(x) == list(range(151)) and y[9] == 80 and y[20] == 10 and y[150] == 1 and y[10] == 0
+    (marked,) = [line for line in ax.get_lines() if line.get_label() == "maximum 150 µs"]
+    assert list(marked.get_xdata()) == [150, 150]
+    assert figures.osadl_figures([RT, MAINLINE], ["rt", "mainline"]) == []  # comparisons: no

@@ -381,6 +381,43 @@ def verdict_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> Named
     return NamedFigure("verdicts", "Differences against the first run", fig)
 
 
+def osadl_figures(summaries: Sequence[Summary], labels: Sequence[str]) -> list[NamedFigure]:
+    """OSADL's latency plot, so a lab's pages can be set beside OSADL's by eye: per load of a
+    single run, 1 µs bins on a linear latency axis, samples on a log axis, one curve per CPU,
+    each CPU's maximum in the legend and the worst marked. None for a comparison (its
+    histograms are drawn per load, run against run)."""
+    if len(summaries) != 1:
+        return []
+    out = []
+    for load in cells.loads_in_order(summaries):
+        entry = summaries[0]["loads"].get(load)
+        found = entry["histograms"] if entry is not None else None
+        if entry is None or not found or not found["cpus"]:
+            continue
+        fig = Figure(figsize=(8, 4.5), layout="constrained")
+        ax = fig.add_subplot()
+        worst = 0
+        for i, (cpu, h) in enumerate(sorted(found["cpus"].items(), key=lambda kv: int(kv[0]))):
+            values = np.asarray(h["values"], dtype=np.int64)
+            top = int(values.max()) + 1 if len(values) else 1
+            x, y = series(h, top)
+            own = entry["cpus"].get(cpu)
+            peak = own["max_us"] if own is not None else None
+            worst = max(worst, peak or 0)
+            shown = f"CPU {cpu}" + (f" (max {peak} µs)" if peak is not None else "")
+            ax.plot(x, y, drawstyle="steps-mid", linewidth=0.9, label=shown, color=run_color(i))
+        ax.axvline(worst, color="black", linestyle="--", linewidth=0.8, label=f"maximum {worst} µs")
+        ax.set_yscale("log", nonpositive="mask")
+        ax.set_xlim(0, max(worst * 1.05, 10))
+        ax.set_xlabel("latency (µs), 1 µs bins")
+        ax.set_ylabel("samples")
+        ax.set_title(f"Latency plot (as OSADL draws it), {labels[0]}, {load}")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize="small", ncols=2 if len(found["cpus"]) > 8 else 1)
+        out.append(NamedFigure(f"osadl-{slug(load)}", ax.get_title(), fig))
+    return out
+
+
 def all_figures(
     summaries: Sequence[Summary], labels: Sequence[str], deadline_us: int | None = None
 ) -> list[NamedFigure]:
@@ -397,6 +434,7 @@ def all_figures(
             *([paid] if paid is not None else []),
             *(f for f in over_time if f is not None),
             *histogram_figures(summaries, labels),
+            *osadl_figures(summaries, labels),
         ]
 
 
