@@ -39,6 +39,14 @@ def fake_root(root: Path) -> dict[Path, bytes]:
     (root / "sys/kernel/realtime").write_text("1\n")
     (root / "sys/devices/system/cpu").mkdir(parents=True)
     (root / "sys/devices/system/cpu/online").write_text("0-1\n")
+    clock = root / "sys/devices/system/clocksource/clocksource0"
+    clock.mkdir(parents=True)
+    (clock / "current_clocksource").write_text("riscv_clocksource\n")
+    (root / "proc/loadavg").write_text("0.52 0.31 0.12 1/97 321\n")
+    (root / "etc/tuned").mkdir(parents=True)
+    (root / "etc/tuned/active_profile").write_text("realtime\n")
+    (root / "run").mkdir()
+    (root / "run/.containerenv").write_text("")
     return fake_sysfs(root, {0: "powersave", 1: "schedutil"})
 
 
@@ -64,6 +72,14 @@ def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path
     assert "/sys/kernel/debug/sched/preempt" in info["missing"]
     assert "/proc/config.gz" in info["missing"]
     assert info["kernel"]["preempt_mode"] is None
+    # rteval's platform facts: the fake board's own files, none of DMI (a device-tree board)
+    assert info["platform"] == {
+        "dmi": dict.fromkeys(("sys_vendor", "product_name", "board_name", "bios_vendor", "bios_version",
+                              "bios_date")),
+        "clocksource": "riscv_clocksource", "load_average": "0.52 0.31 0.12 1/97 321",
+        "tuned_profile": "realtime", "tuned_verifies": None, "container": "podman",
+    }  # fmt: skip
+    assert "/proc/loadavg" not in info["missing"]
 
 
 def write_plan(run: Path, loads: dict[str, list[str] | None], seconds: int) -> None:

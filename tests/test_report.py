@@ -227,3 +227,26 @@ def test_osadl_plot_draws_each_cpu_in_1us_bins_and_marks_the_maximum():
     (marked,) = [line for line in ax.get_lines() if line.get_label() == "maximum 150 µs"]
     assert list(marked.get_xdata()) == [150, 150]
     assert figures.osadl_figures([RT, MAINLINE], ["rt", "mainline"]) == []  # comparisons: no
+
+
+def test_platform_facts_show_in_every_format_and_hostile_ones_are_cleaned():
+    """rteval's report fields (DMI, clock source, load average, tuned, container) in the
+    table, Markdown and HTML; a board's control characters and odd types never reach them."""
+    from rtlab.analysis.summary import platform
+    from rtlab.report import markdown, table
+
+    said = {"dmi": {"sys_vendor": "QEMU", "product_name": "Standard PC\x1b[31m", "bios_vendor": 7},
+            "clocksource": "tsc", "load_average": "0.50 0.40 0.30 1/90 99", "tuned_profile": "realtime",
+            "tuned_verifies": "yes", "container": "none", "extra": "ignored"}  # fmt: skip
+    found = platform(said)
+    assert found["dmi"]["product_name"] == "Standard PC?[31m" and found["dmi"]["bios_vendor"] is None
+    assert found["tuned_verifies"] is None and "extra" not in found
+    assert platform("not a dict") == {} and platform(None) == {}
+    run = {**RT, "system": {**RT["system"], "platform": found}}
+    text = table.render([run], ["rt"])
+    line = "rt: machine (DMI) QEMU Standard PC?[31m; BIOS not given; clock source tsc; load average at start"
+    assert line in " ".join(text.split("\n"))
+    assert "0.50 0.40 0.30; tuned profile realtime; container none" in text.replace("\n", " ")
+    assert "clock source tsc" in markdown.render([run], ["rt"])
+    page = html.render([run], ["rt"])
+    assert "clock source" in page and "container" in page and "Standard PC?[31m" in page

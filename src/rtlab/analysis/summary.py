@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from rtlab.analysis import causes, cost, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
@@ -27,6 +27,7 @@ from rtlab.boundary.shapes import (
     TargetJSON,
     WarningJSON,
 )
+from rtlab.boundary.untrusted import printable
 from rtlab.plan import STOP_GRACE_S
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
@@ -138,7 +139,49 @@ def system_facts(sysinfo: Sysinfo | None) -> SystemJSON:
         "cpu_count": cpus.get("count"),
         "governors": cpus.get("governors") or {},
         "clusters": [cast(ClusterJSON, c.to_json()) for c in clusters.clusters(dict(cpus))],
+        "platform": platform(info.get("platform")),
     }
+
+
+PLATFORM_TEXT = ("clocksource", "load_average", "tuned_profile", "container")
+DMI = ("sys_vendor", "product_name", "board_name", "bios_vendor", "bios_version", "bios_date")
+
+
+def platform(found: Any) -> dict[str, Any]:
+    """The target's platform facts as reports show them: every value a short printable string
+    (or None, a bool for tuned_verifies), whatever the board sent; an agent before them: {}."""
+    if not isinstance(found, dict):
+        return {}
+
+    def text(value: Any) -> str | None:
+        return printable(value, lines=False).strip()[:200] or None if isinstance(value, str) else None
+
+    dmi = found["dmi"] if isinstance(found.get("dmi"), dict) else {}
+    verifies = found.get("tuned_verifies")
+    return {
+        **{key: text(found.get(key)) for key in PLATFORM_TEXT},
+        "tuned_verifies": verifies if isinstance(verifies, bool) else None,
+        "dmi": {key: text(dmi.get(key)) for key in DMI},
+    }
+
+
+def platform_lines(system: SystemJSON) -> list[tuple[str, str]]:
+    """(name, value) of the platform facts a report shows; none for an older run."""
+    p = system.get("platform") or {}
+    if not p:
+        return []
+    dmi = p.get("dmi") or {}
+    machine = " ".join(v for v in (dmi.get("sys_vendor"), dmi.get("product_name")) if v)
+    bios = " ".join(v for v in (dmi.get("bios_vendor"), dmi.get("bios_version"), dmi.get("bios_date")) if v)
+    tuned = p.get("tuned_profile")
+    if tuned and p.get("tuned_verifies") is not None:
+        tuned += " (verifies)" if p["tuned_verifies"] else " (does NOT verify)"
+    load = " ".join((p.get("load_average") or "").split()[:3])
+    return [(name, value) for name, value in (
+        ("machine (DMI)", machine or "not given (no DMI)"), ("BIOS", bios or "not given"),
+        ("clock source", p.get("clocksource") or "not given"), ("load average at start", load or "not given"),
+        ("tuned profile", tuned or "none"), ("container", p.get("container") or "not given"),
+    )]  # fmt: skip
 
 
 def summarize(

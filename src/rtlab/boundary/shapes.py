@@ -76,6 +76,7 @@ class Sysinfo(TypedDict, total=False):
     tools: dict[str, str]
     runtime: dict[str, Any]  # the runtime files, irqbalance, idle states: read by system.audit
     tracing: dict[str, Any]  # tracefs, tracers, clocks, rtla: which spike-cause levels it has
+    platform: dict[str, Any]  # DMI, clock source, load average, tuned, container (rteval's fields)
     missing: list[str]
     derived: dict[str, Any]
 
@@ -427,6 +428,7 @@ class SystemJSON(TypedDict):
     cpu_count: CpuCount | None
     governors: dict[str, str]
     clusters: list[ClusterJSON]  # [] on a homogeneous system (or one that says nothing of its CPUs)
+    platform: NotRequired[dict[str, Any]]  # what rteval reports beside the kernel (summary.platform)
 
 
 class LoadVerdict(TypedDict):

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from rtlab.analysis.stats import SEED_TABLE
+from rtlab.analysis.summary import platform_lines
 from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells, verdict_table
 
@@ -44,6 +45,10 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         if w["code"] not in ("incomplete", "failed")
     ]
     text = "\n".join(lines) + "\n"
+    for s, label in zip(summaries, labels, strict=True):
+        facts = platform_lines(s["system"])
+        if facts:
+            notes.append(f"- {escape(label)}: " + "; ".join(f"{escape(k)} {escape(v)}" for k, v in facts))
     groups = cells.clusters_in_order(summaries)
     if groups:
         head = ["Load", "Cluster"] + [

@@ -198,6 +198,43 @@ board_compatible() {
 	printf ']'
 }
 
+# What rteval's report says of the machine beside the kernel: firmware (DMI), the clock
+# source, the load average as measuring begins, the tuned profile and whether it verifies,
+# and whether the agent runs in a container (its numbers are then the container's host's).
+platform_json() {
+	printf '{"dmi": {'
+	sep=
+	for f in sys_vendor product_name board_name bios_vendor bios_version bios_date; do
+		printf '%s"%s": ' "$sep" "$f"
+		if [ -r "$ROOT/sys/class/dmi/id/$f" ]; then json_str "$(cat "$ROOT/sys/class/dmi/id/$f" 2>/dev/null)"; else printf null; fi
+		sep=', '
+	done
+	printf '}, "clocksource": '
+	json_file /sys/devices/system/clocksource/clocksource0/current_clocksource
+	printf ', "load_average": '
+	json_file /proc/loadavg
+	printf ', "tuned_profile": '
+	if [ -r "$ROOT/etc/tuned/active_profile" ]; then json_str "$(cat "$ROOT/etc/tuned/active_profile")"; else printf null; fi
+	printf ', "tuned_verifies": '
+	if [ -z "$ROOT" ] && [ -r /etc/tuned/active_profile ] && command -v tuned-adm >/dev/null 2>&1; then
+		if tuned-adm verify >/dev/null 2>&1; then printf true; else printf false; fi
+	else
+		printf null
+	fi
+	printf ', "container": '
+	json_str "$(container_kind)"
+	printf '}'
+}
+
+# docker, podman, lxc, another name a container manager gives, or "none"
+container_kind() {
+	if [ -e "$ROOT/.dockerenv" ]; then echo docker; return 0; fi
+	if [ -e "$ROOT/run/.containerenv" ]; then echo podman; return 0; fi
+	said=$(tr '\000' '\n' <"$ROOT/proc/1/environ" 2>/dev/null | sed -n 's/^container=//p' | first_line)
+	if [ -n "$said" ]; then echo "$said"; return 0; fi
+	echo none
+}
+
 cmd_sysinfo() {
 	printf '{"schema": "rtlab.sysinfo/1", "collected": '
 	json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -231,6 +268,8 @@ cmd_sysinfo() {
 	tracing_json
 	printf ', "runtime": '
 	runtime_json
+	printf ', "platform": '
+	platform_json
 	printf ', "missing": ['
 	sep=
 	set -f # the missing paths hold patterns (cpu*): list them, do not expand them
