@@ -59,17 +59,20 @@ class Judge:
         self, before: Subject, after: Subject, gap: dict[str, Any], loads: Sequence[str]
     ) -> Confirmed:
         """Whether AFTER carries the regression that GAP (compare of the ends) shows: worse than
-        BEFORE on fresh runs of the two measured in turns, by about the whole of it (surely
-        nearer the ends' difference than none, in a metric the ends differ in). A difference
-        that came of when each was measured (a noisy hour on the host), or a small part of the
-        regression, is not taken for the culprit's."""
+        BEFORE on fresh runs of the two measured in turns, in a metric the ends differ in, by
+        about the whole of it (surely nearer the ends' difference than none). More runs are
+        measured while that share is not sure, up to the budget; then a step that is surely
+        worse and not surely a small part is named, and says its share was not settled (the
+        ends' own interval can be as wide as the effect: 20 ms of emulation noise). A
+        difference that came of when each was measured (a noisy hour on the host), or a small
+        part of the regression, is not taken for the culprit's."""
         start = [self.lab.asked.get(before.key, 0) + 1, self.lab.asked.get(after.key, 0) + 1]
         since = self.confirmations.setdefault(f"{before.key}..{after.key}", start)
         k = self.budget.repeats
         while True:
             self.lab.alternate(before, after, k, (since[0], since[1]))
             direct = self.lab.compare(before, after, (since[0], since[1]))
-            found, small = [], []
+            found, small, unsure = [], [], []
             for load in loads:
                 ends_tests = {t["metric"]: t for t in gap["loads"].get(load, {}).get("tests", [])
                               if t.get("verdict") == "worse"}  # fmt: skip
@@ -83,10 +86,18 @@ class Judge:
                         found.append(shown)
                     elif whole is False:
                         small.append(shown)
+                    else:
+                        unsure.append(shown)
             if found:
                 return Confirmed(
                     True, brief(direct, loads), f"measured in turns, worse in {'; '.join(found)}"
                 )
+            if unsure and not small and k >= self.budget.most:
+                return Confirmed(
+                    True, brief(direct, loads),
+                    f"measured in turns, worse in {'; '.join(unsure)}; its share of the whole regression "
+                    f"is not settled after {k} runs each (wide intervals), and it is surely not a small part",
+                )  # fmt: skip
             if small or k >= self.budget.most:
                 said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
                 shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
