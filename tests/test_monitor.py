@@ -1,7 +1,7 @@
 """rtlab monitor on this machine and on an SSH board, each stopped in the middle and resumed.
 
 Locally: blocks of 2 s of a load that sleeps until the test plants a flag, from which on it is
-tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 5 ms of every 10 ms). The monitor is
+tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 30 ms at a time). The monitor is
 stopped with SIGTERM in block 3 and the same command resumes it; two flagged blocks must
 raise an alert (the second at the latest: the change point at the first is then confirmed
 with runs on both sides and closes the gate), run the --on-alert hook and end with exit code
@@ -56,7 +56,8 @@ def _added(db: Path) -> list[str]:
 def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     spin, flag = spin_binary(tmp_path), tmp_path / "worse"
     loads = tmp_path / "loads.toml"
-    script = f"if [ -e {flag} ]; then exec {spin} 0 5 0 100000 0.01; else exec sleep 3600; fi"
+    # 30 ms at a time: far beyond what a busy shared host does to the quiet blocks
+    script = f"if [ -e {flag} ]; then exec {spin} 0 30 0 100000 0.1; else exec sleep 3600; fi"
     loads.write_text(f'[loads.work]\ncommand = ["sh", "-c", "{script}"]\non = "all"\n')
     out, db, alerts = tmp_path / "mon", tmp_path / "history.db", tmp_path / "alerts"
     hook = f'echo "$RTLAB_ALERT_BLOCK $RTLAB_ALERT_LOAD" >> {alerts}'
@@ -74,7 +75,8 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     assert [b["n"] for b in index["blocks"]] == list(range(1, 9))
     assert [g["after"] for g in index["gaps"]] == [3, 6] and all(g["seconds"] >= 0 for g in index["gaps"])
     by_n = {b["n"]: b for b in index["blocks"]}
-    assert by_n[3]["status"] == "partial"  # cut by the signal, kept, not measured again
+    # cut by the signal (partial; failed when it came before a sample), kept, not measured again
+    assert by_n[3]["status"] in ("partial", "failed")
     # each block's max is its run's own (cyclictest's JSON), and the alert names the busy one
     for b in index["blocks"]:
         data = read_json(out / b["folder"] / "loads" / "work" / "cyclictest.json")
@@ -83,7 +85,7 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
         assert b["limit_us"] is not None or b["limit"].startswith("no limit yet")
         if b["n"] < 7:
             assert b["alert"] is None, b
-    assert by_n[7]["max_us"] > 4000 and by_n[8]["max_us"] > 4000
+    assert by_n[7]["max_us"] > 20000 and by_n[8]["max_us"] > 20000
     # block 7: an alert when the history already gave a limit; block 8: the gate, confirmed
     limit_7 = by_n[7]["limit_us"]
     assert (by_n[7]["alert"] is not None) == (limit_7 is not None and by_n[7]["max_us"] > limit_7)

@@ -22,7 +22,8 @@ bench/bench_limit.py), its upper confidence bound is not.
    the windows of one run do not replicate that): the limit is their 95th percentile, the
    estimate the whole fit's own quantile, the interval their 2.5th to 97.5th. Otherwise
    empirical: the order statistic that bounds the q-quantile from above with 95 % confidence,
-   refused when there are too few windows to hold one.
+   refused when there are too few windows to hold one. Either is refused when its bound is
+   more than MAX_BOUND_RATIO times its estimate: the history cannot place the quantile.
 
 Pure: the rows come from db.Store.series, the changes from changes.regressions.
 """
@@ -47,6 +48,9 @@ GOF_P = 0.05
 TREND_P = 0.01
 BOOTSTRAP = 100
 CONFIDENCE = 0.95  # of the limit's upper bound on the quantile
+# A bound this many times its estimate says the history cannot place the quantile (a heavy
+# tail fitted to few maxima: 0.9 s from maxima of 3 to 7 ms was seen): refused, not used.
+MAX_BOUND_RATIO = 3.0
 
 
 @dataclass
@@ -198,8 +202,22 @@ def derive(board: str, load: str, rows: Sequence[dict[str, Any]], found: Sequenc
         out.limit_us = _as_limit(float(bound))
         out.estimate_us = _as_limit(tail.gev_quantile(*fit[:3], q))
         out.interval_us = (_as_limit(float(low)), _as_limit(float(high)))
+        return _settled(out, f"the fitted tail is heavy (xi {fit[2]:.2f})")
+    return _settled(_empirical(out, np.sort(x), q), "too few windows above the quantile")
+
+
+def _settled(out: Limit, why: str) -> Limit:
+    """OUT, refused when its bound is more than MAX_BOUND_RATIO times its estimate."""
+    if out.limit_us is None or out.estimate_us is None:
         return out
-    return _empirical(out, np.sort(x), q)
+    ratio = out.limit_us / max(out.estimate_us, 1)
+    if ratio > MAX_BOUND_RATIO:
+        out.refused = (
+            f"too uncertain: the 95 % bound {out.limit_us} µs is {ratio:.1f} times the estimate "
+            f"{out.estimate_us} µs ({why}, {out.windows} maxima): measure longer"
+        )
+        out.limit_us = None
+    return out
 
 
 Params = tuple[float, float, float]  # a GEV's mu, sigma, xi
