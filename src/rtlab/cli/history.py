@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -84,6 +84,18 @@ def remember(folder: Path, wanted: bool) -> None:
         err.print(f"warning: not added to the history: {e}", highlight=False)
 
 
+def _show(fmt: str, output: Path | None, as_json: Callable[[], str], as_table: Callable[[], Any]) -> None:
+    """JSON, or the table: into OUTPUT as plain text, else on the terminal."""
+    from rtlab.report import history as shown
+
+    if fmt == "json":
+        emit(as_json(), output)
+    elif output is not None:
+        emit(shown.text(as_table()), output)
+    else:
+        console.print(as_table())
+
+
 def _date(since: str | None) -> str | None:
     if since is None:
         return None
@@ -160,12 +172,7 @@ def list_runs(
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
     with opened(db) as store:
         found = store.list_runs(board, kernel, _date(since))
-    if fmt == "json":
-        emit(shown.runs_json(found), output)
-    elif output is not None:
-        emit(shown.text(shown.runs_table(found)), output)
-    else:
-        console.print(shown.runs_table(found))
+    _show(fmt, output, lambda: shown.runs_json(found), lambda: shown.runs_table(found))
 
 
 def _series(store: Store, board: str, load: str | None) -> dict[str, list[dict[str, Any]]]:
@@ -269,12 +276,7 @@ def regressions(
         found = []
         for name in boards:
             found += _changes(store, name, _series(store, name, load), metric, level_us)
-    if fmt == "json":
-        emit(shown.changes_json(found), output)
-    elif output is not None:
-        emit(shown.text(shown.changes_table(found, metric)), output)
-    else:
-        console.print(shown.changes_table(found, metric))
+    _show(fmt, output, lambda: shown.changes_json(found), lambda: shown.changes_table(found, metric))
     failing = [c for c in found if c.holds]
     if gate and failing:
         for c in failing:
@@ -386,12 +388,7 @@ def limit(
         found = limits_of(store, _one_board(store, board), load, rate, seconds)
     if all(f.refused for f in found):
         raise UsageError("; ".join(f"{f.load}: no limit: {f.refused}" for f in found))
-    if fmt == "json":
-        emit(shown.limits_json(found), output)
-    elif output is not None:
-        emit(shown.text(shown.limits_table(found)), output)
-    else:
-        console.print(shown.limits_table(found))
+    _show(fmt, output, lambda: shown.limits_json(found), lambda: shown.limits_table(found))
 
 
 @app.command("accept")
