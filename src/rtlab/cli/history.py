@@ -175,9 +175,12 @@ def list_runs(
     _show(fmt, output, lambda: shown.runs_json(found), lambda: shown.runs_table(found))
 
 
-def _series(store: Store, board: str, load: str | None) -> dict[str, list[dict[str, Any]]]:
+def _series(
+    store: Store, board: str, load: str | None, maxima: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """The board's series by load; MAXIMA: with each run's time axis (figures, limits)."""
     by_load: dict[str, list[dict[str, Any]]] = {}
-    for row in store.series(board, load):
+    for row in store.series(board, load, maxima):
         by_load.setdefault(row["load"], []).append(row)
     if load and not by_load:
         raise UsageError(f"board {board!r} has no run of load {load!r}")
@@ -226,7 +229,7 @@ def trend(
     level_us = float(parse_latency(level)) if level is not None else None
     with opened(db) as store:
         name = _one_board(store, board)
-        rows = _series(store, name, load)
+        rows = _series(store, name, load, maxima=fmt == "html")
         found = [c for c in _changes(store, name, rows, metric, level_us) if not c.newest]
     by_load = {}
     for each, series in rows.items():
@@ -312,7 +315,7 @@ def limits_of(store: Store, board: str, load: str | None, false_alarm: float,
     """Each load's limit from the board's accepted runs (the regressions as the gate sees them)."""
     from rtlab.history import limit
 
-    rows = _series(store, board, load)
+    rows = _series(store, board, load, maxima=True)
     found = _changes(store, board, rows, "p99.99", None)
     return [
         limit.derive(

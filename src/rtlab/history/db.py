@@ -321,10 +321,12 @@ class Store:
                 ).scalars()
             )
 
-    def series(self, board: str, load: str | None = None) -> list[dict[str, Any]]:
+    def series(self, board: str, load: str | None = None, maxima: bool = True) -> list[dict[str, Any]]:
         """Per run of the board (oldest first) and load it measured completely: the run, its
-        merged statistics and histogram, its block maxima."""
+        merged statistics and histogram, its block maxima (unless MAXIMA is False: a trend of
+        a lab's years need not read a month of time axes)."""
         r, s, h, m = schema.runs, schema.load_stats, schema.histograms, schema.block_maxima
+        axis = [m.c.block_s, m.c.maxima] if maxima else []
         query = (
             sa.select(
                 r,
@@ -335,17 +337,17 @@ class Store:
                 h.c.overflows.label("h_overflows"),
                 h.c["values"].label("h_values"),
                 h.c.counts.label("h_counts"),
-                m.c.block_s,
-                m.c.maxima,
+                *axis,
             )  # fmt: skip
             .join(s, s.c.run_id == r.c.id)
             .outerjoin(h, sa.and_(h.c.run_id == r.c.id, h.c.load == s.c.load, h.c.cpu == "all"))
-            .outerjoin(m, sa.and_(m.c.run_id == r.c.id, m.c.load == s.c.load))
             .where(
                 s.c.cpu == "all", s.c.status == "complete", sa.or_(r.c.board == board, r.c.hostname == board)
             )
             .order_by(r.c.started.nulls_first(), r.c.id)
         )
+        if maxima:
+            query = query.outerjoin(m, sa.and_(m.c.run_id == r.c.id, m.c.load == s.c.load))
         if load:
             query = query.where(s.c.load == load)
         with self.engine.connect() as conn:
@@ -357,7 +359,7 @@ class Store:
                     "values": _numbers(row["h_values"]), "counts": _numbers(row["h_counts"]),
                 }
             )  # fmt: skip
-            row["maxima"] = _numbers(row["maxima"]) if row["maxima"] else []
+            row["maxima"] = _numbers(row["maxima"]) if row.get("maxima") else []
         return found
 
 
