@@ -310,6 +310,24 @@ def test_rt_tests_ipc(doc, name):
 
 
 @pytest.mark.unit
+@reads("history-lists")
+@given(st.one_of(
+    st.lists(st.one_of(st.integers(-(10**40) + 1, 10**40 - 1), st.none()), max_size=50).map(json.dumps),
+    st.recursive(st.one_of(st.integers(), st.floats(), st.text(max_size=5), st.none()),
+                 lambda inner: st.lists(inner, max_size=4), max_leaves=12).map(json.dumps),
+    st.text(max_size=60),
+))  # fmt: skip
+@UNIT
+def test_history_lists(text):
+    """What the history store gives back for a histogram or a time axis (a shared PostgreSQL
+    is written by others too): a flat list of bounded whole numbers, or one line."""
+    found = bounded(lambda: untrusted.whole_numbers(text, "a list"))
+    if found is not None:
+        assert found == json.loads(text) and all(v is None or type(v) is int for v in found)
+        assert all(v is None or abs(v) < 10**40 for v in found)
+
+
+@pytest.mark.unit
 @reads("rtla")
 @given(mangled(RTLA))
 @UNIT

@@ -39,5 +39,9 @@ READERS: dict[str, tuple[str, str]] = {
     "archive": ("rtlab.boundary.unpack:unpack", "a board's or guest's tar.gz of a run"),
     "lava-log": ("rtlab.lava:bundle", "a LAVA job's log and the run bundle in it"),
     "history-index": ("rtlab.history.db:Store.add", "a run folder into the history store"),
+    "history-lists": (
+        "rtlab.boundary.untrusted:whole_numbers",
+        "the history store's lists (histograms, maxima)",
+    ),
     "server-answer": ("rtlab.boundary.web:Answer.json", "a server's answer"),
 }

@@ -151,6 +151,21 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+_WHOLE = rf"(?:-?[0-9]{{1,{MAX_INT_DIGITS}}}|null)"
+_WHOLE_LIST = re.compile(rf"\[\s*(?:{_WHOLE}(?:\s*,\s*{_WHOLE})*)?\s*\]")
+
+
+def whole_numbers(text: str, what: str) -> list[int | None]:
+    """A flat JSON list of bounded whole numbers (or null), as the history store keeps
+    histograms and maxima: its shape checked in one pass, then read. Nothing nested and no
+    huge number gets through, at a fraction of json_loads' cost per number (a trend of a
+    lab's years reads millions)."""
+    if not _WHOLE_LIST.fullmatch(text):
+        raise Damaged(f"damaged {what}: not a list of whole numbers")
+    found: list[int | None] = json.loads(text)
+    return found
+
+
 def json_loads(text: str | bytes, what: str, depth: int = MAX_DEPTH) -> Any:
     """A JSON document with bounded numbers and nesting; Damaged("damaged WHAT: why") else."""
     try:
