@@ -52,6 +52,19 @@ def test_dropped_options_are_named():
     assert fragments.dropped(wanted, actual) == [("CONFIG_DWMAC_STARFIVE", "y", "m")]
 
 
+def test_a_users_fragment_is_kept_whole_and_may_overrule_rtlabs_options():
+    """A sweep's variant: CONFIG_PROVE_LOCKING=y selects the DEBUG_SPINLOCK a measurement build
+    turns off; that is what the user asked for (said, not refused), but the variant's own
+    option dropped stops the build, and so does one of rtlab's with nothing added."""
+    ours = {"CONFIG_DEBUG_SPINLOCK": "n", "CONFIG_PREEMPT_RT": "y"}
+    actual = {"CONFIG_DEBUG_SPINLOCK": "y", "CONFIG_PREEMPT_RT": "y", "CONFIG_PROVE_LOCKING": "y"}
+    lost, overruled = fragments.kept(ours, {"CONFIG_PROVE_LOCKING": "y"}, actual)
+    assert lost == [] and overruled == [("CONFIG_DEBUG_SPINLOCK", "n", "y")]
+    lost, _ = fragments.kept(ours, {"CONFIG_KASAN": "y"}, actual)
+    assert lost == [("CONFIG_KASAN", "y", "n")]
+    assert fragments.kept(ours, {}, actual) == ([("CONFIG_DEBUG_SPINLOCK", "n", "y")], [])
+
+
 def test_appendix_a_checks():
     good = {"CONFIG_PREEMPT_RT": "y", "CONFIG_HZ": "1000", "CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE": "y"}
     assert all(c.ok for c in checks(good))

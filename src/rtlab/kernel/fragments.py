@@ -64,6 +64,20 @@ def requested(paths: list[Path]) -> dict[str, str]:
     return options
 
 
+Lost = list[tuple[str, str, str]]  # (option, wanted, got)
+
+
+def kept(ours: dict[str, str], added: dict[str, str], actual: dict[str, str]) -> tuple[Lost, Lost]:
+    """(lost, overruled) of a build: LOST, what must stop it (an ADDED option, a user's, not
+    kept; or one of OURS when nothing was added); OVERRULED, rtlab's own options that the
+    added ones changed (what the user asked for: CONFIG_PROVE_LOCKING=y selects the
+    DEBUG_SPINLOCK a measurement build turns off)."""
+    mine = {k: v for k, v in ours.items() if k not in added}
+    if not added:
+        return dropped(mine, actual), []
+    return dropped(added, actual), dropped(mine, actual)
+
+
 def dropped(wanted: dict[str, str], actual: dict[str, str]) -> list[tuple[str, str, str]]:
     """(option, wanted, got) for every request the kernel's Kconfig did not keep."""
     out = []

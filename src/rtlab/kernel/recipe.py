@@ -161,14 +161,9 @@ def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool =
     # The user's own fragments (a sweep's variant) must be kept whole; an option of rtlab's
     # that they overrule (CONFIG_PROVE_LOCKING=y selects the DEBUG_SPINLOCK a measurement
     # build turns off) is what the user asked for, said in the log, not a refused build.
-    added = fragments.requested(list(request.extra))
-    ours = {k: v for k, v in fragments.requested([p for p in wanted if p not in request.extra]).items()
-            if k not in added}  # fmt: skip
-    lost = fragments.dropped(added, actual)
-    overruled = fragments.dropped(ours, actual)
-    if overruled and not added:
-        lost += overruled
-    elif overruled:
+    ours = fragments.requested([p for p in wanted if p not in request.extra])
+    lost, overruled = fragments.kept(ours, fragments.requested(list(request.extra)), actual)
+    if overruled:
         with log.open("a") as f:
             said = ", ".join(f"{option}={got} (rtlab's {want})" for option, want, got in overruled)
             f.write(f"rtlab: the added fragments overrule rtlab's own options: {said}\n")
