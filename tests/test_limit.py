@@ -54,8 +54,12 @@ def lab(tmp_path_factory) -> Lab:
     return Lab(base / "quiet", busy, db)
 
 
-def _limit(db: str, *more: str) -> dict:
+def _limit(db: str, *more: str) -> dict | None:
+    """The limit, or None when the history cannot give one (said in one line, exit 2)."""
     done = rtlab("history", "limit", "--db", db, "--load", "work", "--format", "json", *more, timeout=300)
+    if done.returncode == 2:
+        assert "work: no limit: too uncertain" in done.stderr or "work: no limit: too short" in done.stderr
+        return None
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["limits"][0]
 
@@ -64,6 +68,14 @@ def _limit(db: str, *more: str) -> dict:
 @needs_tools
 def test_a_limit_from_real_runs_and_a_worse_run_misses_it(lab, tmp_path):
     found = _limit(lab.db, "--duration", "1s", "--false-alarm", "20%")
+    if found is None:
+        # a shared host's hiccup in the quiet runs (a 100 ms window was seen) makes the bound
+        # many times the estimate: refused, and a run judged by it is refused before measuring
+        done = rtlab("run", "--loads-file", str(lab.busy_loads), *RUN, "--duration", "1s", "--deadline",
+                     "history@20%", "--out", str(tmp_path / "never"), env={"RTLAB_HISTORY_DB": lab.db})  # fmt: skip
+        assert done.returncode == 2 and "no limit for work" in done.stderr
+        assert not (tmp_path / "never").exists()
+        return
     assert found["refused"] is None, found
     # the quiet runs, less any before a change point the noise of a shared host made (said)
     quiet = sorted(str(r.resolve()) for r in lab.quiet.glob("repeat-*"))
