@@ -71,10 +71,11 @@ def test_a_limit_from_real_runs_and_a_worse_run_misses_it(lab, tmp_path):
     if found is None:
         # a shared host's hiccup in the quiet runs (a 100 ms window was seen) makes the bound
         # many times the estimate: refused, and a run judged by it is refused before measuring
+        never = tmp_path / "never"
         done = rtlab("run", "--loads-file", str(lab.busy_loads), *RUN, "--duration", "1s", "--deadline",
-                     "history@20%", "--out", str(tmp_path / "never"), env={"RTLAB_HISTORY_DB": lab.db})  # fmt: skip
+                     "history@20%", "--out", str(never), env={"RTLAB_HISTORY_DB": lab.db})  # fmt: skip
         assert done.returncode == 2 and "no limit for work" in done.stderr
-        assert not (tmp_path / "never").exists()
+        assert not never.exists()
         return
     assert found["refused"] is None, found
     # the quiet runs, less any before a change point the noise of a shared host made (said)
