@@ -230,7 +230,11 @@ platform_json() {
 container_kind() {
 	if [ -e "$ROOT/.dockerenv" ]; then echo docker; return 0; fi
 	if [ -e "$ROOT/run/.containerenv" ]; then echo podman; return 0; fi
-	said=$(tr '\000' '\n' <"$ROOT/proc/1/environ" 2>/dev/null | sed -n 's/^container=//p' | first_line)
+	said=
+	# (a failed redirection is the shell's own message on its stderr: the file is tested first)
+	if [ -r "$ROOT/proc/1/environ" ]; then
+		said=$(tr '\000' '\n' <"$ROOT/proc/1/environ" | sed -n 's/^container=//p' | first_line)
+	fi
 	if [ -n "$said" ]; then echo "$said"; return 0; fi
 	echo none
 }
