@@ -46,7 +46,10 @@ def _sweep(lab: dict[str, str], out: Path, *args: str) -> dict:
 
 def test_each_options_effect_on_the_base(lab):
     out = Path(lab["base"]) / "effects"
-    doc = _sweep(lab, out, "--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y")
+    # a margin a shared host's drift stays within (+12 µs at p99.9 over 3 runs a side was seen
+    # for the harmless option with the default 5 µs or 10 %); the spin is +5 ms
+    doc = _sweep(lab, out, "--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y",
+                 "--margin", "50us,10%")  # fmt: skip
     verdicts = {r["name"]: r for r in doc["effects"]}
     assert verdicts["CONFIG_SPIN=y"]["verdict"] == "worse", verdicts["CONFIG_SPIN=y"]
     assert verdicts["CONFIG_LOCALVERSION_AUTO=y"]["verdict"] in ("same", "unknown"), verdicts
