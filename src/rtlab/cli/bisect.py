@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rtlab.cli.measure import plan_of
-from rtlab.cli.options import AcceptKey, LoadsFile, Preset, run_options
+from rtlab.cli.options import AcceptKey, LoadsFile, Preset, plan_of, run_options
 from rtlab.cli.present import out_dir
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError

@@ -12,8 +12,7 @@ import typer
 from rtlab import report
 from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
-from rtlab.cli.measure import plan_of
-from rtlab.cli.options import AcceptKey, History, Target
+from rtlab.cli.options import AcceptKey, History, Target, plan_of
 from rtlab.cli.present import deadlines_of, out_dir, present, record
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rtlab.cli.measure import plan_of
-from rtlab.cli.options import Deadline, History, LoadsFile, Preset, run_options, shown_name
+from rtlab.cli.options import Deadline, History, LoadsFile, Preset, plan_of, run_options, shown_name
 from rtlab.cli.present import conclude
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import UsageError

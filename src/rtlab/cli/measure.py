@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,31 +19,20 @@ from rtlab.cli.options import (
     RunDeadline,
     TraceLevel,
     TraceSpikes,
+    plan_of,
     run_options,
 )
 from rtlab.cli.present import conclude, out_dir
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import read_file
 from rtlab.names import slug
-from rtlab.plan import Plan, from_options, preset
+from rtlab.plan import Plan
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
     from rtlab.results.events import Event
     from rtlab.targets.base import Target
-
-
-def plan_of(preset_name: str | None, loads_file: Path | None, options: Mapping[str, object]) -> Plan:
-    """The preset (or the defaults), a loads file's loads, and the run options given (plan.OPTIONS,
-    key -> text) on top."""
-    base = preset(preset_name) if preset_name else Plan()
-    if loads_file is not None:
-        custom = read_file(loads_file)
-        # a file's loads are what it is for: measured unless --loads says otherwise
-        base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
-    return from_options(base, options)
 
 
 @run_options()

@@ -67,7 +67,7 @@ class Lab:
 
 
 def _plan(options: dict[str, str], loads_file: Path | None) -> Plan:
-    from rtlab.cli.measure import plan_of
+    from rtlab.cli.options import plan_of
 
     plan = plan_of(None, loads_file, {"duration": DEFAULT_BLOCK, **options})
     if len(plan.loads) != 1:

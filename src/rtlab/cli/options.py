@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rtlab.plan import OPTION, OPTIONS
+from rtlab.plan import OPTION, OPTIONS, Plan
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -71,6 +71,22 @@ def run_options(lava: bool = False) -> Callable[[Command], Command]:
         return with_options  # type: ignore[return-value]
 
     return add
+
+
+def plan_of(preset_name: str | None, loads_file: Path | None, options: Mapping[str, object]) -> Plan:
+    """The preset (or the defaults), a loads file's loads, and the run options given (plan.OPTIONS,
+    key -> text) on top: the plan of every command that measures."""
+    from dataclasses import replace
+
+    from rtlab.loads import read_file
+    from rtlab.plan import from_options, preset
+
+    base = preset(preset_name) if preset_name else Plan()
+    if loads_file is not None:
+        custom = read_file(loads_file)
+        # a file's loads are what it is for: measured unless --loads says otherwise
+        base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
+    return from_options(base, options)
 
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import platform_lines
@@ -81,7 +82,16 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         )
     judged = verdict_table.compared_in(summaries, labels)
     if judged:  # rtlab compare: after the numbers, whether their differences are real
-        text += "\n" + verdict_table.markdown(judged, labels[0])
+        text += "\n" + _verdicts(judged, labels[0])
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     return text
+
+
+def _verdicts(compared: list[tuple[str, dict[str, Any]]], base: str) -> str:
+    """A comparison's verdicts: a row per new run and load (verdict_table's rows)."""
+    head = f"### Against {escape(base)}: is the difference real?"
+    lines = [head, "", "| Run | Load | Verdict | Evidence | Why |", "|---|---|---|---|---|"]
+    for row in verdict_table.rows(compared):
+        lines.append("| " + " | ".join(escape(cell) for cell in row) + " |")
+    return "\n".join(lines) + "\n"

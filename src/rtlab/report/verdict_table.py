@@ -1,4 +1,5 @@
-"""Verdicts of a comparison (analysis/verdicts.py) as a terminal table, Markdown and JUnit:
+"""Verdicts of a comparison (analysis/verdicts.py) as a terminal table, rows for Markdown
+(report/markdown.py) and HTML, and JUnit:
 per load, better / worse / same / unknown / refused, and the evidence of each metric."""
 
 from __future__ import annotations
@@ -110,16 +111,6 @@ def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
     for label, load, verdict, tested, why in rows(compared):
         table.add_row(Text(label), Text(load), Text(verdict, STYLE.get(verdict, "")), Text(tested), Text(why))
     return table
-
-
-def markdown(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> str:
-    from rtlab.report.markdown import escape
-
-    head = f"### Against {escape(base)}: is the difference real?"
-    lines = [head, "", "| Run | Load | Verdict | Evidence | Why |", "|---|---|---|---|---|"]
-    for row in rows(compared):
-        lines.append("| " + " | ".join(escape(cell) for cell in row) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def junit(compared: Sequence[tuple[str, dict[str, Any]]], base: str, strict: bool) -> str:
