@@ -43,15 +43,6 @@ def folder(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class Judged:
-    """What the history says of one block."""
-
-    limit_us: int | None
-    limit_note: str  # how the limit was derived, or why there is none yet
-    gate: str | None  # the regression that holds the gate, if one does
-
-
-@dataclass(frozen=True)
 class Monitor:
     out: Path
     target: str
@@ -83,8 +74,8 @@ def open_index(m: Monitor) -> dict[str, Any]:
         write_json(path, index)
         return index
     index = read_index(path)
-    if index.get("schema") != SCHEMA or not isinstance(index.get("blocks"), list):
-        raise UsageError(f"{path} is not an rtlab monitor's index: give another --out")
+    if index.get("schema") != SCHEMA or not _whole(index):
+        raise UsageError(f"{path} is not an rtlab monitor's index, or a damaged one: give another --out")
     for key in SAME:
         if index.get(key) != mine[key]:
             raise UsageError(
@@ -94,7 +85,7 @@ def open_index(m: Monitor) -> dict[str, Any]:
     last = index["blocks"][-1] if index["blocks"] else None
     if last is not None and last["status"] == "complete" and not last.get("added"):
         # stopped between measuring it and the history: adding again is a no-op if it got there
-        last["gate"], last["added"] = m.remember(m.out / last["folder"]), True
+        last["gate"], last["added"] = m.remember(m.out / folder(last["n"])), True
     n = last["n"] if last else 0
     # a block cut off by a hard kill has a folder and no entry: kept, said, not measured again
     while (m.out / folder(n + 1) / MANIFEST).is_file():
@@ -108,6 +99,23 @@ def open_index(m: Monitor) -> dict[str, Any]:
         m.say(f"resuming after block {n}: a gap of {gap:.0f} s since it ended (nothing was measured then)")
     write_json(path, index)
     return index
+
+
+def _whole(index: dict[str, Any]) -> bool:
+    """Whether monitor.json holds what resuming reads: blocks numbered 1, 2, ... with a status,
+    dates that parse, a list of gaps (a folder's name is always made from the number)."""
+    blocks, gaps = index.get("blocks"), index.get("gaps")
+    if not isinstance(blocks, list) or not isinstance(gaps, list):
+        return False
+    for k, b in enumerate(blocks, start=1):
+        if not isinstance(b, dict) or b.get("n") != k or not isinstance(b.get("status"), str):
+            return False
+        try:
+            if b.get("ended") is not None:
+                datetime.fromisoformat(str(b["ended"]))
+        except ValueError:
+            return False
+    return True
 
 
 def run(m: Monitor, index: dict[str, Any]) -> int:
