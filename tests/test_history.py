@@ -51,7 +51,7 @@ def runs(tmp_path_factory) -> Runs:
     spin = spin_binary(base)
     quiet, busy = base / "quiet.toml", base / "busy.toml"
     quiet.write_text('[loads.work]\ncommand = ["sleep", "3600"]\n')
-    busy.write_text(f'[loads.work]\ncommand = ["{spin}", "0", "5", "0", "100000", "0.01"]\non = "all"\n')
+    busy.write_text(f'[loads.work]\ncommand = ["{spin}", "0", "30", "0", "100000", "0.01"]\non = "all"\n')
     _campaign(base / "quiet", quiet)
     _campaign(base / "busy", busy)
     for k in range(1, 6):

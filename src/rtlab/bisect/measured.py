@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,10 +88,14 @@ class Subjects:
 
     def runs(self, s: Subject, first: int = 1) -> list[Summary]:
         """S's runs asked for so far (from run FIRST on), read once."""
+        return self.read(s, range(first, self.asked.get(s.key, 0) + 1))
+
+    def read(self, s: Subject, numbers: Sequence[int]) -> list[Summary]:
+        """S's runs NUMBERS, each read once."""
         from rtlab import store
 
         found = []
-        for k in range(first, self.asked.get(s.key, 0) + 1):
+        for k in numbers:
             if (s.key, k) not in self.summaries:
                 self.summaries[(s.key, k)] = store.summary(self.folder(s) / repeated.folder(k))
             found.append(self.summaries[(s.key, k)])
@@ -154,12 +158,15 @@ class Subjects:
     def _index(self, s: Subject, n: int) -> None:
         write_json(self.folder(s) / repeated.FILE, {"schema": repeated.SCHEMA, "n": n, "runs": {}})
 
-    def compare(self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1)) -> dict[str, Any]:
-        """compare's verdicts of NEW's runs against BASE's (from runs SINCE on)."""
+    def compare(
+        self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1), paired: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """compare's verdicts of NEW's runs against BASE's (from runs SINCE on; or, PAIRED, the
+        base's runs of those numbers, each measured in the round of one of NEW's)."""
         from rtlab.analysis import verdicts
 
-        b, n = self.runs(base, since[0]), self.runs(new, since[1])
-        return verdicts.compare(b, n, self.margin, self.deadline_us)
+        b = self.read(base, paired) if paired is not None else self.runs(base, since[0])
+        return verdicts.compare(b, self.runs(new, since[1]), self.margin, self.deadline_us)
 
     def alternate(self, a: Subject, b: Subject, k: int, since: tuple[int, int] = (1, 1)) -> None:
         """A and B measured in turns, K runs each from runs SINCE on (a, b, a, b, ...): a slow
@@ -226,11 +233,16 @@ def carry(doc: dict[str, Any], before: dict[str, Any], out: Path, same: tuple[st
         raise UsageError(
             f"{out} holds another campaign (its {said} differ): give its options, or another --out"
         )
-    prepared, confirm = before.get("prepared"), before.get("confirm")
+    prepared, confirm, pairs = before.get("prepared"), before.get("confirm"), before.get("pairs")
     if isinstance(prepared, dict):
         doc["prepared"] = {k: v for k, v in prepared.items() if v in (READY, SKIPPED)}
     if isinstance(confirm, dict):
         doc["confirm"] = {
             k: v for k, v in confirm.items()
             if isinstance(v, list) and len(v) == 2 and all(type(x) is int and 1 <= x <= 1000 for x in v)
+        }  # fmt: skip
+    if isinstance(pairs, dict):
+        doc["pairs"] = {
+            k: v for k, v in pairs.items()
+            if isinstance(v, list) and len(v) <= 1000 and all(type(x) is int and 1 <= x <= 100000 for x in v)
         }  # fmt: skip

@@ -65,28 +65,25 @@ class Sweep:
     # --- effects ---------------------------------------------------------------------------
 
     def effects(self, wanted: Sequence[vs.Variant]) -> dict[str, Any]:
-        """Each variant against the base, measured in rounds; more where unknown."""
+        """Each variant against the base runs of its own rounds; more rounds where unknown."""
         base = self.subject(vs.BASE)
         others = [(v, self.subject(v)) for v in wanted]
-        k = self.budget.repeats
-        for r in range(1, k + 1):
-            for s in [base, *(s for _, s in others)]:
-                self.lab.ensure(s, r)
-        if not self.lab.ensure(base, k):
-            raise_skipped(base)
+        pairs = self.doc.setdefault("pairs", {})
         found: dict[str, dict[str, Any]] = {}
-        open_ = [(v, s) for v, s in others if not self.lab.skipped(s)]
+        open_ = others
+        k = self.budget.repeats
         while True:
+            for r in range(1, k + 1):
+                self._round(base, [s for _, s in open_], r)
+            open_ = [(v, s) for v, s in open_ if not self.lab.skipped(s)]
             for _, s in open_:
-                found[s.key] = self.lab.compare(base, s)
+                found[s.key] = self.lab.compare(base, s, paired=pairs[s.key][:k])
             open_ = [(v, s) for v, s in open_ if any(found[s.key]["loads"][load]["verdict"] == "unknown"
                                                     for load in self._loads(found[s.key]))]  # fmt: skip
             if not open_ or k >= self.budget.most:
                 break
             k += 1
             self.say(f"{len(open_)} variants still unknown: one more round of them and the base")
-            for s in [base, *(s for _, s in open_)]:
-                self.lab.ensure(s, k)
         rows = []
         for v, s in others:
             row: dict[str, Any] = {"name": v.name, "options": [list(o) for o in v.options], "key": s.key,
@@ -100,9 +97,34 @@ class Sweep:
                 row.update(verdict=overall, loads=brief(found[s.key], judged))
             rows.append(row)
         self.doc["effects"] = rows
-        result = {"kind": "effects", "base_runs": self.lab.asked.get(base.key, 0),
+        result = {"kind": "effects", "base_runs": len({n for p in pairs.values() for n in p}),
                   "worse": [r["name"] for r in rows if r["verdict"] == "worse"]}  # fmt: skip
         return self._finish(result)
+
+    def _round(self, base: Subject, subjects: Sequence[Subject], r: int) -> None:
+        """Run R of each of SUBJECTS, each beside a base run measured in the same round: a
+        variant that joins late (its build redone, the sweep resumed an hour on) is judged
+        against base runs of its own time, never against ones measured on another host load.
+        A variant's pair is kept in the index before its run: one cut off is paired anew."""
+        pairs, fresh = self.doc["pairs"], None
+        for s in subjects:
+            if self.lab.skipped(s):
+                continue
+            paired = pairs.setdefault(s.key, [])
+            have = self.lab.have(s)
+            if len(paired) < r <= have:  # measured before pairs were kept: its round's own
+                paired.append(r)
+            if len(paired) >= r and have >= r:
+                self.lab.ensure(s, r)
+                continue
+            del paired[r - 1 :]
+            if fresh is None:
+                fresh = self.lab.have(base) + 1
+                if not self.lab.ensure(base, fresh):
+                    raise_skipped(base)
+            paired.append(fresh)
+            self.save()
+            self.lab.ensure(s, r)
 
     # --- between a good configuration and a bad one -------------------------------------------
 

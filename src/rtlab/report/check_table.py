@@ -21,7 +21,7 @@ def _cell(text: str) -> Text:
 
 
 def build(findings: Sequence[Finding], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for heading in ("Area", "Item", "Status", "Found", "Advice"):
         table.add_column(heading, overflow="fold")
     for f in findings:

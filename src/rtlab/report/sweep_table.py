@@ -71,7 +71,7 @@ def _title(doc: dict[str, Any]) -> str:
 
 def build(doc: dict[str, Any]) -> Table:
     names, rows = columns(doc)
-    table = Table(title=f"Sweep: {_title(doc)}", title_justify="left")
+    table = Table(title=Text(f"Sweep: {_title(doc)}"), title_justify="left")
     for name in names:
         table.add_column(name, justify="right" if name == "Runs" else "left", overflow="fold")
     for row in rows:

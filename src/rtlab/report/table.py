@@ -69,7 +69,7 @@ def build(summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPAR
         title += f", {said(deadline)}"
     work = cells.has_throughput(summaries)
     spreads = cells.repeated(summaries)
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("Load", style="bold")
     top_row = "" if one else "\n"
     for n, label in enumerate(labels):
@@ -121,7 +121,7 @@ def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     fields = SEED_TABLE + (FIELD_BY_KEY["p99_99_us"],)
     deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
     title = "Scheduling latency (µs)" + (f", {said(deadline)}" if deadline is not None else "")
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("Load", style="bold")
     table.add_column("Run")
     for field in fields:

@@ -105,7 +105,7 @@ def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
         f"{first.get('correction', 'holm')}; margin the larger of {first.get('margin', {}).get('us', 5)} µs "
         f"and {100 * first.get('margin', {}).get('fraction', 0.1):.0f} %)"
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for heading in ("Run", "Load", "Verdict", "Effect [95 % interval], corrected p", "Why"):
         table.add_column(heading, overflow="fold")
     for label, load, verdict, tested, why in rows(compared):

@@ -73,7 +73,7 @@ def rows(document: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
 
 
 def build(document: dict[str, Any]) -> Table:
-    table = Table(title=title(document), title_justify="left")
+    table = Table(title=Text(title(document)), title_justify="left")
     for heading in HEADINGS:
         table.add_column(heading)
     found, notes = rows(document)
