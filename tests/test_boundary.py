@@ -269,14 +269,25 @@ def test_a_campaign_index_that_is_a_link_is_one_line(tmp_path, victim):
 # --- LAVA logs ----------------------------------------------------------------------------------
 
 
-def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_path):
-    log = lava_log(tmp_path / "job.log", run_bundle(good_run), noise=3)
+@pytest.mark.parametrize("cut", [False, True], ids=["between-lines", "inside-a-line"])
+def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_path, cut):
+    log = lava_log(tmp_path / "job.log", run_bundle(good_run), noise=3, cut=cut)
     done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "imported"))
     assert done.returncode == 0, done.stderr
     said = read_json(tmp_path / "imported" / "lava-import.json")
     assert said["console_lines_skipped"] > 0
     summary = read_json(tmp_path / "imported" / "summary.json")
     assert summary["loads"]["idle"]["status"] == "complete"
+    assert (tmp_path / "imported" / "summary.json").read_bytes() == (good_run / "summary.json").read_bytes()
+
+
+def test_a_bundle_cut_off_says_so(good_run, tmp_path):
+    log = lava_log(tmp_path / "job.log", run_bundle(good_run))
+    kept = [line for line in log.read_text().splitlines() if "@rtlab-bundle-end" not in line]
+    log.write_text("\n".join(kept[: len(kept) // 2]) + "\n")
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "imported"))
+    assert done.returncode == 3, done.stderr
+    assert "begins but does not end (the log was cut off)" in done.stderr
 
 
 def _second_bundle(good_run: Path, tmp_path: Path, uid: str = "f0f0f0f0f0f0") -> tuple[Path, str, str]:

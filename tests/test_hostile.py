@@ -291,17 +291,23 @@ def bundle_uid(bundle: bytes) -> str:
         return "x"
 
 
-def lava_log(path: Path, bundle: bytes | None, extra: list[str] = (), noise: int = 0) -> Path:  # type: ignore[assignment]
+def lava_log(path: Path, bundle: bytes | None, extra: list[str] = (), noise: int = 0,  # type: ignore[assignment]
+             cut: bool = False) -> Path:  # fmt: skip
     """A job's log with BUNDLE between rtlab's marks, a kernel's console line after every
-    NOISE of its lines (0: none)."""
+    NOISE of its lines (0: none); CUT: in the middle of the line, as a serial console shows a
+    message that came while the line printed (its rest on the next line)."""
     lines = [*extra]
     if bundle is not None:
         text, uid = base64.b64encode(bundle).decode(), bundle_uid(bundle)
         lines.append(json.dumps({"lvl": "target", "msg": f"@rtlab-bundle-begin {uid}"}))
         for n, i in enumerate(range(0, len(text), 76), 1):
+            kernel = f"[ {n}.000123] rcu: INFO: rcu_preempt self-detected stall on CPU"
+            if noise and n % noise == 0 and cut:
+                shown = [text[i : i + 30] + kernel, text[i + 30 : i + 76]]
+                lines += [json.dumps({"lvl": "target", "msg": m}) for m in shown if m]
+                continue
             lines.append(json.dumps({"lvl": "target", "msg": text[i : i + 76]}))
             if noise and n % noise == 0:
-                kernel = f"[ {n}.000123] rcu: INFO: rcu_preempt self-detected stall on CPU"
                 lines.append(json.dumps({"lvl": "target", "msg": kernel}))
         lines.append(json.dumps({"lvl": "target", "msg": f"@rtlab-bundle-end {uid}"}))
     lines.append(

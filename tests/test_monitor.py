@@ -2,10 +2,11 @@
 
 Locally: blocks of 2 s of a load that sleeps until the test plants a flag, from which on it is
 tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 30 ms at a time). The monitor is
-stopped with SIGTERM in block 3 and the same command resumes it; two flagged blocks must
-raise an alert (the second at the latest: the change point at the first is then confirmed
-with runs on both sides and closes the gate), run the --on-alert hook and end with exit code
-1. Every complete block is in the history once.
+stopped with SIGTERM in block 3 and the same command resumes it; three flagged blocks must
+raise an alert (the second or third at the latest: the change point at the first is then
+confirmed with runs on both sides and closes the gate; on a shared host a quiet block's own
+hiccup can start a new level among the quiet ones and leave fewer runs before the change),
+run the --on-alert hook and end with exit code 1. Every complete block is in the history once.
 """
 
 from __future__ import annotations
@@ -69,10 +70,10 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "resuming after block 3: a gap of" in done.stderr
     flag.touch()
-    done = rtlab(*args, "--blocks", "8", timeout=600)
+    done = rtlab(*args, "--blocks", "9", timeout=600)
     assert done.returncode == 1, done.stderr  # the busy blocks are an alert
     index = read_json(out / "monitor.json")
-    assert [b["n"] for b in index["blocks"]] == list(range(1, 9))
+    assert [b["n"] for b in index["blocks"]] == list(range(1, 10))
     assert [g["after"] for g in index["gaps"]] == [3, 6] and all(g["seconds"] >= 0 for g in index["gaps"])
     by_n = {b["n"]: b for b in index["blocks"]}
     # cut by the signal (partial; failed when it came before a sample), kept, not measured again
@@ -85,18 +86,17 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
         assert b["limit_us"] is not None or b["limit"].startswith("no limit yet")
         if b["n"] < 7 and b["alert"]:  # quiet 2 s blocks: only the gate, on their own noise
             assert b["alert"].startswith("the gate is closed"), b
-    assert by_n[7]["max_us"] > 20000 and by_n[8]["max_us"] > 20000
-    # block 7: an alert when the history already gave a limit; block 8: the gate, confirmed
+    assert all(by_n[n]["max_us"] > 20000 for n in (7, 8, 9))
+    # block 7: an alert when the history already gave a limit; then the gate, confirmed
     limit_7 = by_n[7]["limit_us"]
     if limit_7 is not None and by_n[7]["max_us"] > limit_7:
         assert f"exceeds the limit {limit_7} µs" in by_n[7]["alert"]
-    assert (
-        "the gate is closed" in by_n[8]["alert"]
-        and f"regression at {out / 'block-000007'}" in by_n[8]["alert"]
-    )
-    alerted = [n for n in range(1, 9) if by_n[n]["alert"]]
+    gated = [n for n in (8, 9) if "the gate is closed" in (by_n[n]["alert"] or "")]
+    assert gated, [by_n[n] for n in (7, 8, 9)]
+    assert f"regression at {out / 'block-000007'}" in by_n[gated[0]]["alert"]
+    alerted = [n for n in range(1, 10) if by_n[n]["alert"]]
     assert alerts.read_text().split() == [w for n in alerted for w in (str(n), "work")]
-    assert "ALERT block 8" in done.stderr
+    assert f"ALERT block {gated[0]}" in done.stderr
     complete = sorted(
         str((out / b["folder"]).resolve()) for b in index["blocks"] if b["status"] == "complete"
     )

@@ -171,7 +171,11 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
         f"status=0; sh ./agent.sh run $R/run {agent_args} > run/agent.out 2>&1 || status=$?; "
         "echo rtlab agent exit $status",
         f"sh ./agent.sh lava-report $R/run {deadline_us or 0} $R/{REFUSED_FILE}",
-        f"echo {BEGIN} {uid}; tar -czf - run | base64; echo {END} {uid}",
+        # the kernel's messages kept off the console while the bundle prints (an emulated
+        # board on a busy host logs RCU stalls): one inside a line of it would cut the line
+        "level=$(cut -f1 /proc/sys/kernel/printk 2>/dev/null || true); dmesg -n 1 2>/dev/null || true; "
+        f"echo {BEGIN} {uid}; tar -czf - run | base64; echo {END} {uid}; "
+        '[ -z "$level" ] || dmesg -n "$level" 2>/dev/null || true',
         f"why=$(cat $R/{REFUSED_FILE} 2>/dev/null || true); cd / && rm -rf $R; "
         '[ -z "$why" ] || lava-test-raise "$why"',
     ]
@@ -256,9 +260,13 @@ class Found:
     results: list[dict[str, Any]] = field(default_factory=list)
     health: str | None = None
     error: str | None = None  # why the job failed, as LAVA says (its error_msg: lava-test-raise's)
+    damaged: str | None = None  # why a bundle the log began holds no run
 
 
 _BASE64_LINE = re.compile(r"[A-Za-z0-9+/]{1,76}={0,2}")  # base64 wraps at 76 (coreutils, busybox)
+# a kernel's message that came in the middle of a bundle's line: the line's start before it
+# (its rest is the next line); the gzip's CRC refuses a wrong guess
+_CUT_LINE = re.compile(r"([A-Za-z0-9+/]{1,75})\[\s*\d+\.\d+\] .*")
 _UID = re.compile(r"[0-9A-Za-z_-]{1,64}")  # lava.job's is uuid4().hex[:12]
 
 
@@ -297,12 +305,17 @@ def bundle(entries: Iterable[dict[str, Any]], uid: str | None = None) -> Found:
                 complete[current] = base64.b64decode("".join(chunks[current]), validate=True)
             except (binascii.Error, ValueError):
                 complete[current] = None
+                found.damaged = f"the bundle of uid {current} does not decode as base64"
             current = None
         elif current is not None and text and not text.startswith("+ "):
             if _BASE64_LINE.fullmatch(text):
                 chunks[current].append(text)
             else:  # a kernel's line on the console between the bundle's: not part of it
                 noise[current] += 1
+                if cut := _CUT_LINE.fullmatch(text):
+                    chunks[current].append(cut[1])
+    if current is not None and found.damaged is None:
+        found.damaged = f"the bundle of uid {current} begins but does not end (the log was cut off)"
     if uid is None and len(complete) > 1:
         raise RunFailed(
             f"the job's log holds run bundles of {len(complete)} uids ({', '.join(sorted(complete))}): "
@@ -349,6 +362,8 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     problem = _problem(found.health, health, found.error)
     if found.data is None:
         why = problem or "the job's own result is a pass"
+        if found.damaged:
+            why = f"{found.damaged}; {why}"
         if uid is not None:
             why += f"; no bundle of uid {uid}"
         return _without_bundle(found.results, why, out)
