@@ -58,7 +58,8 @@ def test_each_options_effect_on_the_base(lab):
     (Path(lab["INSTALL"]) / "fixed").touch()
     doc = _sweep(lab, out, *args)
     verdicts = {r["name"]: r for r in doc["effects"]}
-    late = json.loads((out / "sweep.json").read_text())["pairs"][verdicts["CONFIG_LOCALVERSION_AUTO=y"]["key"]]
+    pairs = json.loads((out / "sweep.json").read_text())["pairs"]
+    late = pairs[verdicts["CONFIG_LOCALVERSION_AUTO=y"]["key"]]
     # the base's run 1 was measured before the stop; the late variant's first is beside run 2
     assert late[0] == 2 and 1 not in late and late == sorted(late)
     assert doc["result"]["base_runs"] == len(sorted((out / f"variants/{vs.BASE.key}").glob("repeat-[0-9]")))

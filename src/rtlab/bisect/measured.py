@@ -159,8 +159,9 @@ class Subjects:
         write_json(self.folder(s) / repeated.FILE, {"schema": repeated.SCHEMA, "n": n, "runs": {}})
 
     def compare(
-        self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1), paired: Sequence[int] | None = None
-    ) -> dict[str, Any]:
+        self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1),
+        paired: Sequence[int] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """compare's verdicts of NEW's runs against BASE's (from runs SINCE on; or, PAIRED, the
         base's runs of those numbers, each measured in the round of one of NEW's)."""
         from rtlab.analysis import verdicts
