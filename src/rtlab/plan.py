@@ -46,6 +46,7 @@ DEFAULT_TRACE_SPIKES = 20
 # no result GRACE_S after its planned end is killed and failed; one that ignores SIGTERM is
 # killed STOP_GRACE_S after it.
 GRACE_S = 30
+DEFAULT_TARGET_DIR = "/tmp/rtlab"  # rtlab's folder on a target, the agent's default too
 STOP_GRACE_S = 10
 MAX_TRACE_SPIKES = 1000
 # The other probes (--probe): each is given this long to start beside its measuring time,

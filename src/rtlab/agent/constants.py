@@ -12,10 +12,9 @@ def _quoted(value: str) -> str:
 
 
 def part() -> str:
-    from rtlab.plan import DEFAULT_TRACE_SPIKES, GRACE_S, STOP_GRACE_S
+    from rtlab.plan import DEFAULT_TARGET_DIR, DEFAULT_TRACE_SPIKES, GRACE_S, STOP_GRACE_S
     from rtlab.system.kernel import RECORDED_CONFIG_RE
     from rtlab.system.knobs import RUNTIME_FILES
-    from rtlab.targets.base import DEFAULT_TARGET_DIR
 
     values = {
         "GRACE": (str(GRACE_S), "rtlab.plan.GRACE_S (run --grace overrides it)"),
@@ -27,6 +26,6 @@ def part() -> str:
     lines = ["# --- constants, generated from rtlab's Python (rtlab.agent.constants) -----------", ""]
     for name, (value, owner) in values.items():
         lines += [f"# {owner}", f"{name}={value}"]
-    lines += ["# rtlab.targets.base.DEFAULT_TARGET_DIR, unless $RTLAB_TARGET_DIR says otherwise",
+    lines += ["# rtlab.plan.DEFAULT_TARGET_DIR, unless $RTLAB_TARGET_DIR says otherwise",
               f"BASE_DIR=${{RTLAB_TARGET_DIR:-{DEFAULT_TARGET_DIR}}}", ""]  # fmt: skip
     return "\n".join(lines) + "\n"

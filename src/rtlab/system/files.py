@@ -8,12 +8,17 @@ import base64
 import errno
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from rtlab.results.rundir import write_atomic
 
-if TYPE_CHECKING:
-    from rtlab.targets.base import Target
+
+class Agent(Protocol):
+    """What AgentFiles asks of a target (targets.base.Target has it): its agent, its name."""
+
+    name: str
+
+    def agent(self, args: list[str]) -> tuple[int, str]: ...
 
 
 class Files(Protocol):
@@ -91,7 +96,7 @@ class AgentFiles:
 
     CHUNK = 1500  # base64 characters a call: a serial console line holds 4096 bytes
 
-    def __init__(self, target: Target):
+    def __init__(self, target: Agent):
         self.target = target
 
     def _call(self, op: str, path: str, *arg: str) -> tuple[int, str]:

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from rtlab.boundary.shapes import TargetJSON
+from rtlab.plan import DEFAULT_TARGET_DIR
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files
 
-DEFAULT_TARGET_DIR = "/tmp/rtlab"  # also the agent's default (rtlab.agent.constants)
 HOST_MARGIN_S = 120.0  # past the planned end, the host stops waiting for the agent
 
 
