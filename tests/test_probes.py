@@ -336,3 +336,33 @@ def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
     done = rtlab(*run_args(tmp_path / "never", "idle", "1s", "--probe", "pmqtest", "--rt-cpus", "0"))
     assert done.returncode == 2 and "leave out --rt-cpus" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@needs_root
+@needs_tools
+def test_signaltest_and_rt_migrate_test_numbers_are_their_own(tmp_path):
+    """signaltest's round trip is its first thread's; rt-migrate-test passes (-c) and its
+    figures are the tasks that must run at once, each once a loop, the lowest one left out."""
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "cpu", "2s", "--probe", "signaltest,rt-migrate-test"))
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    found = summary["loads"]["cpu"]["probes"]
+    assert found["signaltest"]["status"] == "complete", found["signaltest"]
+    first = read_json(out / "loads" / "cpu" / "signaltest" / "probe.json")["thread"]["0"]
+    got = found["signaltest"]["merged"]["latency"]
+    assert (got["samples"], got["min_us"], got["max_us"]) == (first["cycles"], first["min"], first["max"])
+    assert math.isclose(got["avg_us"], first["avg"], abs_tol=0.01)
+    migrate = found["rt-migrate-test"]
+    assert migrate["status"] == "complete", migrate
+    argv = (out / "loads" / "cpu" / "rt-migrate-test" / "probe.argv").read_text().split("\n")
+    loops = int(argv[argv.index("-l") + 1])
+    assert loops == 2000 // 120 and "-c" in argv
+    tasks = sorted(read_json(out / "loads" / "cpu" / "rt-migrate-test" / "probe.json")["thread"].values(),
+                   key=lambda t: t["prio"])[1:]  # fmt: skip
+    assert len(tasks) == summary["system"]["cpu_count"]  # one more task than CPUs, the lowest left out
+    got = migrate["merged"]["latency"]
+    assert got["samples"] == loops * len(tasks)
+    assert got["max_us"] == max(t["max"] for t in tasks) and got["min_us"] == min(t["min"] for t in tasks)
+    assert math.isclose(got["avg_us"], sum(t["total"] for t in tasks) / (loops * len(tasks)), abs_tol=0.01)
+    assert "rt-migrate-test" in rtlab("report", str(out)).stdout

@@ -179,6 +179,17 @@ PMQTEST = {  # as rt-tests 2.4's pmqtest -S --json writes it (the IPC tests shar
               "receiver": {"cpu": 1, "priority": 90, "timeoutcount": 0, "min": 3, "avg": 5.03, "max": 124}},
     },
 }  # fmt: skip
+SIGNALTEST = {  # as rt-tests 2.4's signaltest -p 99 -m --json writes it
+    "num_threads": 2,
+    "thread": {"0": {"cycles": 1297, "min": 25, "max": 5177, "avg": 121.44, "cpu": 0},
+               "1": {"cycles": 1297, "min": 25, "max": 13108, "avg": 760.06, "cpu": 0}},
+}  # fmt: skip
+MIGRATE = {  # as rt-tests 2.4's rt-migrate-test -l 5 -c --json writes it (2 CPUs: 3 tasks)
+    "num_threads": 3,
+    "thread": {"0": {"prio": 2, "min": 20043, "avg": 20057, "max": 20091, "total": 100285},
+               "1": {"prio": 3, "min": 34, "avg": 62, "max": 89, "total": 310},
+               "2": {"prio": 4, "min": 34, "avg": 55, "max": 77, "total": 277}},
+}  # fmt: skip
 RTLA = """# RTLA timerlat histogram
 # Time unit is microseconds (us)
 Index   IRQ-000   Thr-000   IRQ-001   Thr-001
@@ -307,6 +318,37 @@ def test_rt_tests_ipc(doc, name):
     _counts_sane(found)
     for t in found.measures["latency"] if found else []:
         assert t.min_us <= t.avg_us <= t.max_us and t.cycles > 0
+
+
+@pytest.mark.unit
+@reads("rt-tests-signal-migrate")
+@given(st.one_of(mutated(SIGNALTEST).map(lambda d: ("signaltest", d)),
+                 mutated(MIGRATE).map(lambda d: ("rt-migrate-test", d))))  # fmt: skip
+@UNIT
+def test_signaltest_and_rt_migrate_test(case):
+    name, doc = case
+    argv = [name, "-l", "5"]
+    found = bounded(lambda: _probe(name, untrusted.json_loads(json.dumps(doc), "probe.json"), argv))
+    _counts_sane(found)
+    for t in found.measures["latency"] if found else []:
+        assert t.min_us <= t.avg_us <= t.max_us and t.cycles > 0
+    if name == "rt-migrate-test" and found:  # the lowest priority waits by design: left out
+        assert len(found.measures["latency"]) == len(doc["thread"]) - 1
+
+
+@pytest.mark.unit
+def test_signaltest_is_its_first_thread_and_rt_migrate_test_its_highest_tasks():
+    from rtlab.results import probes
+
+    found = _probe("signaltest", SIGNALTEST, ["signaltest"]).measures["latency"]
+    assert [(t.cycles, t.min_us, t.max_us, t.avg_us) for t in found] == [(1297, 25, 5177, 121.44)]
+    tasks = _probe("rt-migrate-test", MIGRATE, ["rt-migrate-test", "-l", "5"]).measures["latency"]
+    assert [(t.cycles, t.min_us, t.max_us, t.avg_us) for t in tasks] == [(5, 34, 89, 62.0), (5, 34, 77, 55.4)]
+    # a total that is not its loops' (another count of loops, or an edited avg) is refused
+    with pytest.raises(probes.InvalidProbe, match="not 6 loops' own"):
+        _probe("rt-migrate-test", MIGRATE, ["rt-migrate-test", "-l", "6"])
+    with pytest.raises(probes.InvalidProbe, match="count of loops"):
+        _probe("rt-migrate-test", MIGRATE, ["rt-migrate-test"])
 
 
 @pytest.mark.unit

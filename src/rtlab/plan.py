@@ -14,7 +14,7 @@ from typing import cast
 from rtlab.boundary.shapes import PlanJSON
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
-from rtlab.results.probes import IPC, PROBES
+from rtlab.results.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_duration, parse_latency
 
@@ -155,10 +155,10 @@ class Plan:
                 f"bad --probe {','.join(self.probes)}: choose from {','.join(PROBES)}, each once "
                 "(cyclictest always measures first)"
             )
-        ipc = [p for p in self.probes if p in IPC]
-        if ipc and self.rt_cpus:
+        everywhere = [p for p in self.probes if p in EVERY_CPU]
+        if everywhere and self.rt_cpus:
             raise UsageError(
-                f"--probe {','.join(ipc)} puts a sender-receiver pair on every CPU: leave out --rt-cpus, "
+                f"--probe {','.join(everywhere)} puts its threads on every CPU itself: leave out --rt-cpus, "
                 "or these probes"
             )
         return self
@@ -237,6 +237,16 @@ class Plan:
             every = ["-a", "-t"] if name == "sigwaittest" else ["-S"]
             return [name, "-D", secs, "-i", str(max(self.interval_us, IPC_MIN_US)), "-p", str(self.priority),
                     *every, "--json=probe.json.part", "-q"]  # fmt: skip
+        if name == "signaltest":
+            # the round trip through two threads at the measurement's priority, memory locked
+            where = ["-a", self.rt_cpus] if self.rt_cpus else []
+            return ["signaltest", "-D", secs, "-p", str(self.priority), "-m", *where,
+                    "--json=probe.json.part", "-q"]  # fmt: skip
+        if name == "rt-migrate-test":
+            # loops rather than -D, which ends it with exit status 1 even when it passed
+            # (rt-tests 2.4); -c: a lower priority running first fails it, as LKFT runs it
+            loops = max(self.duration_s * 1000 // MIGRATE_LOOP_MS, 1)
+            return ["rt-migrate-test", "-l", str(loops), "-c", "--json=probe.json.part", "-q"]
         if name == "timerlat":
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
             return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}",
@@ -410,7 +420,7 @@ OPTIONS: tuple[Option, ...] = (
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
            "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, and rt-tests' "
-           "functional tests pmqtest, ptsematest, sigwaittest, svsematest "
+           "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test "
            "(comma-separated; each measures --duration)", lava=True),
     Option("hwlat-gate", "hwlat_gate_us", parse_latency,
            "before measuring, run the hwlat tracer and measure nothing (exit 1) if firmware, the "

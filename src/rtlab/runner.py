@@ -42,7 +42,10 @@ INSTALL_HINT = {
     "taskset": "apt-get install util-linux or enable taskset in busybox (it confines loads to CPUs)",
     "oslat": "apt-get install rt-tests (2.0 or later), or leave out --probe oslat",
     "cyclicdeadline": "apt-get install rt-tests (2.0 or later), or leave out --probe cyclicdeadline",
-    **{name: f"apt-get install rt-tests (2.4 or later: --json), or leave out --probe {name}" for name in IPC},
+    **{
+        name: f"apt-get install rt-tests (2.4 or later: --json), or leave out --probe {name}"
+        for name in (*IPC, "signaltest", "rt-migrate-test")
+    },
     "rtla": "apt-get install rtla (Debian 12: from bookworm-backports), or leave out --probe timerlat",
 }
 

@@ -11,6 +11,11 @@
                      wakes a receiver through a POSIX message queue, a pthread mutex, a
                      signal or a System V semaphore, one pair per CPU; the receiver's latency
                      from its --json (min, avg and max per pair: no histogram)
+    signaltest       a signal passed round a ring of SCHED_FIFO threads: the round trip, as
+                     its first thread measures it (the others' times hold its pauses)
+    rt-migrate-test  one more RT task than CPUs woken at once, every loop: how long each of
+                     the highest (one per CPU) waits to run, and a failure (-c) when a lower
+                     priority runs first; the lowest task's wait is by design and left out
 
 Each measures in a folder of its own, loads/<load>/<probe>/, under the same load after
 cyclictest: probe.argv (the whole command, one argument a line), what it printed
@@ -50,6 +55,16 @@ NO_HISTOGRAM = (
 )
 IPC_NOTE = "{name} keeps no histogram: min, avg and max of each sender-receiver pair, no percentiles"
 IPC = ("pmqtest", "ptsematest", "sigwaittest", "svsematest")  # the wake-up through an IPC object
+SIGNAL_NOTE = (
+    "signaltest keeps no histogram: min, avg and max of a signal's round trip through its threads "
+    "(its first thread's: the others' times hold that thread's pauses)"
+)
+MIGRATE_NOTE = (
+    "rt-migrate-test keeps no histogram: min, avg and max of how long each task that must run at once "
+    "(the highest priorities, one per CPU) waited, once a loop; it fails when a lower priority ran first"
+)
+# rt-migrate-test's loop: its tasks spin 20 ms (-r) and sleep 100 ms (-s), its defaults
+MIGRATE_LOOP_MS = 120
 
 
 # cyclictest always measures first: every report, verdict and history reads it
@@ -62,7 +77,12 @@ PROBES: dict[str, Probe] = {
     "timerlat": Probe("timerlat", "rtla", "probe.out"),  # measures "irq" and "thread"
     **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
+    "signaltest": Probe("signaltest", "signaltest", "probe.json", has_histogram=False, note=SIGNAL_NOTE),
+    "rt-migrate-test": Probe("rt-migrate-test", "rt-migrate-test", "probe.json", has_histogram=False,
+                             note=MIGRATE_NOTE),
 }  # fmt: skip
+# the probes that put threads on every CPU themselves: no --rt-cpus for them
+EVERY_CPU = (*IPC, "rt-migrate-test")
 
 
 class InvalidProbe(ValueError):
@@ -95,6 +115,10 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
         where = f"{probe.name}'s JSON"
         found = _distinct([_ipc_pair(t, str(n), where) for n, t in threads.items()], where)
         return ProbeResult({"latency": sorted(found, key=lambda t: t.cpu)}, 0)
+    if probe.name == "signaltest":
+        return ProbeResult({"latency": [_signal_round_trip(threads)]}, 0)
+    if probe.name == "rt-migrate-test":
+        return ProbeResult({"latency": _migrate_tasks(threads, argv)}, 0)
     found = [_deadline_thread(t, str(n)) for n, t in threads.items()]
     _total(found, "cyclicdeadline's JSON")
     return ProbeResult({"latency": found}, 0)
@@ -119,6 +143,60 @@ def _ipc_pair(pair: Any, name: str, where: str) -> ThreadResult:
     if not min_us <= avg <= max_us:
         raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
     return ThreadResult(_index(name), cpu, samples, min_us, max_us, avg, {}, 0)
+
+
+def _signal_round_trip(threads: dict[str, Any]) -> ThreadResult:
+    """signaltest's first thread: the only one whose times are the signal's round trip."""
+    where = "signaltest's JSON: thread 0"
+    first = threads.get("0")
+    if not isinstance(first, dict):
+        raise InvalidProbe(f"{where} is missing: the round trip is measured there")
+    cycles = _count(first, "cycles", where)
+    if cycles == 0:
+        raise InvalidProbe(f"{where} measured no round trip")
+    cpu = first.get("cpu")
+    min_us, max_us, avg = _count(first, "min", where), _count(first, "max", where), _average(first, where)
+    if not min_us <= avg <= max_us:
+        raise InvalidProbe(f"{where} has avg {avg} outside its own min {min_us} .. max {max_us}")
+    where_cpu = cpu if type(cpu) is int and 0 <= cpu < MAX_THREADS else -1  # -1: not pinned
+    return ThreadResult(0, where_cpu, cycles, min_us, max_us, avg, {}, 0)
+
+
+def _migrate_tasks(threads: dict[str, Any], argv: list[str]) -> list[ThreadResult]:
+    """rt-migrate-test's tasks but the lowest priority's, each measured once a loop (-l): its
+    total must be its avg times the loops (avg is total / loops, rounded down)."""
+    loops_said = _option(argv, "-l") or ""
+    if not (loops_said.isascii() and loops_said.isdigit() and 0 < int(loops_said) < MAX_COUNT):
+        raise InvalidProbe("rt-migrate-test ran without a count of loops (-l): its samples are unknown")
+    loops, tasks = int(loops_said), []
+    for name, task in threads.items():
+        where = f"rt-migrate-test's JSON: task {printable(str(name))[:20]}"
+        if not isinstance(task, dict):
+            raise InvalidProbe(f"{where} is not an object")
+        prio = _count(task, "prio", where)
+        min_us, max_us, total = (
+            _count(task, "min", where),
+            _count(task, "max", where),
+            _count(task, "total", where),
+        )
+        avg = _average(task, where)
+        if not (
+            min_us <= avg <= max_us
+            and total // loops == int(avg)
+            and min_us * loops <= total <= max_us * loops
+        ):
+            raise InvalidProbe(
+                f"{where} has min {min_us}, avg {avg:g}, max {max_us} and total {total}: "
+                f"not {loops} loops' own"
+            )
+        tasks.append((prio, ThreadResult(_index(str(name)), -1, loops, min_us, max_us, total / loops, {}, 0)))
+    if len(tasks) < 2:
+        raise InvalidProbe("rt-migrate-test's JSON has fewer than two tasks: nothing had to migrate")
+    if len({prio for prio, _ in tasks}) != len(tasks):
+        raise InvalidProbe("rt-migrate-test's JSON has two tasks of one priority")
+    found = [t for _, t in sorted(tasks, key=lambda pt: pt[0])[1:]]
+    _total(found, "rt-migrate-test's JSON")
+    return found
 
 
 def _distinct(threads: list[ThreadResult], where: str) -> list[ThreadResult]:

@@ -30,6 +30,8 @@ TOOLS = {
     "ptsematest": "usr/bin/ptsematest",
     "sigwaittest": "usr/bin/sigwaittest",
     "svsematest": "usr/bin/svsematest",
+    "signaltest": "usr/bin/signaltest",
+    "rt-migrate-test": "usr/bin/rt-migrate-test",
 }
 RTLA = {"rtla": "usr/bin/rtla"}
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
