@@ -149,6 +149,10 @@ def test_a_probe_the_target_cannot_run_is_one_line(tmp_path):
     assert done.returncode == 2
     said = done.stderr.strip().splitlines()[-1]
     assert ("rtla is not installed" in said or "no timerlat tracer" in said) and "--probe timerlat" in said
+    done = rtlab(*run_args(tmp_path / "noise", "idle", "1s", "--probe", "osnoise"))
+    said = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and ("rtla is not installed" in said or "no osnoise tracer" in said), said
+    assert "osnoise" in said and len([s for s in done.stderr.splitlines() if s.startswith("rtlab:")]) == 1
     bad = rtlab(*run_args(tmp_path / "bad", "idle", "1s", "--probe", "oslat,nosuch"))
     assert bad.returncode == 2 and "choose from oslat,cyclicdeadline,timerlat" in bad.stderr
 
@@ -173,31 +177,34 @@ def timerlat_expected(text: str, column: str) -> dict:
 
 
 @pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
-def test_all_four_probes_in_the_rt_guest(tmp_path):
+def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
+    """timerlat and osnoise (rtla, the kernel's tracers: the host has no tracefs), oslat and
+    cyclicdeadline in Debian's RT guest, each CPU's numbers read again from the tool's table."""
     out = tmp_path / "guest"
-    done = rtlab(
-        *run_args(
-            out, "idle,cpu", "2s", "--target", "qemu:debian-rt", "--probe", "timerlat,oslat,cyclicdeadline"
-        )
-    )
+    probes_asked = "timerlat,oslat,cyclicdeadline,osnoise"
+    done = rtlab(*run_args(out, "idle,cpu", "2s", "--target", "qemu:debian-rt", "--probe", probes_asked))
     assert done.returncode == 0, done.stderr
     summary = read_json(out / "summary.json")
     for load in ("idle", "cpu"):
         found = summary["loads"][load]["probes"]
         assert {name: p["status"] for name, p in found.items()} == dict.fromkeys(
-            ("oslat", "cyclicdeadline", "timerlat"), "complete"
+            probes_asked.split(","), "complete"
         )
-        text = (out / "loads" / load / "timerlat" / "probe.out").read_text()
-        for measure, prefix in (("irq", "IRQ"), ("thread", "Thr")):
-            for cpu in ("0", "1"):
-                expected = timerlat_expected(text, f"{prefix}-00{cpu}")
-                got = found["timerlat"]["cpus"][measure][cpu]
-                assert {k: got[k] for k in ("samples", "min_us", "max_us")} == {
-                    k: expected[k] for k in ("samples", "min_us", "max_us")
-                }
-                assert got["p99_us"] == nearest_rank(expected["buckets"], got["overflows"], 100_000, 99)
-            merged = found["timerlat"]["merged"][measure]
-            assert merged["samples"] == sum(found["timerlat"]["cpus"][measure][c]["samples"] for c in "01")
+        for probe, columns in (
+            ("timerlat", (("irq", "IRQ"), ("thread", "Thr"))),
+            ("osnoise", (("noise", "CPU"),)),
+        ):
+            text = (out / "loads" / load / probe / "probe.out").read_text()
+            for measure, prefix in columns:
+                for cpu in ("0", "1"):
+                    expected = timerlat_expected(text, f"{prefix}-00{cpu}")
+                    got = found[probe]["cpus"][measure][cpu]
+                    assert {k: got[k] for k in ("samples", "min_us", "max_us")} == {
+                        k: expected[k] for k in ("samples", "min_us", "max_us")
+                    }
+                    assert got["p99_us"] == nearest_rank(expected["buckets"], got["overflows"], 100_000, 99)
+                merged = found[probe]["merged"][measure]
+                assert merged["samples"] == sum(found[probe]["cpus"][measure][c]["samples"] for c in "01")
         expected = oslat_expected(read_json(out / "loads" / load / "oslat" / "probe.json"))
         assert {k: found["oslat"]["merged"]["latency"][k] for k in expected} == expected
 

@@ -204,6 +204,21 @@ max:          3         9         2         9
 ALL:        IRQ       Thr       Usr
 count:       13        13         0
 """
+OSNOISE = """# RTLA osnoise histogram
+# Time unit is microseconds (us)
+# Duration:   0 00:00:03
+Index   CPU-000   CPU-001
+5           499       498
+6           187       184
+7            90        94
+8            50        60
+9            45        36
+over:      4030      4690
+count:     4901      5562
+min:          5         5
+avg:     366.49    324.75
+max:      91396     38562
+"""  # rtla 6.12 in Debian's RT guest under TCG, -E 10 (its buckets 5 to 9 as printed there)
 TIMELINE = (
     "Max CPUs: 2\n0:       5:      12\n1:       5:       9\nT: 0 Spike:     130: TS: 1234567\nspikes = 1\n"
 )
@@ -371,10 +386,28 @@ def test_history_lists(text):
 
 @pytest.mark.unit
 @reads("rtla")
-@given(mangled(RTLA))
+@given(
+    st.one_of(mangled(RTLA).map(lambda t: ("timerlat", t)), mangled(OSNOISE).map(lambda t: ("osnoise", t)))
+)
 @UNIT
-def test_rtla(text):
-    _counts_sane(bounded(lambda: _probe("timerlat", text, ["rtla", "timerlat", "hist", "-E", "400"])))
+def test_rtla(case):
+    name, text = case
+    _counts_sane(bounded(lambda: _probe(name, text, ["rtla", name, "hist", "-E", "400"])))
+
+
+@pytest.mark.unit
+def test_osnoise_is_read_per_cpu_and_a_timerlat_table_is_not_osnoise():
+    from rtlab.results import probes
+
+    found = _probe("osnoise", OSNOISE, ["rtla", "osnoise", "hist", "-b", "1", "-E", "10"])
+    assert found.limit_us == 10 and list(found.measures) == ["noise"]
+    cpu0, cpu1 = found.measures["noise"]
+    assert (cpu0.cpu, cpu0.cycles, cpu0.overflows, cpu0.min_us, cpu0.max_us) == (0, 4901, 4030, 5, 91396)
+    assert cpu1.counts == {5: 498, 6: 184, 7: 94, 8: 60, 9: 36} and cpu1.avg_us == 324.75
+    with pytest.raises(probes.InvalidProbe, match="unknown columns"):
+        _probe("osnoise", RTLA, ["rtla", "osnoise", "hist"])
+    with pytest.raises(probes.InvalidProbe, match="unknown columns"):
+        _probe("timerlat", OSNOISE, ["rtla", "timerlat", "hist"])
 
 
 @pytest.mark.unit

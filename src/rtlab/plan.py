@@ -247,6 +247,10 @@ class Plan:
             # (rt-tests 2.4); -c: a lower priority running first fails it, as LKFT runs it
             loops = max(self.duration_s * 1000 // MIGRATE_LOOP_MS, 1)
             return ["rt-migrate-test", "-l", str(loops), "-c", "--json=probe.json.part", "-q"]
+        if name == "osnoise":
+            # rtla's busy threads (its defaults: the whole of every 1 s period), 1 µs buckets
+            where = ["-c", self.rt_cpus] if self.rt_cpus else []
+            return ["rtla", "osnoise", "hist", "-d", secs, "-b", "1", "-E", str(self.histogram_us), *where]
         if name == "timerlat":
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
             return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}",
@@ -287,9 +291,11 @@ class Plan:
         )
 
     def programs(self) -> list[str]:
-        """What the loads need installed on the target, each once."""
+        """What the loads need installed on the target, each once; a probe's kernel tracer
+        as NAME-tracer (which the agent looks for in tracefs)."""
         found = {self.load(name).program: None for name in self.loads}
         found.update((PROBES[name].program, None) for name in self.probes)
+        found.update((f"{PROBES[name].tracer}-tracer", None) for name in self.probes if PROBES[name].tracer)
         if any(self.load_cpus(name) and self.load(name).command for name in self.loads):
             found["taskset"] = None
         return [p for p in found if p]
@@ -419,7 +425,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("idle-after-boot", "idle_after_boot_s", _zero_or_duration,
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
-           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, and rt-tests' "
+           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, osnoise, "
+           "and rt-tests' "
            "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test "
            "(comma-separated; each measures --duration)", lava=True),
     Option("hwlat-gate", "hwlat_gate_us", parse_latency,

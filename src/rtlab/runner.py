@@ -29,7 +29,7 @@ from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
 from rtlab.plan import GRACE_S, HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, rundir
-from rtlab.results.probes import IPC
+from rtlab.results.probes import IPC, PROBES
 from rtlab.results.rundir import HWLAT_FOLDER, SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.system import tune
 from rtlab.system.kernel import preemption
@@ -46,11 +46,10 @@ INSTALL_HINT = {
         name: f"apt-get install rt-tests (2.4 or later: --json), or leave out --probe {name}"
         for name in (*IPC, "signaltest", "rt-migrate-test")
     },
-    "rtla": "apt-get install rtla (Debian 12: from bookworm-backports), or leave out --probe timerlat",
+    "rtla": "apt-get install rtla (Debian 12: in bookworm-backports), or leave out --probe timerlat, osnoise",
 }
 
 
-TIMERLAT_TRACER = "timerlat-tracer"  # what the agent's preflight calls the kernel's tracer
 MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB
 
 
@@ -115,10 +114,12 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
             found[event.get("name")] = event.get("version")
         elif event.kind == ev.Kind.MISSING:
             tool = event.get("name")
-            if tool == TIMERLAT_TRACER:
+            if tool.endswith("-tracer"):  # a probe's kernel tracer (plan.programs)
+                tracer = tool.removesuffix("-tracer")
+                probe = next((p for p in plan.probes if PROBES[p].tracer == tracer), tracer)
                 raise UsageError(
-                    f"{target.name} has no timerlat tracer (a kernel with CONFIG_TIMERLAT_TRACER, tracefs "
-                    "mounted) for --probe timerlat: leave it out there"
+                    f"{target.name} has no {tracer} tracer (a kernel with CONFIG_{tracer.upper()}_TRACER, "
+                    f"tracefs mounted) for --probe {probe}: leave it out there"
                 )
             if tool == "cyclictest" or tool in programs:
                 users = [name for name in plan.loads if plan.load(name).program == tool]

@@ -6,6 +6,9 @@
                      keeps no histogram: avg and max only (its min is not exact)
     timerlat         the kernel's timerlat tracer through `rtla timerlat hist`: the timer
                      interrupt's latency and the woken thread's, apart, per CPU; its text table
+    osnoise          the kernel's osnoise tracer through `rtla osnoise hist`: a busy thread on
+                     each CPU, and how long each interference (IRQ, softirq, another thread,
+                     NMI, the hardware) took it away; the same text table, one column per CPU
     pmqtest, ptsematest, sigwaittest, svsematest
                      rt-tests' functional tests that KernelCI and LKFT run: a sender thread
                      wakes a receiver through a POSIX message queue, a pthread mutex, a
@@ -47,6 +50,7 @@ class Probe:
     has_histogram: bool = True
     keeps_min: bool = True  # False: the tool's minimum cannot be vouched for, so none is shown
     note: str | None = None  # what it cannot say, in every report
+    tracer: str | None = None  # the kernel's tracer it measures with (tracefs' available_tracers)
 
 
 NO_HISTOGRAM = (
@@ -55,6 +59,10 @@ NO_HISTOGRAM = (
 )
 IPC_NOTE = "{name} keeps no histogram: min, avg and max of each sender-receiver pair, no percentiles"
 IPC = ("pmqtest", "ptsematest", "sigwaittest", "svsematest")  # the wake-up through an IPC object
+OSNOISE_NOTE = (
+    "osnoise counts interferences, not wake-ups: each sample is how long one took a busy thread's "
+    "CPU away (rtla osnoise hist); the counts by source are rtla osnoise top's"
+)
 SIGNAL_NOTE = (
     "signaltest keeps no histogram: min, avg and max of a signal's round trip through its threads "
     "(its first thread's: the others' times hold that thread's pauses)"
@@ -74,7 +82,8 @@ PROBES: dict[str, Probe] = {
         "cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False, keeps_min=False,
         note=NO_HISTOGRAM,
     ),
-    "timerlat": Probe("timerlat", "rtla", "probe.out"),  # measures "irq" and "thread"
+    "timerlat": Probe("timerlat", "rtla", "probe.out", tracer="timerlat"),  # "irq", "thread" (and "user")
+    "osnoise": Probe("osnoise", "rtla", "probe.out", tracer="osnoise", note=OSNOISE_NOTE),  # "noise"
     **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
     "signaltest": Probe("signaltest", "signaltest", "probe.json", has_histogram=False, note=SIGNAL_NOTE),
@@ -97,10 +106,10 @@ class ProbeResult:
 
 def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
     """`raw`: the probe's JSON (rt-tests tools) or its text (rtla); `argv`: its command line."""
-    if probe.name == "timerlat":
+    if probe.tracer is not None:
         if not isinstance(raw, str):
             raise InvalidProbe("rtla's output is not text")
-        return _timerlat(raw, argv)
+        return _rtla_hist(raw, argv, probe.tracer)
     if not isinstance(raw, dict):
         raise InvalidProbe(f"{probe.name}'s JSON is not an object as {probe.program} writes it")
     threads = raw.get("thread")
@@ -286,9 +295,10 @@ def _deadline_thread(thread: Any, name: str) -> ThreadResult:
     return ThreadResult(_index(name), -1, cycles, min_us, max_us, avg, {}, 0)
 
 
-_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-([0-9]{1,5})$")
+_COLUMN = re.compile(r"^(IRQ|Thr|Usr|CPU)-([0-9]{1,5})$")
 _NUMBER = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,9})?")  # ASCII digits only: never "1_0" or "١٠"
-_MEASURE = {"IRQ": "irq", "Thr": "thread", "Usr": "user"}
+_MEASURE = {"IRQ": "irq", "Thr": "thread", "Usr": "user", "CPU": "noise"}
+_KINDS = {"timerlat": ("IRQ", "Thr", "Usr"), "osnoise": ("CPU",)}  # the columns each tracer's table has
 _SUMMARY_ROWS = ("over:", "count:", "min:", "avg:", "max:")
 
 
@@ -302,9 +312,10 @@ def _value(word: str, row: list[str]) -> float | None:
     return value
 
 
-def _timerlat(text: str, argv: list[str]) -> ProbeResult:
-    """`rtla timerlat hist`'s table: an Index column, then one column per CPU and context
-    (IRQ-000, Thr-000, ...), the non-empty buckets, then over/count/min/avg/max rows."""
+def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:
+    """`rtla timerlat hist`'s or `rtla osnoise hist`'s table: an Index column, then one column
+    per CPU and context (IRQ-000, Thr-000, ...; osnoise: CPU-000, ...), the non-empty
+    buckets, then over/count/min/avg/max rows."""
     lines = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     header = next((i for i, words in enumerate(lines) if words[:1] == ["Index"]), None)
     if header is None:
@@ -312,7 +323,11 @@ def _timerlat(text: str, argv: list[str]) -> ProbeResult:
     if not any(line.startswith("# Time unit is microseconds") for line in text.splitlines()):
         raise InvalidProbe("rtla's output is not in microseconds (rtla's -n was given?)")
     columns = [_COLUMN.match(word) for word in lines[header][1:]]
-    if not columns or not all(columns) or len(columns) > MAX_THREADS:
+    if (
+        not columns
+        or not all(m is not None and m.group(1) in _KINDS[tracer] for m in columns)
+        or len(columns) > MAX_THREADS
+    ):
         raise InvalidProbe(f"rtla's output: unknown columns {' '.join(lines[header][1:])[:80]}")
     width = len(columns)
     counts: list[dict[int, int]] = [{} for _ in columns]

@@ -35,6 +35,13 @@ cmd_preflight() {
 		ok=1
 	fi
 	for program in "$@"; do
+		# a probe's kernel tracer (--probe timerlat, osnoise): NAME-tracer
+		case $program in *-tracer)
+			grep -qw "${program%-tracer}" "$(tracefs_dir)/available_tracers" 2>/dev/null ||
+				{ printf '@rtlab missing name=%s\n' "$program"; ok=1; }
+			continue
+			;;
+		esac
 		if command -v "$program" >/dev/null 2>&1; then
 			printf '@rtlab tool name=%s version=%s\n' "$program" "$(tool_version "$program")"
 		else
@@ -46,11 +53,6 @@ cmd_preflight() {
 		if [ "$program" = oslat ] && said=$(oslat --version 2>&1 | first_line) &&
 			case $said in *"not yet supported"*) true ;; *) false ;; esac; then
 			printf '@rtlab unsupported name=oslat arch=%s reason=%s\n' "$(uname -m)" "$said"
-			ok=1
-		fi
-		# rtla measures with the kernel's timerlat tracer (--probe timerlat)
-		if [ "$program" = rtla ] && ! grep -qw timerlat "$(tracefs_dir)/available_tracers" 2>/dev/null; then
-			printf '@rtlab missing name=timerlat-tracer\n'
 			ok=1
 		fi
 	done
