@@ -126,3 +126,48 @@ def test_each_load_is_reported_per_cluster_with_its_cpus_merged(busybox_path, tm
     assert "| cpu | Cortex-A77 4-6 | " in markdown.render([summary], ["rb5"])
     assert "rb5,rb5,cpu,complete,cluster:Cortex-A77 4-6," in csv_format.render([summary], ["rb5"])
     assert "cluster Cortex-A55 0-3" in html.render([summary], ["rb5"])
+
+
+def smt_root(root):
+    """4 CPUs as x86 numbers SMT: cores (0, 2) and (1, 3)."""
+    for cpu in range(4):
+        d = root / f"sys/devices/system/cpu/cpu{cpu}/topology"
+        d.mkdir(parents=True)
+        (d / "thread_siblings_list").write_text(f"{cpu % 2},{cpu % 2 + 2}\n")
+    (root / "proc").mkdir(parents=True)
+    (root / "proc/cpuinfo").write_text("".join(f"processor\t: {c}\n\n" for c in range(4)))
+    (root / "sys/devices/system/cpu/online").write_text("0-3\n")
+
+
+@pytest.mark.parametrize(("rt_cpus", "warned"), [("0-1", True), ("0,2", False)])
+def test_a_load_on_smt_siblings_of_the_measuring_cpus_is_warned_of_in_every_format(
+    busybox_path, tmp_path, rt_cpus, warned
+):
+    """rteval's care for placement: --rt-cpus 0-1 keeps the loads on 2-3, which are the SMT
+    siblings of 0 and 1 (a core's threads share its pipelines and caches); whole cores (0,2)
+    are fine. The placement table says what ran where."""
+    smt_root(tmp_path)
+    cmd, env = agent_cmd("dash", busybox_path, "sysinfo")
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(tmp_path)})
+    info = json.loads(done.stdout)
+    assert info["cpus"]["cores"]["1"] == {"siblings": "1,3"}
+    plan = Plan(loads=("idle", "cpu"), rt_cpus=rt_cpus).for_target("0-3", 4)
+    manifest = {"id": "smt", "plan": plan.to_json(), "loads": {}}
+    summary = summarize(manifest, info, {}, [])
+    house = "2-3" if warned else "1,3"
+    assert summary["placement"]["measured_on"] == ("0-1" if warned else "0,2")
+    assert summary["placement"]["loads"]["cpu"] == {
+        "on": house, "shares_cpus": [], "shares_cores": [[0, 2], [1, 3]] if warned else []
+    }  # fmt: skip
+    assert summary["placement"]["loads"]["idle"]["on"] == "none"
+    said = [w["message"] for w in summary["warnings"] if w["code"] == "placement"]
+    expected = (
+        "cpu: the load runs on SMT siblings of measuring CPUs (CPU 0 with 2, CPU 1 with 3): a core's "
+        "threads share its pipelines and caches; give --rt-cpus whole cores (every sibling)"
+    )
+    assert said == ([expected] if warned else [])
+    value = house + (", SMT siblings of CPU 0 (2), CPU 1 (3)" if warned else "")
+    assert f"load cpu on {value}" in " ".join(table.render([summary], ["smt"]).split())  # wrapped anywhere
+    page, text = html.render([summary], ["smt"]), markdown.render([summary], ["smt"])
+    assert f"load cpu on {value}" in text and f"<dt>load cpu on</dt><dd>{value}</dd>" in page
+    assert ("SMT siblings of measuring CPUs" in text and "SMT siblings of measuring CPUs" in page) is warned

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from rtlab.analysis import causes, cost, probes, stats, timeline
+from rtlab.analysis import causes, cost, placement, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import (
     ClusterJSON,
@@ -184,6 +184,11 @@ def platform_lines(system: SystemJSON) -> list[tuple[str, str]]:
     )]  # fmt: skip
 
 
+def facts_lines(summary: Summary) -> list[tuple[str, str]]:
+    """(name, value) of a run's platform facts and what ran where, as every report shows them."""
+    return platform_lines(summary["system"]) + placement.lines(summary.get("placement"))
+
+
 def summarize(
     manifest: Manifest,
     sysinfo: Sysinfo | None,
@@ -301,6 +306,9 @@ def summarize(
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
     found += axis_warnings
+    cpu_facts = (sysinfo or Sysinfo()).get("cpus") or CpuFacts()
+    where = placement.of(plan, cpu_facts.get("cores") or {}, cpu_facts.get("count"))
+    found += [{"code": "placement", "load": "", "message": m} for m in placement.warnings(where, plan)]
     return {
         "schema": SCHEMA,
         "run": manifest.get("id"),
@@ -313,6 +321,7 @@ def summarize(
         "loads": loads,
         "audit": [f.to_json() for f in audit.audit(dict(sysinfo or {}))],
         "warnings": found,
+        "placement": where,
     }
 
 

@@ -55,7 +55,7 @@ class CpuFacts(TypedDict, total=False):
     count: CpuCount
     model: str
     governors: dict[str, str]
-    cores: dict[str, dict[str, str]]  # per CPU: capacity, clock_domain, type (where the target says)
+    cores: dict[str, dict[str, str]]  # per CPU: capacity, clock_domain, type, siblings (where it says)
     hybrid_core: Cpus  # x86 hybrids: the P cores' and E cores' CPU lists
     hybrid_atom: Cpus
 
@@ -465,6 +465,7 @@ class Summary(TypedDict):
     warnings: list[WarningJSON]
     deadline: NotRequired[Deadline]  # only when a deadline was given
     verdicts: NotRequired[dict[str, Any]]  # rtlab compare: against the first run (analysis/verdicts.py)
+    placement: NotRequired[dict[str, Any]]  # what ran where (analysis/placement.py); older runs: none
 
 
 # --- checking a document read back against its shape -----------------------------------------

@@ -17,7 +17,7 @@ from rtlab import __version__
 from rtlab.analysis import compare
 from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.analysis.summary import platform_lines
+from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import FindingJSON, Summary
 from rtlab.report import causes, cells, figures, verdict_table, worst_table
@@ -54,7 +54,7 @@ def _system(summary: Summary) -> list[tuple[str, str]]:
         ("CPU", f"{s['cpu_count']} x {s['cpu_model']}"),
         ("governors", governors),
         ("measured", f"{summary['plan']['duration_s']} s per load, started {summary['started']}"),
-        *platform_lines(s),
+        *facts_lines(summary),
     ]
 
 

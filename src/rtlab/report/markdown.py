@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rtlab.analysis.stats import SEED_TABLE
-from rtlab.analysis.summary import platform_lines
+from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells, verdict_table
 
@@ -47,7 +47,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     ]
     text = "\n".join(lines) + "\n"
     for s, label in zip(summaries, labels, strict=True):
-        facts = platform_lines(s["system"])
+        facts = facts_lines(s)
         if facts:
             notes.append(f"- {escape(label)}: " + "; ".join(f"{escape(k)} {escape(v)}" for k, v in facts))
     groups = cells.clusters_in_order(summaries)

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
-from rtlab.analysis.summary import platform_lines
+from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells
@@ -211,14 +211,14 @@ def sections(summaries: Sequence[Summary], labels: Sequence[str], width: int = 2
     traced = causes.lines(summaries, labels)
     if traced:
         found.append(Text("Spike causes\n" + "\n".join(traced)))
-    platforms = [(label, platform_lines(s["system"])) for s, label in zip(summaries, labels, strict=True)]
+    platforms = [(label, facts_lines(s)) for s, label in zip(summaries, labels, strict=True)]
     if any(lines for _, lines in platforms):
         found.append(Text("\n".join(platform_line(label, lines) for label, lines in platforms if lines)))
     return found
 
 
 def platform_line(label: str, lines: list[tuple[str, str]]) -> str:
-    """One run's platform facts (rteval's report fields) on one line."""
+    """One run's platform facts (rteval's report fields) and what ran where, on one line."""
     return f"{label}: " + "; ".join(f"{name} {value}" for name, value in lines)
 
 

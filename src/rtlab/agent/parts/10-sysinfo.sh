@@ -123,6 +123,11 @@ cores_json() {
 			printf '%s"clock_domain": %s' "$inner" "$(json_str "$(cat "$d/cpufreq/related_cpus")")"
 			inner=', '
 		fi
+		# SMT: the CPUs of this one's core (rtlab's placement warning)
+		if [ -r "$d/topology/thread_siblings_list" ]; then
+			printf '%s"siblings": %s' "$inner" "$(json_str "$(cat "$d/topology/thread_siblings_list")")"
+			inner=', '
+		fi
 		type=$(printf '%s\n' "$types" | sed -n "s/^$n //p" | first_line)
 		if [ -n "$type" ]; then printf '%s"type": %s' "$inner" "$(json_str "$type")"; fi
 		printf '}'
