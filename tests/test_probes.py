@@ -373,3 +373,65 @@ def test_signaltest_and_rt_migrate_test_numbers_are_their_own(tmp_path):
     assert got["max_us"] == max(t["max"] for t in tasks) and got["min_us"] == min(t["min"] for t in tasks)
     assert math.isclose(got["avg_us"], sum(t["total"] for t in tasks) / (loops * len(tasks)), abs_tol=0.01)
     assert "rt-migrate-test" in rtlab("report", str(out)).stdout
+
+
+@pytest.mark.unit
+def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
+    from rtlab.analysis import disagree
+
+    def entry(cyclictest_p99, thread_p99, irq_max=40, thread_max=25000, mine_max=1500):
+        timerlat = {
+            "status": "complete",
+            "merged": {
+                "irq": {"p99_us": 10, "max_us": irq_max},
+                "thread": {"p99_us": thread_p99, "max_us": thread_max},
+            },
+        }
+        mine = {"p99_us": cyclictest_p99, "max_us": mine_max}
+        return {"merged": mine, "probes": {"timerlat": timerlat}}
+
+    # within the tools' own paths, or within 3 times, at p99 and at the maximum: no section
+    assert disagree.section(entry(60, 50, thread_max=1400)) is None
+    assert disagree.section(entry(300, 150, thread_max=3000)) is None
+    # at p99 they agree, one caught a spike the other did not
+    assert disagree.section(entry(300, 150))["metric"] == "max"
+    said = disagree.section(entry(300, 20000))
+    assert said["metric"] == "p99" and said["figures"] == {"cyclictest": 300, "timerlat thread": 20000}
+    assert said["reason"].startswith("timerlat thread's p99 is 20000 µs, cyclictest's 300 µs: 66.7 times")
+    assert said["parts"] == [
+        ("timer IRQ latency (timerlat irq max)", 40),
+        ("scheduling after the IRQ (timerlat thread max - irq max)", 24960),
+    ]  # cyclictest's max below timerlat's: no part of one wake-up
+    # a probe that failed says nothing
+    failed = entry(300, 20000)
+    failed["probes"]["timerlat"]["status"] = "failed"
+    assert disagree.section(failed) is None
+
+
+@pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
+def test_a_spike_only_timerlat_saw_makes_the_probes_disagree_in_every_format(tmp_path):
+    """Planted in Debian's RT guest: the load sleeps while cyclictest measures (1 s settle, 2 s),
+    then tests/spin.c holds CPU 0 for 60 ms at a time while timerlat measures after it. The
+    report says the probes disagree, at the maximum, and gives timerlat's parts."""
+    from test_causes import spin_binary
+    from test_qemu import initrd
+
+    extra = initrd(tmp_path, {"usr/local/bin/spin": spin_binary(tmp_path).read_bytes()})
+    loads = tmp_path / "loads.toml"
+    loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "60", "4", "1000", "0.1"]\n')
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
+                           f"qemu:debian-rt,initrd={extra}", "--probe", "timerlat", settle="1s"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    entry = summary["loads"]["late"]
+    timerlat = entry["probes"]["timerlat"]["merged"]
+    assert timerlat["thread"]["max_us"] > 40_000 > entry["merged"]["max_us"] * 3  # the plant took
+    said = entry["disagreement"]
+    assert said["figures"]["timerlat thread"] == timerlat["thread"]["max_us"] or said["metric"] == "p99"
+    assert ["timer IRQ latency (timerlat irq max)", timerlat["irq"]["max_us"]] in said["parts"]
+    warning = next(w["message"] for w in summary["warnings"] if w["code"] == "probes-disagree")
+    assert warning.startswith("late: the probes disagree: timerlat thread's")
+    for fmt in ("table", "md", "html", "json"):
+        shown = rtlab("report", str(out), "--format", fmt)
+        assert "the probes disagree" in shown.stdout + shown.stderr, fmt

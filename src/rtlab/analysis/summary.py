@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from rtlab.analysis import causes, cost, placement, probes, stats, timeline
+from rtlab.analysis import causes, cost, disagree, placement, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import (
     ClusterJSON,
@@ -302,6 +302,12 @@ def summarize(
             entry["causes"] = traced
         if files.probes:
             entry["probes"] = {p.name: probes.build(p, load, events, measuring) for p in files.probes}
+            said = disagree.section(entry)
+            if said is not None:
+                entry["disagreement"] = said
+                axis_warnings.append(
+                    {"code": "probes-disagree", "load": load, "message": disagree.message(load, said)}
+                )
         loads[load] = entry
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]

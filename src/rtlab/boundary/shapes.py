@@ -394,6 +394,7 @@ class LoadEntry(TypedDict):
     causes: NotRequired[CausesJSON]  # only with a trace pass
     clusters: NotRequired[dict[str, StatsJSON]]  # heterogeneous CPUs: per cluster, its CPUs merged
     probes: NotRequired[dict[str, ProbeJSON]]  # only with --probe: the others, by name
+    disagreement: NotRequired[dict[str, Any]]  # only when the probes disagree (analysis/disagree.py)
 
 
 class WarningJSON(TypedDict):
