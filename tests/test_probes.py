@@ -347,11 +347,12 @@ def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
 
 @needs_root
 @needs_tools
-def test_signaltest_and_rt_migrate_test_numbers_are_their_own(tmp_path):
+def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path):
     """signaltest's round trip is its first thread's; rt-migrate-test passes (-c) and its
-    figures are the tasks that must run at once, each once a loop, the lowest one left out."""
+    figures are the tasks that must run at once, each once a loop, the lowest one left out;
+    pi_stress passes with the inversions it forced."""
     out = tmp_path / "run"
-    done = rtlab(*run_args(out, "cpu", "2s", "--probe", "signaltest,rt-migrate-test"))
+    done = rtlab(*run_args(out, "cpu", "2s", "--probe", "signaltest,rt-migrate-test,pi_stress"))
     assert done.returncode == 0, done.stderr
     summary = read_json(out / "summary.json")
     found = summary["loads"]["cpu"]["probes"]
@@ -372,7 +373,11 @@ def test_signaltest_and_rt_migrate_test_numbers_are_their_own(tmp_path):
     assert got["samples"] == loops * len(tasks)
     assert got["max_us"] == max(t["max"] for t in tasks) and got["min_us"] == min(t["min"] for t in tasks)
     assert math.isclose(got["avg_us"], sum(t["total"] for t in tasks) / (loops * len(tasks)), abs_tol=0.01)
-    assert "rt-migrate-test" in rtlab("report", str(out)).stdout
+    pi = found["pi_stress"]
+    forced = read_json(out / "loads" / "cpu" / "pi_stress" / "probe.json")["inversion"]
+    assert pi["status"] == "complete" and pi["counts"] == {"inversions": forced} and forced > 0
+    shown = rtlab("report", str(out)).stdout
+    assert "rt-migrate-test" in shown and f"pi_stress: {forced} inversions" in " ".join(shown.split())
 
 
 @pytest.mark.unit

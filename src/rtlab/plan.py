@@ -242,6 +242,9 @@ class Plan:
             where = ["-a", self.rt_cpus] if self.rt_cpus else []
             return ["signaltest", "-D", secs, "-p", str(self.priority), "-m", *where,
                     "--json=probe.json.part", "-q"]  # fmt: skip
+        if name == "pi_stress":
+            # its default groups (one per CPU but one), inversions until --duration ends
+            return ["pi_stress", f"--duration={secs}", "--mlockall", "--json=probe.json.part", "-q"]
         if name == "rt-migrate-test":
             # loops rather than -D, which ends it with exit status 1 even when it passed
             # (rt-tests 2.4); -c: a lower priority running first fails it, as LKFT runs it
@@ -427,7 +430,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("probe", "probes", _probes,
            "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, osnoise, "
            "and rt-tests' "
-           "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test "
+           "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test, "
+           "pi_stress "
            "(comma-separated; each measures --duration)", lava=True),
     Option("hwlat-gate", "hwlat_gate_us", parse_latency,
            "before measuring, run the hwlat tracer and measure nothing (exit 1) if firmware, the "

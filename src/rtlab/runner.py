@@ -44,7 +44,7 @@ INSTALL_HINT = {
     "cyclicdeadline": "apt-get install rt-tests (2.0 or later), or leave out --probe cyclicdeadline",
     **{
         name: f"apt-get install rt-tests (2.4 or later: --json), or leave out --probe {name}"
-        for name in (*IPC, "signaltest", "rt-migrate-test")
+        for name in (*IPC, "signaltest", "rt-migrate-test", "pi_stress")
     },
     "rtla": "apt-get install rtla (Debian 12: in bookworm-backports), or leave out --probe timerlat, osnoise",
 }

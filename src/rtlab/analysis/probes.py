@@ -61,6 +61,10 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
     except InvalidProbe as e:
         entry["status"], entry["reason"] = "failed", str(e)
         return entry
+    if found.counts:
+        entry["counts"] = dict(found.counts)
+        shown = ", ".join(f"{value} {name}" for name, value in found.counts.items())
+        entry["note"] = f"{raw.name}: {shown}; {probe.note}" if probe.note else f"{raw.name}: {shown}"
     for measure, threads in found.measures.items():
         if not probe.has_histogram:
             entry["merged"][measure] = summary_only([_stats_of(t, probe.keeps_min) for t in threads])

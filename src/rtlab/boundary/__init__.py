@@ -28,7 +28,10 @@ READERS: dict[str, tuple[str, str]] = {
         "rtlab.results.probes:parse",
         "pmqtest's, ptsematest's, sigwaittest's and svsematest's JSON",
     ),
-    "rt-tests-signal-migrate": ("rtlab.results.probes:parse", "signaltest's and rt-migrate-test's JSON"),
+    "rt-tests-signal-migrate": (
+        "rtlab.results.probes:parse",
+        "signaltest's, rt-migrate-test's and pi_stress's JSON",
+    ),
     "rtla": ("rtlab.results.probes:parse", "rtla timerlat hist's table"),
     "timeline": ("rtlab.results.timeline:parse", "cyclictest's oscilloscope and spike lines"),
     "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),

@@ -378,6 +378,7 @@ class ProbeJSON(TypedDict):
     cpus: dict[str, dict[str, StatsJSON]]  # ... and each CPU's (cyclicdeadline names none)
     histograms: dict[str, HistogramJSON]  # each measure's merged histogram (none: cyclicdeadline)
     note: str | None  # what the probe cannot say (cyclicdeadline: no histogram)
+    counts: NotRequired[dict[str, int]]  # a functional test's figures (pi_stress: inversions)
 
 
 class LoadEntry(TypedDict):

@@ -16,6 +16,10 @@
                      from its --json (min, avg and max per pair: no histogram)
     signaltest       a signal passed round a ring of SCHED_FIFO threads: the round trip, as
                      its first thread measures it (the others' times hold its pauses)
+    pi_stress        priority inheritance under stress: groups of three threads (low, medium,
+                     high priority) force an inversion over a PI mutex again and again; it
+                     fails (its exit status) when one is not resolved, a deadlock; its figure
+                     is how many inversions it forced (its --json), no latency
     rt-migrate-test  one more RT task than CPUs woken at once, every loop: how long each of
                      the highest (one per CPU) waits to run, and a failure (-c) when a lower
                      priority runs first; the lowest task's wait is by design and left out
@@ -31,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rtlab.boundary import values
@@ -63,6 +67,7 @@ OSNOISE_NOTE = (
     "osnoise counts interferences, not wake-ups: each sample is how long one took a busy thread's "
     "CPU away (rtla osnoise hist); the counts by source are rtla osnoise top's"
 )
+PI_NOTE = "pi_stress measures no latency: it passes when every priority inversion it forced was resolved"
 SIGNAL_NOTE = (
     "signaltest keeps no histogram: min, avg and max of a signal's round trip through its threads "
     "(its first thread's: the others' times hold that thread's pauses)"
@@ -86,12 +91,13 @@ PROBES: dict[str, Probe] = {
     "osnoise": Probe("osnoise", "rtla", "probe.out", tracer="osnoise", note=OSNOISE_NOTE),  # "noise"
     **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
+    "pi_stress": Probe("pi_stress", "pi_stress", "probe.json", has_histogram=False, note=PI_NOTE),
     "signaltest": Probe("signaltest", "signaltest", "probe.json", has_histogram=False, note=SIGNAL_NOTE),
     "rt-migrate-test": Probe("rt-migrate-test", "rt-migrate-test", "probe.json", has_histogram=False,
                              note=MIGRATE_NOTE),
 }  # fmt: skip
 # the probes that put threads on every CPU themselves: no --rt-cpus for them
-EVERY_CPU = (*IPC, "rt-migrate-test")
+EVERY_CPU = (*IPC, "rt-migrate-test", "pi_stress")
 
 
 class InvalidProbe(ValueError):
@@ -102,6 +108,7 @@ class InvalidProbe(ValueError):
 class ProbeResult:
     measures: dict[str, list[ThreadResult]]  # measure -> one result per CPU, CPU order
     limit_us: int  # samples at or above it are counted, not binned
+    counts: dict[str, int] = field(default_factory=dict)  # a functional test's figures
 
 
 def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
@@ -112,6 +119,13 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
         return _rtla_hist(raw, argv, probe.tracer)
     if not isinstance(raw, dict):
         raise InvalidProbe(f"{probe.name}'s JSON is not an object as {probe.program} writes it")
+    if probe.name == "pi_stress":
+        inversions = _count(raw, "inversion", "pi_stress's JSON")
+        if raw.get("return_code") != 0:
+            raise InvalidProbe(f"pi_stress's JSON says return code {json.dumps(raw.get('return_code'))[:20]}")
+        if inversions == 0:
+            raise InvalidProbe("pi_stress forced no priority inversion: it tested nothing")
+        return ProbeResult({}, 0, {"inversions": inversions})
     threads = raw.get("thread")
     if not isinstance(threads, dict) or not threads or len(threads) > MAX_THREADS:
         raise InvalidProbe(f"{probe.name}'s JSON has no measurement threads")

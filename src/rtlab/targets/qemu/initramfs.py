@@ -32,6 +32,7 @@ TOOLS = {
     "svsematest": "usr/bin/svsematest",
     "signaltest": "usr/bin/signaltest",
     "rt-migrate-test": "usr/bin/rt-migrate-test",
+    "pi_stress": "usr/bin/pi_stress",
 }
 RTLA = {"rtla": "usr/bin/rtla"}
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
