@@ -414,10 +414,11 @@ def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
 
 
 @pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
-def test_a_spike_only_timerlat_saw_makes_the_probes_disagree_in_every_format(tmp_path):
-    """Planted in Debian's RT guest: the load sleeps while cyclictest measures (1 s settle, 2 s),
-    then tests/spin.c holds CPU 0 for 60 ms at a time while timerlat measures after it. The
-    report says the probes disagree, at the maximum, and gives timerlat's parts."""
+def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tmp_path):
+    """bookworm-backports' RT kernel (6.12): rtla's user-space threads (timerlat -u) and hwnoise,
+    each CPU's numbers read again from rtla's own tables. Planted: the load sleeps while
+    cyclictest measures (1 s settle, 2 s), then tests/spin.c holds CPU 0 for 60 ms at a time
+    while timerlat measures after it: the report says the probes disagree and gives the parts."""
     from test_causes import spin_binary
     from test_qemu import initrd
 
@@ -426,17 +427,38 @@ def test_a_spike_only_timerlat_saw_makes_the_probes_disagree_in_every_format(tmp
     loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "60", "4", "1000", "0.1"]\n')
     out = tmp_path / "run"
     done = rtlab(*run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
-                           f"qemu:debian-rt,initrd={extra}", "--probe", "timerlat", settle="1s"))  # fmt: skip
+                           f"qemu:debian-rt-backports,initrd={extra}", "--probe", "timerlat-u,hwnoise",
+                           settle="1s"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = read_json(out / "summary.json")
     entry = summary["loads"]["late"]
-    timerlat = entry["probes"]["timerlat"]["merged"]
-    assert timerlat["thread"]["max_us"] > 40_000 > entry["merged"]["max_us"] * 3  # the plant took
+    found = entry["probes"]
+    assert {name: p["status"] for name, p in found.items()} == {
+        "timerlat-u": "complete",
+        "hwnoise": "complete",
+    }
+    text = (out / "loads" / "late" / "timerlat-u" / "probe.out").read_text()
+    for measure, prefix in (("irq", "IRQ"), ("thread", "Thr"), ("user", "Usr")):
+        for cpu in ("0", "1"):
+            expected = timerlat_expected(text, f"{prefix}-00{cpu}")
+            got = found["timerlat-u"]["cpus"][measure][cpu]
+            assert (got["samples"], got["min_us"], got["max_us"]) == tuple(
+                expected[k] for k in ("samples", "min_us", "max_us")
+            )
+    rows = {line.split()[0]: line.split() for line in (out / "loads/late/hwnoise/probe.out").read_text().splitlines()
+            if line.split()[:1] in (["0"], ["1"])}  # fmt: skip
+    gaps = sum(int(r[7]) + int(r[8]) for r in rows.values())
+    assert found["hwnoise"]["merged"]["noise"]["samples"] == gaps
+    assert found["hwnoise"]["merged"]["noise"]["max_us"] == max(int(r[6]) for r in rows.values())
+    assert found["hwnoise"]["counts"]["hardware gaps"] == sum(int(r[7]) for r in rows.values())
+    timerlat = found["timerlat-u"]["merged"]
+    assert timerlat["user"]["max_us"] > 40_000 > entry["merged"]["max_us"] * 3  # the plant took
     said = entry["disagreement"]
-    assert said["figures"]["timerlat thread"] == timerlat["thread"]["max_us"] or said["metric"] == "p99"
+    assert said["figures"]["timerlat-u user"] == timerlat["user"]["max_us"] or said["metric"] == "p99"
     assert ["timer IRQ latency (timerlat irq max)", timerlat["irq"]["max_us"]] in said["parts"]
+    assert any(name.startswith("return to user space") for name, _ in said["parts"])
     warning = next(w["message"] for w in summary["warnings"] if w["code"] == "probes-disagree")
-    assert warning.startswith("late: the probes disagree: timerlat thread's")
+    assert warning.startswith("late: the probes disagree: timerlat-u")
     for fmt in ("table", "md", "html", "json"):
         shown = rtlab("report", str(out), "--format", fmt)
         assert "the probes disagree" in shown.stdout + shown.stderr, fmt

@@ -220,6 +220,12 @@ min:          5         5
 avg:     366.49    324.75
 max:      91396     38562
 """  # rtla 6.12 in Debian's RT guest under TCG, -E 10 (its buckets 5 to 9 as printed there)
+HWNOISE = """                                          Hardware-related Noise
+duration:   0 00:00:03 | time is in us
+CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI
+  0 #2           1503447       868823    42.21126      443069        28027        5028            0
+  1 #3           2250006      1284527    42.91006      455851        28038        9039            0
+"""  # rtla 6.12 hwnoise -q in bookworm-backports' RT kernel under TCG
 TIMELINE = (
     "Max CPUs: 2\n0:       5:      12\n1:       5:       9\nT: 0 Spike:     130: TS: 1234567\nspikes = 1\n"
 )
@@ -390,9 +396,8 @@ def test_history_lists(text):
 
 @pytest.mark.unit
 @reads("rtla")
-@given(
-    st.one_of(mangled(RTLA).map(lambda t: ("timerlat", t)), mangled(OSNOISE).map(lambda t: ("osnoise", t)))
-)
+@given(st.one_of(mangled(RTLA).map(lambda t: ("timerlat", t)), mangled(OSNOISE).map(lambda t: ("osnoise", t)),
+                 mangled(HWNOISE).map(lambda t: ("hwnoise", t))))  # fmt: skip
 @UNIT
 def test_rtla(case):
     name, text = case
@@ -412,6 +417,21 @@ def test_osnoise_is_read_per_cpu_and_a_timerlat_table_is_not_osnoise():
         _probe("osnoise", RTLA, ["rtla", "osnoise", "hist"])
     with pytest.raises(probes.InvalidProbe, match="unknown columns"):
         _probe("timerlat", OSNOISE, ["rtla", "timerlat", "hist"])
+
+
+@pytest.mark.unit
+def test_hwnoise_is_each_cpus_gaps_and_a_row_that_does_not_add_up_is_refused():
+    from rtlab.results import probes
+
+    found = _probe("hwnoise", HWNOISE, ["rtla", "hwnoise", "-q"])
+    cpu0, cpu1 = found.measures["noise"]
+    assert (cpu0.cpu, cpu0.cycles, cpu0.max_us) == (0, 5028, 28027) and cpu0.avg_us == 868823 / 5028
+    assert (cpu1.cycles, cpu1.max_us) == (9039, 28038) and found.counts == {"hardware gaps": 14067, "NMIs": 0}
+    # the longest single gap above the period's total: not rtla's own
+    with pytest.raises(probes.InvalidProbe, match="do not add up"):
+        _probe("hwnoise", HWNOISE.replace("28027", "999999"), [])
+    clean = HWNOISE.replace("868823", "0").replace("443069", "0").replace("28027", "0").replace("5028", "0")
+    assert _probe("hwnoise", clean, []).measures["noise"][0].cycles == 0  # a clean CPU is a result
 
 
 @pytest.mark.unit

@@ -254,9 +254,14 @@ class Plan:
             # rtla's busy threads (its defaults: the whole of every 1 s period), 1 µs buckets
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
             return ["rtla", "osnoise", "hist", "-d", secs, "-b", "1", "-E", str(self.histogram_us), *where]
-        if name == "timerlat":
+        if name == "hwnoise":
+            # osnoise with interrupts off: what the hardware alone takes; its summary, quiet
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}",
+            return ["rtla", "hwnoise", "-d", secs, "-q", *where]
+        if name in ("timerlat", "timerlat-u"):
+            where = ["-c", self.rt_cpus] if self.rt_cpus else []
+            user = ["-u"] if name == "timerlat-u" else []  # rtla's threads in user space
+            return ["rtla", "timerlat", "hist", "-d", secs, "-P", f"f:{self.priority}", *user,
                     "-p", str(self.interval_us), "-b", "1", "-E", str(self.histogram_us), *where]  # fmt: skip
         raise ValueError(f"no probe {name}")
 
@@ -299,6 +304,9 @@ class Plan:
         found = {self.load(name).program: None for name in self.loads}
         found.update((PROBES[name].program, None) for name in self.probes)
         found.update((f"{PROBES[name].tracer}-tracer", None) for name in self.probes if PROBES[name].tracer)
+        found.update(
+            (f"tracefs:{PROBES[n].tracefs_file}", None) for n in self.probes if PROBES[n].tracefs_file
+        )
         if any(self.load_cpus(name) and self.load(name).command for name in self.loads):
             found["taskset"] = None
         return [p for p in found if p]
@@ -428,7 +436,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("idle-after-boot", "idle_after_boot_s", _zero_or_duration,
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
-           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, osnoise, "
+           "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, timerlat-u, "
+           "osnoise, hwnoise, "
            "and rt-tests' "
            "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test, "
            "pi_stress "

@@ -114,6 +114,14 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
             found[event.get("name")] = event.get("version")
         elif event.kind == ev.Kind.MISSING:
             tool = event.get("name")
+            if tool.startswith("tracefs:"):  # a newer kernel's part of a tracer (plan.programs)
+                needs = tool.removeprefix("tracefs:")
+                probe = next((p for p in plan.probes if PROBES[p].tracefs_file == needs), needs)
+                raise UsageError(
+                    f"{target.name}'s kernel has no {needs} in tracefs for --probe {probe} "
+                    "(rtla's user-space threads: Linux 6.5 or later, e.g. --target "
+                    "qemu:debian-rt-backports): leave it out there"
+                )
             if tool.endswith("-tracer"):  # a probe's kernel tracer (plan.programs)
                 tracer = tool.removesuffix("-tracer")
                 probe = next((p for p in plan.probes if PROBES[p].tracer == tracer), tracer)

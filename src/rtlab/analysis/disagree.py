@@ -24,7 +24,8 @@ FLOOR_US = 100  # ... and by at least this much (the tools' own paths: a few µs
 # the measures that answer the same question as cyclictest: (probe, measure) -> as said
 SAME_QUESTION = {
     ("timerlat", "thread"): "timerlat thread",
-    ("timerlat", "user"): "timerlat user",
+    ("timerlat-u", "thread"): "timerlat-u thread",
+    ("timerlat-u", "user"): "timerlat-u user",
     ("oslat", "latency"): "oslat",
 }
 
@@ -72,7 +73,8 @@ def section(entry: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def parts(entry: Mapping[str, Any]) -> list[tuple[str, float]]:
     """The worst wake-up's parts, each the maximum of its own measure (µs)."""
-    timerlat = ((entry.get("probes") or {}).get("timerlat") or {}).get("merged") or {}
+    found_probes = entry.get("probes") or {}
+    timerlat = (found_probes.get("timerlat-u") or found_probes.get("timerlat") or {}).get("merged") or {}
     irq, thread, user = (_tail(timerlat.get(m), "max_us") for m in ("irq", "thread", "user"))
     mine = _tail(entry.get("merged"), "max_us")
     found: list[tuple[str, float]] = []
@@ -81,7 +83,7 @@ def parts(entry: Mapping[str, Any]) -> list[tuple[str, float]]:
     if irq is not None and thread is not None:
         found.append(("scheduling after the IRQ (timerlat thread max - irq max)", max(thread - irq, 0.0)))
     if thread is not None and user is not None:
-        found.append(("return to user space (timerlat user max - thread max)", max(user - thread, 0.0)))
+        found.append(("return to user space (timerlat-u user max - thread max)", max(user - thread, 0.0)))
     elif thread is not None and mine is not None and mine >= thread:  # else not one wake-up's part
         found.append(
             ("cyclictest's own path and timing (cyclictest max - timerlat thread max)", mine - thread)

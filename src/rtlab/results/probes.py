@@ -9,6 +9,11 @@
     osnoise          the kernel's osnoise tracer through `rtla osnoise hist`: a busy thread on
                      each CPU, and how long each interference (IRQ, softirq, another thread,
                      NMI, the hardware) took it away; the same text table, one column per CPU
+    timerlat-u       the same with rtla's user-space threads (-u, Linux 6.5 or later): a third
+                     measure, "user", the wake-up up to the return to user space
+    hwnoise          the kernel's osnoise tracer with interrupts off (`rtla hwnoise`): what
+                     only the hardware, firmware or a hypervisor takes from a CPU; its
+                     summary table per CPU (longest single gap, total, HW and NMI counts)
     pmqtest, ptsematest, sigwaittest, svsematest
                      rt-tests' functional tests that KernelCI and LKFT run: a sender thread
                      wakes a receiver through a POSIX message queue, a pthread mutex, a
@@ -55,6 +60,7 @@ class Probe:
     keeps_min: bool = True  # False: the tool's minimum cannot be vouched for, so none is shown
     note: str | None = None  # what it cannot say, in every report
     tracer: str | None = None  # the kernel's tracer it measures with (tracefs' available_tracers)
+    tracefs_file: str | None = None  # a file of tracefs it needs besides (a newer kernel's)
 
 
 NO_HISTOGRAM = (
@@ -63,6 +69,10 @@ NO_HISTOGRAM = (
 )
 IPC_NOTE = "{name} keeps no histogram: min, avg and max of each sender-receiver pair, no percentiles"
 IPC = ("pmqtest", "ptsematest", "sigwaittest", "svsematest")  # the wake-up through an IPC object
+HWNOISE_NOTE = (
+    "hwnoise keeps no histogram: per CPU the longest single gap with interrupts off (max), the "
+    "gaps' count (HW and NMI) and their mean; none at all is a clean CPU"
+)
 OSNOISE_NOTE = (
     "osnoise counts interferences, not wake-ups: each sample is how long one took a busy thread's "
     "CPU away (rtla osnoise hist); the counts by source are rtla osnoise top's"
@@ -89,6 +99,10 @@ PROBES: dict[str, Probe] = {
     ),
     "timerlat": Probe("timerlat", "rtla", "probe.out", tracer="timerlat"),  # "irq", "thread" (and "user")
     "osnoise": Probe("osnoise", "rtla", "probe.out", tracer="osnoise", note=OSNOISE_NOTE),  # "noise"
+    "timerlat-u": Probe("timerlat-u", "rtla", "probe.out", tracer="timerlat",
+                        tracefs_file="osnoise/per_cpu/cpu0/timerlat_fd"),  # "irq", "thread", "user"
+    "hwnoise": Probe("hwnoise", "rtla", "probe.out", has_histogram=False, keeps_min=False, tracer="osnoise",
+                     note=HWNOISE_NOTE),  # "noise"
     **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
     "pi_stress": Probe("pi_stress", "pi_stress", "probe.json", has_histogram=False, note=PI_NOTE),
@@ -116,6 +130,8 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
     if probe.tracer is not None:
         if not isinstance(raw, str):
             raise InvalidProbe("rtla's output is not text")
+        if probe.name == "hwnoise":
+            return _hwnoise(raw)
         return _rtla_hist(raw, argv, probe.tracer)
     if not isinstance(raw, dict):
         raise InvalidProbe(f"{probe.name}'s JSON is not an object as {probe.program} writes it")
@@ -324,6 +340,63 @@ def _value(word: str, row: list[str]) -> float | None:
     if not (math.isfinite(value) and 0 <= value < MAX_COUNT):
         raise InvalidProbe(f"rtla's output: row {' '.join(row)[:60]!r} holds {word[:20]}, not a number")
     return value
+
+
+_HWNOISE_HEAD = [
+    "CPU",
+    "Period",
+    "Runtime",
+    "Noise",
+    "%",
+    "CPU",
+    "Aval",
+    "Max",
+    "Noise",
+    "Max",
+    "Single",
+    "HW",
+    "NMI",
+]
+
+
+def _hwnoise(text: str) -> ProbeResult:
+    """`rtla hwnoise -q`'s summary: a row per CPU (CPU, #periods, runtime, noise, % available,
+    max noise, max single, HW count, NMI count), times in µs; each row checked in itself."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    header = next((i for i, words in enumerate(lines) if words == _HWNOISE_HEAD), None)
+    if header is None:
+        raise InvalidProbe("rtla hwnoise's output has no summary table (no CPU Period ... NMI line)")
+    if not any(" time is in us" in line for line in text.splitlines()):
+        raise InvalidProbe("rtla hwnoise's output is not in microseconds")
+    found, hw, nmi = [], 0, 0
+    for words in lines[header + 1 :]:
+        if (
+            len(words) != 9
+            or not words[0].isascii()
+            or not words[0].isdigit()
+            or not words[1].startswith("#")
+        ):
+            raise InvalidProbe(f"rtla hwnoise's output: row {' '.join(words)[:60]!r} is not a CPU's")
+        cpu = int(words[0][:5])
+        runtime, noise, available, max_noise, single, hw_n, nmi_n = (
+            _value(w, words) for w in (words[2], words[3], words[4], words[5], words[6], words[7], words[8])
+        )
+        if None in (runtime, noise, available, max_noise, single, hw_n, nmi_n):
+            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu} has no figures")
+        assert runtime is not None and noise is not None and single is not None and hw_n is not None
+        assert nmi_n is not None and max_noise is not None and available is not None
+        count = int(hw_n) + int(nmi_n)
+        if not (single <= max_noise <= noise <= runtime and available <= 100 and hw_n.is_integer()):
+            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu}'s gaps do not add up (single, max, total)")
+        if count == 0 and noise > 0:
+            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu} has {noise:g} µs of noise in no gap")
+        avg = noise / count if count else 0.0
+        found.append(ThreadResult(cpu, cpu, count, 0, int(single), avg, {}, 0))
+        hw, nmi = hw + int(hw_n), nmi + int(nmi_n)
+    if not found:
+        raise InvalidProbe("rtla hwnoise's output has no CPU's row")
+    _distinct(found, "rtla hwnoise's output")
+    return ProbeResult({"noise": found}, 0, {"hardware gaps": hw, "NMIs": nmi})
 
 
 def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:

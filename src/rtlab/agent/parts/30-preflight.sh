@@ -36,9 +36,15 @@ cmd_preflight() {
 	fi
 	for program in "$@"; do
 		# a probe's kernel tracer (--probe timerlat, osnoise): NAME-tracer
-		case $program in *-tracer)
+		# and a file of tracefs it needs besides (a newer kernel's): tracefs:PATH
+		case $program in
+		*-tracer)
 			grep -qw "${program%-tracer}" "$(tracefs_dir)/available_tracers" 2>/dev/null ||
 				{ printf '@rtlab missing name=%s\n' "$program"; ok=1; }
+			continue
+			;;
+		tracefs:*)
+			[ -e "$(tracefs_dir)/${program#tracefs:}" ] || { printf '@rtlab missing name=%s\n' "$program"; ok=1; }
 			continue
 			;;
 		esac

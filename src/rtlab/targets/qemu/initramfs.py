@@ -35,6 +35,9 @@ TOOLS = {
     "pi_stress": "usr/bin/pi_stress",
 }
 RTLA = {"rtla": "usr/bin/rtla"}
+# libraries no program names but glibc opens at run time: pthread_exit and pthread_cancel
+# unwind through libgcc_s (rtla timerlat -u's threads abort without it)
+DLOPENED = ("libgcc_s.so.1",)
 TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 INIT = Path(__file__).with_name("init.sh")
 
@@ -47,9 +50,19 @@ def _find_tool(stage: Path, name: str) -> Path:
     raise FileNotFoundError(f"{name} is in no package fetched for the guest")
 
 
+def _find_library(stage: Path, name: str, search: list[str]) -> Path | None:
+    for folder in search:
+        path = stage / folder / name
+        if path.exists():
+            return elfdeps.resolve(stage, path)
+    return None
+
+
 def base_name(rtla: str | None) -> str:
     """The cached archive's file name: a new one whenever the tools it carries change."""
-    tools = " ".join(f"{name}={path}" for name, path in sorted(_tools(rtla).items()))
+    tools = (
+        " ".join(f"{name}={path}" for name, path in sorted(_tools(rtla).items())) + " " + " ".join(DLOPENED)
+    )
     return f"base-{hashlib.sha256(tools.encode()).hexdigest()[:12]}.cpio"
 
 
@@ -75,7 +88,10 @@ def build_tools(apt: Apt, out: Path, packages: list[str], tools: dict[str, str])
     extract(apt.download_with_dependencies(packages), stage)
     programs = {name: _find_tool(stage, name) for name in tools}
     search = [f"usr/lib/{triplet}", f"lib/{triplet}", "usr/lib", "lib", "usr/lib64", "lib64"]
-    libraries, interpreter = elfdeps.closure(stage, list(programs.values()), search)
+    opened = {name: found for name in DLOPENED if (found := _find_library(stage, name, search)) is not None}
+    libraries, interpreter = elfdeps.closure(stage, [*programs.values(), *opened.values()], search)
+    for name, path in opened.items():
+        libraries.setdefault(name, path)
 
     buffer = io.BytesIO()
     w = cpio.Writer(buffer)

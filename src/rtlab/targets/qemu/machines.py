@@ -65,6 +65,10 @@ ARCHES = {
 # name -> (architecture, Debian metapackage of the kernel)
 KERNELS = {
     "debian-rt": ("x86_64", "linux-image-rt-amd64"),
+    # bookworm-backports' RT kernel (6.12): the tracers' newer parts, rtla hwnoise and
+    # timerlat's user-space threads (-u), which 6.1 lacks
+    "debian-rt-backports": ("x86_64", "linux-image-rt-amd64/bookworm-backports"),
+    "x86_64:debian-rt-backports": ("x86_64", "linux-image-rt-amd64/bookworm-backports"),
     "debian": ("x86_64", "linux-image-amd64"),
     "x86_64:debian-rt": ("x86_64", "linux-image-rt-amd64"),
     "x86_64:debian": ("x86_64", "linux-image-amd64"),
