@@ -445,8 +445,8 @@ def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tm
             assert (got["samples"], got["min_us"], got["max_us"]) == tuple(
                 expected[k] for k in ("samples", "min_us", "max_us")
             )
-    rows = {line.split()[0]: line.split() for line in (out / "loads/late/hwnoise/probe.out").read_text().splitlines()
-            if line.split()[:1] in (["0"], ["1"])}  # fmt: skip
+    table = (out / "loads/late/hwnoise/probe.out").read_text().splitlines()
+    rows = {line.split()[0]: line.split() for line in table if line.split()[:1] in (["0"], ["1"])}
     gaps = sum(int(r[7]) + int(r[8]) for r in rows.values())
     assert found["hwnoise"]["merged"]["noise"]["samples"] == gaps
     assert found["hwnoise"]["merged"]["noise"]["max_us"] == max(int(r[6]) for r in rows.values())
