@@ -7,12 +7,13 @@ document that every report format reads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from rtlab.analysis import causes, cost, disagree, placement, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import (
+    ClockJSON,
     ClusterJSON,
     CpuFacts,
     KernelFacts,
@@ -200,115 +201,16 @@ def summarize(
     """`problems`: files of the run that could not be read, each one line naming it;
     `measuring`: the run is still going (a report taken while it measures)."""
     plan = manifest["plan"]
-    limit = plan["histogram_us"]
+    origin = timeline.clock(events)
+    run = _Run(plan, sysinfo, events, measuring, origin, timeline.phases(events, origin),
+               timeline.segment_times(events, origin),
+               clusters.clusters(dict((sysinfo or Sysinfo()).get("cpus") or {})))  # fmt: skip
     loads: dict[str, LoadEntry] = {}
     statuses: dict[str, str] = {}
-    origin = timeline.clock(events)
-    when = timeline.phases(events, origin)
-    segment_marks = timeline.segment_times(events, origin)
     axis_warnings: list[WarningJSON] = []
-    groups = clusters.clusters(dict((sysinfo or Sysinfo()).get("cpus") or {}))
     for load in plan["loads"]:
-        files = raw.get(load) or RawLoad()
-        per_thread: list[cyclictest.ThreadResult] = []
-        if files.cyclictest is not None and files.problem is None:
-            try:
-                per_thread = cyclictest.threads(files.cyclictest, limit)
-            except cyclictest.InvalidResult as e:
-                files = replace(files, problem=str(e))
-        status, reason = verify(
-            load, files, *load_status(load, events, files.cyclictest is not None, measuring)
-        )
-        statuses[load] = status
-        entry: LoadEntry = {
-            "status": status,
-            "reason": reason,
-            "merged": None,
-            "cpus": {},
-            "histograms": None,
-            "phases": None,
-            "timeline": None,
-            "throughput": cost.throughput(files.argv, files.log, failed=status == "failed"),
-            "resources": cost.resources(events, load),
-        }
-        if load in when:
-            p = when[load]
-            phases: PhasesJSON = {
-                "load_start": p.load_start,
-                "measure_start": p.measure_start,
-                "measure_end": p.measure_end,
-                "load_end": p.load_end,
-            }
-            if p.trace_start is not None:
-                phases.update({"trace_start": p.trace_start, "trace_end": p.trace_end})
-            entry["phases"] = phases
-        if status in ("complete", "partial") and per_thread:
-            entry["timeline"], found_here = timeline.build(
-                load,
-                per_thread,
-                files.verbose,
-                plan["interval_us"],
-                max(plan.get("block_us", 0) // plan["interval_us"], 1) if plan["interval_us"] else 1,
-                plan.get("spike_threshold_us", 0),
-                origin,
-                when.get(load),
-                segment_marks.get(load),
-            )
-            axis_warnings += found_here
-            if files.segments_lost:
-                axis_warnings.append(
-                    {
-                        "code": "segments-lost",
-                        "load": load,
-                        "message": f"{load}: segment {', '.join(files.segments_lost)} left no whole result "
-                        "(cut off, or damaged): the statistics cover the other segments",
-                    }
-                )
-            per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}
-            merged = merge(per_cpu.values())
-            entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}
-            entry["merged"] = stats.compute(merged).to_json()
-            entry["histograms"] = {
-                "merged": merged.to_json(),
-                "cpus": {cpu: h.to_json() for cpu, h in per_cpu.items()},
-            }
-            grouped = _by_cluster(per_cpu, groups)
-            if grouped:
-                entry["clusters"] = grouped
-        if (files.stress_end or {}).get("term_ignored") == "yes":  # it ran to the end: measured whole
-            axis_warnings.append(
-                {
-                    "code": "load-ignored-sigterm",
-                    "load": load,
-                    "message": f"{load}: the load ignored SIGTERM at its end and was killed after "
-                    f"{STOP_GRACE_S} s; the measurement before was whole",
-                }
-            )
-        left = (files.stress_end or {}).get("left", "-")
-        if left not in ("-", ""):  # processes of the load outside its group: a daemon, stopped
-            axis_warnings.append(
-                {
-                    "code": "load-left-behind",
-                    "load": load,
-                    "message": f"{load}: the load left {left} running outside its process group "
-                    "(a daemon?): rtlab stopped it with the load",
-                }
-            )
-        traced = causes.build(
-            load, files.traces, files.trace_events, events, origin["uptime_s"] if origin else 0.0,
-            _thread_cpus(plan, sysinfo),
-        )  # fmt: skip
-        if traced is not None:
-            entry["causes"] = traced
-        if files.probes:
-            entry["probes"] = {p.name: probes.build(p, load, events, measuring) for p in files.probes}
-            said = disagree.section(entry)
-            if said is not None:
-                entry["disagreement"] = said
-                axis_warnings.append(
-                    {"code": "probes-disagree", "load": load, "message": disagree.message(load, said)}
-                )
-        loads[load] = entry
+        loads[load], statuses[load], said = _load(run, load, raw.get(load) or RawLoad())
+        axis_warnings += said
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
     found += axis_warnings
@@ -329,6 +231,141 @@ def summarize(
         "warnings": found,
         "placement": where,
     }
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every load of a run is summarized against: its plan, facts and agent's events."""
+
+    plan: PlanJSON
+    sysinfo: Sysinfo | None
+    events: Sequence[Event]
+    measuring: bool
+    origin: ClockJSON | None
+    when: dict[str, timeline.Phases]
+    segment_marks: dict[str, dict[int, list[float]]]
+    groups: list[clusters.Cluster]
+
+
+def _load(run: _Run, load: str, files: RawLoad) -> tuple[LoadEntry, str, list[WarningJSON]]:
+    """One load's entry, its status and the warnings only its own files can give."""
+    limit = run.plan["histogram_us"]
+    per_thread: list[cyclictest.ThreadResult] = []
+    if files.cyclictest is not None and files.problem is None:
+        try:
+            per_thread = cyclictest.threads(files.cyclictest, limit)
+        except cyclictest.InvalidResult as e:
+            files = replace(files, problem=str(e))
+    status, reason = verify(
+        load, files, *load_status(load, run.events, files.cyclictest is not None, run.measuring)
+    )
+    entry: LoadEntry = {
+        "status": status,
+        "reason": reason,
+        "merged": None,
+        "cpus": {},
+        "histograms": None,
+        "phases": _phases(run.when[load]) if load in run.when else None,
+        "timeline": None,
+        "throughput": cost.throughput(files.argv, files.log, failed=status == "failed"),
+        "resources": cost.resources(run.events, load),
+    }
+    said: list[WarningJSON] = []
+    if status in ("complete", "partial") and per_thread:
+        said += _measured(run, entry, load, files, per_thread)
+    said += _load_end(load, files)
+    traced = causes.build(
+        load, files.traces, files.trace_events, run.events, run.origin["uptime_s"] if run.origin else 0.0,
+        _thread_cpus(run.plan, run.sysinfo),
+    )  # fmt: skip
+    if traced is not None:
+        entry["causes"] = traced
+    if files.probes:
+        entry["probes"] = {p.name: probes.build(p, load, run.events, run.measuring) for p in files.probes}
+        disagreement = disagree.section(entry)
+        if disagreement is not None:
+            entry["disagreement"] = disagreement
+            said.append(
+                {"code": "probes-disagree", "load": load, "message": disagree.message(load, disagreement)}
+            )
+    return entry, status, said
+
+
+def _phases(p: timeline.Phases) -> PhasesJSON:
+    phases: PhasesJSON = {
+        "load_start": p.load_start,
+        "measure_start": p.measure_start,
+        "measure_end": p.measure_end,
+        "load_end": p.load_end,
+    }
+    if p.trace_start is not None:
+        phases.update({"trace_start": p.trace_start, "trace_end": p.trace_end})
+    return phases
+
+
+def _measured(
+    run: _Run, entry: LoadEntry, load: str, files: RawLoad, per_thread: list[cyclictest.ThreadResult]
+) -> list[WarningJSON]:
+    """A measured load's time axis, histograms and statistics (merged, per CPU, per cluster)
+    into ENTRY; the warnings of its time axis and lost segments."""
+    plan, limit = run.plan, run.plan["histogram_us"]
+    entry["timeline"], said = timeline.build(
+        load,
+        per_thread,
+        files.verbose,
+        plan["interval_us"],
+        max(plan.get("block_us", 0) // plan["interval_us"], 1) if plan["interval_us"] else 1,
+        plan.get("spike_threshold_us", 0),
+        run.origin,
+        run.when.get(load),
+        run.segment_marks.get(load),
+    )
+    if files.segments_lost:
+        said.append(
+            {
+                "code": "segments-lost",
+                "load": load,
+                "message": f"{load}: segment {', '.join(files.segments_lost)} left no whole result "
+                "(cut off, or damaged): the statistics cover the other segments",
+            }
+        )
+    per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}
+    merged = merge(per_cpu.values())
+    entry["cpus"] = {cpu: stats.compute(h).to_json() for cpu, h in per_cpu.items()}
+    entry["merged"] = stats.compute(merged).to_json()
+    entry["histograms"] = {
+        "merged": merged.to_json(),
+        "cpus": {cpu: h.to_json() for cpu, h in per_cpu.items()},
+    }
+    grouped = _by_cluster(per_cpu, run.groups)
+    if grouped:
+        entry["clusters"] = grouped
+    return said
+
+
+def _load_end(load: str, files: RawLoad) -> list[WarningJSON]:
+    """What the load's own end said: SIGTERM ignored, processes left outside its group."""
+    said: list[WarningJSON] = []
+    if (files.stress_end or {}).get("term_ignored") == "yes":  # it ran to the end: measured whole
+        said.append(
+            {
+                "code": "load-ignored-sigterm",
+                "load": load,
+                "message": f"{load}: the load ignored SIGTERM at its end and was killed after "
+                f"{STOP_GRACE_S} s; the measurement before was whole",
+            }
+        )
+    left = (files.stress_end or {}).get("left", "-")
+    if left not in ("-", ""):  # processes of the load outside its group: a daemon, stopped
+        said.append(
+            {
+                "code": "load-left-behind",
+                "load": load,
+                "message": f"{load}: the load left {left} running outside its process group "
+                "(a daemon?): rtlab stopped it with the load",
+            }
+        )
+    return said
 
 
 def _thread_cpus(plan: PlanJSON, sysinfo: Sysinfo | None) -> list[int]:
