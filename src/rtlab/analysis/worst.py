@@ -112,11 +112,40 @@ def assess(
     found = tail.candidates(v, c, overflows)
     if not found:
         return refuse(f"too few samples in the tail: no threshold leaves 100 to 5,000 of the {samples}")
+    fit = _threshold(v, c, overflows, limit_us, found, checks)
+    if fit is None:
+        if not checks:
+            return refuse("no generalised Pareto fit converged")
+        return refuse("no threshold gives a generalised Pareto tail that fits and holds its shape")
+    out.update(
+        threshold_us=fit.u, exceedances=fit.exceedances, xi=round(fit.xi, 4), sigma=round(fit.sigma, 3)
+    )
+    out["xi_ci"] = [None if x is None else round(x, 4) for x in fit.xi_ci]
+    why = _stationary(series, fit, block_s, checks) or _gev_agrees(series, fit, out, checks)
+    if why is not None:
+        return refuse(why)
+    _extrapolate(out, fit, tail.tail_of(v, c, overflows, limit_us, fit.u), samples, probability, threads,
+                 interval_us, horizon_s)  # fmt: skip
+    out["tail"] = _tail_kind(fit)
+    return out
+
+
+def _threshold(
+    v: np.ndarray,
+    c: np.ndarray,
+    overflows: int,
+    limit_us: int,
+    found: list[int],
+    checks: list[dict[str, Any]],
+) -> tail.GpdFit | None:
+    """The lowest candidate threshold whose generalised Pareto fit passes its goodness of fit
+    (forward stop) and whose shape the next threshold's fit keeps; its check appended (none
+    when no fit converged at all)."""
     # Every candidate's fit and goodness of fit; the interval of the shape only where needed.
     fits = [tail.fit_gpd(tail.tail_of(v, c, overflows, limit_us, u), u, interval=False) for u in found]
     usable = [f for f in fits if f is not None]
     if not usable:
-        return refuse("no generalised Pareto fit converged")
+        return None
     rejected = tail.forward_stop([f.gof_p for f in usable])
     chosen = None
     for i in range(rejected, len(usable)):
@@ -136,61 +165,63 @@ def assess(
             "passed": chosen is not None,
         }
     )
-    if chosen is None:
-        return refuse("no threshold gives a generalised Pareto tail that fits and holds its shape")
-    fit = chosen
-    zeta = fit.exceedances / samples
-    out.update(
-        threshold_us=fit.u, exceedances=fit.exceedances, xi=round(fit.xi, 4), sigma=round(fit.sigma, 3)
-    )
-    out["xi_ci"] = [None if x is None else round(x, 4) for x in fit.xi_ci]
+    return chosen
 
+
+def _stationary(
+    series: list[int], fit: tail.GpdFit, block_s: float, checks: list[dict[str, Any]]
+) -> str | None:
+    """The time axis's stationarity checks appended; why the axis cannot carry a worst case."""
     axis = np.asarray(series, dtype=float)
-    if len(axis) >= 40:
-        # Tail events: blocks whose maximum is above u, or, when almost every block's is (a
-        # threshold far below a block's share of samples), above the blocks' upper decile,
-        # so that a storm shows as a crowded window.
-        events_above = max(float(fit.u), float(np.quantile(axis, 0.9)))
-        for check in stationarity.run_all(axis, events_above, block_s):
-            checks.append(
-                {
-                    "name": check.name,
-                    "statistic": round(check.statistic, 4),
-                    "p_value": round(check.p_value, 4),
-                    "p_adjusted": round(check.p_adjusted, 4),
-                    "passed": check.passed,
-                }
-            )
-    else:
-        return refuse(f"the time axis has {len(axis)} blocks: the stationarity checks need 40 or more")
+    if len(axis) < 40:
+        return f"the time axis has {len(axis)} blocks: the stationarity checks need 40 or more"
+    # Tail events: blocks whose maximum is above u, or, when almost every block's is (a
+    # threshold far below a block's share of samples), above the blocks' upper decile,
+    # so that a storm shows as a crowded window.
+    events_above = max(float(fit.u), float(np.quantile(axis, 0.9)))
+    for check in stationarity.run_all(axis, events_above, block_s):
+        checks.append(
+            {
+                "name": check.name,
+                "statistic": round(check.statistic, 4),
+                "p_value": round(check.p_value, 4),
+                "p_adjusted": round(check.p_adjusted, 4),
+                "passed": check.passed,
+            }
+        )
     failed = [ch["name"] for ch in checks if not ch["passed"]]
     if failed:
-        return refuse(
+        return (
             f"the time axis fails {', '.join(failed)} (Holm-adjusted, alpha 0.05 for all the checks): "
             "not stationary, or bursts"
         )
+    return None
 
+
+def _gev_agrees(
+    series: list[int], fit: tail.GpdFit, out: dict[str, Any], checks: list[dict[str, Any]]
+) -> str | None:
+    """The GEV on block maxima as a cross-check of the GPD's shape (out["gev"]); why not."""
     blocks, trap = _gev_blocks(np.asarray(series, dtype=np.int64), fit.u)
     if blocks is None:
         out["gev"] = {"made": False, "reason": trap}
-    else:
-        gev = tail.fit_gev(blocks)
-        if gev is not None:
-            _, _, gxi, gci = gev
-            agree = _overlap(gci, fit.xi_ci)
-            out["gev"] = {"made": True, "blocks": len(blocks), "xi": round(gxi, 4), "xi_ci": list(gci)}
-            checks.append(
-                {
-                    "name": "gev-cross-check",
-                    "statistic": round(gxi, 4),
-                    "p_value": float(agree),
-                    "passed": agree,
-                }
-            )
-            if not agree:
-                return refuse("the GEV on block maxima and the GPD disagree on the tail's shape")
+        return None
+    gev = tail.fit_gev(blocks)
+    if gev is None:
+        return None
+    _, _, gxi, gci = gev
+    agree = _overlap(gci, fit.xi_ci)
+    out["gev"] = {"made": True, "blocks": len(blocks), "xi": round(gxi, 4), "xi_ci": list(gci)}
+    checks.append(
+        {"name": "gev-cross-check", "statistic": round(gxi, 4), "p_value": float(agree), "passed": agree}
+    )
+    return None if agree else "the GEV on block maxima and the GPD disagree on the tail's shape"
 
-    data = tail.tail_of(v, c, overflows, limit_us, fit.u)
+
+def _extrapolate(out: dict[str, Any], fit: tail.GpdFit, data: Any, samples: int, probability: float,
+                 threads: int, interval_us: int, horizon_s: float) -> None:  # fmt: skip
+    """The fitted tail's quantile, its interval, the horizon's bound and the expected maxima."""
+    zeta = fit.exceedances / samples
     if probability < zeta:
         out["quantile_us"] = round(tail.quantile(fit, zeta, probability), 1)
         lo, hi = tail.quantile_interval(data, fit, zeta, probability)
@@ -207,15 +238,16 @@ def assess(
         for name, seconds in SHOWN_HORIZONS.items()
         if math.log(2) / (rate * seconds) < zeta
     }
+
+
+def _tail_kind(fit: tail.GpdFit) -> str:
     lo, hi = fit.xi_ci
     if lo is not None and lo > 0:
-        out["tail"] = "heavy: no statistical upper bound; the expected maximum grows with run time"
-    elif hi is None or hi >= 0:
-        out["tail"] = "treated as unbounded: the interval of the shape includes 0"
-    else:
-        endpoint = fit.u - fit.sigma / fit.xi
-        out["tail"] = f"bounded: endpoint about {endpoint:.0f} µs, an indication only"
-    return out
+        return "heavy: no statistical upper bound; the expected maximum grows with run time"
+    if hi is None or hi >= 0:
+        return "treated as unbounded: the interval of the shape includes 0"
+    endpoint = fit.u - fit.sigma / fit.xi
+    return f"bounded: endpoint about {endpoint:.0f} µs, an indication only"
 
 
 def _one(
