@@ -86,6 +86,35 @@ def explain(trace: Trace) -> TracedSpikeJSON:
     latency = int(mark.fields["latency"])
     out.update({"cpu": mark.cpu, "latency_us": latency, "t_s": mark.ts})
     mine = [r for r in trace.records if r.cpu == mark.cpu and r.ts <= mark.ts]
+    marked = mark.ts - latency / 1e6  # when the wake-up was due, as the mark says
+    if not mine or mine[0].ts > marked:
+        out["problem"] = (
+            f"the trace starts {max(mine[0].ts - marked, 0) * 1e6 if mine else 0:.0f} µs after the spike's "
+            "window began: the buffer was too small for it"
+        )
+    due, back, woke = _window(mine, mark, latency)
+    spans, roles = _spans(mine, mark.pid, due, back, woke)
+    window = max(back - due, 0.0)
+    causes: list[CauseJSON] = [
+        {"kind": k, "name": n, "duration_us": round(_interval_union(s) * 1e6, 1), "role": roles[(k, n)]}
+        for (k, n), s in spans.items()
+    ]
+    causes.sort(key=lambda c: -c["duration_us"])
+    covered = _interval_union([span for s in spans.values() for span in s])
+    out.update(
+        {
+            "window_us": round(window * 1e6, 1),
+            "causes": causes,
+            "top": causes[0] if causes else None,
+            "unattributed_us": round(max(window - covered, 0.0) * 1e6, 1),
+        }
+    )
+    return out
+
+
+def _window(mine: list[Record], mark: Record, latency: int) -> tuple[float, float, float | None]:
+    """The spike's window on its CPU: (due, back, woke): when the wake-up was due, when the
+    thread ran again, and its wake-up (None: not in the trace)."""
     due = mark.ts - latency / 1e6
     back = next(
         (r.ts for r in reversed(mine) if r.event == "sched_switch" and int(r.fields["next_pid"]) == mark.pid),
@@ -93,11 +122,6 @@ def explain(trace: Trace) -> TracedSpikeJSON:
     )
     if back < due:  # it ran on, unscheduled, since before its wake-up was due: its own code
         back = mark.ts
-    if not mine or mine[0].ts > due:
-        out["problem"] = (
-            f"the trace starts {max(mine[0].ts - due, 0) * 1e6 if mine else 0:.0f} µs after the spike's "
-            "window began: the buffer was too small for it"
-        )
     # Its wake-up: cyclictest stamps the latency before it writes the mark, so the due time
     # computed from the mark is late by that much; a wake-up just before it starts the window.
     woke = next(
@@ -110,6 +134,14 @@ def explain(trace: Trace) -> TracedSpikeJSON:
     )
     if woke is not None and due - (mark.ts - back) <= woke < due:
         due = woke
+    return due, back, woke
+
+
+def _spans(
+    mine: list[Record], pid: int, due: float, back: float, woke: float | None
+) -> tuple[dict[tuple[str, str], list[tuple[float, float]]], dict[tuple[str, str], str]]:
+    """What ran on the CPU within [due, back], by (kind, name): its spans, and its role
+    (blocking: the task running when the thread woke; else interference)."""
     spans: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     roles: dict[tuple[str, str], str] = {}
 
@@ -120,14 +152,14 @@ def explain(trace: Trace) -> TracedSpikeJSON:
             if role == "blocking" or (kind, name) not in roles:
                 roles[(kind, name)] = role
 
-    def task(pid: int, comm: str, prio: str, start: float, end: float) -> None:
-        if pid == mark.pid:
+    def task(task_pid: int, comm: str, prio: str, start: float, end: float) -> None:
+        if task_pid == pid:
             return
-        if pid == 0:
+        if task_pid == 0:
             add("idle", "CPU idle", start, end)
             return
         role = "blocking" if woke is not None and start <= woke <= end else "interference"
-        add("thread", f"{comm}:{pid}" + _policy(prio), start, end, role)
+        add("thread", f"{comm}:{task_pid}" + _policy(prio), start, end, role)
 
     # Who ran: the task of each line, switched at each sched_switch.
     current: tuple[int, str, str] | None = None  # pid, comm, prio
@@ -149,22 +181,7 @@ def explain(trace: Trace) -> TracedSpikeJSON:
             add("nmi", r.fields["handler"], r.ts - int(r.fields["delta_ns"]) / 1e9, r.ts)
     if current is not None:
         task(*current, since, back)
-    window = max(back - due, 0.0)
-    causes: list[CauseJSON] = [
-        {"kind": k, "name": n, "duration_us": round(_interval_union(s) * 1e6, 1), "role": roles[(k, n)]}
-        for (k, n), s in spans.items()
-    ]
-    causes.sort(key=lambda c: -c["duration_us"])
-    covered = _interval_union([span for s in spans.values() for span in s])
-    out.update(
-        {
-            "window_us": round(window * 1e6, 1),
-            "causes": causes,
-            "top": causes[0] if causes else None,
-            "unattributed_us": round(max(window - covered, 0.0) * 1e6, 1),
-        }
-    )
-    return out
+    return spans, roles
 
 
 def _policy(prio: str) -> str:
