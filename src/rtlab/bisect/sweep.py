@@ -105,8 +105,10 @@ class Sweep:
         """Run R of each of SUBJECTS, each beside a base run measured in the same round: a
         variant that joins late (its build redone, the sweep resumed an hour on) is judged
         against base runs of its own time, never against ones measured on another host load.
-        A variant's pair is kept in the index before its run: one cut off is paired anew."""
-        pairs, fresh = self.doc["pairs"], None
+        The order turns from round to round (the base first, then second, ...): whatever comes
+        of following another guest, or of the time within a round, reaches every subject
+        alike. A variant's pair is kept in the index before its run: one cut off is paired anew."""
+        pairs, waiting = self.doc["pairs"], []
         for s in subjects:
             if self.lab.skipped(s):
                 continue
@@ -116,15 +118,21 @@ class Sweep:
                 paired.append(r)
             if len(paired) >= r and have >= r:
                 self.lab.ensure(s, r)
-                continue
-            del paired[r - 1 :]
-            if fresh is None:
-                fresh = self.lab.have(base) + 1
+            else:
+                del paired[r - 1 :]
+                waiting.append(s)
+        if not waiting:
+            return
+        fresh = self.lab.have(base) + 1  # this round's base run, measured at its turn
+        turn = (r - 1) % (len(waiting) + 1)
+        for subject in [*waiting[:turn], None, *waiting[turn:]]:
+            if subject is None:
                 if not self.lab.ensure(base, fresh):
                     raise_skipped(base)
-            paired.append(fresh)
+                continue
+            pairs[subject.key].append(fresh)
             self.save()
-            self.lab.ensure(s, r)
+            self.lab.ensure(subject, r)
 
     # --- between a good configuration and a bad one -------------------------------------------
 
