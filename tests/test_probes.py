@@ -417,14 +417,14 @@ def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
 def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tmp_path):
     """bookworm-backports' RT kernel (6.12): rtla's user-space threads (timerlat -u) and hwnoise,
     each CPU's numbers read again from rtla's own tables. Planted: the load sleeps while
-    cyclictest measures (1 s settle, 2 s), then tests/spin.c holds CPU 0 for 60 ms at a time
+    cyclictest measures (1 s settle, 2 s), then tests/spin.c holds CPU 0 for 150 ms at a time
     while timerlat measures after it: the report says the probes disagree and gives the parts."""
     from test_causes import spin_binary
     from test_qemu import initrd
 
     extra = initrd(tmp_path, {"usr/local/bin/spin": spin_binary(tmp_path).read_bytes()})
     loads = tmp_path / "loads.toml"
-    loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "60", "4", "1000", "0.1"]\n')
+    loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "150", "4", "1000", "0.1"]\n')
     out = tmp_path / "run"
     done = rtlab(*run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
                            f"qemu:debian-rt-backports,initrd={extra}", "--probe", "timerlat-u,hwnoise",
@@ -452,7 +452,8 @@ def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tm
     assert found["hwnoise"]["merged"]["noise"]["max_us"] == max(int(r[6]) for r in rows.values())
     assert found["hwnoise"]["counts"]["hardware gaps"] == sum(int(r[7]) for r in rows.values())
     timerlat = found["timerlat-u"]["merged"]
-    assert timerlat["user"]["max_us"] > 40_000 > entry["merged"]["max_us"] * 3  # the plant took
+    # the plant took (150 ms: far beyond what a busy host does to an emulated guest)
+    assert timerlat["user"]["max_us"] > 100_000 and "disagreement" in entry, entry["merged"]
     said = entry["disagreement"]
     assert said["figures"]["timerlat-u user"] == timerlat["user"]["max_us"] or said["metric"] == "p99"
     assert ["timer IRQ latency (timerlat irq max)", timerlat["irq"]["max_us"]] in said["parts"]
