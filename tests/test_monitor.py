@@ -1,7 +1,7 @@
 """rtlab monitor on this machine and on an SSH board, each stopped in the middle and resumed.
 
 Locally: blocks of 2 s of a load that sleeps until the test plants a flag, from which on it is
-tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 30 ms at a time). The monitor is
+tests/spin.c (a SCHED_FIFO 99 busy loop taking CPU 0 for 100 ms at a time). The monitor is
 stopped with SIGTERM in block 3 and the same command resumes it; three flagged blocks must
 raise an alert (the second or third at the latest: the change point at the first is then
 confirmed with runs on both sides and closes the gate; on a shared host a quiet block's own
@@ -57,8 +57,9 @@ def _added(db: Path) -> list[str]:
 def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     spin, flag = spin_binary(tmp_path), tmp_path / "worse"
     loads = tmp_path / "loads.toml"
-    # 30 ms at a time: far beyond what a busy shared host does to the quiet blocks
-    script = f"if [ -e {flag} ]; then exec {spin} 0 30 0 100000 0.1; else exec sleep 3600; fi"
+    # 100 ms at a time: far beyond what a busy shared host does to the quiet blocks (this VM's
+    # own hiccups reach 27 ms, and a 2 s block's p99.99, which the gate reads, is its max)
+    script = f"if [ -e {flag} ]; then exec {spin} 0 100 0 100000 0.1; else exec sleep 3600; fi"
     loads.write_text(f'[loads.work]\ncommand = ["sh", "-c", "{script}"]\non = "all"\n')
     out, db, alerts = tmp_path / "mon", tmp_path / "history.db", tmp_path / "alerts"
     hook = f'echo "$RTLAB_ALERT_BLOCK $RTLAB_ALERT_LOAD" >> {alerts}'
@@ -86,7 +87,7 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
         assert b["limit_us"] is not None or b["limit"].startswith("no limit yet")
         if b["n"] < 7 and b["alert"]:  # quiet 2 s blocks: only the gate, on their own noise
             assert b["alert"].startswith("the gate is closed"), b
-    assert all(by_n[n]["max_us"] > 20000 for n in (7, 8, 9))
+    assert all(by_n[n]["max_us"] > 50_000 for n in (7, 8, 9))
     # block 7: an alert when the history already gave a limit; then the gate, confirmed
     limit_7 = by_n[7]["limit_us"]
     if limit_7 is not None and by_n[7]["max_us"] > limit_7:
