@@ -386,7 +386,12 @@ def _hwnoise(text: str) -> ProbeResult:
         assert runtime is not None and noise is not None and single is not None and hw_n is not None
         assert nmi_n is not None and max_noise is not None and available is not None
         count = int(hw_n) + int(nmi_n)
-        if not (single <= max_noise <= noise <= runtime and available <= 100 and hw_n.is_integer()):
+        if not (
+            single <= max_noise <= noise <= runtime
+            and available <= 100
+            and hw_n.is_integer()
+            and nmi_n.is_integer()
+        ):
             raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu}'s gaps do not add up (single, max, total)")
         if count == 0 and noise > 0:
             raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu} has {noise:g} µs of noise in no gap")
