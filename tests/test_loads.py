@@ -13,6 +13,7 @@ from conftest import (
     event_seen,
     needs_root,
     needs_tools,
+    processes_in,
     processes_named,
     read_json,
     rtlab,
@@ -53,6 +54,7 @@ def test_builtin_loads_are_the_studies_stress_ng_lines():
         "cpu100": ["stress-ng", "--cpu", "4", "--cpu-load", "100", *timeout],
         "irq": ["stress-ng", "--sock", "4", "--timer", "4", *timeout],
         "oom": ["stress-ng", "--bigheap", "4", *timeout],
+        "hackbench": ["hackbench", "-g", "4", "-l", "1000000000"],
     }
     assert Plan().loads == DEFAULT_LOADS == ("idle", "cpu", "os", "memory", "storage")
     assert all(load.about for load in BUILTIN.values())
@@ -199,3 +201,19 @@ def test_oom_and_irq_loads_in_a_guest_after_its_idle_time(tmp_path):
     # loopback is up in the guest: the socket stressor ran the whole load
     assert summary["loads"]["irq"]["status"] == "complete"
     assert guests() == set()
+
+
+@needs_root
+@needs_tools
+def test_hackbench_runs_a_group_per_cpu_until_the_load_ends(tmp_path):
+    """rteval's scheduler load: hackbench alive when the measurement ends, as many groups as
+    CPUs (40 processes each), and nothing of it left once the run is over."""
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "hackbench", "2s"))
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    assert summary["loads"]["hackbench"]["status"] == "complete", summary["loads"]["hackbench"]
+    argv = (out / "loads/hackbench/load.argv").read_text().split("\n")
+    assert argv[:3] == ["hackbench", "-g", str(os.cpu_count())]
+    assert "running_at_end=yes" in (out / "loads/hackbench/load.log").read_text()
+    assert not processes_in(out)

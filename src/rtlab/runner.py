@@ -39,6 +39,7 @@ from rtlab.targets.base import Target
 INSTALL_HINT = {
     "cyclictest": "apt-get install rt-tests (Debian/Ubuntu) or enable rt-tests in Buildroot/Yocto",
     "stress-ng": "apt-get install stress-ng (Debian/Ubuntu) or enable stress-ng in Buildroot/Yocto",
+    "hackbench": "apt-get install rt-tests (hackbench is one of its tools), or leave out load hackbench",
     "taskset": "apt-get install util-linux or enable taskset in busybox (it confines loads to CPUs)",
     "oslat": "apt-get install rt-tests (2.0 or later), or leave out --probe oslat",
     "cyclicdeadline": "apt-get install rt-tests (2.0 or later), or leave out --probe cyclicdeadline",

@@ -33,6 +33,7 @@ TOOLS = {
     "signaltest": "usr/bin/signaltest",
     "rt-migrate-test": "usr/bin/rt-migrate-test",
     "pi_stress": "usr/bin/pi_stress",
+    "hackbench": "usr/bin/hackbench",  # a load (loads.toml)
 }
 RTLA = {"rtla": "usr/bin/rtla"}
 # libraries no program names but glibc opens at run time: pthread_exit and pthread_cancel
