@@ -181,7 +181,7 @@ def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
     """timerlat and osnoise (rtla, the kernel's tracers: the host has no tracefs), oslat and
     cyclicdeadline in Debian's RT guest, each CPU's numbers read again from the tool's table."""
     out = tmp_path / "guest"
-    probes_asked = "timerlat,oslat,cyclicdeadline,osnoise"
+    probes_asked = "timerlat,oslat,cyclicdeadline,osnoise,osnoise-top"
     done = rtlab(*run_args(out, "idle,cpu", "2s", "--target", "qemu:debian-rt", "--probe", probes_asked))
     assert done.returncode == 0, done.stderr
     summary = read_json(out / "summary.json")
@@ -205,6 +205,13 @@ def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
                     assert got["p99_us"] == nearest_rank(expected["buckets"], got["overflows"], 100_000, 99)
                 merged = found[probe]["merged"][measure]
                 assert merged["samples"] == sum(found[probe]["cpus"][measure][c]["samples"] for c in "01")
+        # osnoise top: each CPU's interferences by source (HW, NMI, IRQ, softirq, thread)
+        table = (out / "loads" / load / "osnoise-top" / "probe.out").read_text().splitlines()
+        rows = [line.split() for line in table if line.split()[:1] in (["0"], ["1"])]
+        top = found["osnoise-top"]
+        assert top["merged"]["noise"]["samples"] == sum(int(n) for r in rows for n in r[7:12])
+        assert top["merged"]["noise"]["max_us"] == max(int(r[6]) for r in rows)
+        assert top["counts"]["IRQs"] == sum(int(r[9]) for r in rows)
         expected = oslat_expected(read_json(out / "loads" / load / "oslat" / "probe.json"))
         assert {k: found["oslat"]["merged"]["latency"][k] for k in expected} == expected
 

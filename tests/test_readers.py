@@ -226,6 +226,13 @@ CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single      
   0 #2           1503447       868823    42.21126      443069        28027        5028            0
   1 #3           2250006      1284527    42.91006      455851        28038        9039            0
 """  # rtla 6.12 hwnoise -q in bookworm-backports' RT kernel under TCG
+OSNOISE_TOP = (  # rtla 6.12's osnoise top -q in Debian's RT guest (6.1) under TCG, its columns narrowed
+    "                    Operating System Noise\n"
+    "duration:   0 00:00:03 | time is in us\n"
+    "CPU Period  Runtime   Noise  % CPU Aval  Max Noise  Max Single   HW  NMI   IRQ  Softirq  Thread\n"
+    "  0 #2     2082493 1565929  24.80507       841390       82139  403    0  3468        0    3757\n"
+    "  1 #3     3011820 2289720  23.97553       766884       69883  507    0  5011        0    5525\n"
+)
 TIMELINE = (
     "Max CPUs: 2\n0:       5:      12\n1:       5:       9\nT: 0 Spike:     130: TS: 1234567\nspikes = 1\n"
 )
@@ -397,7 +404,8 @@ def test_history_lists(text):
 @pytest.mark.unit
 @reads("rtla")
 @given(st.one_of(mangled(RTLA).map(lambda t: ("timerlat", t)), mangled(OSNOISE).map(lambda t: ("osnoise", t)),
-                 mangled(HWNOISE).map(lambda t: ("hwnoise", t))))  # fmt: skip
+                 mangled(HWNOISE).map(lambda t: ("hwnoise", t)),
+                 mangled(OSNOISE_TOP).map(lambda t: ("osnoise-top", t))))  # fmt: skip
 @UNIT
 def test_rtla(case):
     name, text = case
@@ -428,8 +436,14 @@ def test_hwnoise_is_each_cpus_gaps_and_a_row_that_does_not_add_up_is_refused():
     assert (cpu0.cpu, cpu0.cycles, cpu0.max_us) == (0, 5028, 28027) and cpu0.avg_us == 868823 / 5028
     assert (cpu1.cycles, cpu1.max_us) == (9039, 28038) and found.counts == {"hardware gaps": 14067, "NMIs": 0}
     # the longest single gap above the period's total: not rtla's own
-    with pytest.raises(probes.InvalidProbe, match="do not add up"):
+    with pytest.raises(probes.InvalidProbe, match="does not add up"):
         _probe("hwnoise", HWNOISE.replace("28027", "999999"), [])
+    top = _probe("osnoise-top", OSNOISE_TOP, [])
+    assert top.counts == {"hardware gaps": 910, "NMIs": 0, "IRQs": 8479, "softirqs": 0, "threads": 9282}
+    cpu1 = top.measures["noise"][1]
+    assert (cpu1.cycles, cpu1.max_us) == (507 + 5011 + 5525, 69883) and cpu1.avg_us == 2289720 / 11043
+    with pytest.raises(probes.InvalidProbe, match="no summary table"):
+        _probe("osnoise-top", HWNOISE, [])  # hwnoise's table is not osnoise top's
     clean = HWNOISE.replace("868823", "0").replace("443069", "0").replace("28027", "0").replace("5028", "0")
     assert _probe("hwnoise", clean, []).measures["noise"][0].cycles == 0  # a clean CPU is a result
 

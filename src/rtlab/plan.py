@@ -254,6 +254,10 @@ class Plan:
             # rtla's busy threads (its defaults: the whole of every 1 s period), 1 µs buckets
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
             return ["rtla", "osnoise", "hist", "-d", secs, "-b", "1", "-E", str(self.histogram_us), *where]
+        if name == "osnoise-top":
+            # the same tracer's summary: each CPU's interferences counted by source
+            where = ["-c", self.rt_cpus] if self.rt_cpus else []
+            return ["rtla", "osnoise", "top", "-d", secs, "-q", *where]
         if name == "hwnoise":
             # osnoise with interrupts off: what the hardware alone takes; its summary, quiet
             where = ["-c", self.rt_cpus] if self.rt_cpus else []
@@ -437,7 +441,7 @@ OPTIONS: tuple[Option, ...] = (
            "before the first load, wait until the target has been up this long, e.g. 3m"),
     Option("probe", "probes", _probes,
            "more probes after cyclictest under each load: oslat, cyclicdeadline, timerlat, timerlat-u, "
-           "osnoise, hwnoise, "
+           "osnoise, osnoise-top, hwnoise, "
            "and rt-tests' "
            "functional tests pmqtest, ptsematest, sigwaittest, svsematest, signaltest, rt-migrate-test, "
            "pi_stress "

@@ -11,6 +11,8 @@
                      NMI, the hardware) took it away; the same text table, one column per CPU
     timerlat-u       the same with rtla's user-space threads (-u, Linux 6.5 or later): a third
                      measure, "user", the wake-up up to the return to user space
+    osnoise-top      `rtla osnoise top -q`'s summary: the same tracer's interferences per CPU,
+                     counted by source (hardware, NMI, IRQ, softirq, thread), the longest one
     hwnoise          the kernel's osnoise tracer with interrupts off (`rtla hwnoise`): what
                      only the hardware, firmware or a hypervisor takes from a CPU; its
                      summary table per CPU (longest single gap, total, HW and NMI counts)
@@ -73,9 +75,13 @@ HWNOISE_NOTE = (
     "hwnoise keeps no histogram: per CPU the longest single gap with interrupts off (max), the "
     "gaps' count (HW and NMI) and their mean; none at all is a clean CPU"
 )
+OSNOISE_TOP_NOTE = (
+    "osnoise-top keeps no histogram: per CPU the longest single interference (max), their count "
+    "and mean, and the counts by source (hardware, NMI, IRQ, softirq, thread)"
+)
 OSNOISE_NOTE = (
     "osnoise counts interferences, not wake-ups: each sample is how long one took a busy thread's "
-    "CPU away (rtla osnoise hist); the counts by source are rtla osnoise top's"
+    "CPU away (rtla osnoise hist); the counts by source are --probe osnoise-top's"
 )
 PI_NOTE = "pi_stress measures no latency: it passes when every priority inversion it forced was resolved"
 SIGNAL_NOTE = (
@@ -103,6 +109,8 @@ PROBES: dict[str, Probe] = {
                         tracefs_file="osnoise/per_cpu/cpu0/timerlat_fd"),  # "irq", "thread", "user"
     "hwnoise": Probe("hwnoise", "rtla", "probe.out", has_histogram=False, keeps_min=False, tracer="osnoise",
                      note=HWNOISE_NOTE),  # "noise"
+    "osnoise-top": Probe("osnoise-top", "rtla", "probe.out", has_histogram=False, keeps_min=False,
+                         tracer="osnoise", note=OSNOISE_TOP_NOTE),  # "noise", its counts by source
     **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
     "pi_stress": Probe("pi_stress", "pi_stress", "probe.json", has_histogram=False, note=PI_NOTE),
@@ -130,8 +138,8 @@ def parse(probe: Probe, raw: Any, argv: list[str]) -> ProbeResult:
     if probe.tracer is not None:
         if not isinstance(raw, str):
             raise InvalidProbe("rtla's output is not text")
-        if probe.name == "hwnoise":
-            return _hwnoise(raw)
+        if probe.name in _SOURCES:
+            return _noise_summary(raw, probe.name)
         return _rtla_hist(raw, argv, probe.tracer)
     if not isinstance(raw, dict):
         raise InvalidProbe(f"{probe.name}'s JSON is not an object as {probe.program} writes it")
@@ -342,66 +350,57 @@ def _value(word: str, row: list[str]) -> float | None:
     return value
 
 
-_HWNOISE_HEAD = [
-    "CPU",
-    "Period",
-    "Runtime",
-    "Noise",
-    "%",
-    "CPU",
-    "Aval",
-    "Max",
-    "Noise",
-    "Max",
-    "Single",
-    "HW",
-    "NMI",
-]
+_SUMMARY_HEAD = ["CPU", "Period", "Runtime", "Noise", "%", "CPU", "Aval", "Max", "Noise", "Max", "Single"]
+# each summary's interference counts: its columns after Max Single, and as rtlab names them
+_SOURCES = {
+    "hwnoise": (("HW", "hardware gaps"), ("NMI", "NMIs")),
+    "osnoise-top": (("HW", "hardware gaps"), ("NMI", "NMIs"), ("IRQ", "IRQs"), ("Softirq", "softirqs"),
+                    ("Thread", "threads")),
+}  # fmt: skip
 
 
-def _hwnoise(text: str) -> ProbeResult:
-    """`rtla hwnoise -q`'s summary: a row per CPU (CPU, #periods, runtime, noise, % available,
-    max noise, max single, HW count, NMI count), times in µs; each row checked in itself."""
+def _noise_summary(text: str, name: str) -> ProbeResult:
+    """`rtla hwnoise -q`'s or `rtla osnoise top -q`'s summary: a row per CPU (CPU, #periods,
+    runtime, noise, % available, max noise, max single, then the interferences counted by
+    source), times in µs; each row checked in itself. A CPU's samples are its interferences,
+    their mean the noise over them, its max the longest single one."""
+    sources = _SOURCES[name]
+    head = _SUMMARY_HEAD + [column for column, _ in sources]
+    where = f"rtla {name.replace('-', ' ')}'s output"
     lines = [line.split() for line in text.splitlines() if line.strip()]
-    header = next((i for i, words in enumerate(lines) if words == _HWNOISE_HEAD), None)
+    header = next((i for i, words in enumerate(lines) if words == head), None)
     if header is None:
-        raise InvalidProbe("rtla hwnoise's output has no summary table (no CPU Period ... NMI line)")
+        raise InvalidProbe(f"{where} has no summary table (no {' '.join(head)[:40]} ... line)")
     if not any(" time is in us" in line for line in text.splitlines()):
-        raise InvalidProbe("rtla hwnoise's output is not in microseconds")
-    found, hw, nmi = [], 0, 0
+        raise InvalidProbe(f"{where} is not in microseconds")
+    found: list[ThreadResult] = []
+    counts = dict.fromkeys((said for _, said in sources), 0)
     for words in lines[header + 1 :]:
         if (
-            len(words) != 9
-            or not words[0].isascii()
-            or not words[0].isdigit()
-            or not words[1].startswith("#")
+            len(words) != 7 + len(sources)
+            or not (words[0].isascii() and words[0].isdigit())
+            or words[1][:1] != "#"
         ):
-            raise InvalidProbe(f"rtla hwnoise's output: row {' '.join(words)[:60]!r} is not a CPU's")
+            raise InvalidProbe(f"{where}: row {' '.join(words)[:60]!r} is not a CPU's")
         cpu = int(words[0][:5])
-        runtime, noise, available, max_noise, single, hw_n, nmi_n = (
-            _value(w, words) for w in (words[2], words[3], words[4], words[5], words[6], words[7], words[8])
-        )
-        if None in (runtime, noise, available, max_noise, single, hw_n, nmi_n):
-            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu} has no figures")
-        assert runtime is not None and noise is not None and single is not None and hw_n is not None
-        assert nmi_n is not None and max_noise is not None and available is not None
-        count = int(hw_n) + int(nmi_n)
-        if not (
-            single <= max_noise <= noise <= runtime
-            and available <= 100
-            and hw_n.is_integer()
-            and nmi_n.is_integer()
-        ):
-            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu}'s gaps do not add up (single, max, total)")
+        figures = [_value(w, words) for w in words[2:]]
+        if any(f is None for f in figures):
+            raise InvalidProbe(f"{where}: CPU {cpu} has no figures")
+        runtime, noise, available, max_noise, single, *by_source = (float(f or 0) for f in figures)
+        if not (single <= max_noise <= noise <= runtime and available <= 100):
+            raise InvalidProbe(f"{where}: CPU {cpu}'s noise does not add up (single, max, total, runtime)")
+        if not all(n.is_integer() for n in by_source):
+            raise InvalidProbe(f"{where}: CPU {cpu} counts interferences that are not whole numbers")
+        count = sum(int(n) for n in by_source)
         if count == 0 and noise > 0:
-            raise InvalidProbe(f"rtla hwnoise's output: CPU {cpu} has {noise:g} µs of noise in no gap")
-        avg = noise / count if count else 0.0
-        found.append(ThreadResult(cpu, cpu, count, 0, int(single), avg, {}, 0))
-        hw, nmi = hw + int(hw_n), nmi + int(nmi_n)
+            raise InvalidProbe(f"{where}: CPU {cpu} has {noise:g} µs of noise in no interference")
+        found.append(ThreadResult(cpu, cpu, count, 0, int(single), noise / count if count else 0.0, {}, 0))
+        for (_, said), n in zip(sources, by_source, strict=True):
+            counts[said] += int(n)
     if not found:
-        raise InvalidProbe("rtla hwnoise's output has no CPU's row")
-    _distinct(found, "rtla hwnoise's output")
-    return ProbeResult({"noise": found}, 0, {"hardware gaps": hw, "NMIs": nmi})
+        raise InvalidProbe(f"{where} has no CPU's row")
+    _distinct(found, where)
+    return ProbeResult({"noise": found}, 0, counts)
 
 
 def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:
