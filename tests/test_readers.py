@@ -384,6 +384,29 @@ def test_signaltest_is_its_first_thread_and_rt_migrate_test_its_highest_tasks():
 
 
 @pytest.mark.unit
+@reads("placement")
+@given(
+    st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(["0", "1", "2", "99999999999"])),
+                    st.one_of(VALUES, st.fixed_dictionaries({"siblings": st.one_of(
+                        st.text(max_size=12), st.sampled_from(["0,2", "1-3", "0-99999999", "9" * 40])
+                    )})), max_size=6),
+    st.sampled_from(["0-1", "0,2", None, "7-5"]),
+)  # fmt: skip
+@UNIT
+def test_placement(cores, rt_cpus):
+    """A board's sysinfo says which CPUs share a core: anything it says is a placement or
+    nothing, never a crash or a list of a hundred million CPUs."""
+    from rtlab.analysis import placement
+
+    plan = {"loads": ["cpu"], "rt_cpus": rt_cpus, "housekeeping_cpus": "2-3", "loads_on": "housekeeping",
+            "load_definitions": {"cpu": {"stress-ng": ["--matrix", "{workers}"], "on": None}}}  # fmt: skip
+    found = bounded(lambda: placement.of(plan, cores, 4))
+    for where in found["loads"].values() if found else []:
+        assert all(0 <= m < 8192 and 0 <= s < 8192 for m, s in where["shares_cores"])
+    assert all("\n" not in line for line in placement.warnings(found or {}, plan))
+
+
+@pytest.mark.unit
 @reads("history-lists")
 @given(st.one_of(
     st.lists(st.one_of(st.integers(-(10**40) + 1, 10**40 - 1), st.none()), max_size=50).map(json.dumps),

@@ -2,7 +2,7 @@
 oslat each answer "how long was a real-time task kept waiting" under one load. They differ by
 their own paths (cyclictest adds its return to user space and its clock read to timerlat's
 thread; oslat polls rather than sleeps), a few µs on hardware. When their tails differ by far
-more than that (REFUSE_RATIO and FLOOR_US both), something else differs, and the report says
+more than that (RATIO and FLOOR_US both), something else differs, and the report says
 so: the probes measure one after another under the same load, so a load that changed between
 them, a spike one of them happened to catch, or a tool's own placement.
 

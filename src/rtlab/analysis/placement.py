@@ -30,7 +30,7 @@ def _siblings(cores: Mapping[str, Mapping[str, Any]]) -> dict[int, frozenset[int
     found = {}
     for cpu, facts in cores.items():
         mates = _cpus(facts.get("siblings")) if isinstance(facts, Mapping) else None
-        if cpu.isascii() and cpu.isdigit() and mates:
+        if cpu.isascii() and cpu.isdigit() and len(cpu) <= 5 and mates:  # a CPU Linux can have
             found[int(cpu)] = mates
     return found
 

@@ -37,6 +37,7 @@ READERS: dict[str, tuple[str, str]] = {
     "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),
     "rtla-analysis": ("rtlab.results.ftrace:parse_auto_analysis", "rtla's auto-analysis"),
     "hwlat": ("rtlab.hwlat:_files", "the files the agent prints after a hwlat pass"),
+    "placement": ("rtlab.analysis.placement:of", "sysinfo.json's SMT siblings of each CPU, against the plan"),
     "sysinfo": ("rtlab.results.rundir:RunDir.sysinfo", "a run's sysinfo.json"),
     "run.json": ("rtlab.results.rundir:RunDir.manifest", "a run's run.json"),
     "run-folder": ("rtlab.store:summary", "a whole run folder, as report reads it"),

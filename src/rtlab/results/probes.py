@@ -378,11 +378,11 @@ def _noise_summary(text: str, name: str) -> ProbeResult:
     for words in lines[header + 1 :]:
         if (
             len(words) != 7 + len(sources)
-            or not (words[0].isascii() and words[0].isdigit())
+            or not (words[0].isascii() and words[0].isdigit() and len(words[0]) <= 5)
             or words[1][:1] != "#"
         ):
             raise InvalidProbe(f"{where}: row {' '.join(words)[:60]!r} is not a CPU's")
-        cpu = int(words[0][:5])
+        cpu = int(words[0])
         figures = [_value(w, words) for w in words[2:]]
         if any(f is None for f in figures):
             raise InvalidProbe(f"{where}: CPU {cpu} has no figures")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from rtlab.agent import script
@@ -43,20 +44,20 @@ TRIPLETS = {"amd64": "x86_64-linux-gnu", "riscv64": "riscv64-linux-gnu", "arm64"
 INIT = Path(__file__).with_name("init.sh")
 
 
-def _find_tool(stage: Path, name: str) -> Path:
-    for folder in ("usr/bin", "bin", "usr/sbin", "sbin"):
-        path = stage / folder / name
-        if path.exists():
-            return elfdeps.resolve(stage, path)
-    raise FileNotFoundError(f"{name} is in no package fetched for the guest")
-
-
-def _find_library(stage: Path, name: str, search: list[str]) -> Path | None:
-    for folder in search:
+def _find(stage: Path, name: str, folders: Sequence[str]) -> Path | None:
+    """NAME in the first of FOLDERS of the unpacked packages that has it (links resolved)."""
+    for folder in folders:
         path = stage / folder / name
         if path.exists():
             return elfdeps.resolve(stage, path)
     return None
+
+
+def _find_tool(stage: Path, name: str) -> Path:
+    found = _find(stage, name, ("usr/bin", "bin", "usr/sbin", "sbin"))
+    if found is None:
+        raise FileNotFoundError(f"{name} is in no package fetched for the guest")
+    return found
 
 
 def base_name(rtla: str | None) -> str:
@@ -89,7 +90,7 @@ def build_tools(apt: Apt, out: Path, packages: list[str], tools: dict[str, str])
     extract(apt.download_with_dependencies(packages), stage)
     programs = {name: _find_tool(stage, name) for name in tools}
     search = [f"usr/lib/{triplet}", f"lib/{triplet}", "usr/lib", "lib", "usr/lib64", "lib64"]
-    opened = {name: found for name in DLOPENED if (found := _find_library(stage, name, search)) is not None}
+    opened = {name: found for name in DLOPENED if (found := _find(stage, name, search)) is not None}
     libraries, interpreter = elfdeps.closure(stage, [*programs.values(), *opened.values()], search)
     for name, path in opened.items():
         libraries.setdefault(name, path)
