@@ -103,7 +103,7 @@ def test_a_command_and_a_stress_ng_list_from_a_file(tmp_path):
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ('[loads.x]\ncomand = ["a"]\n', "unknown key comand: use about, check, command, on, stress-ng"),
+        ('[loads.x]\ncomand = ["a"]\n', "unknown key comand: use about, check, command, needs, on, prepare"),
         ("[loads.x]\ncommand = []\n", "command is empty: give the program and its arguments"),
         (
             '[loads.x]\ncommand = ["rtlab-no-such-program"]\n',
@@ -114,6 +114,9 @@ def test_a_command_and_a_stress_ng_list_from_a_file(tmp_path):
         ('[loads.x]\nstress-ng = ["--cpu", "1", "--timeout", "9"]\n', "rtlab sets stress-ng's --timeout"),
         ('[loads.x]\ncommand = ["true"]\non = "rt"\n', 'use "housekeeping" or "all"'),
         ("[loads.x\n", "is not valid TOML"),
+        ('[loads.x]\ncommand = ["sh", """-c\nx"""]\n', "holds a line break: write it on one line"),
+        ('[loads.x]\nprepare = ["true"]\n', "prepare is for a load that runs something: add its command"),
+        ('[loads.x]\ncommand = ["true"]\nneeds = ["rtlab-no-such-tool"]\n', "rtlab-no-such-tool is not"),
     ],
 )
 def test_a_bad_loads_file_is_one_line_and_nothing_runs(tmp_path, text, says):
@@ -216,4 +219,45 @@ def test_hackbench_runs_a_group_per_cpu_until_the_load_ends(tmp_path):
     argv = (out / "loads/hackbench/load.argv").read_text().split("\n")
     assert argv[:3] == ["hackbench", "-g", str(os.cpu_count())]
     assert "running_at_end=yes" in (out / "loads/hackbench/load.log").read_text()
+    assert not processes_in(out)
+
+
+@needs_root
+@needs_tools
+def test_kcompile_builds_a_kernel_until_the_load_ends(tmp_path):
+    """rteval's kernel-compile load: its tree unpacked (Debian's linux-source) and configured
+    before the load starts, unmeasured; make still building when the measurement ends; the
+    tree, the build and every process gone once the run is over."""
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "kcompile", "2s"))
+    assert done.returncode == 0, done.stderr
+    summary = read_json(out / "summary.json")
+    assert summary["loads"]["kcompile"]["status"] == "complete", summary["loads"]["kcompile"]
+    log = (out / "loads/kcompile/load.log").read_text()
+    prepared = log.index("@rtlab load-prepared seconds=")
+    assert "configuring" in log[:prepared] and "defconfig" in log[:prepared]
+    assert "running_at_end=yes" in log[prepared:]
+    assert "kcompile: make failed" not in log
+    assert not (out / "loads/kcompile/scratch").exists()
+    assert not processes_in(out)
+
+
+@needs_root
+@needs_tools
+def test_a_preparation_that_fails_fails_its_load_with_its_reason(tmp_path):
+    """A load's preparation that fails: the load is failed with the preparation's last words,
+    its command is never started, and the next load is measured as usual."""
+    (tmp_path / "mine.toml").write_text(
+        '[loads.data]\nprepare = ["sh", "-c", "echo cannot fetch the data set; exit 3"]\n'
+        'command = ["sh", "-c", "touch started; sleep 60"]\n'
+    )
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "data,idle", "1s", "--loads-file", str(tmp_path / "mine.toml"), settle="1s"))
+    assert done.returncode == 3, done.stderr  # a partial run: one load failed, one measured
+    loads = read_json(out / "summary.json")["loads"]
+    assert loads["data"]["status"] == "failed"
+    said = "the load's preparation: sh exited with status 3: cannot fetch the data set"
+    assert said in loads["data"]["reason"]
+    assert loads["idle"]["status"] == "complete"
+    assert not (out / "loads/data/started").exists()
     assert not processes_in(out)

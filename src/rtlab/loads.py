@@ -6,6 +6,10 @@ or nothing (idle); the built-in ones (loads.toml) are defined as a user's file d
     [loads.net]                       # stress-ng's arguments; {workers} filled in
     stress-ng = ["--sock", "{workers}"]
     on = "all"                        # with --rt-cpus: every CPU, not the housekeeping ones
+    [loads.build]                     # prepared (unmeasured) before it starts
+    prepare = ["sh", "-c", "...", "build", "{scratch}"]
+    command = ["sh", "-c", "...", "build", "{scratch}"]
+    needs = ["make", "gcc"]           # programs the target must have besides the first
 
 A file is checked whole before anything runs: one line naming the fix, exit 2.
 """
@@ -30,12 +34,16 @@ DEFAULT_LOADS = ("idle", "cpu", "os", "memory", "storage")
 # ended, so that even an agent killed with SIGKILL leaves nothing running.
 STRESS_TIMEOUT_MARGIN_S = 30
 
+# A load's preparation (unpacking and configuring a kernel tree for kcompile) runs to its end
+# before the load starts, unmeasured; past this long it is stopped and the load failed.
+PREPARE_LIMIT_S = 900
+
 PLACEHOLDERS = ("workers", "scratch")
 CHECKS = {
     "alive": "the load's process runs until the measurement ends",
     "oom-kill": "and the kernel's OOM killer killed at least once during the load",
 }
-_KEYS = {"stress-ng", "command", "on", "check", "about"}
+_KEYS = {"stress-ng", "command", "prepare", "needs", "on", "check", "about"}
 # rtlab sets these itself: the safety timeout and, with --rt-cpus, the CPUs
 _STRESS_OWN = ("--timeout", "-t", "--taskset")
 
@@ -57,6 +65,8 @@ class Load:
     on: str | None = None  # "housekeeping" or "all"; None: as the plan says (--loads-on)
     check: str = "alive"
     about: str = ""
+    prepare: tuple[str, ...] | None = None  # run to its end before the load starts, program first
+    needs: tuple[str, ...] = ()  # programs the target must have besides the command's first
 
     @property
     def program(self) -> str | None:
@@ -66,16 +76,27 @@ class Load:
         return self.command[0] if self.command else None
 
     @property
+    def programs(self) -> tuple[str, ...]:
+        """Every program the target must have for this load: its own and what it needs."""
+        first = (self.prepare[0],) if self.prepare else ()
+        return tuple(dict.fromkeys(p for p in (self.program, *first, *self.needs) if p))
+
+    @property
     def scratch(self) -> bool:
         """Whether it works in a folder of the run's own ({scratch})."""
-        return any("{scratch}" in a for a in (*(self.stress_ng or ()), *(self.command or ())))
+        every = (*(self.stress_ng or ()), *(self.command or ()), *(self.prepare or ()))
+        return any("{scratch}" in a for a in every)
+
+    def prepare_argv(self, workers: int, scratch: str) -> list[str] | None:
+        """The preparation's command line on the target, or None when it has none."""
+        return [_fill(a, workers, scratch) for a in self.prepare] if self.prepare else None
 
     def argv(self, workers: int, scratch: str, timeout_s: int, cpus: str | None) -> list[str] | None:
         """The whole command line on the target (program first), or None for idle.
         `cpus`: confine it to these CPUs (a kernel CPU list); None: anywhere."""
 
         def fill(arg: str) -> str:
-            return arg.replace("{workers}", str(workers)).replace("{scratch}", scratch)
+            return _fill(arg, workers, scratch)
 
         if self.stress_ng is not None:
             # its throughput table when it ends (results/stressng.py), unless asked for already
@@ -92,7 +113,15 @@ class Load:
             out["stress-ng"] = list(self.stress_ng)
         if self.command is not None:
             out["command"] = list(self.command)
+        if self.prepare is not None:
+            out["prepare"] = list(self.prepare)
+        if self.needs:
+            out["needs"] = list(self.needs)
         return out
+
+
+def _fill(arg: str, workers: int, scratch: str) -> str:
+    return arg.replace("{workers}", str(workers)).replace("{scratch}", scratch)
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -100,6 +129,9 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
         raise UsageError(f'{where} must be a list of strings, e.g. ["--sock", "{{workers}}"]')
     if not value or not value[0].strip():
         raise UsageError(f"{where} is empty: give the program and its arguments")
+    if any("\n" in a or "\r" in a for a in value):
+        # an argument travels to the agent as one line of an argv file
+        raise UsageError(f"{where}: an argument holds a line break: write it on one line (; between)")
     for arg in value:
         for name in _PLACEHOLDER.findall(arg):
             if name not in PLACEHOLDERS:
@@ -125,6 +157,12 @@ def parse_load(name: str, table: Any, source: str) -> Load:
     if stress and any(a.split("=")[0] in _STRESS_OWN for a in stress):
         raise UsageError(f"{where}: rtlab sets stress-ng's --timeout and --taskset itself: remove them")
     command = _strings(table["command"], f"{where}: command") if "command" in table else None
+    prepare = _strings(table["prepare"], f"{where}: prepare") if "prepare" in table else None
+    if prepare and stress is None and command is None:
+        raise UsageError(f"{where}: prepare is for a load that runs something: add its command")
+    needs = _strings(table["needs"], f"{where}: needs") if "needs" in table else ()
+    if not all(paths.is_component(n, longest=64) for n in needs):
+        raise UsageError(f'{where}: needs names programs, e.g. ["make", "gcc"]')
     on = table.get("on")
     if on not in (None, "housekeeping", "all"):
         raise UsageError(f'{where}: on = {on!r}: use "housekeeping" or "all"')
@@ -136,7 +174,7 @@ def parse_load(name: str, table: Any, source: str) -> Load:
     about = table.get("about", "")
     if not isinstance(about, str):
         raise UsageError(f"{where}: about is a string saying what the load stresses")
-    return Load(name, stress, command, on, check, about)
+    return Load(name, stress, command, on, check, about, prepare, needs)
 
 
 def parse_catalogue(text: str, source: str) -> dict[str, Load]:

@@ -13,7 +13,7 @@ from typing import cast
 
 from rtlab.boundary.shapes import PlanJSON
 from rtlab.errors import UsageError
-from rtlab.loads import BUILTIN, DEFAULT_LOADS, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
+from rtlab.loads import BUILTIN, DEFAULT_LOADS, PREPARE_LIMIT_S, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
 from rtlab.results.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_duration, parse_latency
@@ -302,10 +302,14 @@ class Plan:
             self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)
         )
 
+    def load_prepare_argv(self, name: str, scratch: str) -> list[str] | None:
+        """The command that prepares the load before it starts (None: it needs none)."""
+        return self.load(name).prepare_argv(self.workers_for(name), self.storage_dir or scratch)
+
     def programs(self) -> list[str]:
         """What the loads need installed on the target, each once; a probe's kernel tracer
         as NAME-tracer (which the agent looks for in tracefs)."""
-        found = {self.load(name).program: None for name in self.loads}
+        found = {program: None for name in self.loads for program in self.load(name).programs}
         found.update((PROBES[name].program, None) for name in self.probes)
         found.update((f"{PROBES[name].tracer}-tracer", None) for name in self.probes if PROBES[name].tracer)
         found.update(
@@ -333,7 +337,8 @@ class Plan:
             self.duration_s + self.settle_s + STOP_ALLOWANCE_S + 2 * self.segments() + self.tracing()
             + self.probing()
         )  # fmt: skip
-        return max(len(self.loads), 1) * per_load + self.idle_after_boot_s
+        preparing = sum(PREPARE_LIMIT_S for name in self.loads if self.load(name).prepare)
+        return max(len(self.loads), 1) * per_load + self.idle_after_boot_s + preparing
 
     def probing(self) -> int:
         """Seconds of the other probes per load, each with its start allowed."""

@@ -131,7 +131,7 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
                     f"tracefs mounted) for --probe {probe}: leave it out there"
                 )
             if tool == "cyclictest" or tool in programs:
-                users = [name for name in plan.loads if plan.load(name).program == tool]
+                users = [name for name in plan.loads if tool in plan.load(name).programs]
                 hint = INSTALL_HINT.get(tool) or f"install it, or change load {', '.join(users)}"
                 raise UsageError(f"{tool} is not installed on {target.name}: {hint}")
         elif event.kind == ev.Kind.UNSUPPORTED:
@@ -246,6 +246,9 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
                 (folder / "scratch").mkdir(exist_ok=True)
             (folder / rundir.LOAD_ARGV).write_text("\n".join(argv) + "\n")
             (folder / rundir.LOAD_CHECK).write_text(plan.load(load).check + "\n")
+        prepare = plan.load_prepare_argv(load, scratch=f"{remote}/loads/{load}/scratch")
+        if prepare is not None:
+            (folder / rundir.LOAD_PREPARE_ARGV).write_text("\n".join(prepare) + "\n")
 
 
 @contextmanager

@@ -50,6 +50,7 @@ LOADS = "loads"  # a folder per load
 CYCLICTEST_ARGV = "cyclictest.argv"
 LOAD_ARGV = "load.argv"
 LOAD_CHECK = "load.check"
+LOAD_PREPARE_ARGV = "load.prepare.argv"  # a load's preparation, run to its end before it starts
 LOAD_LOG = "load.log"
 TRACE_ARGV = "trace.argv"
 RTLA_ARGV = "rtla.argv"
@@ -60,7 +61,8 @@ HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measurin
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
 HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS, DEADLINE)
 PLAN_FILES = (
-    PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, TRACE_ARGV, RTLA_ARGV, PROBE_ARGV
+    PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, LOAD_PREPARE_ARGV, TRACE_ARGV,
+    RTLA_ARGV, PROBE_ARGV,
 )  # fmt: skip
 
 

@@ -32,6 +32,8 @@
 #   DIR/loads/L/cyclictest.argv     cyclictest arguments, one per line
 #   DIR/loads/L/load.argv           the load's command (stress-ng or any), one argument a line
 #                                   (absent: idle)
+#   DIR/loads/L/load.prepare.argv   the load's preparation, run to its end (within PREPARE_LIMIT
+#                                   seconds) before the load starts, unmeasured (absent: none)
 #   DIR/loads/L/load.check          how the load is checked: alive, or oom-kill (the kernel's OOM
 #                                   killer must kill during the load: oom_kill in /proc/vmstat)
 # and written by `run`:

@@ -175,6 +175,34 @@ load_sweep() {
 	fi
 }
 
+# Runs the load's preparation in folder $1 (its load.prepare.argv: a kernel tree unpacked and
+# configured for kcompile) to its end, unmeasured, its output in load.log; a preparation that
+# fails, or outlasts PREPARE_LIMIT seconds, sets REASON and the load is not started.
+load_prepare() {
+	ld=$1
+	[ -f "$ld/load.prepare.argv" ] || return 0
+	(
+		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
+		cd "$ld" && run_argv load.prepare.argv $NORMAL $SETSID
+	) >"$ld/load.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$ld/load.pid" # `agent.sh stop` ends it as it ends the load
+	since=$(now_s)
+	while alive "$pid" && [ $STOP = 0 ] && [ $(($(now_s) - since)) -lt "$PREPARE_LIMIT" ]; do sleep 1; done
+	if alive "$pid"; then
+		signal_group KILL "$pid"
+		wait_pid "$pid"
+		[ $STOP = 1 ] || REASON="the load's preparation did not end within $PREPARE_LIMIT s"
+		return 1
+	fi
+	wait_pid "$pid"
+	if [ "$WAIT_RC" != 0 ]; then
+		REASON="the load's preparation: $(exit_text "$(sed -n 1p "$ld/load.prepare.argv")" "$WAIT_RC"): $(last_words "$ld/load.log")"
+		return 1
+	fi
+	printf '@rtlab load-prepared seconds=%s\n' "$(($(now_s) - since))" >>"$ld/load.log"
+}
+
 load_start() {
 	ld=$1
 	LOAD_PROGRAM=$(load_program "$ld")
@@ -193,7 +221,7 @@ load_start() {
 		export RTLAB_LOAD
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
 		cd "$ld" && run_argv load.argv $NORMAL $SETSID
-	) >"$ld/load.log" 2>&1 &
+	) >>"$ld/load.log" 2>&1 &
 	STRESS_PID=$!
 	LOAD_DIR=$ld
 	echo "$STRESS_PID" >"$ld/load.pid"

@@ -10,7 +10,8 @@ run_load() {
 	}
 	emit load-start load="$name" seconds="$SECS"
 	rm -rf "$ld/cyclictest.json" "$ld/cyclictest.json.part" "$ld/segments"
-	if [ -f "$ld/load.argv" ]; then
+	rm -f "$ld/load.log"
+	if [ -f "$ld/load.argv" ] && load_prepare "$ld" && [ $STOP = 0 ]; then
 		load_start "$ld"
 		pause "$SETTLE"
 		if ! alive "$STRESS_PID"; then
