@@ -4,14 +4,17 @@ agent, and each load's statistics per cluster in every report format."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from rtlab.analysis.summary import summarize
 from rtlab.plan import Plan
-from rtlab.report import csv_format, html, markdown, table
+from rtlab.report import csv_format, html, junit, markdown, table
 from rtlab.results.events import parse
 from rtlab.results.rundir import RawLoad
 from rtlab.system.clusters import clusters
@@ -171,3 +174,7 @@ def test_a_load_on_smt_siblings_of_the_measuring_cpus_is_warned_of_in_every_form
     page, text = html.render([summary], ["smt"]), markdown.render([summary], ["smt"])
     assert f"load cpu on {value}" in text and f"<dt>load cpu on</dt><dd>{value}</dd>" in page
     assert ("SMT siblings of measuring CPUs" in text and "SMT siblings of measuring CPUs" in page) is warned
+    rows = {r["load"]: r for r in csv.DictReader(io.StringIO(csv_format.render([summary], ["smt"])))}
+    assert rows["cpu"]["placement"] == f"measured on: {'0-1' if warned else '0,2'}; load cpu on: {value}"
+    suite = ET.fromstring(junit.render([summary], ["smt"])).find("testsuite")
+    assert suite is not None and suite.find("properties/property[@name='load cpu on']").get("value") == value

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import xml.etree.ElementTree as ET
 
@@ -13,7 +15,7 @@ from rtlab.analysis.histogram import Histogram
 from rtlab.analysis.summary import warnings as summary_warnings
 from rtlab.analysis.verdict import with_deadline
 from rtlab.plan import Plan
-from rtlab.report import figures, html, junit
+from rtlab.report import csv_format, figures, html, junit
 
 pytestmark = pytest.mark.unit  # pure: summaries made here, rendered
 
@@ -250,3 +252,10 @@ def test_platform_facts_show_in_every_format_and_hostile_ones_are_cleaned():
     assert "clock source tsc" in markdown.render([run], ["rt"])
     page = html.render([run], ["rt"])
     assert "clock source" in page and "container" in page and "Standard PC?[31m" in page
+    row = next(csv.DictReader(io.StringIO(csv_format.render([run], ["rt"]))))
+    assert row["platform"].startswith(
+        "machine (DMI): QEMU Standard PC?[31m; BIOS: not given; clock source: tsc"
+    )
+    suite = ET.fromstring(junit.render([run], ["rt"])).find("testsuite")
+    assert suite is not None
+    assert suite.find("properties/property[@name='tuned profile']").get("value") == "realtime"

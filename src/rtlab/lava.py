@@ -266,7 +266,7 @@ class Found:
 _BASE64_LINE = re.compile(r"[A-Za-z0-9+/]{1,76}={0,2}")  # base64 wraps at 76 (coreutils, busybox)
 # a kernel's message that came in the middle of a bundle's line: the line's start before it
 # (its rest is the next line); the gzip's CRC refuses a wrong guess
-_CUT_LINE = re.compile(r"([A-Za-z0-9+/]{1,75})\[\s*\d+\.\d+\] .*")
+_CUT_LINE = re.compile(r"([A-Za-z0-9+/]{1,75}={0,2})\[\s*\d+\.\d+\] .*")  # the last line: its padding
 _UID = re.compile(r"[0-9A-Za-z_-]{1,64}")  # lava.job's is uuid4().hex[:12]
 
 

@@ -1,7 +1,10 @@
 """CSV: one row per run, load and CPU (`all` = merged), every statistic; for spreadsheets.
 What the load cost (throughput and its ratio to the first run's, memory, power) is on the
 `all` row: it belongs to the load, not to a CPU. The last column names the probe: cyclictest,
-then the other probes' rows (--probe; timerlat's as `timerlat irq` and `timerlat thread`)."""
+then the other probes' rows (--probe; timerlat's as `timerlat irq` and `timerlat thread`).
+The run's platform facts and what ran where (the other formats' facts lines) are the last two
+columns of each load's `all` row: `placement` (the measuring CPUs, this load's CPUs) and
+`platform` (DMI, BIOS, clock source, ...), each "name: value; ..."."""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import cast
 
-from rtlab.analysis import timeline
+from rtlab.analysis import placement, timeline
 from rtlab.analysis.stats import FIELDS
+from rtlab.analysis.summary import platform_lines
 from rtlab.boundary.shapes import StatsJSON, Summary
 from rtlab.report import cells
 
@@ -36,12 +40,20 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         *SPREAD,
         "reason",
         "probe",
+        "placement",
+        "platform",
     ]
     writer.writerow(head)
     blank = [""] * (len(COST) + len(SPREAD))
     for summary, label in zip(summaries, labels, strict=True):
+        where = dict(placement.lines(summary.get("placement")))
+        platform = _joined(platform_lines(summary["system"]))
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
+            facts = [
+                _joined([(n, v) for n, v in where.items() if n in ("measured on", f"load {load} on")]),
+                platform,
+            ]
             used = cast(dict[str, float | None], entry.get("resources") or {})
             first = summary is summaries[0]
             spent = [
@@ -60,6 +72,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                     + [" ".join(stats["lower_bounds"]) if stats else ""]
                     + (["" if v is None else v for v in spent] if cpu == "all" else blank)
                     + [entry["reason"] or "", "cyclictest"]
+                    + (facts if cpu == "all" else ["", ""])
                 )
             for name, probe in (entry.get("probes") or {}).items():
                 measures: dict[str, StatsJSON | None] = {**probe["merged"]} or {"": None}
@@ -73,9 +86,13 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                             + ["" if v is None else v for v in values]
                             + [" ".join(stats["lower_bounds"]) if stats else ""]
                             + blank
-                            + [probe["reason"] or probe["note"] or "", shown]
+                            + [probe["reason"] or probe["note"] or "", shown, "", ""]
                         )
     return buffer.getvalue()
+
+
+def _joined(lines: Sequence[tuple[str, str]]) -> str:
+    return "; ".join(f"{name}: {value}" for name, value in lines)
 
 
 def render_series(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -2,7 +2,8 @@
 
 A load fails when its max latency exceeded the deadline (the message gives both),
 and is an error when it has no complete measurement. Without a deadline a
-complete load passes.
+complete load passes. Each suite's properties hold the run's platform facts and what ran
+where, as the other formats' facts lines say them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.shapes import Summary
 from rtlab.report import cells
 
@@ -29,6 +31,11 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         deadline = summary.get("deadline")
         label = clean(label)
         suite = ET.SubElement(root, "testsuite", name=f"rtlab {label}")
+        facts = facts_lines(summary)
+        if facts:
+            said = ET.SubElement(suite, "properties")
+            for name, fact in facts:
+                ET.SubElement(said, "property", name=clean(name), value=clean(fact))
         failures = errors = 0
         for load in cells.loads_in_order([summary]):
             entry = summary["loads"][load]
