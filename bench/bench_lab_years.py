@@ -1,6 +1,7 @@
 """A lab's years in the history store: BENCH_RUNS runs (default 100,000, 5 loads x 4 CPUs)
 over BENCH_BOARDS boards, and a month of 5-minute monitor blocks (8,640 a board, one load x 4
-CPUs) for each, on SQLite or a PostgreSQL (BENCH_DB=postgresql://USER@HOST/DB).
+CPUs) for each, on SQLite or a PostgreSQL (BENCH_DB=postgresql://USER@HOST/DB, or
+BENCH_DB=postgresql for a server of the bench's own: Debian's, as `make test-setup` installs it).
 
 Printed: the rate of adding (runs a second, one transaction a run as `history add` does), a
 trend query of one board's load over its whole series (goal under 1 s), `regressions` over one
@@ -9,6 +10,8 @@ runs' folders are synthetic, so compare's confirmations read nothing and say so:
 measured is the store's and Otava's; goal under 5 s), and the store's size (SQLite).
 
     BENCH_RUNS=20000 .venv/bin/python bench/bench_lab_years.py            # a quicker look
+    BENCH_DB=postgresql BENCH_RUNS=10000 BENCH_BOARDS=1 BENCH_MONITOR_BLOCKS=0 \
+        .venv/bin/python bench/bench_lab_years.py                         # one board, PostgreSQL
     .venv/bin/python bench/bench_lab_years.py                             # the goal's size
 """
 
@@ -50,6 +53,16 @@ def add(history: Store, base: Path, summary: dict, uid: str, board: str, started
 
 
 def main() -> None:
+    if DB == "postgresql":  # a server of the bench's own, as the tests start one
+        from conftest import postgres
+
+        with postgres("rtlab", "history") as port:
+            measure(f"postgresql://rtlab@127.0.0.1:{port}/history")
+    else:
+        measure(DB)
+
+
+def measure(db: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         runs = [
@@ -59,7 +72,7 @@ def main() -> None:
         block = copy.deepcopy(runs[0])
         block["loads"] = {"idle": block["loads"]["idle"]}
         block["plan"]["loads"], block["plan"]["duration_s"] = ["idle"], 300
-        history = Store(DB or str(base / "history.db"))
+        history = Store(db or str(base / "history.db"))
         started = time.perf_counter()
         for n in range(RUNS):
             kernel = runs[n // (RUNS // KERNELS or 1) % KERNELS]  # a new kernel every tenth of the years
@@ -80,7 +93,7 @@ def main() -> None:
         history.close()
         size = sum(f.stat().st_size for f in base.glob("history.db*"))
     total = RUNS + BLOCKS * BOARDS
-    print(f"store: {'PostgreSQL' if DB else 'SQLite'}; {RUNS} runs (5 loads x 4 CPUs) and {BLOCKS * BOARDS} "
+    print(f"store: {'PostgreSQL' if db else 'SQLite'}; {RUNS} runs (5 loads x 4 CPUs) and {BLOCKS * BOARDS} "
           f"monitor blocks over {BOARDS} boards")  # fmt: skip
     print(f"adding: runs {RUNS / runs_s:.0f}/s ({runs_s:.0f} s), blocks {BLOCKS * BOARDS / blocks_s:.0f}/s "
           f"({blocks_s:.0f} s)")  # fmt: skip
@@ -88,7 +101,7 @@ def main() -> None:
           f"{trend_s:.2f} s; goal < 1 s: ratio {trend_s:.2f}")  # fmt: skip
     print(f"regressions over that series ({len(found)} change(s) and the newest): {regressions_s:.2f} s; "
           f"goal < 5 s: ratio {regressions_s / 5:.2f}")  # fmt: skip
-    if not DB:
+    if not db:
         print(f"store size: {size / 2**20:.0f} MiB, {size / total / 1024:.1f} kB a run or block")
 
 

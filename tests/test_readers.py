@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -422,6 +423,30 @@ def test_history_lists(text):
     if found is not None:
         assert found == json.loads(text) and all(v is None or type(v) is int for v in found)
         assert all(v is None or abs(v) < 10**40 for v in found)
+
+
+@pytest.mark.unit
+@reads("history-histograms")
+@given(st.one_of(
+    st.lists(st.integers(-(10**18) + 1, 10**18 - 1), max_size=50).map(json.dumps),
+    st.lists(st.integers(0, 10**6), max_size=20).map(lambda v: "[" + ",".join(map(str, v)) + "]"),
+    st.text(alphabet="0123456789,- []nul", max_size=40),
+    st.text(max_size=40),
+))  # fmt: skip
+@UNIT
+def test_history_histograms(text):
+    """A histogram's list from the store read as an array: exactly what JSON says, or one
+    line; never a short read, two numbers taken for one, or an overflow."""
+    found = bounded(lambda: untrusted.whole_number_array(text, "a list"))
+    try:
+        said = json.loads(text)
+    except ValueError:  # a leading zero ("[01]"): not JSON, but the number is plain
+        said = [int(v) for v in text[1:-1].split(",")] if found is not None else None
+    if found is not None:
+        assert found.dtype == np.int64 and found.tolist() == said
+    else:
+        ok = isinstance(said, list) and all(type(v) is int and abs(v) < 10**18 for v in said)
+        assert not ok, text
 
 
 @pytest.mark.unit

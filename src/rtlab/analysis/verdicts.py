@@ -96,19 +96,20 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 # --- the data of one side ------------------------------------------------------------------
 
 
+def _joined(lists: Sequence[Sequence[int] | np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.zeros(0, dtype=np.int64), *(np.asarray(v, dtype=np.int64) for v in lists)])
+
+
 def pooled(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(values, counts, overflows, limit) of histograms pooled: what lies at or beyond the
     smallest limit counts as overflowed."""
-    values: list[int] = []
-    counts: list[int] = []
     overflows, limit = 0, 0
     for h in histograms:
-        values += h["values"]
-        counts += h["counts"]
         overflows += h["overflows"]
         limit = min(limit, h["limit_us"]) if limit else h["limit_us"]
-    v = np.asarray(values, dtype=np.int64)
-    c = np.asarray(counts, dtype=np.int64)
+    # lists (a run's summary) or arrays (the history store's) alike
+    v = _joined([h["values"] for h in histograms])
+    c = _joined([h["counts"] for h in histograms])
     keep = v < limit
     return v[keep], c[keep], overflows + int(c[~keep].sum()), limit
 

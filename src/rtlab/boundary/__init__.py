@@ -48,5 +48,9 @@ READERS: dict[str, tuple[str, str]] = {
         "rtlab.boundary.untrusted:whole_numbers",
         "the history store's lists (histograms, maxima)",
     ),
+    "history-histograms": (
+        "rtlab.boundary.untrusted:whole_number_array",
+        "the history store's histograms, read as arrays",
+    ),
     "server-answer": ("rtlab.boundary.web:Answer.json", "a server's answer"),
 }

@@ -16,9 +16,12 @@ import math
 import os
 import re
 import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import yaml
 
 MIB = 1 << 20
@@ -164,6 +167,29 @@ def whole_numbers(text: str, what: str) -> list[int | None]:
         raise Damaged(f"damaged {what}: not a list of whole numbers")
     found: list[int | None] = json.loads(text)
     return found
+
+
+# A histogram's list as the store writes it (json.dumps: "[1, 2, 3]"), numbers of at most 18
+# digits (int64 holds them): read by numpy once this has matched.
+_STORE_NUMBER = r"-?[0-9]{1,18}"
+_STORE_LIST = re.compile(rf"\[(?:{_STORE_NUMBER}(?:, {_STORE_NUMBER})*)?\]")
+
+
+def whole_number_array(text: str, what: str) -> npt.NDArray[np.int64]:
+    """A flat list of whole numbers without null (a histogram's values or counts) as int64.
+    The store's own spelling is matched in one pass and read by numpy in another (a trend of a
+    lab's years reads tens of thousands of lists: this is under half of whole_numbers' cost);
+    any other is read as whole_numbers reads it. Damaged when it is not such a list."""
+    if _STORE_LIST.fullmatch(text):
+        if len(text) == 2:
+            return np.zeros(0, dtype=np.int64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # np.fromstring's text mode
+            return np.fromstring(text[1:-1], dtype=np.int64, sep=",")
+    found = whole_numbers(text, what)
+    if any(v is None or abs(v) >= 10**18 for v in found):
+        raise Damaged(f"damaged {what}: not a list of whole numbers of at most 18 digits")
+    return np.asarray(found, dtype=np.int64)
 
 
 def json_loads(text: str | bytes, what: str, depth: int = MAX_DEPTH) -> Any:

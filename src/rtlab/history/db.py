@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from rtlab import store as runs_store
@@ -356,7 +357,7 @@ class Store:
             row["histogram"] = (
                 None if row["h_values"] is None else {
                     "limit_us": row["limit_us"], "overflows": row["h_overflows"],
-                    "values": _numbers(row["h_values"]), "counts": _numbers(row["h_counts"]),
+                    "values": _array(row["h_values"]), "counts": _array(row["h_counts"]),
                 }
             )  # fmt: skip
             row["maxima"] = _numbers(row["maxima"]) if row.get("maxima") else []
@@ -368,6 +369,14 @@ def _numbers(text: str) -> list[Any]:
     the boundary's bounds; a damaged one is one line."""
     try:
         return untrusted.whole_numbers(text, "a list in the history store")
+    except untrusted.Damaged as e:
+        raise UsageError(f"{e}: rebuild the store (rtlab history rebuild)") from None
+
+
+def _array(text: str) -> np.ndarray:
+    """A histogram's list from the store, as int64; a damaged one is one line."""
+    try:
+        return untrusted.whole_number_array(text, "a histogram in the history store")
     except untrusted.Damaged as e:
         raise UsageError(f"{e}: rebuild the store (rtlab history rebuild)") from None
 
