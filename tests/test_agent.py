@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+import rtlab.agent
 from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
-from rtlab.results.events import Kind, parse
+from rtlab.plan import GRACE_S, Plan
+from rtlab.results.events import LOG_MARKS, Kind, parse
 
 SHELLS = ["busybox-ash", "dash"]
 
@@ -227,9 +229,8 @@ def _group_alive(pgid: int) -> bool:
 def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
     text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
     printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
-    # the exit-status lines closing stress.log, cyclictest.log and (level a) rtla.out
-    trailers = {"load-process", "cyclictest", "rtla"}
-    assert printed - trailers <= {kind.value for kind in Kind}
+    # the lines closing load.log, cyclictest.log and (level a) rtla.out
+    assert printed - set(LOG_MARKS) <= {kind.value for kind in Kind}, printed - set(LOG_MARKS)
     assert {"load-start", "load-end", "done", "busy", "result"} <= printed
 
 
@@ -297,3 +298,56 @@ def test_sysinfo_reads_the_config_without_a_temporary_file(tmp_path):
             pytest.skip("this kernel offers no config (/proc/config.gz, /boot/config-*)")
         assert config["options"], config
     assert list(tmp_path.iterdir()) == []
+
+
+# --- the contract: rtlab.agent.contract, rundir's names, the event kinds --------------------
+
+_PARTS = sorted((Path(rtlab.agent.__file__).parent / "parts").glob("*.sh"))
+
+
+def _code_lines() -> list[str]:
+    """The agent's parts without their comments."""
+    return [line.split(" #", 1)[0] for p in _PARTS for line in p.read_text().splitlines()
+            if not line.lstrip().startswith("#")]  # fmt: skip
+
+
+@pytest.mark.unit
+def test_the_agent_spells_only_the_contracts_names():
+    """Each file name the agent spells in a run folder is rundir's and no option is parsed by
+    hand: a name the host does not know fails here (its event kinds: the test above)."""
+    from rtlab.results import rundir
+
+    code = "\n".join(_code_lines())
+    suffixes = "argv|json|log|out|pid|check|loads|probes|saved|mark|cgroup"
+    files = set(re.findall(rf"(?<![$\w{{.-])([a-z][a-z0-9_-]*\.(?:{suffixes}))\b", code))
+    outside = {"owner.part"}  # the lock folder's, not a run folder's
+    assert files and files - outside <= rundir.AGENT_FILES, files - outside - rundir.AGENT_FILES
+    assert not re.search(r"^\s*--[a-z-]+\) [A-Z_]+=\$2", code, re.MULTILINE)  # the generated parser's alone
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_generated_options_reach_the_agent_as_the_plan_says(shell):
+    """The host's command line (contract.argv) parsed by the agent's generated parser: every
+    variable holds the plan's value, and the defaults stand for what the plan leaves out."""
+    from rtlab.agent import contract
+
+    plan = Plan(duration_s=7, settle_s=3, governor="keep", segment_s=4, idle_after_boot_s=9,
+                trace_us=250, trace_s=11, trace_spikes=5, trace_level="b")  # fmt: skip
+    rows = contract.options()
+    show = "; ".join(f'echo "{o.variable}=${o.variable}"' for o in rows)
+    script = f'die() {{ echo "died: $*"; exit 2; }}\n{contract.part()}\nrun_options "$@"\n{show}\n'
+    sh = ["dash"] if shell == "dash" else [BUSYBOX or "busybox", "ash"]
+    done = subprocess.run([*sh, "-c", script, "sh", *contract.argv(plan), "--stream-results"],
+                          capture_output=True, text=True)  # fmt: skip
+    said = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert said == {
+        "SECS": "7", "SETTLE": "3", "GOVERNOR": "keep", "GRACE": str(GRACE_S), "SEGMENT": "4",
+        "IDLE_AFTER_BOOT": "9", "TRACE_SECS": "11", "TRACE_US": "250", "TRACE_SPIKES": "5",
+        "TRACE_LEVEL": "b", "CGROUP": "", "STREAM": "1",
+    }  # fmt: skip
+    plain = subprocess.run([*sh, "-c", script, "sh"], capture_output=True, text=True)
+    defaults = dict(line.split("=", 1) for line in plain.stdout.splitlines())
+    assert defaults == {o.variable: o.default for o in rows}
+    bad = subprocess.run([*sh, "-c", script, "sh", "--secnds", "1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout.strip() == "died: unknown option --secnds"

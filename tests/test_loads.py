@@ -55,7 +55,10 @@ def test_builtin_loads_are_the_studies_stress_ng_lines():
         "irq": ["stress-ng", "--sock", "4", "--timer", "4", *timeout],
         "oom": ["stress-ng", "--bigheap", "4", *timeout],
         "hackbench": ["hackbench", "-g", "4", "-l", "1000000000"],
+        "kcompile": ["sh", "-c", BUILTIN["kcompile"].command[2], "kcompile", "/run/s", "4"],
     }
+    assert plan.load_prepare_argv("kcompile", scratch="/run/s")[-2:] == ["kcompile", "/run/s"]
+    assert all(plan.load_prepare_argv(name, "/run/s") is None for name in BUILTIN if name != "kcompile")
     assert Plan().loads == DEFAULT_LOADS == ("idle", "cpu", "os", "memory", "storage")
     assert all(load.about for load in BUILTIN.values())
 

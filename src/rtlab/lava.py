@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from rtlab import __version__
-from rtlab.agent import script
+from rtlab.agent import contract, script
 from rtlab.boundary import unpack as archive
 from rtlab.boundary import untrusted
 from rtlab.boundary.shapes import Manifest
@@ -40,7 +40,7 @@ from rtlab.plan import Plan
 from rtlab.results import rundir
 from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
-from rtlab.runner import agent_options, now, write_plan_files
+from rtlab.runner import now, write_plan_files
 from rtlab.targets.base import target_dir
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
         "remote": remote,
     }
     bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
-    agent_args = " ".join(agent_options(plan))
+    agent_args = " ".join(contract.argv(plan))
     # LAVA runs the steps under `set -e`: a step that fails ends the test run there, with no
     # word of why. Only the last may: lava-test-raise ends the job with the reason a run that
     # did not measure gave (another run holding the board), after its report and its bundle.

@@ -22,11 +22,12 @@ from types import FrameType
 from typing import Any, cast
 
 from rtlab import __version__, hwlat, store
+from rtlab.agent import contract
 from rtlab.analysis.summary import summarize
 from rtlab.boundary import shapes, untrusted
 from rtlab.boundary.shapes import Manifest, Summary, Sysinfo
 from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
-from rtlab.plan import GRACE_S, HWLAT_GATE_THRESHOLD_US, Plan
+from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import liveness, rundir
 from rtlab.results.probes import IPC, PROBES
@@ -514,7 +515,7 @@ def _measure(
             progress.record(event)
             on_event(event)
 
-    args = ["run", remote, *agent_options(plan)]
+    args = ["run", remote, *contract.argv(plan)]
     started = time.monotonic()
     with _tuned(target, plan, run) as tuned_args:
         guard.phase = "measuring" if guard.phase == "before" else guard.phase
@@ -540,19 +541,6 @@ def _measure(
     if progress.write_error is not None:
         raise RunFailed(f"{progress.write_error}; what was measured is in {run.path}")
     return Outcome(run, summary, interrupted=bool(guard.caught))
-
-
-def agent_options(plan: Plan) -> list[str]:
-    """`agent.sh run DIR` 's options for the plan, wherever the agent is started from."""
-    return [
-        "--seconds", str(plan.duration_s), "--settle", str(plan.settle_s),
-        "--governor", plan.governor, "--grace", str(GRACE_S),
-        *(["--segment", str(plan.segment_s)] if plan.segment_s else []),
-        *(["--idle-after-boot", str(plan.idle_after_boot_s)] if plan.idle_after_boot_s else []),
-        *(["--trace-seconds", str(plan.trace_s), "--trace-us", str(plan.trace_us),
-           "--trace-spikes", str(plan.trace_spikes), "--trace-level", plan.trace_level]
-          if plan.trace_us else []),
-    ]  # fmt: skip
 
 
 def _finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) -> Summary:

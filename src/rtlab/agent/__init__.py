@@ -1,6 +1,6 @@
 """The POSIX sh agent that runs on every target, shipped as one script: assembled from its
-parts (parts/*.sh, in name order), with the constants it shares with the host generated
-(constants.py) after the first part."""
+parts (parts/*.sh, in name order), with the constants it shares with the host (constants.py) and
+its `run` options (contract.py) generated after the first part."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from rtlab.agent import constants
+from rtlab.agent import constants, contract
 
 
 @cache
@@ -22,7 +22,7 @@ def script() -> bytes:
         key=lambda p: p.name,
     )
     texts = [p.read_text(encoding="utf-8") for p in parts]
-    return "".join([texts[0], constants.part(), *texts[1:]]).encode()
+    return "".join([texts[0], constants.part(), contract.part(), *texts[1:]]).encode()
 
 
 def script_path() -> Path:

@@ -13,15 +13,13 @@ def _quoted(value: str) -> str:
 
 def part() -> str:
     from rtlab.loads import PREPARE_LIMIT_S
-    from rtlab.plan import DEFAULT_TARGET_DIR, DEFAULT_TRACE_SPIKES, GRACE_S, STOP_GRACE_S
+    from rtlab.plan import DEFAULT_TARGET_DIR, STOP_GRACE_S
     from rtlab.system.kernel import RECORDED_CONFIG_RE
     from rtlab.system.knobs import RUNTIME_FILES
 
     values = {
-        "GRACE": (str(GRACE_S), "rtlab.plan.GRACE_S (run --grace overrides it)"),
         "STOP_GRACE": (str(STOP_GRACE_S), "rtlab.plan.STOP_GRACE_S"),
         "PREPARE_LIMIT": (str(PREPARE_LIMIT_S), "rtlab.loads.PREPARE_LIMIT_S"),
-        "TRACE_SPIKES": (str(DEFAULT_TRACE_SPIKES), "rtlab.plan.DEFAULT_TRACE_SPIKES"),
         "CONFIG_RE": (_quoted(RECORDED_CONFIG_RE), "rtlab.system.kernel.RECORDED_CONFIG"),
         "RUNTIME_FILES": (_quoted(" ".join(RUNTIME_FILES)), "rtlab.system.knobs.RUNTIME_FILES"),
     }

@@ -97,25 +97,28 @@ MIGRATE_LOOP_MS = 120
 
 
 # cyclictest always measures first: every report, verdict and history reads it
+# the files a probe's output is read from, in loads/<load>/<probe>/
+OUT, JSON = "probe.out", "probe.json"
+
 PROBES: dict[str, Probe] = {
-    "oslat": Probe("oslat", "oslat", "probe.json"),
+    "oslat": Probe("oslat", "oslat", JSON),
     "cyclicdeadline": Probe(
-        "cyclicdeadline", "cyclicdeadline", "probe.json", has_histogram=False, keeps_min=False,
+        "cyclicdeadline", "cyclicdeadline", JSON, has_histogram=False, keeps_min=False,
         note=NO_HISTOGRAM,
     ),
-    "timerlat": Probe("timerlat", "rtla", "probe.out", tracer="timerlat"),  # "irq", "thread" (and "user")
-    "osnoise": Probe("osnoise", "rtla", "probe.out", tracer="osnoise", note=OSNOISE_NOTE),  # "noise"
-    "timerlat-u": Probe("timerlat-u", "rtla", "probe.out", tracer="timerlat",
+    "timerlat": Probe("timerlat", "rtla", OUT, tracer="timerlat"),  # "irq", "thread" (and "user")
+    "osnoise": Probe("osnoise", "rtla", OUT, tracer="osnoise", note=OSNOISE_NOTE),  # "noise"
+    "timerlat-u": Probe("timerlat-u", "rtla", OUT, tracer="timerlat",
                         tracefs_file="osnoise/per_cpu/cpu0/timerlat_fd"),  # "irq", "thread", "user"
-    "hwnoise": Probe("hwnoise", "rtla", "probe.out", has_histogram=False, keeps_min=False, tracer="osnoise",
+    "hwnoise": Probe("hwnoise", "rtla", OUT, has_histogram=False, keeps_min=False, tracer="osnoise",
                      note=HWNOISE_NOTE),  # "noise"
-    "osnoise-top": Probe("osnoise-top", "rtla", "probe.out", has_histogram=False, keeps_min=False,
+    "osnoise-top": Probe("osnoise-top", "rtla", OUT, has_histogram=False, keeps_min=False,
                          tracer="osnoise", note=OSNOISE_TOP_NOTE),  # "noise", its counts by source
-    **{name: Probe(name, name, "probe.json", has_histogram=False, note=IPC_NOTE.format(name=name))
+    **{name: Probe(name, name, JSON, has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
-    "pi_stress": Probe("pi_stress", "pi_stress", "probe.json", has_histogram=False, note=PI_NOTE),
-    "signaltest": Probe("signaltest", "signaltest", "probe.json", has_histogram=False, note=SIGNAL_NOTE),
-    "rt-migrate-test": Probe("rt-migrate-test", "rt-migrate-test", "probe.json", has_histogram=False,
+    "pi_stress": Probe("pi_stress", "pi_stress", JSON, has_histogram=False, note=PI_NOTE),
+    "signaltest": Probe("signaltest", "signaltest", JSON, has_histogram=False, note=SIGNAL_NOTE),
+    "rt-migrate-test": Probe("rt-migrate-test", "rt-migrate-test", JSON, has_histogram=False,
                              note=MIGRATE_NOTE),
 }  # fmt: skip
 # the probes that put threads on every CPU themselves: no --rt-cpus for them

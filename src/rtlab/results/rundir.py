@@ -57,6 +57,15 @@ RTLA_ARGV = "rtla.argv"
 PROBE_ARGV = "probe.argv"  # loads/<load>/<probe>/, with --probe
 DEADLINE = "deadline.json"  # --deadline history: the limits a run was judged by, and their source
 HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measuring (hwlat.py)
+# The agent's own bookkeeping in a run folder (its pid, what it changed, each tool's process
+# group and a load's marks), which `agent.sh stop` reads after an agent that died.
+AGENT_PID = "agent.pid"
+GOVERNORS_SAVED = "governors.saved"
+TRACEFS_SAVED = "tracefs.saved"
+LOAD_PID, LOAD_MARK, LOAD_CGROUP = "load.pid", "load.mark", "load.cgroup"
+CYCLICTEST_PID, CYCLICTEST_LOG = "cyclictest.pid", "cyclictest.log"
+PROBE_PID, PROBE_OUT, PROBE_JSON = "probe.pid", probes.OUT, probes.JSON
+RTLA_PID, RTLA_OUT = "rtla.pid", "rtla.out"
 # What the agent reads from a run folder (the plan); everything else in it the agent writes.
 # What only the host writes in a run: a board's copy of a run folder never replaces them.
 HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS, DEADLINE)
@@ -64,6 +73,12 @@ PLAN_FILES = (
     PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, LOAD_PREPARE_ARGV, TRACE_ARGV,
     RTLA_ARGV, PROBE_ARGV,
 )  # fmt: skip
+# Every file name the agent spells in a run folder: tests/test_agent.py fails on one not here.
+AGENT_FILES = frozenset((
+    *PLAN_FILES, EVENTS, LOAD_LOG, AGENT_PID, GOVERNORS_SAVED, TRACEFS_SAVED, LOAD_PID, LOAD_MARK,
+    LOAD_CGROUP, cyclictest.FILE, timeline.FILE, CYCLICTEST_PID, CYCLICTEST_LOG, PROBE_PID, PROBE_OUT,
+    PROBE_JSON, RTLA_PID, RTLA_OUT,
+))  # fmt: skip
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -9,9 +9,8 @@
 #   agent.sh preflight PRIO RUNS|- [PROGRAM...]
 #                                 checks cyclictest and the loads' programs, SCHED_FIFO+mlock,
 #                                 another active run (the lock) and, in RUNS, the free space
-#   agent.sh run DIR [--seconds S] [--settle S] [--governor NAME|keep] [--cgroup PATH]
-#                    [--grace S] [--segment S] [--idle-after-boot S] [--stream-results]
-#                    [--trace-seconds S --trace-us US [--trace-spikes N] [--trace-level auto|a|b|c]]
+#   agent.sh run DIR [OPTIONS]    measures the plan in DIR; its options and their defaults are
+#                                 generated from rtlab.agent.contract (after the constants)
 #   agent.sh stop DIR             ends a run (its pid is in DIR/agent.pid) and anything it left
 #   agent.sh hwlat DIR SECONDS THRESHOLD_US [CPUMASK]
 #                                 the hwlat tracer alone (never during a measurement: it holds
@@ -93,11 +92,6 @@ STRESS_PID=
 LOAD_DIR=
 GOVSAVE=
 LOCK=
-STREAM=0
-SEGMENT=0
-TRACE_SECS=0
-TRACE_US=0
-TRACE_LEVEL=auto
 TRACESAVE=
 
 # Every event carries t=, seconds since boot (/proc/uptime, which busybox boards have too):

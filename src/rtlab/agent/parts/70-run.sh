@@ -89,35 +89,10 @@ idle_after_boot() {
 }
 
 cmd_run() {
-	[ $# -ge 1 ] || die "usage: agent.sh run DIR [--seconds S] [--settle S] [--governor G|keep] [--cgroup PATH] [--grace S] [--stream-results]"
+	[ $# -ge 1 ] || die "usage: agent.sh run DIR [options: rtlab.agent.contract]"
 	DIR=$1
 	shift
-	SECS=0
-	SETTLE=0
-	GOVERNOR=performance
-	CGROUP=
-	while [ $# -gt 0 ]; do
-		case $1 in
-		--stream-results)
-			STREAM=1
-			shift
-			continue
-			;;
-		--cgroup) CGROUP=$2 ;;
-		--seconds) SECS=$2 ;;
-		--settle) SETTLE=$2 ;;
-		--governor) GOVERNOR=$2 ;;
-		--grace) GRACE=$2 ;;
-		--segment) SEGMENT=$2 ;;
-		--idle-after-boot) IDLE_AFTER_BOOT=$2 ;;
-		--trace-seconds) TRACE_SECS=$2 ;;
-		--trace-us) TRACE_US=$2 ;;
-		--trace-spikes) TRACE_SPIKES=$2 ;;
-		--trace-level) TRACE_LEVEL=$2 ;;
-		*) die "unknown option $1" ;;
-		esac
-		shift 2
-	done
+	run_options "$@"
 	[ -f "$DIR/plan.loads" ] || die "$DIR/plan.loads is missing"
 	EVENTS=$DIR/events
 	GOVSAVE=$DIR/governors.saved
