@@ -33,14 +33,14 @@ from rtlab import __version__
 from rtlab.agent import contract, script
 from rtlab.boundary import unpack as archive
 from rtlab.boundary import untrusted
-from rtlab.boundary.shapes import Manifest
+from rtlab.boundary.shapes import Manifest, TargetJSON
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
 from rtlab.results import rundir
-from rtlab.results.rundir import SCHEMA as MANIFEST_SCHEMA
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files
+from rtlab.runner.record import new_manifest
 from rtlab.targets.base import target_dir
 
 if TYPE_CHECKING:
@@ -145,18 +145,8 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
     uid = uuid.uuid4().hex[:12]
     base_dir = target_dir()  # the board's rtlab folder, as for an ssh:// target: its lock is there
     remote = f"{base_dir}/lava/{uid}"
-    manifest: Manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "id": name,
-        "uid": uid,
-        "rtlab_version": __version__,
-        "plan": plan.to_json(),
-        "target": {"kind": "lava", "name": f"lava:{base.get('device_type')}"},
-        "ended": None,
-        "status": "running",
-        "loads": {load: {"status": "not-run"} for load in plan.loads},
-        "remote": remote,
-    }
+    target: TargetJSON = {"kind": "lava", "name": f"lava:{base.get('device_type')}"}
+    manifest = new_manifest(name, uid, plan, target, remote=remote)
     bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
     agent_args = " ".join(contract.argv(plan))
     # LAVA runs the steps under `set -e`: a step that fails ends the test run there, with no
@@ -409,22 +399,15 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
     unknown = tuple(Load(n, about="named by the LAVA job's results") for n in loads if n not in BUILTIN)
     plan = Plan(loads=loads, custom_loads=unknown)
     reason = f"the job's log holds no run from the board ({problem})"
-    manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "id": out.name,
-        "uid": "",
-        "rtlab_version": __version__,
-        "plan": {**plan.to_json(), "load_definitions": {}},
-        "target": {"kind": "lava", "name": "lava"},
-        "started": None,
-        "ended": None,
-        "status": "failed",
-        "loads": {load: {"status": "failed", "reason": reason} for load in plan.loads},
-    }
+    manifest = new_manifest(
+        out.name, "", plan, {"kind": "lava", "name": "lava"}, started=None, status="failed"
+    )
+    manifest["plan"]["load_definitions"] = {}
+    manifest["loads"] = {load: {"status": "failed", "reason": reason} for load in plan.loads}
     out.mkdir(parents=True, exist_ok=True)
     run = RunDir(out)
     write_json(run.path / "lava-results.json", results)
     ends = "".join(f"@rtlab load-end load={load} status=failed reason={reason}\n" for load in plan.loads)
     write_atomic(run.path / rundir.EVENTS, f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
-    run.write_manifest(manifest)  # type: ignore[arg-type]
+    run.write_manifest(manifest)
     return conclude(run, collected=now(), reason=reason)

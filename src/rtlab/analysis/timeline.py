@@ -140,14 +140,36 @@ def build(
     """`parts`: cyclictest's verbose output, one per segment (one, numbered 0, without)."""
     if not parts or not threads:
         return None, []
-    warnings: list[WarningJSON] = []
     by_index = {t.index: t for t in threads}
-    zero = origin["uptime_s"] if origin else 0.0
-    segments = segments or {}
-
     spikes = [(by_index[i].cpu, us, ts) for _, part in parts for i, us, ts in part.spikes if i in by_index]
-    full: dict[str, list[int]] = {str(t.cpu): [] for t in threads}  # every block printed, for the check
-    cpus: dict[str, list[int]] = {str(t.cpu): [] for t in threads}  # aligned across CPUs, per segment
+    full, cpus, segment_json = _blocks(threads, parts, segments or {}, when)
+    check, warnings = _checked(load, threads, full, spikes, samples_per_block, len(parts))
+    spike_json, said = _spikes(load, parts, spikes, origin["uptime_s"] if origin else 0.0, threshold_us, when)
+    merged: np.ndarray = np.zeros(len(next(iter(cpus.values()))), dtype=np.int64)
+    for values in cpus.values():
+        merged = np.maximum(merged, np.asarray(values, dtype=np.int64))
+    return {
+        "block_s": samples_per_block * interval_us / 1e6,
+        "start_s": segment_json[0]["start_s"],
+        "segments": segment_json,
+        "cpus": cpus,
+        "merged": [int(m) for m in merged],
+        "spikes": spike_json,
+        "check": check,
+        "garbled_lines": sum(part.garbled for _, part in parts),
+    }, warnings + said
+
+
+def _blocks(
+    threads: Sequence[ThreadResult],
+    parts: Sequence[tuple[int, Verbose]],
+    segments: dict[int, list[float]],
+    when: Phases | None,
+) -> tuple[dict[str, list[int]], dict[str, list[int]], list[SegmentJSON]]:
+    """Each CPU's block maxima: every one printed (for the check), and aligned across CPUs per
+    segment (the time axis); each segment's start, length and the gap before it."""
+    full: dict[str, list[int]] = {str(t.cpu): [] for t in threads}
+    cpus: dict[str, list[int]] = {str(t.cpu): [] for t in threads}
     segment_json: list[SegmentJSON] = []
     previous_end: float | None = None
     for n, part in parts:
@@ -161,19 +183,42 @@ def build(
         gap = round(start - previous_end, 2) if start is not None and previous_end is not None else None
         segment_json.append({"n": n, "start_s": start, "blocks": common, "gap_s": gap})
         previous_end = marks[1] if len(marks) > 1 else None
+    return full, cpus, segment_json
+
+
+def _checked(
+    load: str,
+    threads: Sequence[ThreadResult],
+    full: dict[str, list[int]],
+    spikes: list[tuple[int, int, int]],
+    samples_per_block: int,
+    parts: int,
+) -> tuple[str, list[WarningJSON]]:
+    """The time axis checked against each thread's own statistics: the worst status found
+    (missing, mismatch, unverified, else ok) and a warning per thread that is not ok."""
+    warnings: list[WarningJSON] = []
     statuses = []
     for thread in threads:
         spikes_max = max((us for cpu, us, _ in spikes if cpu == thread.cpu), default=0)
-        status, message = _check(
-            load, thread, full[str(thread.cpu)], spikes_max, samples_per_block, len(parts)
-        )
+        status, message = _check(load, thread, full[str(thread.cpu)], spikes_max, samples_per_block, parts)
         statuses.append(status)
         if message:
             warnings.append({"code": "time-axis", "load": load, "message": message})
-    merged: np.ndarray = np.zeros(len(next(iter(cpus.values()))), dtype=np.int64)
-    for values in cpus.values():
-        merged = np.maximum(merged, np.asarray(values, dtype=np.int64))
+    found = next((s for s in ("missing", "mismatch", "unverified") if s in statuses), "ok")
+    return found, warnings
 
+
+def _spikes(
+    load: str,
+    parts: Sequence[tuple[int, Verbose]],
+    spikes: list[tuple[int, int, int]],
+    zero: float,
+    threshold_us: int,
+    when: Phases | None,
+) -> tuple[SpikesJSON, list[WarningJSON]]:
+    """The spike list on the run's clock (seconds from its uptime at the start), how many
+    cyclictest kept of how many, and a warning when times fall outside the measurement."""
+    warnings: list[WarningJSON] = []
     kept = sum(len(part.spikes) for _, part in parts)
     totals = [part.spikes_total for _, part in parts]
     total = None if any(t is None for t in totals) else sum(t for t in totals if t is not None)
@@ -191,7 +236,7 @@ def build(
                     "target's monotonic clock and its uptime differ (was it suspended?)",
                 }
             )
-    spike_json: SpikesJSON = {
+    found: SpikesJSON = {
         "threshold_us": threshold_us,
         "total": total,
         "kept": kept,
@@ -200,18 +245,4 @@ def build(
         "cpu": [cpu for cpu, _, _ in spikes],
         "latency_us": [us for _, us, _ in spikes],
     }
-    check = "ok"
-    for status in ("missing", "mismatch", "unverified"):
-        if status in statuses:
-            check = status
-            break
-    return {
-        "block_s": samples_per_block * interval_us / 1e6,
-        "start_s": segment_json[0]["start_s"],
-        "segments": segment_json,
-        "cpus": cpus,
-        "merged": [int(m) for m in merged],
-        "spikes": spike_json,
-        "check": check,
-        "garbled_lines": sum(part.garbled for _, part in parts),
-    }, warnings
+    return found, warnings

@@ -416,18 +416,52 @@ def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:
         raise InvalidProbe("rtla's output has no histogram table (no Index line): rtla did not measure")
     if not any(line.startswith("# Time unit is microseconds") for line in text.splitlines()):
         raise InvalidProbe("rtla's output is not in microseconds (rtla's -n was given?)")
-    columns = [_COLUMN.match(word) for word in lines[header][1:]]
-    if (
-        not columns
-        or not all(m is not None and m.group(1) in _KINDS[tracer] for m in columns)
-        or len(columns) > MAX_THREADS
-    ):
-        raise InvalidProbe(f"rtla's output: unknown columns {' '.join(lines[header][1:])[:80]}")
-    width = len(columns)
-    counts: list[dict[int, int]] = [{} for _ in columns]
+    columns = _rtla_columns(lines[header][1:], tracer)
+    counts, rows, bucket_values = _rtla_rows(lines[header + 1 :], len(columns))
+    measures: dict[str, list[ThreadResult]] = {}
+    for i, (match, column) in enumerate(zip(columns, counts, strict=True)):
+        thread = _rtla_column(match, column, {key: row[i] for key, row in rows.items()})
+        if thread is not None:
+            measures.setdefault(_MEASURE[match.group(1)], []).append(thread)
+    if not measures:
+        raise InvalidProbe("rtla's output counts no samples")
+    for found in measures.values():
+        _total(found, "rtla's output")
+    # rtla's own default: 256 entries of 1 µs
+    entries, size = _option(argv, "-E") or "256", _option(argv, "-b") or "1"
+    limit = (
+        int(entries) * int(size)
+        if entries.isdigit() and size.isdigit()
+        else max(bucket_values, default=0) + 1
+    )
+    return ProbeResult({m: sorted(t, key=lambda r: r.cpu) for m, t in measures.items()}, limit)
+
+
+def _rtla_columns(words: list[str], tracer: str) -> list[re.Match[str]]:
+    """The header's columns, each a context of the tracer's and a CPU, no CPU's context twice
+    (Thr-000 and Thr-0 are one CPU: one would hide the other)."""
+    columns = [_COLUMN.match(word) for word in words]
+    if not columns or not all(m is not None and m.group(1) in _KINDS[tracer] for m in columns):
+        raise InvalidProbe(f"rtla's output: unknown columns {' '.join(words)[:80]}")
+    if len(columns) > MAX_THREADS:
+        raise InvalidProbe(f"rtla's output: unknown columns {' '.join(words)[:80]}")
+    found = [m for m in columns if m is not None]
+    keys = [(m.group(1), int(m.group(2))) for m in found]
+    if len(set(keys)) != len(keys):
+        kind, cpu = next(k for k in keys if keys.count(k) > 1)
+        raise InvalidProbe(f"rtla's output has two {kind} columns for CPU {cpu}: one would hide the other")
+    return found
+
+
+def _rtla_rows(
+    lines: list[list[str]], width: int
+) -> tuple[list[dict[int, int]], dict[str, list[float | None]], list[int]]:
+    """The table's body: each column's non-empty buckets (µs -> count), the summary rows
+    (over:, count:, min:, avg:, max:) and the buckets' values in order."""
+    counts: list[dict[int, int]] = [{} for _ in range(width)]
     rows: dict[str, list[float | None]] = {}
     bucket_values: list[int] = []
-    for words in lines[header + 1 :]:
+    for words in lines:
         if words[0] == "ALL:":
             break
         key = words[0]
@@ -451,43 +485,28 @@ def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:
         raise InvalidProbe(f"rtla's output ends without its {', '.join(missing)} rows: rtla was cut short")
     if bucket_values != sorted(set(bucket_values)):
         raise InvalidProbe("rtla's output: the buckets are not in ascending order")
-    # one column per context and CPU, whatever its spelling: Thr-000 and Thr-0 are one CPU
-    keys = [(m.group(1), int(m.group(2))) for m in columns if m is not None]
-    if len(set(keys)) != len(keys):
-        kind, cpu = next(k for k in keys if keys.count(k) > 1)
-        raise InvalidProbe(f"rtla's output has two {kind} columns for CPU {cpu}: one would hide the other")
-    measures: dict[str, list[ThreadResult]] = {}
-    for i, (match, column) in enumerate(zip(columns, counts, strict=True)):
-        assert match is not None
-        cpu = int(match.group(2))
-        over, count = rows["over:"][i], rows["count:"][i]
-        if over is None or count is None or not (over.is_integer() and count.is_integer()):
-            raise InvalidProbe(f"rtla's output: {match.group(0)} has no whole count and overflow count")
-        if sum(column.values()) + over != count:
-            raise InvalidProbe(
-                f"rtla's output: {match.group(0)} counts {count:g} samples but its buckets and "
-                f"overflows hold {sum(column.values()) + over:g}"
-            )
-        if count == 0:
-            continue  # a CPU rtla did not measure (outside -c): its min, avg and max are "-"
-        min_us, max_us, avg = rows["min:"][i], rows["max:"][i], rows["avg:"][i]
-        if min_us is None or max_us is None or avg is None or not min_us <= avg <= max_us:
-            raise InvalidProbe(
-                f"rtla's output: {match.group(0)} counts samples but its min, avg, max disagree"
-            )
-        if column and (min(column) < min_us or max(column) > max_us):
-            raise InvalidProbe(f"rtla's output: {match.group(0)} has samples outside its own min .. max")
-        thread = ThreadResult(cpu, cpu, int(count), int(min_us), int(max_us), avg, column, int(over))
-        measures.setdefault(_MEASURE[match.group(1)], []).append(thread)
-    if not measures:
-        raise InvalidProbe("rtla's output counts no samples")
-    for found in measures.values():
-        _total(found, "rtla's output")
-    # rtla's own default: 256 entries of 1 µs
-    entries, size = _option(argv, "-E") or "256", _option(argv, "-b") or "1"
-    limit = (
-        int(entries) * int(size)
-        if entries.isdigit() and size.isdigit()
-        else max(bucket_values, default=0) + 1
-    )
-    return ProbeResult({m: sorted(t, key=lambda r: r.cpu) for m, t in measures.items()}, limit)
+    return counts, rows, bucket_values
+
+
+def _rtla_column(
+    match: re.Match[str], column: dict[int, int], said: dict[str, float | None]
+) -> ThreadResult | None:
+    """One column's result, its buckets checked against its own summary rows (SAID); None for
+    a CPU rtla did not measure (outside -c: its min, avg and max are "-")."""
+    cpu = int(match.group(2))
+    over, count = said["over:"], said["count:"]
+    if over is None or count is None or not (over.is_integer() and count.is_integer()):
+        raise InvalidProbe(f"rtla's output: {match.group(0)} has no whole count and overflow count")
+    if sum(column.values()) + over != count:
+        raise InvalidProbe(
+            f"rtla's output: {match.group(0)} counts {count:g} samples but its buckets and "
+            f"overflows hold {sum(column.values()) + over:g}"
+        )
+    if count == 0:
+        return None
+    min_us, max_us, avg = said["min:"], said["max:"], said["avg:"]
+    if min_us is None or max_us is None or avg is None or not min_us <= avg <= max_us:
+        raise InvalidProbe(f"rtla's output: {match.group(0)} counts samples but its min, avg, max disagree")
+    if column and (min(column) < min_us or max(column) > max_us):
+        raise InvalidProbe(f"rtla's output: {match.group(0)} has samples outside its own min .. max")
+    return ThreadResult(cpu, cpu, int(count), int(min_us), int(max_us), avg, column, int(over))
