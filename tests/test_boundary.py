@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from conftest import AGENT, BUSYBOX, copy_of, read_json, rtlab
-from rtlab import lava_server
 from rtlab.boundary import paths, untrusted, values
 from rtlab.errors import RunFailed, UsageError
+from rtlab.farm import server as lava_server
 from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
 
 # --- a board that names host files ------------------------------------------------------------
@@ -33,7 +33,7 @@ from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
 
 @pytest.mark.parametrize("name", ["../../../victim/secret.txt", "/tmp/rtlab-hostile-hwlat", ".bashrc", "a/b"])
 def test_hwlat_files_a_board_names_never_leave_the_output_folder(tmp_path, victim, name):
-    from rtlab import hwlat
+    from rtlab.runner import hwlat
     from rtlab.targets import open_target
     from rtlab.targets.qemu.console import Console
 
@@ -68,7 +68,7 @@ def test_a_known_hwlat_file_is_kept():
 
 
 def untrusted_files(text: str) -> dict[str, str]:
-    from rtlab import hwlat
+    from rtlab.runner import hwlat
 
     return hwlat._files(text)
 
@@ -285,7 +285,7 @@ def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_pa
 def test_a_cut_last_line_keeps_its_padding():
     """A kernel message in the bundle's last line, after its base64 padding: the line's start,
     padding and all, is the bundle's (CI once lost the last line this way, one run in ten)."""
-    from rtlab import lava
+    from rtlab.farm import lava
 
     data = bytes(range(256)) * 3 + b"x"
     text = base64.b64encode(data).decode()

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_of, digest, read_json, rtlab, run_args
-from rtlab import lava_server
 from rtlab.boundary import unpack, untrusted
 from rtlab.errors import RunFailed
+from rtlab.farm import server as lava_server
 from test_ssh import board  # noqa: F401  (the loopback sshd)
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red

@@ -532,7 +532,7 @@ def test_rtla_analysis(text):
 @given(mangled(HWLAT))
 @UNIT
 def test_hwlat(text):
-    from rtlab import hwlat
+    from rtlab.runner import hwlat
 
     files = bounded(lambda: hwlat._files(text)) or {}
     assert set(files) <= set(hwlat.FILES)  # only the names the agent prints become files
@@ -556,7 +556,7 @@ def test_server_answer(body):
 @given(st.data())
 @UNIT
 def test_lava_log(data):
-    from rtlab import lava
+    from rtlab.farm import lava
 
     bundle = io.BytesIO()
     with tarfile.open(fileobj=bundle, mode="w:gz") as tar:

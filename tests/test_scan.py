@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 from conftest import needs_root, needs_tools, processes_named, read_json, rtlab, start_rtlab, wait_for
+from rtlab.campaigns.scan import Choice, choose, rank
 from rtlab.loads import read_file
-from rtlab.scan import Choice, choose, rank
 
 CLASSES = "security,pipe"
 PIPE = ["fifo", "pipe", "pipeherd", "ring-pipe", "sendfile", "splice", "tee", "vm-splice"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import processes_named, read_json, rtlab, start_rtlab
+from rtlab.campaigns.study import Stage, parse, with_boot
 from rtlab.errors import UsageError
-from rtlab.study import Stage, parse, with_boot
 from test_qemu import needs_x86
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -22,7 +22,7 @@ from rtlab.units import format_duration, parse_latency
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
-    from rtlab.study import Study
+    from rtlab.campaigns.study import Study
 
 
 def say(line: str) -> None:
@@ -54,8 +54,9 @@ def repeats(
     (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
     from datetime import datetime
 
-    from rtlab import campaign, store
+    from rtlab import store
     from rtlab.analysis import repeats as repeated
+    from rtlab.campaigns import loop as campaign
     from rtlab.progress import RunProgress
     from rtlab.results import rundir
     from rtlab.results.rundir import read_index, write_json
@@ -120,7 +121,7 @@ def scan(
     command again goes on where an interrupted scan stopped."""
     from datetime import datetime
 
-    from rtlab import scan as scanning
+    from rtlab.campaigns import scan as scanning
     from rtlab.report import scan_table
     from rtlab.targets import open_target
 
@@ -174,7 +175,7 @@ def study(
     where an interrupted study stopped."""
     from datetime import datetime
 
-    from rtlab import study as studies
+    from rtlab.campaigns import study as studies
 
     it = studies.read(study_file)
     instead = {"duration": duration, "settle": settle, "idle-after-boot": idle_after_boot}
@@ -189,8 +190,8 @@ def study(
 def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> None:
     """Every cell of the study not yet measured, then all of them compared with the first."""
     from rtlab import store
-    from rtlab import study as studies
     from rtlab.analysis.verdicts import Margin
+    from rtlab.campaigns import study as studies
     from rtlab.cli.reports import judge
     from rtlab.progress import RunProgress
     from rtlab.report import verdict_table

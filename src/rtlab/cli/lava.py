@@ -15,7 +15,7 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
-    from rtlab.lava_server import Server
+    from rtlab.farm.server import Server
 
 app = typer.Typer(
     help="Board farms: rtlab campaigns as LAVA jobs, their logs back as runs.", no_args_is_help=True
@@ -55,7 +55,7 @@ def job(
     it measures, then reports each load to LAVA and prints the run for `rtlab lava import`."""
     from datetime import datetime
 
-    from rtlab import lava
+    from rtlab.farm import lava
 
     if (base is None) == (qemu is None):
         raise UsageError(
@@ -72,7 +72,7 @@ def job(
 
 def _qemu_base(spec: str, output: Path) -> dict[str, Any]:
     """The deploy and boot of LAVA's qemu device type for rtlab's guest, its images beside OUTPUT."""
-    from rtlab import lava
+    from rtlab.farm import lava
     from rtlab.targets.qemu import SHELL_PROMPT, GuestSpec, QemuTarget
 
     guest = QemuTarget(GuestSpec.parse(spec))
@@ -98,7 +98,8 @@ def submit(
 ) -> None:
     """Submit a job to a LAVA server (REST API v0.2); prints its id. With --wait, follows it to
     its end and imports its run, as `rtlab lava import ID` would."""
-    from rtlab import lava, lava_server
+    from rtlab.farm import lava
+    from rtlab.farm import server as lava_server
 
     if url is None:
         raise UsageError("rtlab lava submit needs --url: the LAVA server to submit to")
@@ -142,7 +143,8 @@ def import_(
 ) -> None:
     """Rebuild the run of a LAVA job, from the server or from its log, as a run made here
     would be. A job whose health is not Complete is imported as failed."""
-    from rtlab import lava, lava_server
+    from rtlab.farm import lava
+    from rtlab.farm import server as lava_server
 
     if (job_id is None) == (log is None):
         raise UsageError("give a job id with --url, or --log FILE (one of the two)")
@@ -170,7 +172,7 @@ def _import_job(
     record: dict[str, Any] | None = None,
     history: bool = False,
 ) -> None:
-    from rtlab import lava
+    from rtlab.farm import lava
 
     if record is None:
         record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))

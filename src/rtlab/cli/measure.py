@@ -144,7 +144,7 @@ def _hwlat(
 ) -> None:
     from datetime import datetime
 
-    from rtlab import hwlat as hw
+    from rtlab.runner import hwlat as hw
     from rtlab.system import cpus
     from rtlab.targets import open_target
 

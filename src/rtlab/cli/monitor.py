@@ -1,5 +1,5 @@
 """rtlab monitor: one load measured block after block into the history, each block judged
-against the limit the history gives and the gate (rtlab/monitor.py)."""
+against the limit the history gives and the gate (rtlab/campaigns/monitor.py)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def monitor(
     """Measure one load block after block (each block one run of --duration, default 5m) for
     as long as it runs: each block into the history, judged against the history's limit and
     the gate; an alert (a line, --on-alert, exit 1 at the end) when one is worse."""
-    from rtlab import monitor as monitoring
+    from rtlab.campaigns import monitor as monitoring
     from rtlab.runner import execute
     from rtlab.targets import open_target
 

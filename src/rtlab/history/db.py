@@ -20,9 +20,9 @@ import numpy as np
 import sqlalchemy as sa
 
 from rtlab import store as runs_store
-from rtlab import study
 from rtlab.analysis import repeats
 from rtlab.boundary import untrusted
+from rtlab.campaigns import study
 from rtlab.errors import UsageError
 from rtlab.history import schema
 from rtlab.history.index import Context, Rows, rows_of

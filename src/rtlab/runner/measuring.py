@@ -8,7 +8,6 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from rtlab import hwlat
 from rtlab.agent import contract
 from rtlab.boundary import shapes
 from rtlab.boundary.shapes import Manifest, Sysinfo
@@ -17,6 +16,7 @@ from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
 from rtlab.results import rundir
 from rtlab.results.rundir import HWLAT_FOLDER, RunDir, append_line
+from rtlab.runner import hwlat
 from rtlab.runner.preflight import Busy
 from rtlab.runner.record import Outcome, Progress, finish
 from rtlab.runner.signals import Signals

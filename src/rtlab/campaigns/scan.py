@@ -15,7 +15,7 @@ from typing import Any
 
 import tomli_w
 
-from rtlab import campaign
+from rtlab.campaigns import loop as campaign
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load
 from rtlab.plan import Plan
