@@ -1,6 +1,7 @@
 """rtlab bisect on real runs of this machine: a git range whose "product" is the load a
 prepare command installs (as a kernel would be installed), the regression a SCHED_FIFO 99
-busy loop (tests/spin.c) taking CPU 0 for 5 ms of every 10 ms from one revision on.
+busy loop (tests/spin.c) taking CPU 0 for 40 ms of every 80 ms from one revision on (this
+VM's own hiccups reach 27 ms: a 5 ms spin once left a noisy good end "cannot tell").
 
 The culprit must be named, with its revision's own histograms showing it (recomputed here
 from cyclictest's JSON); a range where nothing changes must end with no culprit; the user's
@@ -43,7 +44,7 @@ def _range(repo: Path, spin: Path, culprit: int | None) -> list[str]:
     shas = []
     for i in range(REVISIONS):
         busy = culprit is not None and i >= culprit
-        (repo / "work.sh").write_text(f"exec {spin} 0 5 0 100000 0.01\n" if busy else "exec sleep 3600\n")
+        (repo / "work.sh").write_text(f"exec {spin} 0 40 0 100000 0.04\n" if busy else "exec sleep 3600\n")
         (repo / "notes.txt").write_text(f"change {i}\n")
         broken = repo / "BROKEN"
         broken.unlink(missing_ok=True)
