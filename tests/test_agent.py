@@ -218,6 +218,32 @@ def test_stop_after_a_hard_kill_restores_governors(busybox_path, tmp_path):
     assert processes_in(run) == []
 
 
+@needs_root
+@needs_tools
+def test_stop_after_a_hard_kill_ends_a_loads_preparation(busybox_path, tmp_path):
+    """A load's preparation running another program than the load (here sleep, the load
+    stress-ng) is found and ended by `agent.sh stop` after the agent died with SIGKILL."""
+    run = tmp_path / "run"
+    write_plan(run, {"cpu": ["--matrix", "1", "--timeout", "60s"]}, seconds=60)
+    (run / "loads/cpu/load.prepare.argv").write_text("sleep\n300\n")
+    cmd, env = agent_cmd("dash", busybox_path, "run", str(run), "--settle", "0", "--governor", "keep")
+    agent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not [c for _, c in processes_in(run) if c == "sleep"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [c for _, c in processes_in(run) if c == "sleep"], "the preparation never started"
+    agent.send_signal(signal.SIGKILL)  # a crash: no trap runs
+    agent.wait()
+    assert (run / "loads/cpu/load.prepare.pid").exists()
+    stop = subprocess.run([*agent_cmd("dash", busybox_path, "stop", str(run))[0]], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    deadline = time.monotonic() + 10
+    while processes_in(run) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_in(run) == []
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

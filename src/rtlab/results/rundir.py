@@ -63,6 +63,7 @@ AGENT_PID = "agent.pid"
 GOVERNORS_SAVED = "governors.saved"
 TRACEFS_SAVED = "tracefs.saved"
 LOAD_PID, LOAD_MARK, LOAD_CGROUP = "load.pid", "load.mark", "load.cgroup"
+LOAD_PREPARE_PID = "load.prepare.pid"
 CYCLICTEST_PID, CYCLICTEST_LOG = "cyclictest.pid", "cyclictest.log"
 PROBE_PID, PROBE_OUT, PROBE_JSON = "probe.pid", probes.OUT, probes.JSON
 RTLA_PID, RTLA_OUT = "rtla.pid", "rtla.out"
@@ -75,9 +76,9 @@ PLAN_FILES = (
 )  # fmt: skip
 # Every file name the agent spells in a run folder: tests/test_agent.py fails on one not here.
 AGENT_FILES = frozenset((
-    *PLAN_FILES, EVENTS, LOAD_LOG, AGENT_PID, GOVERNORS_SAVED, TRACEFS_SAVED, LOAD_PID, LOAD_MARK,
-    LOAD_CGROUP, cyclictest.FILE, timeline.FILE, CYCLICTEST_PID, CYCLICTEST_LOG, PROBE_PID, PROBE_OUT,
-    PROBE_JSON, RTLA_PID, RTLA_OUT,
+    *PLAN_FILES, EVENTS, LOAD_LOG, AGENT_PID, GOVERNORS_SAVED, TRACEFS_SAVED, LOAD_PID, LOAD_PREPARE_PID,
+    LOAD_MARK, LOAD_CGROUP, cyclictest.FILE, timeline.FILE, CYCLICTEST_PID, CYCLICTEST_LOG, PROBE_PID,
+    PROBE_OUT, PROBE_JSON, RTLA_PID, RTLA_OUT,
 ))  # fmt: skip
 
 

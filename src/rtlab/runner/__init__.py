@@ -35,7 +35,7 @@ from rtlab.results import liveness, rundir
 from rtlab.results.rundir import RunDir, write_json
 from rtlab.runner.collecting import collect
 from rtlab.runner.measuring import gate_closed, hwlat_gate, measure, write_plan_files
-from rtlab.runner.preflight import INSTALL_HINT, MIN_FREE_KB, Busy, preflight, preflight_waiting, sysinfo
+from rtlab.runner.preflight import INSTALL_HINT, MIN_FREE_KB, Busy, preflight_waiting, sysinfo
 from rtlab.runner.record import Outcome, conclude, finish_quietly, new_manifest, now
 from rtlab.runner.signals import Interrupted, Signals, guarded
 from rtlab.system.kernel import preemption
@@ -179,5 +179,5 @@ def default_run_path(info: Sysinfo, base: Path = Path("results")) -> Path:
 
 __all__ = [  # what the commands, lava.py and the tests use
     "INSTALL_HINT", "Busy", "Outcome", "collect", "conclude", "default_run_path", "execute",
-    "execute_parallel", "now", "preflight", "sysinfo", "write_plan_files",
+    "execute_parallel", "now", "sysinfo", "write_plan_files",
 ]  # fmt: skip

@@ -186,16 +186,18 @@ load_prepare() {
 		cd "$ld" && run_argv load.prepare.argv $NORMAL $SETSID
 	) >"$ld/load.log" 2>&1 &
 	pid=$!
-	echo "$pid" >"$ld/load.pid" # `agent.sh stop` ends it as it ends the load
+	echo "$pid" >"$ld/load.prepare.pid" # `agent.sh stop` ends it after an agent that died
 	since=$(now_s)
 	while alive "$pid" && [ $STOP = 0 ] && [ $(($(now_s) - since)) -lt "$PREPARE_LIMIT" ]; do sleep 1; done
 	if alive "$pid"; then
 		signal_group KILL "$pid"
 		wait_pid "$pid"
+		rm -f "$ld/load.prepare.pid"
 		[ $STOP = 1 ] || REASON="the load's preparation did not end within $PREPARE_LIMIT s"
 		return 1
 	fi
 	wait_pid "$pid"
+	rm -f "$ld/load.prepare.pid"
 	if [ "$WAIT_RC" != 0 ]; then
 		REASON="the load's preparation: $(exit_text "$(sed -n 1p "$ld/load.prepare.argv")" "$WAIT_RC"): $(last_words "$ld/load.log")"
 		return 1

@@ -147,6 +147,7 @@ cmd_stop() {
 	left=
 	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
 		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid \
+		"$DIR"/loads/*/load.prepare.pid \
 		"$DIR"/loads/*/*/probe.pid; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
@@ -154,6 +155,8 @@ cmd_stop() {
 		tool=${tool%.pid}
 		if [ "$tool" = load ]; then
 			tool=$(load_program "${f%/*}")
+		elif [ "$tool" = load.prepare ]; then
+			tool=$(sed -n 1p "${f%/*}/load.prepare.argv")
 		elif [ "$tool" = probe ]; then
 			tool=$(sed -n 1p "${f%/*}/probe.argv")
 		fi
