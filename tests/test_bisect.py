@@ -241,6 +241,32 @@ def test_a_revisions_standing_from_its_verdicts_against_both_ends():
     assert judge(_found(cpu="same", os="worse"), _found(cpu="better", os="same"), ["cpu"]).kind == GOOD
 
 
+def _test(metric: str, verdict: str, effect: float, lo: float, hi: float, unit: str = "µs") -> dict:
+    return {"metric": metric, "unit": unit, "effect": effect, "interval": [lo, hi], "verdict": verdict}
+
+
+@pytest.mark.unit
+def test_a_revision_unlike_both_ends_in_different_metrics_is_put_by_both():
+    # as make test once saw: the planted 40 ms spin, measured at a revision past the culprit,
+    # is 40 ms worse than good in p99.9 and, by chance, 13 µs better than bad in p99; in p99.9
+    # it is no different from bad, so it is surely nearer bad and bad
+    vs_good = {"loads": {"work": {"verdict": "worse", "reason": "", "tests": [
+        _test("p99", "same", 5, -3, 12), _test("p99.9", "worse", 39853, 39799, 39882),
+        _test("exceedance", "worse", 19.8, 3.84, 102, "ratio")]}}}  # fmt: skip
+    vs_bad = {"loads": {"work": {"verdict": "better", "reason": "", "tests": [
+        _test("p99", "better", -13, -19, -7), _test("p99.9", "same", -40, -210, 95),
+        _test("exceedance", "same", 0.9, 0.5, 1.6, "ratio")]}}}  # fmt: skip
+    standing = judge(vs_good, vs_bad, ["work"])
+    assert standing.kind == BAD, standing
+    assert "surely nearer bad" in standing.reason
+    # the mirror: 13 µs worse than good in p99, 40 ms better than bad in p99.9: good
+    mirror_good = {"loads": {"work": {"verdict": "worse", "reason": "", "tests": [
+        _test("p99", "worse", 13, 7, 19), _test("p99.9", "same", 40, -95, 210)]}}}  # fmt: skip
+    mirror_bad = {"loads": {"work": {"verdict": "better", "reason": "", "tests": [
+        _test("p99", "same", -5, -12, 3), _test("p99.9", "better", -39853, -39882, -39799)]}}}  # fmt: skip
+    assert judge(mirror_good, mirror_bad, ["work"]).kind == GOOD
+
+
 @pytest.mark.unit
 def test_the_ends_must_differ_first():
     assert ends(_found(cpu="worse", os="same")).loads == ("cpu",)

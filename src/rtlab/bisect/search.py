@@ -83,27 +83,33 @@ def ends(found: Verdicts, loads: Sequence[str] | None = None) -> Ends:
     return Ends("no-difference", (), f"bad is not worse than good: {said}")
 
 
-def _distance(test: Mapping[str, Any], sign: float) -> tuple[float, float] | None:
+def _distance(test: Mapping[str, Any]) -> tuple[float, float] | None:
     """(least, most) distance of a subject from an end in one metric, from the interval of
-    compare's effect (µs, or the log of a ratio); SIGN -1 for an effect against the bad end."""
+    compare's effect (µs, or the log of a ratio): 0 at least when the interval holds 0."""
     span = _span(test)
     if span is None:
         return None
-    near, far = sorted((sign * span[0], sign * span[1]))
-    return near, far
+    lo, hi = span
+    most = max(abs(lo), abs(hi))
+    return (0.0 if lo <= 0.0 <= hi else min(abs(lo), abs(hi))), most
 
 
 def nearer(g: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
-    """For a subject worse than good and better than bad in a load: GOOD or BAD when, in a
-    metric both comparisons found different, it is surely nearer that end (the most it can be
+    """For a subject worse than good and better than bad in a load: GOOD or BAD when, in the
+    metrics either comparison found different, it is surely nearer that end (the most it can be
     from one is less than the least it is from the other), else None. A slow drift of the
-    machine moves a subject a little from both ends; a change moves it all the way."""
+    machine moves a subject a little from both ends; a change moves it all the way. Both
+    comparisons are read in each such metric, found different or not: a subject 40 ms worse
+    than good in p99.9 and 13 µs better than bad in p99 is nearer bad in both."""
     sides = set()
-    tests_b = {t["metric"]: t for t in b.get("tests", []) if t.get("verdict") == "better"}
-    for t in g.get("tests", []):
-        if t.get("verdict") != "worse" or t["metric"] not in tests_b:
+    tests_g = {t["metric"]: t for t in g.get("tests", [])}
+    tests_b = {t["metric"]: t for t in b.get("tests", [])}
+    decided = [m for m, t in tests_g.items() if t.get("verdict") == "worse"]
+    decided += [m for m, t in tests_b.items() if t.get("verdict") == "better" and m not in decided]
+    for metric in decided:
+        if metric not in tests_g or metric not in tests_b:
             continue
-        from_good, from_bad = _distance(t, 1.0), _distance(tests_b[t["metric"]], -1.0)
+        from_good, from_bad = _distance(tests_g[metric]), _distance(tests_b[metric])
         if from_good is None or from_bad is None:
             continue
         if from_good[1] < from_bad[0]:
