@@ -120,3 +120,43 @@ def test_unprivileged_user_is_told_what_is_missing():
     assert done.returncode == 2, done.stderr
     assert "SCHED_FIFO" in done.stderr and "run as root" in done.stderr
     assert not out.exists()
+
+
+def _commands(command, path=()):
+    """Every command of the CLI, with its words: ('run',), ('history', 'limit'), ..."""
+    sub = getattr(command, "commands", None)
+    if sub is None:
+        yield path, command
+        return
+    for name, child in sub.items():
+        yield from _commands(child, (*path, name))
+
+
+@pytest.mark.unit
+def test_no_command_declares_a_run_option_by_hand():
+    # a run option (plan.OPTIONS) is declared once; a command that takes one gets it from the
+    # table (cli/options.run_options), under its own help or flag at most (scan's --per-stressor)
+    from typer.main import get_command
+
+    from rtlab.cli import app
+    from rtlab.plan import OPTION
+
+    taken: dict[str, set[str]] = {}
+    measuring = {"run", "trace", "scan", "study", "monitor", "bisect", "sweep", "lava job"}
+    commands = {" ".join(words): command for words, command in _commands(get_command(app))}
+    assert measuring <= set(commands)
+    for words, command in commands.items():
+        if words not in measuring:
+            continue  # history limit's --duration is the length of a run it answers for
+        for param in command.params:
+            flag = next((o[2:] for o in param.opts if o.startswith("--")), None)
+            panel = getattr(param, "rich_help_panel", None) or ""
+            if flag in OPTION:
+                assert panel.startswith("Run options"), f"rtlab {words} declares --{flag} by hand"
+            if panel.startswith("Run options"):
+                taken.setdefault(words, set()).add(flag)
+    assert set(OPTION) <= taken["run"]
+    assert {"loads", "duration", "trace-spikes", "trace-level"} <= taken["trace"]
+    assert "trace" not in taken["trace"]  # trace's own --threshold
+    assert {"duration", "settle", "idle-after-boot"} <= taken["study"]
+    assert {"per-stressor", "settle"} <= taken["scan"]

@@ -12,7 +12,7 @@ import typer
 from rtlab import report
 from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
-from rtlab.cli.options import AcceptKey, History, Target, plan_of
+from rtlab.cli.options import AcceptKey, History, Target, plan_of, run_options
 from rtlab.cli.present import deadlines_of, out_dir, present, record
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
@@ -102,14 +102,23 @@ def repeats(
             raise RunFailed(f"not every repeat is complete: see {folder}/repeat-*/events")
 
 
+SCAN_DEFAULTS = {"duration": "10s", "settle": "1s"}  # a scan is many short looks, not a measurement
+
+
+@run_options(
+    keys=("duration", "settle", "interval", "priority", "workers", "histogram-range"),
+    flags={"duration": "per-stressor"},
+    panel="Run options",
+    helps={"duration": f"measurement per stressor (default {SCAN_DEFAULTS['duration']})",
+           "settle": f"stressor running before measuring (default {SCAN_DEFAULTS['settle']})"},
+)  # fmt: skip
 def scan(
+    options: dict[str, str],
     target: Target = "local",
     classes: Annotated[
         str | None, typer.Option("--class", help="stress-ng classes, e.g. cpu,os (default: every stressor)")
     ] = None,
     stressors: Annotated[str | None, typer.Option(help="stressors by name, e.g. sock,timer")] = None,
-    per_stressor: Annotated[str, typer.Option(help="measurement per stressor")] = "10s",
-    settle: Annotated[str, typer.Option(help="stressor running before measuring")] = "1s",
     top: Annotated[int, typer.Option(help="how many of the worst go into the loads file")] = 5,
     out: Annotated[
         str | None, typer.Option(help="the scan's folder (default results/<date>-scan); again: resume")
@@ -129,7 +138,7 @@ def scan(
         raise UsageError(f"--top {top}: give 1 or more")
     names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
     wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
-    plan = plan_of(None, None, {"duration": per_stressor, "settle": settle})
+    plan = plan_of(None, None, {**SCAN_DEFAULTS, **options})
     folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-scan"
     first = open_target(target, accept_new_host_key)
     try:
@@ -153,19 +162,12 @@ def scan(
     say(f"saved in {folder}")
 
 
+@run_options(panel="Run options, instead of the study file's (--duration 2s: a short try)")
 def study(
+    options: dict[str, str],
     study_file: Annotated[Path, typer.Argument(metavar="STUDY.toml")],
     out: Annotated[
         str | None, typer.Option(help="the study's folder (default results/<date>-<name>); again: resume")
-    ] = None,
-    duration: Annotated[
-        str | None, typer.Option(help="per load, instead of the file's (a short try)")
-    ] = None,
-    settle: Annotated[
-        str | None, typer.Option(help="load running before measuring, instead of the file's")
-    ] = None,
-    idle_after_boot: Annotated[
-        str | None, typer.Option(help="wait after boot, instead of the file's (0s: not at all)")
     ] = None,
     accept_new_host_key: AcceptKey = False,
     history: History = False,
@@ -178,8 +180,7 @@ def study(
     from rtlab.campaigns import study as studies
 
     it = studies.read(study_file)
-    instead = {"duration": duration, "settle": settle, "idle-after-boot": idle_after_boot}
-    given = {**it.options, **{k: v for k, v in instead.items() if v is not None}}
+    given = {**it.options, **options}
     base = plan_of(given.pop("preset", None), it.loads_file, given)
     if it.deadline is not None:
         parse_latency(it.deadline)

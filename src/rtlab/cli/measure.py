@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rtlab.cli.options import (
-    LOADS_HELP,
     AcceptKey,
     History,
     Junit,
@@ -17,8 +16,6 @@ from rtlab.cli.options import (
     Name,
     Preset,
     RunDeadline,
-    TraceLevel,
-    TraceSpikes,
     plan_of,
     run_options,
 )
@@ -28,6 +25,8 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
 from rtlab.units import format_duration, parse_duration, parse_latency
+
+TRACE_DURATION = "30s"  # rtlab trace's measurement per load, then a trace pass as long
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
@@ -107,17 +106,20 @@ def deadline_for(deadline: str | None, plan: Plan, target: list[str] | None) -> 
     return deadlines_of(deadline)
 
 
+@run_options(
+    skip=("trace",),
+    helps={
+        "duration": "per load: the measurement, then a trace pass as long "
+        f"(default {TRACE_DURATION}); with --hwlat, its pass"
+    },
+)
 def trace(
+    options: dict[str, str],
     threshold: Annotated[
         str | None, typer.Option(help="trace what makes samples above this, e.g. 500us (hwlat: 10us)")
     ] = None,
     target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
-    loads: Annotated[str | None, typer.Option(help=LOADS_HELP)] = None,
-    duration: Annotated[
-        str, typer.Option(help="per load: the measurement, then a trace pass as long (default 30s)")
-    ] = "30s",
-    trace_spikes: TraceSpikes = None,
-    trace_level: TraceLevel = None,
+    loads_file: LoadsFile = None,
     hwlat: Annotated[
         bool, typer.Option("--hwlat", help="run the hwlat tracer alone instead: firmware and hardware gaps")
     ] = False,
@@ -128,14 +130,13 @@ def trace(
     """Hunt spike causes: each load measured, then traced; the table and the causes.
     The same as `rtlab run --trace THRESHOLD`, with a shorter default duration. With --hwlat,
     the kernel's hwlat tracer alone (never during a measurement)."""
+    options = {"duration": TRACE_DURATION, **options}
     if hwlat:
-        _hwlat(target, threshold or "10us", duration, rt_cpus, out, accept_new_host_key)
+        _hwlat(target, threshold or "10us", options["duration"], rt_cpus, out, accept_new_host_key)
         return
     if threshold is None:
         raise UsageError("rtlab trace needs --threshold, e.g. --threshold 500us (or --hwlat)")
-    given = {"loads": loads, "duration": duration, "trace": threshold, "trace-spikes": trace_spikes,
-             "trace-level": trace_level}  # fmt: skip
-    run(options={k: v for k, v in given.items() if v is not None}, target=[target], out=out,
+    run(options={**options, "trace": threshold}, target=[target], out=out, loads_file=loads_file,
         accept_new_host_key=accept_new_host_key)  # fmt: skip
 
 

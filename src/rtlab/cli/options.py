@@ -33,24 +33,40 @@ Name = Annotated[str | None, typer.Option(help="the run's id in reports", callba
 RUN_PANEL = "Run options (also the study file's keys)"
 
 
-def run_options(lava: bool = False) -> Callable[[Command], Command]:
+def run_options(
+    lava: bool = False,
+    keys: tuple[str, ...] | None = None,
+    skip: tuple[str, ...] = (),
+    flags: Mapping[str, str] | None = None,
+    helps: Mapping[str, str] | None = None,
+    panel: str = RUN_PANEL,
+) -> Callable[[Command], Command]:
     """Gives the command one --KEY option per run option of plan.OPTIONS (with `lava`, those
-    `rtlab lava job` takes), shown in a panel of their own; the command receives the ones
-    given as its `options` argument, key -> text, for plan.from_options."""
-    chosen = [option for option in OPTIONS if option.lava or not lava]
+    `rtlab lava job` takes; with KEYS, only those; never those in SKIP), shown in a panel of
+    their own; the command receives the ones given as its `options` argument, key -> text,
+    for plan.from_options. A command whose option means a little more than run's says so in
+    HELPS (its own default, say) or FLAGS (scan's --per-stressor is run's --duration)."""
+    wanted = keys if keys is not None else tuple(option.key for option in OPTIONS)
+    unknown = set(wanted) | set(skip) | set(flags or {}) | set(helps or {})
+    if unknown - set(OPTION):
+        raise ValueError(f"not run options: {', '.join(sorted(unknown - set(OPTION)))}")
+    chosen = [OPTION[key] for key in wanted if key not in skip and (OPTION[key].lava or not lava)]
+    flag = {option.key: (flags or {}).get(option.key, option.key) for option in chosen}
+    shown = {option.key: (helps or {}).get(option.key, option.help) for option in chosen}
 
     def add(command: Command) -> Command:
         own = [
             p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"
         ]
-        names = {option.key: option.key.replace("-", "_") for option in chosen}
+        names = {option.key: flag[option.key].replace("-", "_") for option in chosen}
         added = [
             inspect.Parameter(
                 names[option.key],
                 inspect.Parameter.KEYWORD_ONLY,
                 default=None,
                 annotation=Annotated[
-                    str | None, typer.Option(f"--{option.key}", help=option.help, rich_help_panel=RUN_PANEL)
+                    str | None,
+                    typer.Option(f"--{flag[option.key]}", help=shown[option.key], rich_help_panel=panel),
                 ],
             )
             for option in chosen
@@ -107,9 +123,6 @@ AcceptKey = Annotated[
     bool, typer.Option("--accept-new-host-key", help="trust an SSH host key seen for the first time")
 ]
 Preset = Annotated[str | None, typer.Option("--preset", help="starfive: the seed protocol")]
-TraceSpikes = Annotated[str | None, typer.Option(help=OPTION["trace-spikes"].help)]
-TraceLevel = Annotated[str | None, typer.Option(help=OPTION["trace-level"].help)]
-LOADS_HELP = OPTION["loads"].help
 LoadsFile = Annotated[
     Path | None,
     typer.Option(help="a TOML file of loads of your own (stress-ng lists or any command): docs/loads.md"),
