@@ -25,9 +25,11 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_of, digest, read_json, rtlab, run_args
+from rtlab import bounds as b
 from rtlab.boundary import unpack, untrusted
-from rtlab.errors import RunFailed
+from rtlab.errors import RunFailed, UsageError
 from rtlab.farm import server as lava_server
+from rtlab.plan import Plan
 from test_ssh import board  # noqa: F401  (the loopback sshd)
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red
@@ -155,6 +157,25 @@ def test_caps_follow_the_plan():
     assert soak.members >= 2 * 432  # every segment of both loads
     hostile = unpack.Limits.for_plan({"cpu_count": 10**30, "duration_s": -5, "loads": "x" * 10**6})  # type: ignore[typeddict-item]
     assert hostile.total_bytes < 1 << 50  # a board's own numbers cannot lift the caps without bound
+    # a board's plan asks for no more room than the largest plan rtlab accepts could fill
+    widest = dict(
+        duration_s=b.MAX_DURATION_S,
+        block_us=b.MIN_BLOCK_US,
+        histogram_us=b.MAX_HISTOGRAM_US,
+        spike_nodes=b.MAX_SPIKE_NODES,
+        trace_us=500,
+        trace_s=60,
+        trace_spikes=b.MAX_TRACE_SPIKES,
+    )
+    Plan(**widest).validate()  # type: ignore[arg-type]
+    beyond = dict(duration_s=10**12, block_us=1, histogram_us=10**12, spike_nodes=10**12, trace_spikes=10**12)
+    for field, value in beyond.items():
+        with pytest.raises(UsageError):
+            Plan(**{**widest, field: value}).validate()  # type: ignore[arg-type]
+    small_board = {"loads": ["idle"], "cpu_count": 2}
+    assert unpack.Limits.for_plan({**small_board, **widest, **beyond}) == unpack.Limits.for_plan(
+        {**small_board, **widest}
+    )  # type: ignore[typeddict-item]
 
 
 # --- documents ---------------------------------------------------------------------------------

@@ -12,43 +12,36 @@ from pathlib import Path
 from typing import cast
 
 from rtlab.boundary.shapes import PlanJSON
+from rtlab.bounds import (
+    DEFAULT_BLOCK_US,
+    DEFAULT_HISTOGRAM_US,
+    DEFAULT_SPIKE_NODES,
+    DEFAULT_TRACE_SPIKES,
+    MAX_BLOCK_US,
+    MAX_DURATION_S,
+    MAX_HISTOGRAM_US,
+    MAX_INTERVAL_US,
+    MAX_SPIKE_NODES,
+    MAX_TRACE_SPIKES,
+    MIN_BLOCK_US,
+    MIN_HISTOGRAM_US,
+)
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, PREPARE_LIMIT_S, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
 from rtlab.results.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_duration, parse_latency
 
-# Wide enough that nothing overflows: this 2-vCPU VM showed 27 ms under stress-ng.
-# cyclictest keeps one counter per microsecond per thread (8 bytes each).
-DEFAULT_HISTOGRAM_US = 100_000
-
 STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
-
-# What cyclictest can do: it keeps -D in a C int of seconds and -i, -h in ints of µs, and
-# locks one 8-byte counter per histogram µs per thread into memory. Bounded well inside.
-MAX_DURATION_S = 366 * 86400  # a year: longer soaks are several runs
-MAX_INTERVAL_US = 1_000_000  # one wake-up a second; longer and too few samples mean anything
-MAX_HISTOGRAM_US = 1_000_000  # 8 MB locked per measured CPU
 MAX_SETTLE_S = 3600
+DEFAULT_SPIKE_US = 100  # a quiet RT system records few samples above 100 µs
 
-# The time axis: cyclictest's oscilloscope mode prints each block's maximum (-v -o), its
-# --spike list every sample above a threshold with its CLOCK_MONOTONIC time.
-DEFAULT_BLOCK_US = 1_000_000
-MIN_BLOCK_US, MAX_BLOCK_US = 100_000, 60_000_000
-# A quiet RT system records few samples above 100 µs; the nodes bound what a mainline one
-# can fill (about 40 bytes of output each); the summary says when the list was cut.
-DEFAULT_SPIKE_US = 100
-DEFAULT_SPIKE_NODES = 10_000
-# Spike causes: a trace pass after each load's measurement (0 s: none). Each capture restarts
-# cyclictest; TRACE_SPIKES of them bound the pass's data (a few hundred kB each, gzipped).
-DEFAULT_TRACE_SPIKES = 20
 # The agent's time limits (it is given them as constants, rtlab.agent.constants): a load with
 # no result GRACE_S after its planned end is killed and failed; one that ignores SIGTERM is
 # killed STOP_GRACE_S after it.
 GRACE_S = 30
 DEFAULT_TARGET_DIR = "/tmp/rtlab"  # rtlab's folder on a target, the agent's default too
 STOP_GRACE_S = 10
-MAX_TRACE_SPIKES = 1000
 # The other probes (--probe): each is given this long to start beside its measuring time,
 # and cyclicdeadline's shortest deadline (see probe_argv).
 PROBE_START_S = 5
@@ -113,7 +106,7 @@ class Plan:
             raise UsageError(f"block {self.block_us}us is out of range: use 100ms to 1m")
         if self.block_us < self.interval_us:
             raise UsageError(f"block {self.block_us}us is shorter than the interval: use a longer --block")
-        if self.spike_threshold_us < 1 or not 1 <= self.spike_nodes <= 1_000_000:
+        if self.spike_threshold_us < 1 or not 1 <= self.spike_nodes <= MAX_SPIKE_NODES:
             raise UsageError("spike threshold must be at least 1us and spike nodes 1 to 1000000")
         if self.segment_s and not self.block_us / 1e6 <= self.segment_s <= self.duration_s:
             raise UsageError(
@@ -133,7 +126,7 @@ class Plan:
             raise UsageError(f"bad priority {self.priority}: SCHED_FIFO priorities are 1 to 99")
         if self.interval_us < 50:
             raise UsageError(f"interval {self.interval_us}us is too short: use 50us or more")
-        if self.histogram_us < 10:
+        if self.histogram_us < MIN_HISTOGRAM_US:
             raise UsageError(f"histogram range {self.histogram_us}us is too small: use 1ms or more")
         if self.workers is not None and self.workers < 1:
             raise UsageError(f"bad worker count {self.workers}: use 1 or more")

@@ -35,7 +35,8 @@ def _if(given: object, value: str) -> str | None:
 
 
 def _options() -> tuple[Option, ...]:
-    from rtlab.plan import DEFAULT_TRACE_SPIKES, GRACE_S
+    from rtlab.bounds import DEFAULT_TRACE_SPIKES
+    from rtlab.plan import GRACE_S
 
     return (
         Option("--seconds", "SECS", "0", lambda p: str(p.duration_s), "how long each load is measured"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from rtlab import bounds
 from rtlab.boundary.shapes import PlanJSON
 from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 
@@ -44,6 +45,7 @@ FILES_PER_LOAD = 64  # argv, logs, JSON, the time axis, scratch leftovers
 # Without a plan to go by (a LAVA log, whose run.json is itself from the board): what a
 # day-long campaign of five loads on 16 CPUs needs.
 DEFAULT_CPUS = 16
+DAY_S = 86400
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -63,13 +65,24 @@ class Limits:
         plan: dict[str, Any] = dict(given or {})
         cpus = _bounded(plan.get("cpu_count"), 1, 4096, DEFAULT_CPUS)
         loads = max(1, min(len(plan.get("loads") or ()) or 5, 1000))
-        duration = _bounded(plan.get("duration_s"), 1, 366 * 86400, 86400)
-        block_us = _bounded(plan.get("block_us"), 100_000, 60_000_000, 1_000_000)
-        histogram_us = _bounded(plan.get("histogram_us"), 10, 1_000_000, 100_000)
-        spikes = _bounded(plan.get("spike_nodes"), 1, 1_000_000, 10_000)
+        duration = _bounded(plan.get("duration_s"), 1, bounds.MAX_DURATION_S, DAY_S)
+        block_us = _bounded(
+            plan.get("block_us"), bounds.MIN_BLOCK_US, bounds.MAX_BLOCK_US, bounds.DEFAULT_BLOCK_US
+        )
+        histogram_us = _bounded(
+            plan.get("histogram_us"),
+            bounds.MIN_HISTOGRAM_US,
+            bounds.MAX_HISTOGRAM_US,
+            bounds.DEFAULT_HISTOGRAM_US,
+        )
+        spikes = _bounded(plan.get("spike_nodes"), 1, bounds.MAX_SPIKE_NODES, bounds.DEFAULT_SPIKE_NODES)
         segment = _bounded(plan.get("segment_s"), 0, duration, 0)
         segments = -(-duration // segment) if segment else 1
-        traces = _bounded(plan.get("trace_spikes"), 1, 1000, 20) if plan.get("trace_us") else 0
+        traces = (
+            _bounded(plan.get("trace_spikes"), 1, bounds.MAX_TRACE_SPIKES, bounds.DEFAULT_TRACE_SPIKES)
+            if plan.get("trace_us")
+            else 0
+        )
         probes = min(len(plan.get("probes") or ()), 8)  # --probe: each a folder of its own per load
         # cyclictest's JSON: up to 20 bytes per histogram µs per thread; its printed time axis:
         # one line (~40 bytes) per block per CPU and one per listed spike
