@@ -18,11 +18,13 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import yaml
+
+if TYPE_CHECKING:  # numpy is imported where an array is read: every command reads this module
+    import numpy as np
+    import numpy.typing as npt
 
 MIB = 1 << 20
 # A run's JSON documents are small (sysinfo, run.json: kB); cyclictest's is the largest: one
@@ -180,6 +182,8 @@ def whole_number_array(text: str, what: str) -> npt.NDArray[np.int64]:
     The store's own spelling is matched in one pass and read by numpy in another (a trend of a
     lab's years reads tens of thousands of lists: this is under half of whole_numbers' cost);
     any other is read as whole_numbers reads it. Damaged when it is not such a list."""
+    import numpy as np
+
     if _STORE_LIST.fullmatch(text):
         if len(text) == 2:
             return np.zeros(0, dtype=np.int64)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
+if TYPE_CHECKING:  # the history's rows are checked here; every command reads this module
+    import sqlalchemy as sa
 
 MAX_COUNT = 1 << 53  # samples, µs: exact as a JSON reader keeps them; a sample a µs for 285 years
 MAX_CPUS = 8192  # Linux's largest NR_CPUS (x86's MAXSMP); riscv64's is 512
@@ -99,6 +100,8 @@ def fit(table: sa.Table, row: dict[str, Any]) -> str | None:
 
 
 def _unfit(kind: Any, value: Any) -> str | None:
+    import sqlalchemy as sa
+
     if isinstance(kind, sa.String) and kind.length is not None:
         if not isinstance(value, str) or len(value) > kind.length:
             return f"is longer than its {kind.length} characters"
