@@ -4,7 +4,7 @@ Labels, load names and notes are Text, never console markup: a run named `[/x]` 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -56,19 +56,30 @@ NAME_MIN = 16
 SIDE_BY_SIDE_MAX = 2
 
 
-def build(summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPARK_WIDTH) -> Table:
+# The parts of a run's table: every column, or (for a narrow terminal) the latency columns and
+# the rest (deadline, throughput, spreads, the sparkline) as a second table below it.
+WHOLE, LATENCY, REST = "whole", "latency", "rest"
+
+
+def build(
+    summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPARK_WIDTH, part: str = WHOLE
+) -> Table:
     if len(summaries) > SIDE_BY_SIDE_MAX:
         return _grouped(summaries, labels)
     one = len(summaries) == 1
-    fields = SEED_TABLE + (SINGLE_RUN_EXTRA if one else ())
+    latency, rest = part != REST, part != LATENCY
+    fields = (SEED_TABLE + (SINGLE_RUN_EXTRA if one else ())) if latency else ()
     # one run is named in the title: a long run name over the first column alone folds into
     # many header rows on a narrow terminal or a pipe; several runs each head their columns
     title = f"Scheduling latency (µs), {labels[0]}" if one else "Scheduling latency (µs)"
-    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
-    if deadline is not None:
-        title += f", {said(deadline)}"
-    work = cells.has_throughput(summaries)
-    spreads = cells.repeated(summaries)
+    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None) if rest else None
+    if deadline is not None or (part == LATENCY and any("deadline" in s for s in summaries)):
+        title += f", {said(next(s['deadline'] for s in summaries if 'deadline' in s))}"
+    if part == REST:
+        title = "(continued)"
+    work = rest and cells.has_throughput(summaries)
+    spreads = rest and cells.repeated(summaries)
+    spark = spark if rest else 0
     table = Table(title=Text(title), title_justify="left")
     table.add_column("Load", style="bold")
     top_row = "" if one else "\n"
@@ -86,9 +97,11 @@ def build(summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPAR
             table.add_column(f"{top_row}{MAX_SPREAD}", justify="right")
             if work:
                 table.add_column(f"{top_row}{OPS_SPREAD}", justify="right")
-        if len(summaries) == 1:
+        if one and spark:
             table.add_column(SPARK_HEADER, justify="left", overflow="crop", min_width=len(SPARK_HEADER))
     notes: list[str] = []
+    if one and rest and not spark:  # not even the sparkline's heading fits beside the rest
+        notes.append(f"the {SPARK_HEADER} column needs a wider terminal (or --format html)")
     for load in cells.loads_in_order(summaries):
         row: list[str | Text] = [Text(load)]
         for summary, label in zip(summaries, labels, strict=True):
@@ -105,10 +118,10 @@ def build(summaries: Sequence[Summary], labels: Sequence[str], spark: int = SPAR
                 row.append(cells.spread(entry, "max_us"))
                 if work:
                     row.append(cells.spread(entry, "ops_per_s"))
-            if len(summaries) == 1:
+            if one and spark:
                 axis = entry["timeline"] if entry else None
                 row.append(Text(cells.sparkline(axis["merged"], spark) if axis else "", "cyan"))
-            mark = cells.status_mark(entry)
+            mark = cells.status_mark(entry) if latency else None
             if mark:
                 notes.append(f"{label} {load}: {mark}")
         table.add_row(*row)
@@ -176,16 +189,37 @@ def _finish(table: Table, notes: list[str]) -> None:
     table.caption_justify = "left"
 
 
-def fitted(summaries: Sequence[Summary], labels: Sequence[str], width: int) -> Table:
-    """The table for a terminal WIDTH columns wide: runs side by side where their numbers fit,
-    else one row per run (stacked), so no number is ever cut."""
+def fitted(summaries: Sequence[Summary], labels: Sequence[str], width: int) -> list[Table]:
+    """The table for a terminal WIDTH columns wide, no column ever cut: runs side by side where
+    their numbers fit, else one row per run (stacked); one run's columns in one table where they
+    fit (the sparkline as wide as the rest leaves room for), else the latency columns and the
+    rest below them (a pipe's 80 columns hold Table 5-1's and the tail's, not Ops/s and a
+    deadline's verdict as well)."""
     table = build(summaries, labels)
-    if len(summaries) > 1 and _least_width(table) > width:
-        return _grouped(summaries, labels)
-    if len(summaries) == 1:  # the sparkline as wide as the rest leaves room for, not cropped
-        over = _natural_width(table) - width
-        if over > 0:
-            return build(summaries, labels, max(SPARK_WIDTH - over, len(SPARK_HEADER)))
+    if len(summaries) > 1:
+        return [_grouped(summaries, labels) if _least_width(table) > width else table]
+    whole = _within(lambda spark: build(summaries, labels, spark), width)
+    if whole is not None:
+        return [whole]
+    parts = [_titled(build(summaries, labels, 0, LATENCY), width)]
+    rest = _within(lambda spark: build(summaries, labels, spark, REST), width)
+    return [*parts, rest if rest is not None else _titled(build(summaries, labels, 0, REST), width)]
+
+
+def _within(make: Callable[[int], Table], width: int) -> Table | None:
+    """The table MAKE gives with the widest sparkline that fits WIDTH (its heading whole), or
+    None; a table with no sparkline column at all is taken as it is."""
+    table = make(SPARK_WIDTH)
+    over = _natural_width(table) - width
+    if over <= 0 or not any(column.header == SPARK_HEADER for column in table.columns):
+        return table if over <= 0 else None
+    narrower = make(max(SPARK_WIDTH - over, len(SPARK_HEADER)))
+    return narrower if _natural_width(narrower) <= width else None
+
+
+def _titled(table: Table, width: int) -> Table:
+    """The title names the run: wider than a narrow table, it would fold; the table widens to it."""
+    table.min_width = min(len(str(table.title)), width)
     return table
 
 
@@ -202,7 +236,7 @@ def _least_width(table: Table) -> int:
 def sections(summaries: Sequence[Summary], labels: Sequence[str], width: int = 200) -> list[Table | Text]:
     """Everything the table format shows, in order: the table, the CPU clusters where the
     CPUs differ, the spike causes; the same on a terminal and in a file."""
-    found: list[Table | Text] = [fitted(summaries, labels, width)]
+    found: list[Table | Text] = [*fitted(summaries, labels, width)]
     grouped = by_cluster(summaries, labels)
     if grouped is not None:
         found.append(grouped)
