@@ -72,11 +72,12 @@ def build(
     # one run is named in the title: a long run name over the first column alone folds into
     # many header rows on a narrow terminal or a pipe; several runs each head their columns
     title = f"Scheduling latency (µs), {labels[0]}" if one else "Scheduling latency (µs)"
-    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None) if rest else None
-    if deadline is not None or (part == LATENCY and any("deadline" in s for s in summaries)):
-        title += f", {said(next(s['deadline'] for s in summaries if 'deadline' in s))}"
+    deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
+    if deadline is not None:
+        title += f", {said(deadline)}"
     if part == REST:
         title = "(continued)"
+    judged = rest and deadline is not None  # the verdicts' column
     work = rest and cells.has_throughput(summaries)
     spreads = rest and cells.repeated(summaries)
     spark = spark if rest else 0
@@ -87,7 +88,7 @@ def build(
         for i, field in enumerate(fields):
             top = "" if one else label if i == 0 else ""
             table.add_column(Text(f"{top}{top_row}{field.label}"), justify="right")
-        if deadline is not None:
+        if judged:
             table.add_column(f"{top_row}Deadline", justify="right")
         if work:
             table.add_column(f"{top_row}{OPS}", justify="right")
@@ -108,7 +109,7 @@ def build(
             entry = summary["loads"].get(load)
             merged = entry["merged"] if entry else None
             row += [cells.value(merged, f) for f in fields]
-            if deadline is not None:
+            if judged:
                 row.append(_colour(cells.verdict(summary, load)))
             if work:
                 row.append(cells.ops(summary, load))
