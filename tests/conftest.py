@@ -170,20 +170,31 @@ def ours(entry: Path, session: bool = False) -> bool:
         return False
 
 
-def processes_named(*names: str, session: bool = False) -> set[int]:
-    """The running test's processes with these names (comm), live ones only; with `session`,
-    those of every test of this session."""
-    pids = set()
+def _live_ours(session: bool) -> Iterator[tuple[int, str, Path]]:
+    """(pid, comm, /proc entry) of the running test's live processes (zombies aside)."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "comm").read_text().strip() in names and ours(entry, session):
-                    state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-                    if state != "Z":
-                        pids.add(int(entry.name))
+                comm = (entry / "comm").read_text().strip()
+                if ours(entry, session) and (entry / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                    yield int(entry.name), comm, entry
             except OSError:
                 pass
-    return pids
+
+
+def processes_named(*names: str, session: bool = False) -> set[int]:
+    """The running test's processes with these names (comm), live ones only; with `session`,
+    those of every test of this session."""
+    return {pid for pid, comm, _ in _live_ours(session) if comm in names}
+
+
+def commands_left() -> list[str]:
+    """The command lines of every live process the running test started."""
+    found = []
+    for _, _, entry in _live_ours(False):
+        with contextlib.suppress(OSError):
+            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
 
 
 def stop_groups(started: list[subprocess.Popen[Any]]) -> None:

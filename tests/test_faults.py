@@ -26,6 +26,7 @@ import pytest
 import fakes
 from conftest import (
     TARGET_DIR,
+    commands_left,
     event_seen,
     fake_sysfs,
     measured_run,
@@ -39,6 +40,7 @@ from conftest import (
     wait_for,
 )
 from rtlab.results.rundir import RunDir
+from rtlab.targets.local import LocalTarget
 
 pytestmark = [needs_root, needs_tools]
 TOOLS = ("cyclictest", "stress-ng")
@@ -543,3 +545,34 @@ def test_a_failed_load_shows_no_throughput(tmp_path):
     csv = rtlab("report", str(run), "--format", "csv").stdout
     row = next(r for r in DictReader(io.StringIO(csv)) if r["load"] == "cpu" and r["cpu"] == "all")
     assert row["status"] == "failed" and row["ops_per_s"] == ""
+
+
+class _CtrlC(BaseException):
+    pass
+
+
+def test_ctrl_c_at_any_instant_of_an_agent_call_leaves_nothing_of_it_running():
+    """Ctrl-C raises wherever rtlab is: also in the instant between the agent's fork and Popen's
+    return, which once left an interrupted preflight's cyclictest running after rtlab had ended."""
+    target = LocalTarget()
+
+    def ctrl_c(_signum, _frame):
+        raise _CtrlC
+
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    interrupted = 0
+    try:
+        for step in range(60):  # from before the fork to well into the preflight's own commands
+            timer = threading.Timer(step * 0.0005, os.kill, (os.getpid(), signal.SIGINT))
+            try:
+                timer.start()
+                target.agent(["preflight", "1", "-"])
+                timer.join()
+            except _CtrlC:
+                interrupted += 1
+                timer.join()
+                left = commands_left()
+                assert left == [], f"SIGINT {step * 0.5} ms after the start left {left}"
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert interrupted > 0

@@ -25,6 +25,7 @@ from rtlab.boundary.shapes import Summary
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.results import rundir
 from rtlab.results.rundir import move_aside, write_json
+from rtlab.targets.lifetime import stops_deferred
 
 READY, SKIPPED = "ready", "skip"
 SKIP_CODE = 125  # as for git bisect run: this one cannot be measured
@@ -198,15 +199,18 @@ def prepare(command: str, cwd: Path, label: str, log: Path, env: dict[str, str])
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"$ {command}   # {label}\n")
         out.flush()
-        child = subprocess.Popen(
-            ["sh", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
-        )  # fmt: skip
+        child = None
         try:
+            with stops_deferred():
+                child = subprocess.Popen(
+                    ["sh", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
+                )  # fmt: skip
             code = child.wait()
         except KeyboardInterrupt:
-            os.killpg(child.pid, signal.SIGTERM)
-            child.wait()
+            if child is not None:
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait()
             raise Stopped(
                 f"interrupted while preparing {label}: run the same command again to go on"
             ) from None

@@ -5,9 +5,35 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _PR_SET_PDEATHSIG = 1
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait while a child is started, then take effect as they
+    would have. Raised between the fork and Popen's return, they would leave a child that no
+    one knows and so no one ends (seen: an interrupted preflight's cyclictest still running
+    after rtlab had ended). The caller's cleanup must enclose the `with`: what was held back
+    is raised as it ends, once the child is known."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread runs Python's signal handlers
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in STOPS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            if handler is not None:  # None: set outside Python, and left as it was
+                signal.signal(s, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
 
 
 def die_with_parent(sig: signal.Signals) -> None:

@@ -17,7 +17,7 @@ from rtlab.results.events import Event, Kind, line
 from rtlab.results.rundir import RunDir
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
-from rtlab.targets.lifetime import die_with_parent, end_group
+from rtlab.targets.lifetime import die_with_parent, end_group, stops_deferred
 
 
 class LocalTarget:
@@ -38,15 +38,19 @@ class LocalTarget:
     def agent(self, args: list[str]) -> tuple[int, str]:
         # A group of its own, ended whole if rtlab is interrupted: the agent's subshells and
         # their commands (sysinfo reads with a timeout) go with it, not seconds later.
-        proc = subprocess.Popen(
-            self._argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            text=True, errors="replace", env=self.env, preexec_fn=lambda: die_with_parent(signal.SIGKILL),
-        )  # fmt: skip
+        proc = None
         try:
+            with stops_deferred():
+                proc = subprocess.Popen(
+                    self._argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL, text=True, errors="replace", env=self.env,
+                    preexec_fn=lambda: die_with_parent(signal.SIGKILL),
+                )  # fmt: skip
             out, err = proc.communicate()
         except BaseException:
-            end_group(proc.pid)
-            proc.wait()
+            if proc is not None:
+                end_group(proc.pid)
+                proc.wait()
             raise
         return proc.returncode, out + err
 
@@ -60,16 +64,18 @@ class LocalTarget:
         # A session of its own: Ctrl-C reaches rtlab only, which then stops the agent in order
         # (cyclictest writes its JSON, the governor is restored). If rtlab dies, even by SIGKILL,
         # the kernel sends the agent SIGTERM, and it stops the same way.
-        self._proc = proc = subprocess.Popen(
-            self._argv(args),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            env=self.env,
-            preexec_fn=lambda: die_with_parent(signal.SIGTERM),
-        )
+        # Known as self._proc before a Ctrl-C held back while it started reaches interrupt().
+        with stops_deferred():
+            self._proc = proc = subprocess.Popen(
+                self._argv(args),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                env=self.env,
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+            )
         assert proc.stdout is not None
         # The agent stops every load that overruns; this is for an agent that itself hangs.
         timeout = planned_s + HOST_MARGIN_S
