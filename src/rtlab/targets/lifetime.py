@@ -5,10 +5,12 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -34,6 +36,21 @@ def stops_deferred() -> Iterator[None]:
                 signal.signal(s, handler)
         for signum in dict.fromkeys(held):
             signal.raise_signal(signum)
+
+
+def start(argv: list[str], parent_death: signal.Signals, **popen: Any) -> subprocess.Popen[Any]:
+    """ARGV started in a session of its own that ends with rtlab (the kernel sends it
+    PARENT_DEATH then); a Ctrl-C held back while it started ends its group before it is raised."""
+    proc = None
+    try:
+        with stops_deferred():
+            proc = subprocess.Popen(argv, preexec_fn=lambda: die_with_parent(parent_death), **popen)
+    except BaseException:
+        if proc is not None:
+            end_group(proc.pid)
+            proc.wait()
+        raise
+    return proc
 
 
 def die_with_parent(sig: signal.Signals) -> None:

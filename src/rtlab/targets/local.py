@@ -17,7 +17,7 @@ from rtlab.results.events import Event, Kind, line
 from rtlab.results.rundir import RunDir
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
-from rtlab.targets.lifetime import die_with_parent, end_group, stops_deferred
+from rtlab.targets.lifetime import die_with_parent, end_group, start, stops_deferred
 
 
 class LocalTarget:
@@ -38,19 +38,15 @@ class LocalTarget:
     def agent(self, args: list[str]) -> tuple[int, str]:
         # A group of its own, ended whole if rtlab is interrupted: the agent's subshells and
         # their commands (sysinfo reads with a timeout) go with it, not seconds later.
-        proc = None
+        proc = start(
+            self._argv(args), signal.SIGKILL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, text=True, errors="replace", env=self.env,
+        )  # fmt: skip
         try:
-            with stops_deferred():
-                proc = subprocess.Popen(
-                    self._argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    stdin=subprocess.DEVNULL, text=True, errors="replace", env=self.env,
-                    preexec_fn=lambda: die_with_parent(signal.SIGKILL),
-                )  # fmt: skip
             out, err = proc.communicate()
         except BaseException:
-            if proc is not None:
-                end_group(proc.pid)
-                proc.wait()
+            end_group(proc.pid)
+            proc.wait()
             raise
         return proc.returncode, out + err
 

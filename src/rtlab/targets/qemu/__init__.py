@@ -288,6 +288,9 @@ class QemuTarget:
                 ready = console.wait_for("@rtlab-ready", timeout)
             except GuestDied as e:
                 ready, reason = None, str(e)
+            except BaseException:  # Ctrl-C while it boots: the guest goes now, not as rtlab ends
+                console.kill()
+                raise
             else:
                 reason = f"no shell within {timeout:.0f} s"
             if ready is not None:

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from rtlab.targets.lifetime import die_with_parent
+from rtlab.targets.lifetime import start
 
 # What a command's output may hold: the largest is a run folder's tar.gz in base64.
 KEEP_CHARS = 1 << 30
@@ -43,13 +43,8 @@ class Console:
 
     def __init__(self, argv: list[str]):
         self.argv = argv
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            preexec_fn=lambda: die_with_parent(signal.SIGKILL),  # a guest never outlives rtlab
-        )
+        pipe = subprocess.PIPE  # the guest ends with rtlab (SIGKILL)
+        self.proc = start(argv, signal.SIGKILL, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.tail: deque[str] = deque(maxlen=self.TAIL_LINES)
         self._ids = 0
