@@ -54,6 +54,42 @@ def test_bad_option_is_one_line_and_exit_2(args, fix, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--interval", "0"], "rtlab: --interval: bad latency '0': it must be at least 1us"),
+        (["run", "--loads", "idle", "--segment", "ten"], "rtlab: --segment: bad duration 'ten'"),
+        (
+            ["scan", "--per-stressor", "0s"],
+            "rtlab: --per-stressor: bad duration '0s': it must be at least 1s",
+        ),
+        (["trace", "--threshold", "500us", "--settle", "1y"], "rtlab: --settle: bad duration '1y'"),
+    ],
+)
+def test_a_bad_value_names_its_option_as_the_command_spells_it(args, said, tmp_path):
+    done = rtlab(*args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[0].startswith(said) and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--hwlat", "--loads", "cpu", "--probe", "oslat"],
+            "rtlab: --loads, --probe: no effect with --hwlat",
+        ),
+        (["--threshold", "1ms", "--rt-cpus", "1"], "rtlab: --rt-cpus goes with --hwlat"),
+    ],
+)
+def test_trace_refuses_an_option_that_would_do_nothing(args, said, tmp_path):
+    done = rtlab("trace", *args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(said) and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_out_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     done = rtlab("run", "--duration", "1s", "--loads", "idle", "--out", str(tmp_path))

@@ -453,9 +453,10 @@ OPTIONS: tuple[Option, ...] = (
 OPTION = {option.key: option for option in OPTIONS}
 
 
-def from_options(base: Plan, given: Mapping[str, object]) -> Plan:
+def from_options(base: Plan, given: Mapping[str, object], flags: Mapping[str, str] | None = None) -> Plan:
     """`base` (the defaults or a preset) with every option given (key -> its text, or a number)
-    on top, validated once. Unknown keys and bad values are UsageErrors naming the fix."""
+    on top, validated once. Unknown keys and bad values are UsageErrors naming the fix and the
+    option (as FLAGS names it, where a command calls it otherwise: scan's --per-stressor)."""
     unknown = sorted(set(given) - set(OPTION))
     if unknown:
         raise UsageError(f"unknown run option {', '.join(unknown)}: use {', '.join(OPTION)}")
@@ -470,7 +471,9 @@ def from_options(base: Plan, given: Mapping[str, object]) -> Plan:
             else:
                 fields[option.field] = option.parse(text)
         except ValueError as e:
-            raise UsageError(f"--{key} {text!r}: {e}") from None
+            raise UsageError(f"--{(flags or {}).get(key, key)} {text!r}: {e}") from None
+        except UsageError as e:  # a duration's or latency's own words, which name the text
+            raise UsageError(f"--{(flags or {}).get(key, key)}: {e}") from None
     if "hwlat-duration" in texts and "hwlat-gate" not in texts:
         raise UsageError("--hwlat-duration goes with --hwlat-gate LIMIT, e.g. --hwlat-gate 20us")
     traced = ("trace-duration", "trace-spikes", "trace-level")

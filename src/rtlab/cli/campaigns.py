@@ -103,11 +103,12 @@ def repeats(
 
 
 SCAN_DEFAULTS = {"duration": "10s", "settle": "1s"}  # a scan is many short looks, not a measurement
+SCAN_FLAGS = {"duration": "per-stressor"}
 
 
 @run_options(
     keys=("duration", "settle", "interval", "priority", "workers", "histogram-range"),
-    flags={"duration": "per-stressor"},
+    flags=SCAN_FLAGS,
     panel="Run options",
     helps={"duration": f"measurement per stressor (default {SCAN_DEFAULTS['duration']})",
            "settle": f"stressor running before measuring (default {SCAN_DEFAULTS['settle']})"},
@@ -138,7 +139,7 @@ def scan(
         raise UsageError(f"--top {top}: give 1 or more")
     names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
     wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
-    plan = plan_of(None, None, {**SCAN_DEFAULTS, **options})
+    plan = plan_of(None, None, {**SCAN_DEFAULTS, **options}, flags=SCAN_FLAGS)
     folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-scan"
     first = open_target(target, accept_new_host_key)
     try:

@@ -130,6 +130,15 @@ def trace(
     """Hunt spike causes: each load measured, then traced; the table and the causes.
     The same as `rtlab run --trace THRESHOLD`, with a shorter default duration. With --hwlat,
     the kernel's hwlat tracer alone (never during a measurement)."""
+    if hwlat:  # the tracer alone: nothing is measured, so no other run option can take effect
+        unused = [f"--{key}" for key in options if key != "duration"] + ["--loads-file"] * bool(loads_file)
+        if unused:
+            raise UsageError(
+                f"{', '.join(unused)}: no effect with --hwlat, which runs the hwlat tracer alone "
+                "(its options: --duration, --threshold, --rt-cpus): drop them, or drop --hwlat"
+            )
+    elif rt_cpus is not None:
+        raise UsageError("--rt-cpus goes with --hwlat (the hwlat tracer's CPUs): add --hwlat, or drop it")
     options = {"duration": TRACE_DURATION, **options}
     if hwlat:
         _hwlat(target, threshold or "10us", options["duration"], rt_cpus, out, accept_new_host_key)

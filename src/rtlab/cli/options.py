@@ -89,9 +89,15 @@ def run_options(
     return add
 
 
-def plan_of(preset_name: str | None, loads_file: Path | None, options: Mapping[str, object]) -> Plan:
+def plan_of(
+    preset_name: str | None,
+    loads_file: Path | None,
+    options: Mapping[str, object],
+    flags: Mapping[str, str] | None = None,
+) -> Plan:
     """The preset (or the defaults), a loads file's loads, and the run options given (plan.OPTIONS,
-    key -> text) on top: the plan of every command that measures."""
+    key -> text) on top: the plan of every command that measures. FLAGS: the command's own
+    names for run options (run_options' FLAGS), for its error lines."""
     from dataclasses import replace
 
     from rtlab.loads import read_file
@@ -102,7 +108,7 @@ def plan_of(preset_name: str | None, loads_file: Path | None, options: Mapping[s
         custom = read_file(loads_file)
         # a file's loads are what it is for: measured unless --loads says otherwise
         base = replace(base, custom_loads=custom, loads=tuple(load.name for load in custom))
-    return from_options(base, options)
+    return from_options(base, options, flags)
 
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, md, csv, json, html or junit")]
