@@ -305,9 +305,7 @@ def test_hwlat_runs_alone_in_the_guest_and_is_flagged_as_a_vm(tmp_path):
 
 
 def test_hwlat_where_the_kernel_has_none_says_what_it_needs():
-    done = rtlab(
-        "trace", "--hwlat", "--duration", "1s", "--trace-level", "c", "--out", "/nonexistent-never-made"
-    )
+    done = rtlab("trace", "--hwlat", "--duration", "1s", "--out", "/nonexistent-never-made")
     if "tracefs" in Path("/proc/mounts").read_text():
         pytest.skip("this host has tracefs mounted")
     assert done.returncode == 2

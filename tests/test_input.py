@@ -80,7 +80,7 @@ def test_a_bad_value_names_its_option_as_the_command_spells_it(args, said, tmp_p
             ["--hwlat", "--loads", "cpu", "--probe", "oslat"],
             "rtlab: --loads, --probe: no effect with --hwlat",
         ),
-        (["--threshold", "1ms", "--rt-cpus", "1"], "rtlab: --rt-cpus goes with --hwlat"),
+        (["--hwlat", "--loads-file", "loads.toml"], "rtlab: --loads-file: no effect with --hwlat"),
     ],
 )
 def test_trace_refuses_an_option_that_would_do_nothing(args, said, tmp_path):

@@ -123,7 +123,9 @@ def trace(
     hwlat: Annotated[
         bool, typer.Option("--hwlat", help="run the hwlat tracer alone instead: firmware and hardware gaps")
     ] = False,
-    rt_cpus: Annotated[str | None, typer.Option(help="with --hwlat: only these CPUs, e.g. 2-3")] = None,
+    rt_cpus: Annotated[
+        str | None, typer.Option(help="measure and trace (or with --hwlat, trace) these CPUs only, e.g. 2-3")
+    ] = None,
     out: Annotated[str | None, typer.Option(help="the run directory (default results/...)")] = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
@@ -137,8 +139,6 @@ def trace(
                 f"{', '.join(unused)}: no effect with --hwlat, which runs the hwlat tracer alone "
                 "(its options: --duration, --threshold, --rt-cpus): drop them, or drop --hwlat"
             )
-    elif rt_cpus is not None:
-        raise UsageError("--rt-cpus goes with --hwlat (the hwlat tracer's CPUs): add --hwlat, or drop it")
     options = {"duration": TRACE_DURATION, **options}
     if hwlat:
         _hwlat(target, threshold or "10us", options["duration"], rt_cpus, out, accept_new_host_key)
@@ -146,7 +146,7 @@ def trace(
     if threshold is None:
         raise UsageError("rtlab trace needs --threshold, e.g. --threshold 500us (or --hwlat)")
     run(options={**options, "trace": threshold}, target=[target], out=out, loads_file=loads_file,
-        accept_new_host_key=accept_new_host_key)  # fmt: skip
+        rt_cpus=rt_cpus, accept_new_host_key=accept_new_host_key)  # fmt: skip
 
 
 def _hwlat(
