@@ -125,11 +125,11 @@ def test_history_limit_refuses_with_a_reason(lab, tmp_path):
     assert done.returncode == 0, done.stderr
     done = rtlab("history", "limit", "--db", few, "--load", "work")
     assert done.returncode == 2
-    said = re.search(r"too short: (\d) accepted run\(s\)", done.stderr)
-    assert said and "5 or more" in done.stderr, done.stderr
+    short = re.search(r"too short: (\d) accepted run\(s\)", done.stderr)
+    assert short and "5 or more" in done.stderr, done.stderr
     # Three runs of one kernel; this VM's own hiccups (up to 27 ms) can make the third differ
     # from the first two enough to stand as a regression, which is then not accepted, and said.
-    assert said[1] == "3" or (said[1] == "2" and "which stands (unaccepted)" in done.stderr), done.stderr
+    assert short[1] == "3" or (short[1] == "2" and "which stands (unaccepted)" in done.stderr), done.stderr
     for args, said in [
         (("--false-alarm", "60%"), "--false-alarm 60%"),
         (("--false-alarm", "x"), "--false-alarm x"),

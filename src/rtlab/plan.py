@@ -464,6 +464,7 @@ def from_options(base: Plan, given: Mapping[str, object], flags: Mapping[str, st
     fields: dict[str, object] = {}
     for key, text in texts.items():
         option = OPTION[key]
+        flag = (flags or {}).get(key, key)
         try:
             if key == "loads":
                 known = {**BUILTIN, **{load.name: load for load in base.custom_loads}}
@@ -471,9 +472,9 @@ def from_options(base: Plan, given: Mapping[str, object], flags: Mapping[str, st
             else:
                 fields[option.field] = option.parse(text)
         except ValueError as e:
-            raise UsageError(f"--{(flags or {}).get(key, key)} {text!r}: {e}") from None
+            raise UsageError(f"--{flag} {text!r}: {e}") from None
         except UsageError as e:  # a duration's or latency's own words, which name the text
-            raise UsageError(f"--{(flags or {}).get(key, key)}: {e}") from None
+            raise UsageError(f"--{flag}: {e}") from None
     if "hwlat-duration" in texts and "hwlat-gate" not in texts:
         raise UsageError("--hwlat-duration goes with --hwlat-gate LIMIT, e.g. --hwlat-gate 20us")
     traced = ("trace-duration", "trace-spikes", "trace-level")

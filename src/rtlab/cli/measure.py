@@ -133,7 +133,9 @@ def trace(
     The same as `rtlab run --trace THRESHOLD`, with a shorter default duration. With --hwlat,
     the kernel's hwlat tracer alone (never during a measurement)."""
     if hwlat:  # the tracer alone: nothing is measured, so no other run option can take effect
-        unused = [f"--{key}" for key in options if key != "duration"] + ["--loads-file"] * bool(loads_file)
+        unused = [f"--{key}" for key in options if key != "duration"]
+        if loads_file is not None:
+            unused.append("--loads-file")
         if unused:
             raise UsageError(
                 f"{', '.join(unused)}: no effect with --hwlat, which runs the hwlat tracer alone "
