@@ -83,6 +83,17 @@ def rtlab(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subproces
     )
 
 
+def spin_binary(folder: Path) -> Path:
+    """tests/spin.c built into FOLDER: a SCHED_FIFO 99 busy loop, the spike the tests inject."""
+    if shutil.which("gcc") is None:
+        pytest.skip("make test installs gcc and libc6-dev")
+    out = folder / "spin"
+    subprocess.run(
+        ["gcc", "-O2", "-static", "-o", str(out), str(Path(__file__).with_name("spin.c"))], check=True
+    )
+    return out
+
+
 def start_rtlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """rtlab running in the background, as a user's terminal would have it, to be signalled."""
     return subprocess.Popen(

@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import processes_named, rtlab, start_rtlab
+from conftest import processes_named, rtlab, spin_binary, start_rtlab
 from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, carries, ends, judge
-from test_causes import spin_binary
 
 REVISIONS = 20  # the good end, 18 between, the bad end
 CULPRIT = 13  # the first revision whose work.sh runs the busy loop

@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import PG_BIN, needs_root, needs_tools, postgres, read_json, rtlab
-from test_causes import spin_binary
+from conftest import PG_BIN, needs_root, needs_tools, postgres, read_json, rtlab, spin_binary
 from test_html_browser import CHROMIUM, chromium
 
 pytestmark = [needs_root, needs_tools]

@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import needs_root, needs_tools, read_json, rtlab
+from conftest import needs_root, needs_tools, read_json, rtlab, spin_binary
 from rtlab.history import limit
 from rtlab.history.changes import Change
-from test_causes import spin_binary
 
 RUN = ("--loads", "work", "--settle", "0s", "--block", "100ms")
 

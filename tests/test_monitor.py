@@ -23,10 +23,10 @@ from conftest import (
     processes_in,
     read_json,
     rtlab,
+    spin_binary,
     start_rtlab,
     wait_for,
 )
-from test_causes import spin_binary
 from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 pytestmark = [needs_root, needs_tools]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, run_args
+from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, run_args, spin_binary
 from rtlab.results import probes
 
 LOADS = ("idle", "cpu")
@@ -432,7 +432,6 @@ def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tm
     each CPU's numbers read again from rtla's own tables. Planted: the load sleeps while
     cyclictest measures (1 s settle, 2 s), then tests/spin.c holds CPU 0 for 150 ms at a time
     while timerlat measures after it: the report says the probes disagree and gives the parts."""
-    from test_causes import spin_binary
     from test_qemu import initrd
 
     extra = initrd(tmp_path, {"usr/local/bin/spin": spin_binary(tmp_path).read_bytes()})

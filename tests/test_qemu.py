@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import event_seen, processes_named, read_json, rtlab, run_args, start_rtlab, wait_for
+from conftest import (
+    event_seen,
+    processes_named,
+    read_json,
+    rtlab,
+    run_args,
+    spin_binary,
+    start_rtlab,
+    wait_for,
+)
 from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN
 from rtlab.targets.qemu import GuestSpec, cpio
@@ -179,25 +189,34 @@ def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
 
 @needs_x86
 def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
-    # A guest that stops answering mid-measurement: every process but init frozen (the agent's
-    # own watchdog and the console's shell with it); every other cyclictest call is the real one.
+    # A guest that stops answering mid-measurement, as one whose runaway real-time threads own
+    # every CPU: SCHED_FIFO 99 busy loops on both, with no time left to anything else (RT
+    # throttling off), so neither the agent's watchdog nor init's command loop runs again.
+    # Every other cyclictest call is the real one.
+    spin = "/usr/local/bin/spin"
     fake = (
-        '#!/bin/sh\ncase " $* " in *" -D "*) kill -STOP -1; exec sleep 100000 ;; esac\n'
+        '#!/bin/sh\ncase " $* " in *" -D "*) echo -1 >/proc/sys/kernel/sched_rt_runtime_us\n'
+        f"  {spin} 0 100000000 0 & exec {spin} 1 100000000 0 ;; esac\n"
         'exec /usr/bin/cyclictest "$@"\n'
     )
-    hang = initrd(tmp_path, {"usr/local/bin/cyclictest": fake})
+    hang = initrd(tmp_path, {"usr/local/bin/cyclictest": fake, spin[1:]: spin_binary(tmp_path).read_bytes()})
     out = tmp_path / "run"
     done = rtlab(*run_args(out, "idle", "2s", "--target", f"qemu:debian,initrd={hang},margin=5"))
     assert done.returncode == 3
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
-    # the reason says what the host saw and what to change: under TCG, three times the plan (2 s
-    # measured, 15 s to stop, 2 s to start cyclictest) and margin=5
-    assert manifest["loads"]["idle"]["reason"] == (
-        "the guest had not finished 62 s after the start and was stopped: "
-        "give it longer with the qemu target's margin=SECONDS (now 5)"
+    # the reason says what the host saw: under TCG, three times the plan (2 s measured, 15 s to
+    # stop, 2 s to start cyclictest) and margin=5, then no answer to a question on the console,
+    # so no advice to wait longer
+    reason = manifest["loads"]["idle"]["reason"]
+    said = re.fullmatch(
+        r"the guest had not finished 62 s after the start and was stopped: it no longer answered on "
+        r"its console, silent for its last (\d+) s \(its last words: console\.log\)",
+        reason,
     )
-    assert "guest-timeout: no end after 62 s" in done.stderr
+    assert said, reason
+    assert 40 < int(said[1]) <= 62  # from the start of cyclictest on, nothing came back
+    assert "guest-timeout: no end after 62 s, and it no longer answered" in done.stderr
     console = (out / "console.log").read_text()
     assert "@rtlab load-start t=" in console and "load=idle" in console
     assert "guest-timeout" in (out / "events").read_text()
@@ -378,3 +397,21 @@ def test_a_killed_hosts_initramfs_is_removed_by_the_next_guest(tmp_path):
     assert ours.is_dir() and ours.name.startswith(f"{os.getpid()}-")
     again = liveness.scratch(base)  # a second guest of this live process: the first one stays
     assert ours.is_dir() and again.is_dir() and again != ours
+
+
+@pytest.mark.unit
+def test_a_guest_that_overran_but_answers_is_told_to_take_longer():
+    """The other side of a hung guest: one that still answered when its time ran out was only
+    slow (a busy host), so the reason names the margin that gives it longer."""
+    from rtlab.analysis.summary import load_status
+    from rtlab.results.events import Kind, line, parse
+
+    said = [
+        parse(line(Kind.LOAD_START, load="idle", seconds=600)),
+        parse(line(Kind.GUEST_TIMEOUT, seconds=2100, margin=120, silent=7, answered="yes")),
+    ]
+    assert load_status("idle", [e for e in said if e is not None], has_data=False) == (
+        "failed",
+        "the guest had not finished 2100 s after the start and was stopped, silent for its last 7 s: "
+        "give it longer with the qemu target's margin=SECONDS (now 120)",
+    )

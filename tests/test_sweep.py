@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import processes_named, rtlab
+from conftest import processes_named, rtlab, spin_binary
 from rtlab.bisect import variants as vs
 from test_bisect import RUN, _loads, _p999
-from test_causes import spin_binary
 
 # what a board's prepare command would do with the fragment: build and install; here the
 # "kernel" is the load work.sh, which spins when the fragment asks for CONFIG_SPIN

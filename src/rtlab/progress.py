@@ -86,4 +86,6 @@ class RunProgress:
             self.say(f"{load}: {status}")
         elif event.kind in HOST_SAID:
             detail = event.get("reason") or f"no end after {event.get('seconds')} s"
+            if event.get("answered") == "no":
+                detail += ", and it no longer answered"
             self.console.print(f"{event.kind}: {detail}", highlight=False)

@@ -32,7 +32,7 @@ from rtlab.boundary.untrusted import printable
 from rtlab.plan import STOP_GRACE_S
 from rtlab.results import cyclictest
 from rtlab.results.events import Event, Kind
-from rtlab.results.rundir import RawLoad
+from rtlab.results.rundir import CONSOLE, RawLoad
 from rtlab.system import audit, clusters, kernel
 from rtlab.system import cpus as cpu_list
 
@@ -69,10 +69,13 @@ def _guest_end(events: Sequence[Event]) -> str | None:
     """Why a QEMU guest's run ended before its loads did, as the host saw it."""
     for event in events:
         if event.kind == Kind.GUEST_TIMEOUT:
-            return (
-                f"the guest had not finished {event.get('seconds')} s after the start and was stopped: "
-                f"give it longer with the qemu target's margin=SECONDS (now {event.get('margin') or '?'})"
-            )
+            overran = f"the guest had not finished {event.get('seconds')} s after the start and was stopped"
+            silent = event.number("silent")
+            quiet = f", silent for its last {silent} s" if silent else ""
+            if event.get("answered") == "no":  # a hung kernel: more time would not have helped
+                return f"{overran}: it no longer answered on its console{quiet} (its last words: {CONSOLE})"
+            margin = event.get("margin") or "?"
+            return f"{overran}{quiet}: give it longer with the qemu target's margin=SECONDS (now {margin})"
         if event.kind == Kind.GUEST_DIED:
             return f"the guest died: {event.get('reason')}"
     return None

@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,9 @@ from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
+# How long a guest that overran its run has to answer one short command before it is killed:
+# a slow guest answers, a hung kernel does not (and the report tells the two apart).
+ANSWER_S = 20.0
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 OPTIONS = ("kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin", "ssh")
@@ -404,8 +408,19 @@ class QemuTarget:
         except GuestDied as e:
             on_line(line(Kind.GUEST_DIED, reason=e))
             return 125
-        if status is None:  # hung: stop it, keep what the console showed
-            on_line(line(Kind.GUEST_TIMEOUT, seconds=f"{timeout:.0f}", margin=f"{self.spec.margin:.0f}"))
+        if status is None:  # overran: slow or hung? stop it, keep what the console showed
+            silent, answer = time.monotonic() - console.heard_at, None
+            with contextlib.suppress(GuestDied):
+                answer, _ = console.run("cat /proc/uptime", ANSWER_S)
+            on_line(
+                line(
+                    Kind.GUEST_TIMEOUT,
+                    seconds=f"{timeout:.0f}",
+                    margin=f"{self.spec.margin:.0f}",
+                    silent=f"{silent:.0f}",
+                    answered="yes" if answer == 0 else "no",
+                )
+            )
             console.kill()
             return 124
         return status

@@ -48,6 +48,7 @@ class Console:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.tail: deque[str] = deque(maxlen=self.TAIL_LINES)
         self._ids = 0
+        self.heard_at = time.monotonic()  # when the guest last printed a line
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -57,6 +58,7 @@ class Console:
         for raw in iter(lambda: self.proc.stdout.readline(LINE_BYTES), b""):  # type: ignore[union-attr]
             line = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")
             self.tail.append(line)
+            self.heard_at = time.monotonic()
             self.lines.put(line)
         self.lines.put(None)  # the guest is gone
 
