@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (
+    AGENT,
     event_seen,
     processes_named,
     read_json,
@@ -261,6 +262,36 @@ def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     assert manifest["loads"] == {"idle": manifest["loads"]["idle"], "cpu": {"status": "not-run"}}
     assert manifest["loads"]["idle"]["status"] == "partial"
     assert read_json(out / "loads/idle/cyclictest.json")["thread"]["0"]["cycles"] > 0
+    assert guests() == set()
+
+
+@needs_x86
+def test_ctrl_c_before_the_guests_agent_listens_still_stops_it(tmp_path):
+    """The agent's command reaches the guest over its console, and the agent sets its trap and
+    writes agent.pid only once it runs: a stop sent between the two finds no one to stop. Here
+    that window lasts 5 s: the user's initrd puts the agent behind one that waits before a run
+    and says so on the console (the host streams that line into RUN/events)."""
+    wrapper = (
+        '#!/bin/sh\nif [ "$1" = run ]; then echo "@rtlab waiting t=0"; sleep 5; fi\n'
+        'exec sh /rtlab/shipped.sh "$@"\n'
+    )
+    slow = initrd(tmp_path, {"rtlab/agent.sh": wrapper, "rtlab/shipped.sh": AGENT.read_text()})
+    out = tmp_path / "run"
+    proc = start_rtlab(*run_args(out, "idle", "60s", "--target", f"qemu:debian,initrd={slow}"))
+    try:
+        wait_for(lambda: (out / "events").is_file() and "@rtlab waiting" in (out / "events").read_text(), 180)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, stderr
+    manifest = read_json(out / "run.json")
+    # the stop went again when the agent first spoke, so it never measured its 60 s
+    idle = manifest["loads"]["idle"]
+    assert idle["status"] in ("failed", "not-run"), idle
+    assert idle.get("reason") in (None, "stopped before cyclictest had measured anything"), idle
+    assert not (out / "loads/idle/cyclictest.json").exists()
+    assert manifest["status"] == "failed"
     assert guests() == set()
 
 

@@ -101,6 +101,11 @@ def measure(
     def on_line(line: str) -> None:
         event = ev.parse(line)
         if event is not None:
+            if event.kind == ev.Kind.CLOCK and guard.caught and guard.phase == "measuring":
+                # A stop sent before the agent had set its trap and written agent.pid found no
+                # one to stop (an SSH round trip, a guest's console, between "measuring" and the
+                # agent's start). Its first word says it listens now: the stop goes again.
+                target.interrupt()
             text = line.rstrip("\n")
             if streams:
                 with suppress(OSError):
