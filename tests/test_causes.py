@@ -64,13 +64,15 @@ def injected(tmp_path_factory) -> dict[str, Path]:
                 *run_args(out, "idle,cpu", "2s", "--target", f"qemu:debian-rt,initrd={extra}",
                           "--trace", "100ms", "--trace-duration", "24s", "--trace-level", level, settle="1s")
             )  # fmt: skip
-            if done.returncode == 0 or "and it no longer answered" not in done.stderr or attempt == 2:
+            if done.returncode == 0 or "guest-timeout:" not in done.stderr or attempt == 2:
                 break
             # In two of three full runs of the suite the emulated RT guest went silent in its first
             # load (never in 13 runs of this alone, 4 of them on a host kept busy): rtlab stopped
-            # it and said so, as it must. A hung guest kernel is not what this test checks: once
-            # more, with its console's end in the warnings summary for whoever looks into it.
-            warnings.warn(f"level {level}: the guest hung{console_tail(out)}", stacklevel=1)
+            # it and said so, as it must. A guest that overran is not what this test checks: once
+            # more, with what rtlab said (slow or hung) and the console's end in the warnings
+            # summary, for whoever looks into it.
+            said = [w for w in done.stderr.splitlines() if w.startswith("guest-timeout:")]
+            warnings.warn(f"level {level}: {said}{console_tail(out)}", stacklevel=1)
         assert done.returncode == 0, done.stderr + console_tail(out)
         runs[level] = out
     return runs
