@@ -47,8 +47,11 @@ from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
 # How long a guest that overran its run has to answer one short command before it is killed:
-# a slow guest answers, a hung kernel does not (and the report tells the two apart).
+# a slow guest answers, a hung kernel does not (and the report tells the two apart). What it
+# answers goes into console.log: its clock, the kernel's last messages (those below the
+# console's loglevel too, such as RCU stalls) and what each process was doing.
 ANSWER_S = 20.0
+LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 OPTIONS = ("kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin", "ssh")
@@ -411,7 +414,7 @@ class QemuTarget:
         if status is None:  # overran: slow or hung? stop it, keep what the console showed
             silent, answer = time.monotonic() - console.heard_at, None
             with contextlib.suppress(GuestDied):
-                answer, _ = console.run("cat /proc/uptime", ANSWER_S)
+                answer, _ = console.run(LAST_LOOK, ANSWER_S)
             on_line(
                 line(
                     Kind.GUEST_TIMEOUT,
