@@ -413,8 +413,8 @@ class QemuTarget:
             return 125
         if status is None:  # overran: slow or hung? stop it, keep what the console showed
             silent, answer = time.monotonic() - console.heard_at, None
-            with contextlib.suppress(GuestDied):
-                answer, _ = console.run(LAST_LOOK, ANSWER_S)
+            with contextlib.suppress(GuestDied):  # the agent's lines meanwhile still count
+                answer, _ = console.run(LAST_LOOK, ANSWER_S, receive)
             on_line(
                 line(
                     Kind.GUEST_TIMEOUT,
