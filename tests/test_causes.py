@@ -193,6 +193,9 @@ def test_level_c_on_this_host_places_the_spike_and_claims_no_cause(tmp_path):
     assert all(s["top"] is None and s["causes"] == [] for s in traced["spikes"])
     assert traced["top"] == []
     assert "suspects only" in stdout
+    # the pass is said as it starts and ends, with the spikes it counted
+    assert "idle: tracing spikes above 30 ms for 6 s (level c)" in stderr
+    assert re.search(r"^idle: [1-9]\d* spike\(s\) traced$", stderr, re.MULTILINE), stderr
 
 
 # A second into the trace pass: trace-start is said before its cyclictest has started, which on

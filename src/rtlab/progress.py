@@ -78,6 +78,14 @@ class RunProgress:
             self.say(f"{label}: settling {self.plan.settle_s} s, then measuring {self.plan.duration_s} s")
         elif event.kind == Kind.MEASURE_START and load in self.tasks:
             self.progress.update(self.tasks[load], since=time.monotonic())
+        elif event.kind == Kind.TRACE_START:  # seconds of silence otherwise, between measured and ended
+            threshold = event.number("threshold_us")
+            above = f" above {threshold / 1000:g} ms" if threshold is not None else ""
+            self.say(
+                f"{load}: tracing spikes{above} for {event.get('seconds')} s (level {event.get('level')})"
+            )
+        elif event.kind == Kind.TRACE_END:
+            self.say(f"{load}: {event.get('spikes') or 0} spike(s) traced")
         elif event.kind == Kind.LOAD_END and load in self.tasks:
             # the agent's "complete" is not yet rtlab's: its results are checked once home
             status = "measured" if event.get("status") == "complete" else event.get("status")
