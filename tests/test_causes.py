@@ -13,12 +13,21 @@ import re
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
-from conftest import event_seen, read_json, rtlab, run_args, spin_binary, start_rtlab, wait_for
+from conftest import (
+    console_tail,
+    event_seen,
+    guest_run,
+    read_json,
+    rtlab,
+    run_args,
+    spin_binary,
+    start_rtlab,
+    wait_for,
+)
 from rtlab.analysis import causes
 from rtlab.report import causes as report_causes
 from rtlab.results import ftrace
@@ -30,14 +39,6 @@ _INJECT = re.compile(r"^@inject t=(\S+) ms=(\d+) cpu=(\d+) pid=(\d+)$", re.MULTI
 def injections(text: str) -> list[tuple[float, int, int, int]]:
     """(start, ms, cpu, pid) of each burst the spin program printed."""
     return [(float(t), int(ms), int(cpu), int(pid)) for t, ms, cpu, pid in _INJECT.findall(text)]
-
-
-def console_tail(out: Path, lines: int = 30) -> str:
-    """The guest's last console lines as the run kept them, for a failure's message."""
-    console = out / "console.log"
-    if not console.is_file():
-        return "\n(no console.log)"
-    return "\nconsole.log ends:\n" + "\n".join(console.read_text(errors="replace").splitlines()[-lines:])
 
 
 @pytest.fixture(scope="module")
@@ -58,21 +59,12 @@ def injected(tmp_path_factory) -> dict[str, Path]:
     extra = initrd(tmp, {"usr/local/bin/stress-ng": wrapper, "usr/local/bin/spin": spin})
     runs = {}
     for level in ("a", "b"):
-        for attempt in (1, 2):
-            out = tmp / f"level-{level}-{attempt}"
-            done = rtlab(
-                *run_args(out, "idle,cpu", "2s", "--target", f"qemu:debian-rt,initrd={extra}",
-                          "--trace", "100ms", "--trace-duration", "24s", "--trace-level", level, settle="1s")
-            )  # fmt: skip
-            if done.returncode == 0 or "guest-timeout:" not in done.stderr or attempt == 2:
-                break
-            # In two of three full runs of the suite the emulated RT guest went silent in its first
-            # load (never in 13 runs of this alone, 4 of them on a host kept busy): rtlab stopped
-            # it and said so, as it must. A guest that overran is not what this test checks: once
-            # more, with what rtlab said (slow or hung) and the console's end in the warnings
-            # summary, for whoever looks into it.
-            said = [w for w in done.stderr.splitlines() if w.startswith("guest-timeout:")]
-            warnings.warn(f"level {level}: {said}{console_tail(out)}", stacklevel=1)
+        out, done = guest_run(
+            tmp / f"level-{level}",
+            lambda out, level=level: run_args(out, "idle,cpu", "2s", "--target",
+                f"qemu:debian-rt,initrd={extra}", "--trace", "100ms", "--trace-duration", "24s",
+                "--trace-level", level, settle="1s"),
+        )  # fmt: skip
         assert done.returncode == 0, done.stderr + console_tail(out)
         runs[level] = out
     return runs
