@@ -64,7 +64,7 @@ def statuses(run: Path) -> dict[str, tuple[str, str | None]]:
         ("segv", "cyclictest exited with signal 11"),
         ("truncated", "damaged cyclictest.json"),
         ("null", "cyclictest.json holds null"),
-        ("nan", "damaged cyclictest.json"),
+        ("nan", "cyclictest.json: no thread measured a sample"),
         ("bad-key", "histogram key 'abc'"),
         ("bad-cpu", 'has cpu "zero", not a count'),
         ("thread-list", "thread 0 is list, not an object"),
@@ -93,6 +93,40 @@ def test_bad_cyclictest_output_fails_its_load_and_spares_the_others(mode, reason
         assert "failed" in again.stdout + again.stderr, fmt
     assert reason in rtlab("report", str(run)).stderr
     assert processes_named(*TOOLS) == set()
+
+
+def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damaged(tmp_path):
+    """Real cyclictest, stopped by SIGTERM after it set up its handler but before any thread's
+    first wake-up (1 s away), writes its file with "avg": -nan for every thread. That is what an
+    early Ctrl-C on a slow guest leaves: the load says it was stopped, not that a file was damaged."""
+    from rtlab.analysis.summary import verify
+    from rtlab.results import cyclictest
+    from rtlab.results.rundir import RawLoad
+
+    path = tmp_path / cyclictest.FILE
+    proc = subprocess.Popen(
+        ["cyclictest", "-q", "-m", "-t", "2", "-i", "1000000", "-D", "10", f"--json={path}"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        # its measurement threads exist: the handler is set, and their first wake-up is 1 s away
+        wait_for(lambda: len(os.listdir(f"/proc/{proc.pid}/task")) >= 3, 10)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+    assert path.read_text().count('"avg": -nan') == 2  # cyclictest's own spelling, not JSON
+    data = cyclictest.read(path)
+    assert cyclictest.idle_threads(data) == ["0", "1"]
+    with pytest.raises(cyclictest.InvalidResult, match=cyclictest.NOTHING_MEASURED):
+        cyclictest.threads(data, 400)
+    raw = RawLoad(data, cyclictest.NOTHING_MEASURED)
+    assert verify("idle", raw, "partial", None) == (
+        "failed",
+        "stopped before cyclictest had measured anything",
+    )
+    # not stopped: a run that measured nothing at all says that
+    assert verify("idle", raw, "complete", None) == ("failed", cyclictest.NOTHING_MEASURED)
 
 
 def test_a_crashed_cyclictest_keeps_its_partial_file_apart(tmp_path):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from csv import DictReader
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -287,12 +288,16 @@ def test_ctrl_c_before_the_guests_agent_listens_still_stops_it(tmp_path):
         proc.kill()
     assert proc.returncode == 3, stderr
     manifest = read_json(out / "run.json")
-    # the stop went again when the agent first spoke, so it never measured its 60 s
+    # the stop went again when the agent first spoke, so it never measured its 60 s: where the
+    # agent had started cyclictest by then, it stopped it at once (nothing measured, or a moment)
     idle = manifest["loads"]["idle"]
-    assert idle["status"] in ("failed", "not-run"), idle
-    assert idle.get("reason") in (None, "stopped before cyclictest had measured anything"), idle
-    assert not (out / "loads/idle/cyclictest.json").exists()
-    assert manifest["status"] == "failed"
+    assert idle["status"] in ("failed", "not-run", "partial"), idle
+    if idle["status"] == "failed":
+        assert idle.get("reason") in (None, "stopped before cyclictest had measured anything"), idle
+    if "measuring_since" in idle:
+        took = datetime.fromisoformat(idle["ended"]) - datetime.fromisoformat(idle["measuring_since"])
+        assert took.total_seconds() < 20, idle
+    assert manifest["status"] == ("partial" if idle["status"] == "partial" else "failed")
     assert guests() == set()
 
 

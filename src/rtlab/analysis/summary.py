@@ -86,6 +86,8 @@ def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[st
     output is valid and its load ran until the measurement ended (and did what its check asks)."""
     if status in ("not-run", "running"):
         return status, reason
+    if raw.problem == cyclictest.NOTHING_MEASURED and status == "partial":  # the agent was stopped
+        return "failed", reason or "stopped before cyclictest had measured anything"
     if raw.problem is not None:
         return "failed", reason or raw.problem
     if raw.cyclictest is None:
@@ -329,7 +331,8 @@ def _measured(
                 "code": "segments-lost",
                 "load": load,
                 "message": f"{load}: segment {', '.join(files.segments_lost)} left no whole result "
-                "(cut off, or damaged): the statistics cover the other segments",
+                "(cut off, damaged, or a thread that measured nothing): "
+                "the statistics cover the other segments",
             }
         )
     per_cpu = {str(t.cpu): Histogram.of_thread(t, limit) for t in per_thread}

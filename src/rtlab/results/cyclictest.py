@@ -5,15 +5,17 @@ Each measurement thread reports its CPU, the sparse histogram ({"µs": count}),
 cycles, min, max and avg. cyclictest counts every cycle but bins only those below
 the `-h` range, so cycles minus the binned total is the overflow count.
 
-A file that is cut off, not JSON (cyclictest writes `"avg": -nan` for a thread that
-measured nothing), or whose values are not what cyclictest writes is an InvalidResult
-whose message says what is wrong: such a load is failed, never reported with numbers.
+A file that is cut off, not JSON, or whose values are not what cyclictest writes is an
+InvalidResult whose message says what is wrong: such a load is failed, never reported with
+numbers. A thread that measured nothing is told as such, not as a damaged file: cyclictest
+prints its average as `%.2f` of 0/0, `-nan`, which only in that field is read as null.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,12 @@ from typing import Any
 from rtlab.boundary import untrusted, values
 
 FILE = "cyclictest.json"
+# cyclictest's whole file, stopped before any thread had taken a sample (the agent's stop came
+# after cyclictest had set up its own SIGTERM handler, or a starved target never woke it)
+NOTHING_MEASURED = f"{FILE}: no thread measured a sample"
+# cyclictest's spelling of an average over no cycles, read as null (the field only: anywhere
+# else it stays what it is, not JSON)
+_NAN_AVG = re.compile(rb'("avg":[ ]?)-?nan(?=[ \n]*[,}])')
 
 
 class InvalidResult(ValueError):
@@ -42,7 +50,8 @@ class ThreadResult:
 def read(path: Path, root: Path | None = None) -> dict[str, Any]:
     """The parsed file; InvalidResult when it is not a JSON object."""
     try:
-        data = untrusted.json_loads(untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE, root), FILE)
+        raw = untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE, root)
+        data = untrusted.json_loads(_NAN_AVG.sub(rb"\1null", raw), FILE)
     except untrusted.Damaged as e:
         raise InvalidResult(str(e)) from None
     if not isinstance(data, dict):
@@ -97,6 +106,14 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
     return ThreadResult(index, cpu, cycles, min_us, max_us, float(avg), counts, cycles - binned)
 
 
+def idle_threads(data: Any) -> list[str]:
+    """The names of the threads that took no sample (a starved CPU, or a stop that came first)."""
+    raw = data.get("thread") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return []
+    return [str(name) for name, t in raw.items() if isinstance(t, dict) and t.get("cycles") == 0]
+
+
 def threads(data: Any, limit_us: int) -> list[ThreadResult]:
     """One checked result per measurement thread, in CPU order."""
     if not isinstance(data, dict):
@@ -104,6 +121,8 @@ def threads(data: Any, limit_us: int) -> list[ThreadResult]:
     raw = data.get("thread")
     if not isinstance(raw, dict) or not raw:
         raise InvalidResult(f"{FILE} has no measurement threads")
+    if len(idle_threads(data)) == len(raw):
+        raise InvalidResult(NOTHING_MEASURED)
     out = [_thread(thread, str(name), limit_us) for name, thread in raw.items()]
     cpus = [t.cpu for t in out]
     if len(set(cpus)) != len(cpus):

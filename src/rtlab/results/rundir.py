@@ -352,10 +352,14 @@ class RunDir:
             parts = []
             for n, segment in segments:
                 try:
-                    parts.append(cyclictest.read(segment / cyclictest.FILE, self.path))
+                    part = cyclictest.read(segment / cyclictest.FILE, self.path)
                 except cyclictest.InvalidResult:
                     lost.append(segment.name)  # cut off by a crash or a power loss: that segment only
                     continue
+                if cyclictest.idle_threads(part):  # a CPU starved for a whole segment: no sum hides it
+                    lost.append(segment.name)
+                    continue
+                parts.append(part)
                 found = timeline.read(segment, self.path)
                 if found is not None:
                     verbose.append((n, found))
