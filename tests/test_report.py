@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -124,6 +125,22 @@ def test_max_figure_bars_and_deadline_line():
     heights = [p.get_height() for p in ax.patches]
     assert heights == [40, 150, 66, 900]
     assert [line.get_ydata()[0] for line in ax.lines] == [100]
+
+
+def test_a_run_where_no_load_measured_anything_says_so_on_its_figures():
+    failed = {"status": "failed", "reason": "made by hand", "merged": None, "cpus": {}, "histograms": None}
+    nothing = summary("broken", {"idle": dict(failed), "cpu": dict(failed)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no empty log axis, no legend of nothing
+        drawn = [
+            *figures.histogram_figures([nothing], ["broken"]),
+            figures.max_figure([nothing], ["b"], None),
+        ]
+    for named in drawn:
+        ax = named.figure.axes[0]
+        assert [t.get_text() for t in ax.texts] == ["no load measured anything"], named.name
+        assert ax.get_legend() is None, named.name
+    assert drawn[-1].figure.axes[0].get_yscale() == "linear"  # the bars' log axis has nothing to show
 
 
 def test_html_escapes_what_the_measured_system_says():

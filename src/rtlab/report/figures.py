@@ -94,6 +94,19 @@ def _axes(title: str, full: bool) -> tuple[Figure, Any]:
     return fig, ax
 
 
+def _nothing_measured(ax: Any) -> None:
+    """In place of curves or bars when no load measured anything (every one failed): said on
+    the figure, not an empty frame with a legend of nothing."""
+    ax.text(0.5, 0.5, "no load measured anything", transform=ax.transAxes, ha="center", va="center")
+
+
+def _legend_or_nothing(ax: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+    else:
+        _nothing_measured(ax)
+
+
 def _plot(
     ax: Any, histogram: HistogramJSON, full: bool, label: str, color: str, dashed: bool = False
 ) -> None:
@@ -125,7 +138,7 @@ def histogram_figures(
                         h = histogram_of(summaries[0], load, cpu)
                         if h is not None:
                             _plot(ax, h, full, f"{load} cpu{cpu}", load_color(load), dashed=True)
-            ax.legend(fontsize="small")
+            _legend_or_nothing(ax)
             out.append(NamedFigure(f"histogram{suffix}", ax.get_title(), fig))
             continue
         for load in loads:
@@ -134,7 +147,7 @@ def histogram_figures(
                 hist = histogram_of(summary, load)
                 if hist is not None:
                     _plot(ax, hist, full, label, run_color(i))
-            ax.legend(fontsize="small")
+            _legend_or_nothing(ax)
             out.append(NamedFigure(f"histogram-{slug(load)}{suffix}", ax.get_title(), fig))
     return out
 
@@ -145,19 +158,24 @@ def max_figure(summaries: Sequence[Summary], labels: Sequence[str], deadline_us:
     ax = fig.add_subplot()
     width = 0.8 / len(summaries)
     x = np.arange(len(loads))
+    highest = 0.0
     for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
         heights = [_max_us(summary, load) for load in loads]
+        highest = max([highest, *heights])
         ax.bar(x + i * width - 0.4 + width / 2, heights, width, label=label, color=run_color(i))
     if deadline_us is not None:
         ax.axhline(
             deadline_us, color="black", linestyle="--", linewidth=1, label=f"deadline {deadline_us} µs"
         )
     ax.set_xticks(x, loads)
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=1)  # bars grow from 1 µs, not from the smallest max
     ax.set_ylabel("max latency (µs)")
     ax.set_title("Maximum latency per load")
-    ax.legend(fontsize="small")
+    if highest:
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=1)  # bars grow from 1 µs, not from the smallest max
+        ax.legend(fontsize="small")
+    else:  # a log axis of nothing but a deadline line would still say nothing was measured
+        _nothing_measured(ax)
     return NamedFigure("max-latency", "Maximum latency per load", fig)
 
 
