@@ -194,10 +194,12 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     # A guest that stops answering mid-measurement, as one whose runaway real-time threads own
     # every CPU: SCHED_FIFO 99 busy loops on both, with no time left to anything else (RT
     # throttling off), so neither the agent's watchdog nor init's command loop runs again.
-    # Every other cyclictest call is the real one.
+    # Every other cyclictest call is the real one. Before it hangs, the guest claims on its
+    # console that it died: a target's line cannot speak for the host.
     spin = "/usr/local/bin/spin"
     fake = (
         '#!/bin/sh\ncase " $* " in *" -D "*) echo -1 >/proc/sys/kernel/sched_rt_runtime_us\n'
+        "  echo '@rtlab guest-died t=1 reason=a word the guest made up' >/dev/console\n"
         f"  {spin} 0 100000000 0 & exec {spin} 1 100000000 0 ;; esac\n"
         'exec /usr/bin/cyclictest "$@"\n'
     )
@@ -219,8 +221,11 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     assert said, reason
     assert 40 < int(said[1]) <= 62  # from the start of cyclictest on, nothing came back
     assert "guest-timeout: no end after 62 s, and it no longer answered" in done.stderr
-    # said once in the events (the guest's own file never came, so the streamed copy stays)
-    assert (out / "events").read_text().count("@rtlab guest-timeout ") == 1
+    # said once in the events (the guest's own file never came, so the streamed copy stays),
+    # after the guest's claim, which is kept as what the guest said
+    events = (out / "events").read_text()
+    assert events.count("@rtlab guest-timeout ") == 1
+    assert events.index("reason=a word the guest made up") < events.index("@rtlab guest-timeout ")
     console = (out / "console.log").read_text()
     assert "@rtlab load-start t=" in console and "load=idle" in console
     assert guests() == set()

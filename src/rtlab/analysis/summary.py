@@ -66,8 +66,9 @@ def load_status(
 
 
 def _guest_end(events: Sequence[Event]) -> str | None:
-    """Why a QEMU guest's run ended before its loads did, as the host saw it."""
-    for event in events:
+    """Why a QEMU guest's run ended before its loads did, as the host saw it: its word is the
+    last one (written after the target's file came home), whatever the target wrote before."""
+    for event in reversed(events):
         if event.kind == Kind.GUEST_TIMEOUT:
             overran = f"the guest had not finished {event.get('seconds')} s after the start and was stopped"
             silent = event.number("silent")

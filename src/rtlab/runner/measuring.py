@@ -128,15 +128,15 @@ def measure(
     if busy:  # another run took the lock first (both passed preflight at the same instant)
         raise Busy(busy[0], target.name)
     target.collect(run, remote)  # the target's own events file replaces the streamed copy
-    if streams:  # what only the host saw (a guest that hung or died) goes beside the target's word
-        # ... once: when the target's own file never came, the streamed copy holds them already
+    if streams:  # what only the host saw (a guest that hung or died) goes after the target's word
+        # ... once: when the target's own file never came, the streamed copy holds them already.
+        # Event by event, not by kind: a target that wrote such a kind itself hides nothing.
         try:
-            said = {e.kind for e in run.events() if e.kind in ev.HOST_SAID}
+            said = [e for e in run.events() if e.kind in ev.HOST_SAID]
         except rundir.UnreadableFile:  # damaged on the target: what the host saw is added all the same
-            said = set()
+            said = []
         for line in host_said:
-            event = ev.parse(line)
-            if event is not None and event.kind not in said:
+            if ev.parse(line) not in said:
                 append_line(run.path / rundir.EVENTS, line)
 
     summary = finish(
