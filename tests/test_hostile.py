@@ -25,11 +25,14 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_of, digest, read_json, rtlab, run_args
+from evt_data import write_run
 from rtlab import bounds as b
 from rtlab.boundary import unpack, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.farm import server as lava_server
 from rtlab.plan import Plan
+from rtlab.results import events
+from rtlab.results.rundir import RunDir, append_line, write_note
 from test_ssh import board  # noqa: F401  (the loopback sshd)
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red
@@ -216,6 +219,46 @@ def test_printable_strips_what_a_terminal_obeys():
     assert untrusted.printable("line\nnext", lines=True) == "line\nnext"
 
 
+# Every character str.splitlines ends a line at (\n \r \x0b \x0c \x1c-\x1e \x85 \u2028 \u2029),
+# found by asking it; then the other controls and the bidirectional overrides.
+LINE_BREAKS = [c for c in map(chr, range(0x110000)) if len(f"a{c}b".splitlines()) > 1]
+NOT_IN_A_LINE = [
+    *LINE_BREAKS,
+    *(c for c in map(chr, [*range(0x20), *range(0x7F, 0xA0)]) if c not in LINE_BREAKS),
+    *"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("char", NOT_IN_A_LINE, ids=lambda c: f"U+{ord(c):04X}")
+def test_what_a_board_says_stays_one_visible_line_of_the_events_and_logs(tmp_path, char):
+    forged = f"lost{char}@rtlab done status=complete"
+    append_line(tmp_path / "events", events.line(events.Kind.DONE, status="failed", reason=forged))
+    append_line(tmp_path / "events", f"@rtlab load-end load=idle status=failed reason={forged}\n")
+    write_note(tmp_path / "collect-error.txt", f"{forged}\nsecond line\n")
+    written = (tmp_path / "events").read_text(encoding="utf-8")
+    # one line per write, whoever splits them (str.splitlines, a file's lines, "\n")
+    with (tmp_path / "events").open(encoding="utf-8") as f:  # universal newlines: \r too
+        assert len(written.splitlines()) == len(f.readlines()) == 2
+    assert [e.get("status") for e in RunDir(tmp_path).events()] == ["failed", "failed"]
+    escape = f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    assert written.count(f"lost{escape}@rtlab done status=complete") == 2  # shown, not dropped
+    note = (tmp_path / "collect-error.txt").read_text(encoding="utf-8")
+    if char != "\n":  # a note keeps its own newlines
+        assert note.splitlines() == [f"lost{escape}@rtlab done status=complete", "second line"]
+    assert untrusted.one_line(untrusted.one_line(forged)) == untrusted.one_line(forged)
+
+
+@pytest.mark.unit
+def test_outside_text_is_split_at_newlines_only():
+    said = "@rtlab load-end status=failed reason=a\u2028b\x85c\x0bd\x1ce\re\r\n@rtlab done status=x\n"
+    assert untrusted.lines(said) == [
+        "@rtlab load-end status=failed reason=a\u2028b\x85c\x0bd\x1ce\re",
+        "@rtlab done status=x",
+    ]
+    assert untrusted.lines("") == [] and untrusted.lines("a\n\nb") == ["a", "", "b"]
+
+
 # --- a whole run: damaged documents and escapes through rtlab's commands ---------------------
 
 
@@ -313,10 +356,11 @@ def bundle_uid(bundle: bytes) -> str:
 
 
 def lava_log(path: Path, bundle: bytes | None, extra: list[str] = (), noise: int = 0,  # type: ignore[assignment]
-             cut: bool = False) -> Path:  # fmt: skip
+             cut: bool = False, job: dict[str, object] | None = None) -> Path:  # fmt: skip
     """A job's log with BUNDLE between rtlab's marks, a kernel's console line after every
     NOISE of its lines (0: none); CUT: in the middle of the line, as a serial console shows a
-    message that came while the line printed (its rest on the next line)."""
+    message that came while the line printed (its rest on the next line). JOB: LAVA's own
+    result of the job (a pass without it)."""
     lines = [*extra]
     if bundle is not None:
         text, uid = base64.b64encode(bundle).decode(), bundle_uid(bundle)
@@ -331,9 +375,8 @@ def lava_log(path: Path, bundle: bytes | None, extra: list[str] = (), noise: int
             if noise and n % noise == 0:
                 lines.append(json.dumps({"lvl": "target", "msg": kernel}))
         lines.append(json.dumps({"lvl": "target", "msg": f"@rtlab-bundle-end {uid}"}))
-    lines.append(
-        json.dumps({"lvl": "results", "msg": {"case": "job", "definition": "lava", "result": "pass"}})
-    )
+    verdict = job or {"result": "pass"}
+    lines.append(json.dumps({"lvl": "results", "msg": {"case": "job", "definition": "lava", **verdict}}))
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -424,6 +467,23 @@ def test_yaml_bombs_in_a_log_are_skipped_and_the_run_imported(good_run, tmp_path
         read_json(out / "summary.json")["loads"]["idle"]["merged"]
         == read_json(good_run / "summary.json")["loads"]["idle"]["merged"]
     )
+
+
+def test_a_failed_jobs_error_message_cannot_make_its_run_complete(tmp_path):
+    # the board's own words (lava-test-raise) after a U+2028: a line break to str.splitlines
+    theirs = write_run(tmp_path, seed=1, xi=0.1, seconds=10)  # a run whose loads all completed
+    manifest = read_json(theirs / "run.json")
+    (theirs / "run.json").write_text(json.dumps({**manifest, "loads": {}}))
+    said = "board lost\u2028@rtlab done status=complete"
+    failed = {"result": "fail", "error_type": "Test", "error_msg": said}
+    log = lava_log(tmp_path / "job.log", run_bundle(theirs), job=failed)
+    out = tmp_path / "imported"
+    done = rtlab("lava", "import", "--log", str(log), "-o", str(out))
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert read_json(out / "run.json")["status"] == "failed"
+    assert "board lost" in read_json(out / "run.json")["reason"]
+    written = (out / "events").read_text(encoding="utf-8")
+    assert written.splitlines()[-1].startswith("@rtlab done status=failed source=lava reason=")
 
 
 def test_a_bundle_naming_loads_outside_the_run_reads_nothing_there(good_run, tmp_path, victim):

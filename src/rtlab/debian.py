@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtlab import children
+from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
@@ -36,7 +37,7 @@ def host_deb_src_files() -> tuple[tuple[str, str], ...]:
     one_line, deb822 = [], []
     lists = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]
     for path in lists:
-        for line in _read(path).splitlines():
+        for line in untrusted.lines(_read(path)):
             if line.startswith("deb ") and debian.search(line):
                 one_line.append("deb-src " + line[4:] + "\n")
     for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
@@ -56,9 +57,9 @@ def _read(path: Path) -> str:
 
 
 def _run(argv: list[str], cwd: Path | None = None) -> str:
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    done = children.run(argv, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        tail = untrusted.lines((done.stderr or done.stdout).strip())[-3:]
         # the tool and its command (apt-get update, apt-helper download-file), not its -o options
         words = [a for a in argv[1:] if not a.startswith("-") and "=" not in a][:1]
         raise UsageError(f"{' '.join([Path(argv[0]).name, *words])} failed: {' / '.join(tail)}")

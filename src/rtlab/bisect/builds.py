@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtlab.bisect.measured import READY, SKIPPED
+from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, Stopped
 
 MANIFEST = "build-manifest.json"
@@ -52,6 +53,6 @@ def prepare(how: KernelBuild, folder: Path, source: Path | None, fragments: tupl
         raise Stopped(f"interrupted while building {out}: run the same command again to go on") from None
     except RunFailed as e:
         with open(folder / "prepare.log", "a", encoding="utf-8") as log:
-            log.write(f"kernel build refused: {e}\n")
+            log.write(untrusted.each_one_line(f"kernel build refused: {e}") + "\n")
         return SKIPPED
     return READY

@@ -7,7 +7,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtlab.boundary.untrusted import printable
+from rtlab import children
+from rtlab.boundary.untrusted import lines, printable
 from rtlab.errors import UsageError
 
 
@@ -23,12 +24,11 @@ class Revision:
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              errors="replace", check=False)  # fmt: skip
+        done = children.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
     except FileNotFoundError:
         raise UsageError("rtlab bisect needs git: apt-get install git") from None
     if check and done.returncode != 0:
-        said = printable(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "", lines=False)
+        said = printable(lines(done.stderr.strip())[-1] if done.stderr.strip() else "", lines=False)
         raise UsageError(f"git {args[0]} in {repo} failed: {said}")
     return done
 
@@ -55,7 +55,7 @@ def between(repo: Path, good: str, bad: str) -> list[Revision]:
     listed = _git(
         repo, "log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good}..{bad}"
     ).stdout
-    rows = [line.split("\0") for line in listed.splitlines() if line]
+    rows = [line.split("\0") for line in lines(listed) if line]
     if not rows or (rows[0][1].split() or [""])[0] != good:
         raise UsageError(
             "--good is not on --bad's first-parent line (it came in through a merge): give the merge's "

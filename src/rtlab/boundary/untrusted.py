@@ -246,13 +246,13 @@ def yaml_loads(text: str, what: str) -> Any:
     try:  # the reader refuses characters YAML does not allow (a NUL) as it is made
         loader = _BoundedLoader(text)
     except yaml.YAMLError as e:
-        raise Damaged(f"damaged {what}: {printable(str(e)).splitlines()[0][:120]}") from None
+        raise Damaged(f"damaged {what}: {printable(str(e))[:120]}") from None
     try:
         return loader.get_single_data()
     except Damaged as e:
         raise Damaged(f"damaged {what}: {e}") from None
     except (yaml.YAMLError, RecursionError, ValueError) as e:
-        raise Damaged(f"damaged {what}: {printable(str(e)).splitlines()[0][:120]}") from None
+        raise Damaged(f"damaged {what}: {printable(str(e))[:120]}") from None
     finally:
         loader.dispose()
 
@@ -260,9 +260,14 @@ def yaml_loads(text: str, what: str) -> Any:
 # --- strings ---------------------------------------------------------------------------------
 
 # C0 and C1 controls (ESC starts a terminal's escape sequences: screen clears, clipboard
-# writes, links), DEL, and the bidirectional overrides that reorder what a reader sees.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# writes, links), DEL, the line and paragraph separators (a line break to str.splitlines, YAML
+# and JavaScript) and the bidirectional overrides that reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAKS = re.compile("[\t\n]")
+# What may not stand inside one line of events or a log: all of the above, tab and newline
+# too. Every line break str.splitlines knows is among them (\n \r \x0b \x0c \x1c-\x1e \x85
+# \u2028 \u2029), so no reader, however it splits, sees two lines where one was written.
+_NOT_IN_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str, lines: bool = False) -> str:
@@ -270,6 +275,37 @@ def printable(text: str, lines: bool = False) -> str:
     unless LINES keeps them."""
     cleaned = _CONTROL.sub("?", text)
     return cleaned if lines else _LINE_BREAKS.sub(" ", cleaned)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(text: str) -> str:
+    """TEXT as one line of events or a log: each control character and line break written as
+    its escape (\\x1b, \\u2028), so what a board said stays visible and cannot end the line
+    rtlab writes (a "@rtlab done status=complete" after a U+2028 would be a line of its own to
+    str.splitlines). Every writer of events and log lines goes through this; nothing it
+    returns changes when passed through it again."""
+    return _NOT_IN_A_LINE.sub(_escape, text)
+
+
+def each_one_line(text: str) -> str:
+    """TEXT of several lines (a note, a log's message) with each line made one_line: its
+    "\\n" kept, every other break and control character escaped."""
+    return "\n".join(map(one_line, text.split("\n")))
+
+
+def lines(text: str) -> list[str]:
+    """TEXT's lines as rtlab wrote them, split at "\\n" only (a "\\r" before it dropped):
+    str.splitlines also splits at U+2028, U+0085, VT, FF, FS, GS, RS and a lone CR, which
+    a board can put inside what it sends to make one line read as two. A newline at the
+    end starts no further line, as with splitlines."""
+    found = [line.removesuffix("\r") for line in text.split("\n")]
+    if found[-1] == "":
+        found.pop()
+    return found
 
 
 def printable_tree(value: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 import tomli_w
 
+from rtlab.boundary import untrusted
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load
@@ -38,7 +39,7 @@ def stressor_lists(target: Target, classes: Sequence[str]) -> dict[str, list[str
     """stress-ng's stressors on the target: "all", then each class asked for."""
     status, out = target.agent(["stressors", *classes])
     found: dict[str, list[str]] = {}
-    for event in filter(None, map(ev.parse, out.splitlines())):
+    for event in filter(None, map(ev.parse, untrusted.lines(out))):
         if event.kind == ev.Kind.MISSING:
             raise UsageError(f"stress-ng is not installed on {target.name}: the scan runs its stressors")
         if event.kind == ev.Kind.STRESSORS:

@@ -37,7 +37,7 @@ from rtlab.boundary.shapes import Manifest, TargetJSON
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
-from rtlab.results import rundir
+from rtlab.results import events, rundir
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files
 from rtlab.runner.record import new_manifest
@@ -226,12 +226,12 @@ def log_entries(text: str) -> Iterable[dict[str, Any]]:
     """The job's log, entry by entry: lava-run's lines or the server's YAML list. Read as YAML,
     not JSON: some values carry YAML tags (`! "176"`). Anyone who can submit a job writes into
     its log: a line too long, too deep or with aliases is skipped, as any line not an entry."""
-    for raw in text.splitlines():
-        line = raw[2:] if raw.startswith("- ") else raw
-        if not line.startswith("{") or len(line) > LOG_LINE_CHARS:
+    for raw in untrusted.lines(text):
+        entry_line = raw[2:] if raw.startswith("- ") else raw
+        if not entry_line.startswith("{") or len(entry_line) > LOG_LINE_CHARS:
             continue
         try:
-            entry = untrusted.yaml_loads(line, "log line")
+            entry = untrusted.yaml_loads(entry_line, "log line")
         except untrusted.Damaged:
             continue
         if isinstance(entry, dict):
@@ -371,7 +371,10 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     write_json(run.path / IMPORT_FILE, {"uid": found.uid, "console_lines_skipped": found.noise})
     if problem is None:
         return conclude(run, collected=now())
-    append_line(run.path / rundir.EVENTS, f"@rtlab done status=failed source=lava reason={problem}")
+    append_line(
+        run.path / rundir.EVENTS,
+        events.line(events.Kind.DONE, status="failed", source="lava", reason=problem),
+    )
     return conclude(run, collected=now(), reason=problem)
 
 
@@ -407,7 +410,10 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
     out.mkdir(parents=True, exist_ok=True)
     run = RunDir(out)
     write_json(run.path / "lava-results.json", results)
-    ends = "".join(f"@rtlab load-end load={load} status=failed reason={reason}\n" for load in plan.loads)
-    write_atomic(run.path / rundir.EVENTS, f"{ends}@rtlab done status=failed source=lava reason={reason}\n")
+    ends = "".join(
+        events.line(events.Kind.LOAD_END, load=load, status="failed", reason=reason) for load in plan.loads
+    )
+    done = events.line(events.Kind.DONE, status="failed", source="lava", reason=reason)
+    write_atomic(run.path / rundir.EVENTS, ends + done)
     run.write_manifest(manifest)
     return conclude(run, collected=now(), reason=reason)

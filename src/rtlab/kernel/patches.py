@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtlab import children
+from rtlab.boundary import untrusted
 from rtlab.debian import Apt
 from rtlab.errors import RunFailed, UsageError
 
@@ -61,7 +63,7 @@ def read_series(folder: Path) -> tuple[Path, ...]:
         raise UsageError(f"{folder} has no `series` file: give a quilt patch folder or one patch file")
     names = [
         line.split("#", 1)[0].split()[0]
-        for line in series.read_text().splitlines()
+        for line in untrusted.lines(series.read_text())
         if line.split("#", 1)[0].strip()
     ]
     missing = [name for name in names if not (folder / name).is_file()]
@@ -77,16 +79,16 @@ def apply(series: Series, tree: Path, log: Path, progress: Callable[[str], None]
     for number, patch in enumerate(series.patches, 1):
         progress(f"patch {number}/{len(series.patches)}")
         with log.open("a") as f:
-            f.write(f"$ patch -p1 -N --batch < {patch}\n")
+            f.write(untrusted.one_line(f"$ patch -p1 -N --batch < {patch}") + "\n")
             f.flush()
-            done = subprocess.run(
+            done = children.run(
                 ["patch", "-p1", "-N", "--batch", "-d", str(tree)],
                 input=_patch_bytes(patch),
                 stdout=f,
                 stderr=subprocess.STDOUT,
             )
         if done.returncode != 0:
-            tail = log.read_text(errors="replace").splitlines()[-6:]
+            tail = untrusted.lines(log.read_text(errors="replace"))[-6:]
             raise RunFailed(
                 f"{patch.name} ({number} of {len(series.patches)}) does not apply:\n" + "\n".join(tail)
             )
@@ -103,7 +105,7 @@ def _patch_bytes(patch: Path) -> bytes:
 
 def debian_series(cache: Path) -> tuple[Path, str]:
     """(debian/patches-rt of the installed linux-source-6.12's source package, its version), cached."""
-    done = subprocess.run(
+    done = children.run(
         ["dpkg-query", "-W", "-f=${Version} ${source:Package}", DEBIAN_PACKAGE],
         capture_output=True,
         text=True,
@@ -127,7 +129,7 @@ def debian_series(cache: Path) -> tuple[Path, str]:
             f"Debian's {name} could not be downloaded ({e}); take debian/patches-rt from the "
             f"{package} {version} source package yourself and give --rt-patches FOLDER"
         ) from None
-    subprocess.run(["tar", "-xf", str(partial / name), "-C", str(partial), "debian/patches-rt"], check=True)
+    children.run(["tar", "-xf", str(partial / name), "-C", str(partial), "debian/patches-rt"], check=True)
     (partial / "debian/patches-rt").rename(folder)
     shutil.rmtree(partial)
     return folder, version

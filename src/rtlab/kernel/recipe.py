@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtlab import children
+from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.kernel import fragments, patches
 from rtlab.results.rundir import write_json
@@ -103,7 +105,7 @@ def source(
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         # tar itself: several times faster than Python's tarfile on this 150 MB .tar.xz
-        subprocess.run(["tar", "-xf", str(DEBIAN_SOURCE), "-C", str(partial)], check=True)
+        children.run(["tar", "-xf", str(DEBIAN_SOURCE), "-C", str(partial)], check=True)
         if series is not None:
             patches.apply(series, partial / "linux-source-6.12", log or Path(os.devnull), phase)
         (partial / "linux-source-6.12").rename(tree)
@@ -122,15 +124,15 @@ def _make(tree: Path, build: Path, *targets: str, log: Path, jobs: int | None = 
     argv = ["make", "-C", str(tree), f"O={build}", f"ARCH={ARCH}", f"CROSS_COMPILE={CROSS}"]
     argv += [f"-j{jobs}"] if jobs else []
     with log.open("a") as f:
-        f.write(f"$ {' '.join(argv + list(targets))}\n")
+        f.write(untrusted.one_line(f"$ {' '.join(argv + list(targets))}") + "\n")
         f.flush()
-        done = subprocess.run([*argv, *targets], stdout=f, stderr=subprocess.STDOUT)
+        done = children.run([*argv, *targets], stdout=f, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise RunFailed(f"make {' '.join(targets)} failed; the last errors:\n{last_errors(log)}")
 
 
 def last_errors(log: Path, lines: int = 15) -> str:
-    text = log.read_text(errors="replace").splitlines()
+    text = untrusted.lines(log.read_text(errors="replace"))
     errors = [line for line in text if re.search(r"\berror\b|Error \d", line)]
     return "\n".join((errors or text)[-lines:])
 
@@ -151,9 +153,9 @@ def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool =
             str(build / ".config"),
             *paths,
         ]
-        f.write(f"$ {' '.join(merge)}\n")
+        f.write(untrusted.one_line(f"$ {' '.join(merge)}") + "\n")
         f.flush()
-        done = subprocess.run(merge, cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT)
+        done = children.run(merge, cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise RunFailed(f"merge_config.sh failed:\n{last_errors(log)}")
     _make(tree, build, "olddefconfig", log=log)
@@ -166,7 +168,9 @@ def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool =
     if overruled:
         with log.open("a") as f:
             said = ", ".join(f"{option}={got} (rtlab's {want})" for option, want, got in overruled)
-            f.write(f"rtlab: the added fragments overrule rtlab's own options: {said}\n")
+            f.write(
+                untrusted.one_line(f"rtlab: the added fragments overrule rtlab's own options: {said}") + "\n"
+            )
     if lost:
         detail = ", ".join(f"{option}={want} (got {got})" for option, want, got in lost)
         raise RunFailed(f"the kernel's Kconfig did not keep: {detail}; a dependency is not met")
@@ -241,12 +245,12 @@ def _sha256(path: Path) -> str:
 
 
 def _kernel_version(tree: Path, build: Path) -> str:
-    done = subprocess.run(
+    done = children.run(
         ["make", "-s", "-C", str(tree), f"O={build}", "kernelversion"], capture_output=True, text=True
     )
     return done.stdout.strip() or "unknown"
 
 
 def _compiler() -> str:
-    done = subprocess.run([f"{CROSS}gcc", "--version"], capture_output=True, text=True)
-    return done.stdout.splitlines()[0] if done.stdout else "unknown"
+    done = children.run([f"{CROSS}gcc", "--version"], capture_output=True, text=True)
+    return (untrusted.lines(done.stdout) or ["unknown"])[0]

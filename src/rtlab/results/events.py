@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rtlab.boundary.untrusted import printable
+from rtlab.boundary.untrusted import one_line, printable
 
 PREFIX = "@rtlab "
 MAX_CHARS = 16384  # the longest line is stress-ng's list of stressors (2 kB in 0.15)
@@ -60,12 +60,13 @@ HOST_SAID = frozenset({Kind.HOST_TIMEOUT, Kind.CONNECTION_LOST, Kind.GUEST_TIMEO
 
 
 def line(kind: Kind, **fields: object) -> str:
-    """An event line as the agent writes it (`reason` last: it is free text)."""
+    """An event line as the agent writes it (`reason` last: it is free text): the one writer
+    of the host's events, made one line (a reason quoting a board cannot end it early)."""
     reason = fields.pop("reason", None)
     parts = [f"{PREFIX}{kind}", *(f"{k}={v}" for k, v in fields.items())]
     if reason is not None:
         parts.append(f"reason={reason}")
-    return " ".join(parts) + "\n"
+    return one_line(" ".join(parts)) + "\n"
 
 
 @dataclass(frozen=True)

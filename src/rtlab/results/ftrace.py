@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rtlab.boundary import untrusted
+
 _LINE = re.compile(
     r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
     r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s?(?P<body>.*)$"
@@ -59,7 +61,7 @@ class Trace:
 
 def parse(text: str) -> Trace:
     out = Trace()
-    for line in text.splitlines():
+    for line in untrusted.lines(text):
         if not line.strip() or line.startswith("#"):
             continue
         m = _LINE.match(line)
@@ -130,7 +132,7 @@ def parse_counters(text: str) -> list[CounterSample]:
     t: float | None = None
     part: list[str] = []
     irqs: list[str] = []
-    for line in [*text.splitlines(), "@ t=end"]:
+    for line in [*untrusted.lines(text), "@ t=end"]:
         if line.startswith("@ t=") or line == "@ softirqs":
             if line == "@ softirqs":
                 irqs, part = part, []
@@ -172,7 +174,7 @@ def parse_auto_analysis(text: str) -> AutoAnalysis | None:
     """rtla timerlat's auto-analysis (rtla 6.3 and later), or None when it did not hit."""
     out: AutoAnalysis | None = None
     section = ""
-    for line in text.splitlines():
+    for line in untrusted.lines(text):
         if m := _AA_CPU.match(line):
             out = AutoAnalysis(cpu=int(m.group(1)))
             continue
@@ -217,7 +219,7 @@ def parse_hwlat(text: str) -> list[HwlatSample]:
             m.group("ts"),
             int(m.group("count")) if m.group("count") else None,
         )  # fmt: skip
-        for m in map(_HWLAT.search, text.splitlines())
+        for m in map(_HWLAT.search, untrusted.lines(text))
         if m is not None
     ]
 
@@ -226,15 +228,15 @@ def tracefs_changes(before: str, after: str) -> list[str]:
     """What differs between the agent's tracefs.before and .after ("file value" lines). The
     buffer's size counts as kept within a page: the kernel allocates it in whole pages of
     4080 bytes, so a never-used buffer's 1408 kB comes back as 1410 kB."""
-    old = dict(line.partition(" ")[::2] for line in before.splitlines() if not line.startswith("event "))
-    new = dict(line.partition(" ")[::2] for line in after.splitlines() if not line.startswith("event "))
+    old = dict(line.partition(" ")[::2] for line in untrusted.lines(before) if not line.startswith("event "))
+    new = dict(line.partition(" ")[::2] for line in untrusted.lines(after) if not line.startswith("event "))
     changed = [
         f"{key}: {old.get(key)} -> {new.get(key)}"
         for key in sorted(set(old) | set(new))
         if old.get(key) != new.get(key)
         and not (key == "buffer_size_kb" and abs(int(old.get(key) or 0) - int(new.get(key) or 0)) < 4)
     ]
-    events = ({x for x in text.splitlines() if x.startswith("event ")} for text in (before, after))
+    events = ({x for x in untrusted.lines(text) if x.startswith("event ")} for text in (before, after))
     if next(events) != next(events):
         changed.append("the enabled events")
     return changed

@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtlab.boundary import values
+from rtlab.boundary import untrusted, values
 from rtlab.boundary.untrusted import printable
 from rtlab.results.cyclictest import ThreadResult
 
@@ -370,11 +370,11 @@ def _noise_summary(text: str, name: str) -> ProbeResult:
     sources = _SOURCES[name]
     head = _SUMMARY_HEAD + [column for column, _ in sources]
     where = f"rtla {name.replace('-', ' ')}'s output"
-    lines = [line.split() for line in text.splitlines() if line.strip()]
+    lines = [line.split() for line in untrusted.lines(text) if line.strip()]
     header = next((i for i, words in enumerate(lines) if words == head), None)
     if header is None:
         raise InvalidProbe(f"{where} has no summary table (no {' '.join(head)[:40]} ... line)")
-    if not any(" time is in us" in line for line in text.splitlines()):
+    if not any(" time is in us" in line for line in untrusted.lines(text)):
         raise InvalidProbe(f"{where} is not in microseconds")
     found: list[ThreadResult] = []
     counts = dict.fromkeys((said for _, said in sources), 0)
@@ -410,11 +410,11 @@ def _rtla_hist(text: str, argv: list[str], tracer: str) -> ProbeResult:
     """`rtla timerlat hist`'s or `rtla osnoise hist`'s table: an Index column, then one column
     per CPU and context (IRQ-000, Thr-000, ...; osnoise: CPU-000, ...), the non-empty
     buckets, then over/count/min/avg/max rows."""
-    lines = [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    lines = [line.split() for line in untrusted.lines(text) if line.strip() and not line.startswith("#")]
     header = next((i for i, words in enumerate(lines) if words[:1] == ["Index"]), None)
     if header is None:
         raise InvalidProbe("rtla's output has no histogram table (no Index line): rtla did not measure")
-    if not any(line.startswith("# Time unit is microseconds") for line in text.splitlines()):
+    if not any(line.startswith("# Time unit is microseconds") for line in untrusted.lines(text)):
         raise InvalidProbe("rtla's output is not in microseconds (rtla's -n was given?)")
     columns = _rtla_columns(lines[header][1:], tracer)
     counts, rows, bucket_values = _rtla_rows(lines[header + 1 :], len(columns))

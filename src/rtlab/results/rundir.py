@@ -129,14 +129,15 @@ def append_line(path: Path, line: str) -> None:
     """LINE (made one line) at the end of PATH, through no link: a run's events and notes."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "a", encoding="utf-8") as f:
-        f.write(untrusted.printable(line) + "\n")
+        f.write(untrusted.one_line(line.removesuffix("\n")) + "\n")
 
 
 def write_note(path: Path, text: str) -> None:
-    """A note of rtlab's own in the run (collect-error.txt): replaced whole, never written
-    through a link a target may have left."""
+    """A note of rtlab's own in the run (collect-error.txt, console.log): replaced whole, never
+    written through a link a target may have left; what a target said in it, line by line,
+    made one line each (untrusted.one_line)."""
     with contextlib.suppress(RunFailed):  # a full disk: the error is told on the terminal too
-        write_atomic(path, text)
+        write_atomic(path, untrusted.each_one_line(text))
 
 
 def read_json(path: Path) -> Any:
@@ -307,7 +308,7 @@ class RunDir:
         path = self.path / PLAN_LOADS
         if not path.is_file():
             return []
-        return [line for line in self.text(path).splitlines() if valid_name(line)]
+        return [line for line in untrusted.lines(self.text(path)) if valid_name(line)]
 
     def text(self, path: Path, cap: int = untrusted.DOCUMENT_BYTES) -> str:
         """A file of the run as text: no link, no file larger than CAP (UnreadableFile)."""
@@ -470,5 +471,5 @@ class RunDir:
         path = self.path / EVENTS
         if not path.is_file():
             return []
-        lines = self.text(path, LOG_BYTES).splitlines()
+        lines = untrusted.lines(self.text(path, LOG_BYTES))
         return [e for e in map(events.parse, lines) if e is not None]

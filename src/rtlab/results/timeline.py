@@ -39,7 +39,7 @@ class Verbose:
 
 def parse(text: str) -> Verbose:
     out = Verbose()
-    for line in text.splitlines():
+    for line in untrusted.lines(text):
         if m := _BLOCK.match(line):
             out.blocks.setdefault(int(m.group(1)), []).append((int(m.group(2)), int(m.group(3))))
         elif m := _SPIKE.match(line):

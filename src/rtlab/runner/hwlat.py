@@ -39,11 +39,11 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
     remote = f"{target_dir()}/hwlat-{uuid.uuid4().hex[:12]}"
     args = ["hwlat", remote, str(seconds), str(threshold_us), *([cpumask(rt_cpus)] if rt_cpus else [])]
     status, text = target.agent(args)
-    events = [e for e in map(parse, text.splitlines()) if e is not None]
+    events = [e for e in map(parse, untrusted.lines(text)) if e is not None]
     start = next((e for e in events if e.kind == Kind.TRACE_START), None)
     end = next((e for e in events if e.kind == Kind.TRACE_END), None)
     if start is None:
-        why = end.get("reason") if end is not None else text.strip().splitlines()[-1:] or ["no output"]
+        why = end.get("reason") if end is not None else untrusted.lines(text.strip())[-1:] or ["no output"]
         raise UsageError(f"{target.name} cannot run hwlat: {why if isinstance(why, str) else why[0]}")
     try:
         files = _files(text)
@@ -80,7 +80,7 @@ def _files(text: str) -> dict[str, str]:
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     current: str | None = None
-    for line in text.splitlines():
+    for line in untrusted.lines(text):
         event = parse(line)
         if event is not None and event.kind == Kind.HWLAT_FILE:
             current = paths.component(event.get("name"), "a file of the hwlat pass", known=FILES)

@@ -39,7 +39,7 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     programs = plan.programs()
     _, out = target.agent(["preflight", str(plan.priority), target.runs_dir or "-", *programs])
     found: dict[str, str] = {}
-    events = [e for e in map(ev.parse, out.splitlines()) if e is not None]
+    events = [e for e in map(ev.parse, untrusted.lines(out)) if e is not None]
     lacking = [e.get("name") for e in events if e.kind == ev.Kind.MISSING and e.get("need") == "agent"]
     if lacking:
         raise UsageError(

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from rtlab.boundary import untrusted
 from rtlab.results.rundir import write_atomic
 
 
@@ -105,7 +106,9 @@ class AgentFiles:
     def _must(self, op: str, path: str, *arg: str) -> str:
         status, out = self._call(op, path, *arg)
         if status != 0:
-            raise OSError(errno.EIO, out.strip().splitlines()[-1] if out.strip() else f"{op} failed", path)
+            raise OSError(
+                errno.EIO, untrusted.lines(out.strip())[-1] if out.strip() else f"{op} failed", path
+            )
         return out
 
     def read(self, path: str) -> str | None:
@@ -117,7 +120,7 @@ class AgentFiles:
 
     def glob(self, pattern: str) -> list[str]:
         status, out = self._call("glob", pattern)
-        return sorted(line for line in out.splitlines() if line.startswith("/")) if status == 0 else []
+        return sorted(line for line in untrusted.lines(out) if line.startswith("/")) if status == 0 else []
 
     def exists(self, path: str) -> bool:
         return self._call("exists", path)[0] == 0

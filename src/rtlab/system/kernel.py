@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rtlab.boundary import untrusted
+
 # The kernel options the agent records (sysinfo.json config), as patterns of their names after
 # CONFIG_: the preemption model, the tick, the governor default, the tracers and the debug
 # options that add latency (LATENCY_DEBUG_OPTIONS among them: a test checks each one).
@@ -129,7 +131,7 @@ def latency_debug_options(sysinfo: Mapping[str, Any]) -> list[str]:
 def parse_config(text: str) -> dict[str, str]:
     """A kernel .config as {option: value}; `# CONFIG_X is not set` reads as "n"."""
     options: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in untrusted.lines(text):
         unset = re.match(r"# (CONFIG_\w+) is not set", line)
         if unset:
             options[unset.group(1)] = "n"

@@ -264,7 +264,7 @@ class SshTarget:
         _, out = await self._sh(
             f"cd {q} || exit 1; : > events; {agent} > agent.out 2>&1 < /dev/null & echo $!"
         )
-        pid = out.decode(errors="replace").strip().splitlines()[-1:] or ["0"]
+        pid = untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"]
         # The events as the agent appends them, until it ends: with or without its `done` line.
         follow = (
             f"cd {q} && {{ tail -n +1 -f events & t=$!; "
@@ -337,7 +337,7 @@ class SshTarget:
 
     def events(self, remote: str) -> list[Event]:
         _, out = self._run_sh(f"cat {shlex.quote(remote)}/events")
-        return [e for e in map(parse_event, out.decode(errors="replace").splitlines()) if e is not None]
+        return [e for e in map(parse_event, untrusted.lines(out.decode(errors="replace"))) if e is not None]
 
     def files(self) -> AgentFiles:
         return AgentFiles(self)
