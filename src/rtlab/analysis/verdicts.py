@@ -14,7 +14,8 @@ quasi-Poisson test with whole runs as the replicates; when the blocks' exceedanc
 over-dispersed (storms: the dispersion check of `worst`), Fisher's exact test on the blocks
 above the level. No maximum is ever bootstrapped. The p-values of all loads and metrics are
 adjusted together (Holm), and a load whose time axis fails the stationarity gate on either
-side is refused, as `worst` refuses.
+side is refused, as `worst` refuses: one family for the whole comparison (every repeat of both
+sides, every load; stationarity.family), so more repeats never make a refusal likelier.
 
 Pure functions over summaries: no file is read here.
 """
@@ -410,23 +411,41 @@ def _refusal(base: Summary, new: Summary, load: str) -> str | None:
     return None
 
 
-def _gate(entries: Sequence[dict[str, Any]], side: str) -> str | None:
-    """Why a side's time axis is refused (stationarity, Holm across the checks), or None."""
-    for k, entry in enumerate(entries, 1):
-        axis = (entry.get("timeline") or {}).get("merged") or []
-        if len(axis) < GATE_BLOCKS:
-            continue
-        x = np.asarray(axis, dtype=float)
-        block_s = float((entry.get("timeline") or {}).get("block_s") or 1.0)
-        failed = [
-            c.name for c in stationarity.run_all(x, float(np.quantile(x, 0.9)), block_s) if not c.passed
-        ]
+def _series(entries: Sequence[dict[str, Any]], run: object) -> list[stationarity.Series]:
+    """The time axes (all CPUs merged) of a side's repeats long enough for the gate."""
+    out = []
+    for k, entry in enumerate(entries):
+        axis = entry.get("timeline") or {}
+        x = np.asarray([m for m in axis.get("merged") or [] if m is not None and m >= 0], dtype=float)
+        if len(x) >= GATE_BLOCKS:
+            block_s = float(axis.get("block_s") or 1.0)
+            out.append(stationarity.Series(x, float(np.quantile(x, 0.9)), block_s, (run, k)))
+    return out
+
+
+def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -> dict[str, str]:
+    """Why each load is refused by the stationarity gate ({load: reason}; loads that pass are
+    absent). SIDES: {load: {side's name: its repeats' entries}}. One family for the whole
+    decision: every repeat of every side of every load (stationarity.family), so that more
+    repeats or loads never make a refusal likelier when nothing changes."""
+    where: list[tuple[str, str, int]] = []
+    series: list[stationarity.Series] = []
+    for load, by_side in sides.items():
+        for side, entries in by_side.items():
+            found = _series(entries, (load, side))
+            series += found
+            where += [(load, side, s.run[1] + 1) for s in found]  # type: ignore[index]
+    refused: dict[str, list[str]] = {}
+    for (load, side, repeat), checks in zip(where, stationarity.family(series, seed), strict=True):
+        failed = [f"{c.name} (adjusted p {c.p_adjusted:.3f})" for c in checks if not c.passed]
         if failed:
-            which = f"{side} (repeat {k})" if len(entries) > 1 else side
-            return (
-                f"{which}'s time axis fails {', '.join(failed)}: not stationary, a difference means nothing"
-            )
-    return None
+            which = f"{side} (repeat {repeat})" if len(sides[load][side]) > 1 else side
+            refused.setdefault(load, []).append(f"{which}'s time axis fails {', '.join(failed)}")
+    return {
+        load: "; ".join(why)
+        + f": not stationary, a difference means nothing ({len(series)} series in one family)"
+        for load, why in refused.items()
+    }
 
 
 def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Margin(),
@@ -435,6 +454,7 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
     rng = np.random.default_rng(seed)
     verdicts: dict[str, LoadVerdict] = {}
     loads = [load for load in base[0]["loads"] if load in new[0]["loads"]] or list(base[0]["loads"])
+    compared: dict[str, tuple[list[Any], list[Any]]] = {}  # LoadEntry, read as dicts below
     for load in loads:
         why = _refusal(base[0], new[0], load)
         b = [s["loads"][load] for s in base if load in s["loads"]]
@@ -443,20 +463,25 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
             b = [e for e in b if e["merged"] is not None and e["histograms"] is not None]
             n = [e for e in n if e["merged"] is not None and e["histograms"] is not None]
             why = None if b and n else f"{load} has no histogram on a side"
-        why = why or _gate(b, "the baseline") or _gate(n, "the new run")  # type: ignore[arg-type]
         if why is not None:
             verdicts[load] = LoadVerdict("refused", why)
+        else:
+            compared[load] = (b, n)
+    unsteady = gate({load: {"the baseline": x, "the new run": y} for load, (x, y) in compared.items()}, seed)
+    for load, (at_base, at_new) in compared.items():
+        if load in unsteady:
+            verdicts[load] = LoadVerdict("refused", unsteady[load])
             continue
-        bb, block_s = _blocks(b)  # type: ignore[arg-type]
-        nb, _ = _blocks(n)  # type: ignore[arg-type]
-        tests = _bodies(b, n, margin, rng)  # type: ignore[arg-type]
+        bb, block_s = _blocks(at_base)
+        nb, _ = _blocks(at_new)
+        tests = _bodies(at_base, at_new, margin, rng)
         tests.append(_block_max(bb, nb, margin, rng))
-        vb, cb, ob, _ = _histogram(b)  # type: ignore[arg-type]
+        vb, cb, ob, _ = _histogram(at_base)
         level, said = (float(deadline_us), "the deadline") if deadline_us else (None, "")
         if level is None:
             level, said = quantile(vb, cb, ob, 0.9999), "the baseline's p99.99"
         if level is not None:
-            tests.append(_exceedance(b, n, level, said, bb, nb, block_s, margin))  # type: ignore[arg-type]
+            tests.append(_exceedance(at_base, at_new, level, said, bb, nb, block_s, margin))
         verdicts[load] = LoadVerdict(tests=tests)
         verdicts.update(_probe_verdicts(base, new, load, margin, rng))
     _correct(verdicts)
@@ -466,6 +491,12 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
     return {
         "alpha": ALPHA,
         "correction": "holm, across every load and metric",
+        "gate": {
+            "method": stationarity.METHOD,
+            "alpha": stationarity.ALPHA,
+            "family": "every repeat of both sides, every load",
+            "refused": sorted(unsteady),
+        },  # fmt: skip
         "margin": {"us": margin.us, "fraction": margin.fraction},
         "replicates": {"base": len(base), "new": len(new)},
         "loads": {load: v.to_json() for load, v in verdicts.items()},
