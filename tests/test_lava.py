@@ -264,6 +264,58 @@ def test_a_job_that_went_wrong_is_imported_as_failed(tmp_path):
     assert "holds no run from the board" in done.stderr + (run / "run.json").read_text()
 
 
+# The board's side of a job's steps where it cannot exist here: the agent (`sh ./agent.sh`,
+# each call noted; lava-report refuses with a reason holding quotes and a command), dmesg (the
+# console's log level is the host's) and LAVA's lava-test-raise (its argument noted).
+STUB_SH = """#!/bin/dash
+for a in "$@"; do printf '[%s]' "$a"; done >> "$CALLS"; echo >> "$CALLS"
+[ "$2" != lava-report ] || printf '%s' "held by 'x' \\$(touch $SUBSTITUTED)" > "$5"
+"""
+STUB_RAISE = """#!/bin/dash
+printf '%s\\n' "$#:$1" >> "$RAISED"
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("dash") is None, reason="dash is Debian's /bin/sh")
+def test_a_target_folder_with_a_space_quotes_and_a_command_stays_one_word_in_the_jobs_steps(tmp_path):
+    # `rm -rf $R` unquoted, with R = ".../board/rt lab'...": removes .../board/rt, not rtlab's
+    desk = tmp_path / "board"
+    (desk / "rt").mkdir(parents=True)
+    (desk / "rt" / "keep").write_text("the board's own files\n")
+    substituted = tmp_path / "substituted"
+    folder = f"{desk}/rt lab'$(touch {substituted})"
+    (tmp_path / "base.yaml").write_text(BASE)
+    job = tmp_path / "job.yaml"
+    made = rtlab("lava", "job", "--base", str(tmp_path / "base.yaml"), "-o", str(job),
+                 env={"RTLAB_TARGET_DIR": folder})  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    document = yaml.safe_load(job.read_text())
+    remote = f"{folder}/lava/{document['metadata']['rtlab.uid']}"
+    steps = document["actions"][-1]["test"]["definitions"][0]["repository"]["run"]["steps"]
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name, text in (("sh", STUB_SH), ("dmesg", "#!/bin/dash\n"), ("lava-test-raise", STUB_RAISE)):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    calls, raised, cwd = tmp_path / "calls", tmp_path / "raised", tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "CALLS": str(calls),
+           "RAISED": str(raised), "SUBSTITUTED": str(substituted)}  # fmt: skip
+    script = "set -e\n" + "\n".join(steps) + "\n"  # as LAVA's test shell runs them
+    done = subprocess.run(
+        ["dash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert (desk / "rt" / "keep").read_text() == "the board's own files\n"
+    assert not substituted.exists()  # nothing ran by substitution
+    agent = calls.read_text().splitlines()
+    assert f"[./agent.sh][run][{remote}/run]" in "".join(agent)
+    assert any(c.startswith(f"[./agent.sh][lava-report][{remote}/run][0][{remote}/refused]") for c in agent)
+    assert raised.read_text() == f"1:held by 'x' $(touch {substituted})\n"
+    assert not Path(remote).exists() and Path(folder).is_dir()  # its own folder removed, only it
+
+
 def lava_cases(run: Path) -> dict[str, tuple[str, float]]:
     """The LAVA test cases the agent reports for RUN, printed as calls outside LAVA's test shell,
     in busybox's sh as on a board: {name: (result, measurement)}."""

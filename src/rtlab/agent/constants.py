@@ -4,11 +4,7 @@ files and kernel options it records."""
 
 from __future__ import annotations
 
-
-def _quoted(value: str) -> str:
-    if "'" in value:
-        raise ValueError(f"an agent constant cannot hold a single quote: {value!r}")
-    return f"'{value}'"
+from rtlab.agent.shell import quote
 
 
 def part() -> str:
@@ -20,8 +16,8 @@ def part() -> str:
     values = {
         "STOP_GRACE": (str(STOP_GRACE_S), "rtlab.plan.STOP_GRACE_S"),
         "PREPARE_LIMIT": (str(PREPARE_LIMIT_S), "rtlab.loads.PREPARE_LIMIT_S"),
-        "CONFIG_RE": (_quoted(RECORDED_CONFIG_RE), "rtlab.system.kernel.RECORDED_CONFIG"),
-        "RUNTIME_FILES": (_quoted(" ".join(RUNTIME_FILES)), "rtlab.system.knobs.RUNTIME_FILES"),
+        "CONFIG_RE": (quote(RECORDED_CONFIG_RE), "rtlab.system.kernel.RECORDED_CONFIG"),
+        "RUNTIME_FILES": (quote(" ".join(RUNTIME_FILES)), "rtlab.system.knobs.RUNTIME_FILES"),
     }
     lines = ["# --- constants, generated from rtlab's Python (rtlab.agent.constants) -----------", ""]
     for name, (value, owner) in values.items():

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from rtlab.agent.shell import quote
+
 if TYPE_CHECKING:
     from rtlab.plan import Plan
 
@@ -82,7 +84,7 @@ def part() -> str:
     """The agent's part that parses `run`'s options, with their defaults, as shell."""
     rows = options()
     lines = ["# --- agent.sh run's options, generated from rtlab.agent.contract ---------------", ""]
-    lines += [f"{o.variable}={_quoted(o.default)} # {o.flag}: {o.about}" for o in rows]
+    lines += [f"{o.variable}={quote(o.default)} # {o.flag}: {o.about}" for o in rows]
     lines += ["", "run_options() {", "\twhile [ $# -gt 0 ]; do", "\t\tcase $1 in"]
     for o in rows:
         if o.switch:
@@ -96,9 +98,3 @@ def part() -> str:
 def usage() -> str:
     """The options as the agent's usage line shows them."""
     return " ".join(f"[{o.flag}]" if o.switch else f"[{o.flag} {o.variable}]" for o in options())
-
-
-def _quoted(value: str) -> str:
-    if "'" in value:
-        raise ValueError(f"an agent default cannot hold a single quote: {value!r}")
-    return f"'{value}'" if value else ""

@@ -17,7 +17,6 @@ import base64
 import binascii
 import io
 import re
-import shlex
 import shutil
 import tarfile
 import tempfile
@@ -31,6 +30,7 @@ import yaml
 
 from rtlab import __version__
 from rtlab.agent import contract, script
+from rtlab.agent.shell import quote, words
 from rtlab.boundary import unpack as archive
 from rtlab.boundary import untrusted
 from rtlab.boundary.shapes import Manifest, TargetJSON
@@ -148,25 +148,27 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
     target: TargetJSON = {"kind": "lava", "name": f"lava:{base.get('device_type')}"}
     manifest = new_manifest(name, uid, plan, target, remote=remote)
     bundle = base64.b64encode(_skeleton(plan, manifest, remote)).decode()
-    agent_args = " ".join(contract.argv(plan))
+    agent_args = words(contract.argv(plan))
     # LAVA runs the steps under `set -e`: a step that fails ends the test run there, with no
     # word of why. Only the last may: lava-test-raise ends the job with the reason a run that
     # did not measure gave (another run holding the board), after its report and its bundle.
+    # Every value is quoted and every expansion in double quotes: $RTLAB_TARGET_DIR may hold a
+    # space, and `rm -rf $R` would then remove a folder beside rtlab's.
     steps = [
-        f"export RTLAB_TARGET_DIR={shlex.quote(base_dir)}; R={shlex.quote(remote)}",
-        "rm -rf $R && mkdir -p $R && cd $R",
-        f"echo {bundle} | base64 -d | tar -xzf -",
+        f"export RTLAB_TARGET_DIR={quote(base_dir)}; R={quote(remote)}",
+        'rm -rf "$R" && mkdir -p "$R" && cd "$R"',
+        f"echo {quote(bundle)} | base64 -d | tar -xzf -",
         "sh ./agent.sh sysinfo > run/sysinfo.json 2> run/sysinfo.log || true",
         # measured with nothing on the console: output there adds latency
-        f"status=0; sh ./agent.sh run $R/run {agent_args} > run/agent.out 2>&1 || status=$?; "
-        "echo rtlab agent exit $status",
-        f"sh ./agent.sh lava-report $R/run {deadline_us or 0} $R/{REFUSED_FILE}",
+        f'status=0; sh ./agent.sh run "$R/run" {agent_args} > run/agent.out 2>&1 || status=$?; '
+        'echo rtlab agent exit "$status"',
+        f'sh ./agent.sh lava-report "$R/run" {quote(deadline_us or 0)} "$R"/{quote(REFUSED_FILE)}',
         # the kernel's messages kept off the console while the bundle prints (an emulated
         # board on a busy host logs RCU stalls): one inside a line of it would cut the line
         "level=$(cut -f1 /proc/sys/kernel/printk 2>/dev/null || true); dmesg -n 1 2>/dev/null || true; "
-        f"echo {BEGIN} {uid}; tar -czf - run | base64; echo {END} {uid}; "
+        f"echo {BEGIN} {quote(uid)}; tar -czf - run | base64; echo {END} {quote(uid)}; "
         '[ -z "$level" ] || dmesg -n "$level" 2>/dev/null || true',
-        f"why=$(cat $R/{REFUSED_FILE} 2>/dev/null || true); cd / && rm -rf $R; "
+        f'why=$(cat "$R"/{quote(REFUSED_FILE)} 2>/dev/null || true); cd / && rm -rf "$R"; '
         '[ -z "$why" ] || lava-test-raise "$why"',
     ]
     definition: dict[str, Any] = {
