@@ -5,8 +5,9 @@ reasoned refusal (measurement-based probabilistic timing analysis with extreme v
    100 to 5,000 samples above them; each is tested by a binned chi-square, and ForwardStop
    over the candidates, lowest first, picks the threshold; its shape must agree with the
    next candidate's (stability).
-2. The time axis must look stationary and free of storms (analysis.stationarity); any
-   rejection refuses the estimate and names the check.
+2. The time axis must look stationary and free of storms (analysis.stationarity: every row
+   of the run, merged and per CPU, every load, in one family); any rejection refuses the
+   row's estimate and names the check.
 3. A GEV on maxima of blocks long enough to hold several tail events cross-checks the
    shape; disjoint intervals refuse. A run too short for such blocks says so (the "block
    size trap") instead of fitting blocks that hold no tail.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,7 @@ from rtlab.analysis import stationarity, tail
 from rtlab.boundary.shapes import HistogramJSON, Summary
 
 MIN_GEV_BLOCKS = 50
+MIN_AXIS_BLOCKS = 40  # the stationarity checks' least time axis
 TAIL_EVENTS_PER_BLOCK = 3
 SHOWN_HORIZONS = {"10 min": 600, "1 h": 3600, "24 h": 86400, "1 week": 604800}
 
@@ -67,28 +70,35 @@ def _overlap(a: tuple[float | None, float | None], b: tuple[float | None, float 
     return lo <= hi
 
 
-def assess(
-    values: list[int],
-    counts: list[int],
-    overflows: int,
-    limit_us: int,
-    observed_max_us: int,
-    series: list[int],
-    block_s: float,
-    interval_us: int,
-    threads: int,
-    probability: float,
-    horizon_s: float,
-) -> dict[str, Any]:
-    """The worst case of one histogram (a CPU's, or all CPUs' merged: `threads` of them)."""
-    v = np.asarray(values, dtype=np.int64)
-    c = np.asarray(counts, dtype=np.int64)
-    samples = int(c.sum()) + overflows
-    out: dict[str, Any] = {
+@dataclass
+class _Row:
+    """One histogram of a run (a CPU's, or all CPUs' merged: `threads` of them) on its way to
+    a worst case: fitted first, then put to the stationarity checks with every other row of
+    the run in one family, then extrapolated."""
+
+    histogram: HistogramJSON
+    observed_max_us: int
+    series: list[int]
+    block_s: float
+    threads: int
+    out: dict[str, Any] = field(default_factory=dict)
+    fit: tail.GpdFit | None = None
+
+    def refuse(self, reason: str) -> None:
+        self.out["refused"] = f"{reason} (observed max {self.observed_max_us} µs)"
+
+
+def _begin(row: _Row, interval_us: int, probability: float) -> None:
+    """The row's tail fitted (row.fit), or its refusal."""
+    h = row.histogram
+    v = np.asarray(h["values"], dtype=np.int64)
+    c = np.asarray(h["counts"], dtype=np.int64)
+    samples = int(c.sum()) + h["overflows"]
+    row.out = {
         "probability": probability,
-        "observed_max_us": observed_max_us,
+        "observed_max_us": row.observed_max_us,
         "samples": samples,
-        "run_length": run_length(probability, samples // max(threads, 1), interval_us),
+        "run_length": run_length(probability, samples // max(row.threads, 1), interval_us),
         "checks": [],
         "refused": None,
         "threshold_us": None,
@@ -103,29 +113,38 @@ def assess(
         "tail": None,
         "gev": None,
     }
-    checks: list[dict[str, Any]] = out["checks"]
-
-    def refuse(reason: str) -> dict[str, Any]:
-        out["refused"] = f"{reason} (observed max {observed_max_us} µs)"
-        return out
-
-    found = tail.candidates(v, c, overflows)
+    found = tail.candidates(v, c, h["overflows"])
     if not found:
-        return refuse(f"too few samples in the tail: no threshold leaves 100 to 5,000 of the {samples}")
-    fit = _threshold(v, c, overflows, limit_us, found, checks)
-    if fit is None:
-        if not checks:
-            return refuse("no generalised Pareto fit converged")
-        return refuse("no threshold gives a generalised Pareto tail that fits and holds its shape")
-    out.update(
+        row.refuse(f"too few samples in the tail: no threshold leaves 100 to 5,000 of the {samples}")
+        return
+    row.fit = _threshold(v, c, h["overflows"], h["limit_us"], found, row.out["checks"])
+    if row.fit is None:
+        if not row.out["checks"]:
+            row.refuse("no generalised Pareto fit converged")
+        else:
+            row.refuse("no threshold gives a generalised Pareto tail that fits and holds its shape")
+        return
+    fit = row.fit
+    row.out.update(
         threshold_us=fit.u, exceedances=fit.exceedances, xi=round(fit.xi, 4), sigma=round(fit.sigma, 3)
     )
-    out["xi_ci"] = [None if x is None else round(x, 4) for x in fit.xi_ci]
-    why = _stationary(series, fit, block_s, checks) or _gev_agrees(series, fit, out, checks)
+    row.out["xi_ci"] = [None if x is None else round(x, 4) for x in fit.xi_ci]
+
+
+def _end(row: _Row, checks: list[stationarity.Check] | None, interval_us: int, probability: float,
+         horizon_s: float) -> dict[str, Any]:  # fmt: skip
+    """The row's worst case from its fit and its share of the run's stationarity family."""
+    out, fit = row.out, row.fit
+    if fit is None:
+        return out
+    why = _stationary(row.series, checks, out["checks"]) or _gev_agrees(row.series, fit, out, out["checks"])
     if why is not None:
-        return refuse(why)
-    _extrapolate(out, fit, tail.tail_of(v, c, overflows, limit_us, fit.u), samples, probability, threads,
-                 interval_us, horizon_s)  # fmt: skip
+        row.refuse(why)
+        return out
+    h = row.histogram
+    v, c = np.asarray(h["values"], dtype=np.int64), np.asarray(h["counts"], dtype=np.int64)
+    _extrapolate(out, fit, tail.tail_of(v, c, h["overflows"], h["limit_us"], fit.u), out["samples"],
+                 probability, row.threads, interval_us, horizon_s)  # fmt: skip
     out["tail"] = _tail_kind(fit)
     return out
 
@@ -168,18 +187,28 @@ def _threshold(
     return chosen
 
 
-def _stationary(
-    series: list[int], fit: tail.GpdFit, block_s: float, checks: list[dict[str, Any]]
-) -> str | None:
-    """The time axis's stationarity checks appended; why the axis cannot carry a worst case."""
-    axis = np.asarray(series, dtype=float)
-    if len(axis) < 40:
-        return f"the time axis has {len(axis)} blocks: the stationarity checks need 40 or more"
+def _axis(row: _Row, run: str) -> stationarity.Series | None:
+    """The row's time axis as a member of the run's stationarity family; None when too short."""
+    axis = np.asarray(row.series, dtype=float)
+    if row.fit is None or len(axis) < MIN_AXIS_BLOCKS:
+        return None
     # Tail events: blocks whose maximum is above u, or, when almost every block's is (a
     # threshold far below a block's share of samples), above the blocks' upper decile,
     # so that a storm shows as a crowded window.
-    events_above = max(float(fit.u), float(np.quantile(axis, 0.9)))
-    for check in stationarity.run_all(axis, events_above, block_s):
+    events_above = max(float(row.fit.u), float(np.quantile(axis, 0.9)))
+    return stationarity.Series(axis, events_above, row.block_s, run)
+
+
+def _stationary(
+    series: list[int], family: list[stationarity.Check] | None, checks: list[dict[str, Any]]
+) -> str | None:
+    """The time axis's share of the run's stationarity family appended; why the axis cannot
+    carry a worst case."""
+    if family is None:
+        return (
+            f"the time axis has {len(series)} blocks: the stationarity checks need {MIN_AXIS_BLOCKS} or more"
+        )
+    for check in family:
         checks.append(
             {
                 "name": check.name,
@@ -192,8 +221,8 @@ def _stationary(
     failed = [ch["name"] for ch in checks if not ch["passed"]]
     if failed:
         return (
-            f"the time axis fails {', '.join(failed)} (Holm-adjusted, alpha 0.05 for all the checks): "
-            "not stationary, or bursts"
+            f"the time axis fails {', '.join(failed)} (adjusted across every row of the run: "
+            f"{stationarity.METHOD}, alpha {stationarity.ALPHA}): not stationary, or bursts"
         )
     return None
 
@@ -250,44 +279,42 @@ def _tail_kind(fit: tail.GpdFit) -> str:
     return f"bounded: endpoint about {endpoint:.0f} µs, an indication only"
 
 
-def _one(
-    histogram: HistogramJSON, observed_max: int | None, series: list[int], block_s: float,
-    interval_us: int, threads: int, probability: float, horizon_s: float,
-) -> dict[str, Any]:  # fmt: skip
-    # A fit that strays (an overflow in exp, a log of 0) is judged by its own checks and
-    # refused with a reason: scipy's RuntimeWarnings are not the user's to read.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return assess(
-            histogram["values"], histogram["counts"], histogram["overflows"], histogram["limit_us"],
-            observed_max or 0, series, block_s, interval_us, threads, probability, horizon_s,
-        )  # fmt: skip
-
-
 def of_summary(summary: Summary, probability: float, horizon_s: float) -> dict[str, Any]:
-    """`rtlab worst`: per load, all CPUs merged and each CPU."""
+    """`rtlab worst`: per load, all CPUs merged and each CPU. Every row of every load is put to
+    the stationarity checks in one family (a run's rows share their blocks and are reordered
+    together), so a run with more CPUs or loads is not likelier to have a row refused."""
     interval = summary["plan"]["interval_us"]
     loads: dict[str, Any] = {}
+    rows: dict[str, tuple[_Row, dict[str, _Row]]] = {}
     for load, entry in summary["loads"].items():
         axis = entry["timeline"]
         histograms = entry["histograms"]
         if entry["merged"] is None or histograms is None:
             loads[load] = {"refused": f"no measurement to model ({entry['status']})"}
-            continue
-        if axis is None:
+        elif axis is None:
             loads[load] = {"refused": "no time axis (a run made before rtlab recorded one): nothing to check "
                            "stationarity on"}  # fmt: skip
-            continue
-        threads = len(entry["cpus"])
-        loads[load] = {
-            "merged": _one(histograms["merged"], entry["merged"]["max_us"], axis["merged"], axis["block_s"],
-                           interval, threads, probability, horizon_s),
-            "cpus": {
-                cpu: _one(h, entry["cpus"][cpu]["max_us"], axis["cpus"].get(cpu, []), axis["block_s"],
-                          interval, 1, probability, horizon_s)
-                for cpu, h in histograms["cpus"].items()
-            },
-        }  # fmt: skip
+        else:
+            block_s = axis["block_s"]
+            merged = _Row(histograms["merged"], entry["merged"]["max_us"] or 0, axis["merged"], block_s,
+                          len(entry["cpus"]))  # fmt: skip
+            cpus = {cpu: _Row(h, entry["cpus"][cpu]["max_us"] or 0, axis["cpus"].get(cpu, []), block_s, 1)
+                    for cpu, h in histograms["cpus"].items()}  # fmt: skip
+            rows[load] = (merged, cpus)
+    every = [(load, row) for load, (merged, cpus) in rows.items() for row in (merged, *cpus.values())]
+    # A fit that strays (an overflow in exp, a log of 0) is judged by its own checks and
+    # refused with a reason: scipy's RuntimeWarnings are not the user's to read.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _, row in every:
+            _begin(row, interval, probability)
+        members = [(row, found) for load, row in every if (found := _axis(row, load)) is not None]
+        checked = stationarity.family([found for _, found in members])
+        of_row = {id(row): checks for (row, _), checks in zip(members, checked, strict=True)}
+        for _, row in every:
+            _end(row, of_row.get(id(row)), interval, probability, horizon_s)
+    for load, (merged, cpus) in rows.items():
+        loads[load] = {"merged": merged.out, "cpus": {cpu: row.out for cpu, row in cpus.items()}}
     return {"schema": "rtlab.worst/1", "run": summary["run"], "probability": probability,
             "horizon_s": horizon_s, "loads": loads}  # fmt: skip
 
