@@ -9,9 +9,13 @@ configuration the option to blame must be named and confirmed alone; nothing is 
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import processes_named, rtlab, spin_binary
 from rtlab.bisect import variants as vs
@@ -128,3 +132,48 @@ def test_variants_as_fragments():
         vs.Variant("v", (("CONFIG_A", "y"), ("CONFIG_B", "n"))).key
         == vs.Variant("v", (("CONFIG_B", "n"), ("CONFIG_A", "y"))).key
     )
+
+
+def kconfig_writes(value: str) -> str:
+    """A string option's value as Kconfig writes it (scripts/kconfig/confdata.c): in double
+    quotes, each " and \\ after a backslash."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def kconfig_reads(line: str) -> str:
+    """The value Kconfig reads from a string option's line: each backslash takes the next
+    character as it is, up to the closing quote; AssertionError when it is no string."""
+    found = re.fullmatch(r'CONFIG_\w+="((?:[^"\\]|\\.)*)"\n?', line)
+    assert found is not None, f"{line!r} sets no string"
+    return re.sub(r"\\(.)", r"\1", found[1])
+
+
+@pytest.mark.unit
+def test_a_kconfig_string_with_escaped_quotes_is_written_as_read():
+    # what `rtlab sweep --base FRAGMENT` writes for the configuration it measures
+    line = 'CONFIG_CMDLINE="console=ttyS0 foo=\\"bar\\""\n'
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "base.config").write_text(line)
+        base = vs.fragment_file(Path(folder) / "base.config", "--base")
+    assert base.fragment() == line
+    assert kconfig_reads(base.fragment()) == 'console=ttyS0 foo="bar"'
+    # a string that looks like a number stays a string: unquoted, Kconfig would not set it
+    assert vs.option('CONFIG_LOCALVERSION="1"').fragment() == 'CONFIG_LOCALVERSION="1"\n'
+
+
+# Kconfig's strings: quotes and backslashes above all, anything printable besides
+KCONFIG_TEXT = st.text(
+    st.sampled_from("\"\\ =$'yn01") | st.characters(blacklist_categories=("Cc", "Cs")), max_size=60
+)
+
+
+@pytest.mark.unit
+@settings(max_examples=300, deadline=None)
+@given(KCONFIG_TEXT)
+def test_a_kconfig_string_comes_back_byte_for_byte(value):
+    line = f"CONFIG_CMDLINE={kconfig_writes(value)}\n"
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "base.config").write_text(line, encoding="utf-8")
+        base = vs.fragment_file(Path(folder) / "base.config", "--base")
+    assert base.fragment() == line and kconfig_reads(base.fragment()) == value
+    assert vs.option(line.strip()).fragment() == line

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rtlab.errors import UsageError
 from rtlab.names import slug
-from rtlab.system.kernel import parse_config
+from rtlab.system.kernel import kconfig_string, kconfig_value, kconfig_written, parse_config
 
 _OPTION = re.compile(r"^(?:CONFIG_)?([A-Z0-9_]{1,80})=(.{1,200})$")
 _PLAIN = re.compile(r"^(?:[ynm]|-?\d{1,20}|0x[0-9a-fA-F]{1,16})$")
@@ -20,7 +20,8 @@ _PLAIN = re.compile(r"^(?:[ynm]|-?\d{1,20}|0x[0-9a-fA-F]{1,16})$")
 @dataclass(frozen=True)
 class Variant:
     name: str  # as the table shows it: the option, or the fragment's file name
-    options: tuple[tuple[str, str], ...]  # (CONFIG_X, value), "n" for not set
+    # (CONFIG_X, value as a .config line writes it: a string in its quotes), "n" for not set
+    options: tuple[tuple[str, str], ...]
 
     @property
     def key(self) -> str:
@@ -29,20 +30,21 @@ class Variant:
         return f"{slug(self.name)[:40]}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
     def fragment(self) -> str:
+        """The options as Kconfig lines: a string as it was written (its quotes and escapes
+        kept, so the fragment sets what was read), another word that is no y/n/m or number
+        as a string."""
         lines = []
         for option, value in self.options:
             if value == "n":
                 lines.append(f"# {option} is not set")
+            elif _PLAIN.match(value) or value.startswith('"'):
+                lines.append(f"{option}={value}")
             else:
-                lines.append(f"{option}={value if _PLAIN.match(value) else _quoted(value)}")
+                lines.append(f"{option}={kconfig_string(value)}")
         return "\n".join(lines) + ("\n" if lines else "")
 
 
 BASE = Variant("base", ())
-
-
-def _quoted(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def option(text: str) -> Variant:
@@ -50,8 +52,8 @@ def option(text: str) -> Variant:
     found = _OPTION.match(text.strip())
     if not found or any(ord(c) < 32 for c in text):
         raise UsageError(f"--option {text!r}: give CONFIG_NAME=VALUE, e.g. CONFIG_PROVE_LOCKING=y")
-    name, value = f"CONFIG_{found.group(1)}", found.group(2).strip('"')
-    return Variant(f"{name}={value}", ((name, value),))
+    name, value = f"CONFIG_{found.group(1)}", kconfig_written(found.group(2))
+    return Variant(f"{name}={kconfig_value(value)}", ((name, value),))
 
 
 def fragment_file(path: Path, what: str = "--fragment") -> Variant:
@@ -60,7 +62,7 @@ def fragment_file(path: Path, what: str = "--fragment") -> Variant:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise UsageError(f"{what} {path}: {e.strerror}: give a Kconfig fragment") from None
-    options = parse_config(text)
+    options = parse_config(text, as_written=True)
     if not options:
         raise UsageError(f"{what} {path} sets no CONFIG_ option: give a Kconfig fragment")
     return Variant(path.name, tuple(sorted(options.items())))

@@ -128,8 +128,11 @@ def latency_debug_options(sysinfo: Mapping[str, Any]) -> list[str]:
     return [key for key in LATENCY_DEBUG_OPTIONS if enabled(options, key)]
 
 
-def parse_config(text: str) -> dict[str, str]:
-    """A kernel .config as {option: value}; `# CONFIG_X is not set` reads as "n"."""
+def parse_config(text: str, as_written: bool = False) -> dict[str, str]:
+    """A kernel .config as {option: value}; `# CONFIG_X is not set` reads as "n". A string's
+    value is what Kconfig reads (kconfig_value); with AS_WRITTEN, its spelling as Kconfig
+    writes it, quotes included (kconfig_written): a fragment written from that sets the same
+    value, where an unquoted "123" would not set a string option at all."""
     options: dict[str, str] = {}
     for line in untrusted.lines(text):
         unset = re.match(r"# (CONFIG_\w+) is not set", line)
@@ -137,5 +140,38 @@ def parse_config(text: str) -> dict[str, str]:
             options[unset.group(1)] = "n"
         elif line.startswith("CONFIG_") and "=" in line:
             key, _, value = line.partition("=")
-            options[key] = value.strip('"')
+            options[key] = kconfig_written(value) if as_written else kconfig_value(value)
     return options
+
+
+def kconfig_value(written: str) -> str:
+    """The value of a .config line's WRITTEN value as Kconfig reads it: a string's (in double
+    quotes) up to its closing quote, each backslash taking the next character as it is
+    (\\" a quote, \\\\ a backslash); any other value as it stands."""
+    if not written.startswith('"'):
+        return written
+    found: list[str] = []
+    escaped = False
+    for char in written[1:]:
+        if escaped:
+            found.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            break
+        else:
+            found.append(char)
+    return "".join(found)
+
+
+def kconfig_string(value: str) -> str:
+    """VALUE as Kconfig writes a string option's: in double quotes, each " and \\ escaped
+    (kconfig_value reads it back as VALUE)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def kconfig_written(written: str) -> str:
+    """WRITTEN in the one spelling Kconfig itself writes it: a string re-quoted (a needless
+    escape such as \\a is dropped, as Kconfig reads it); any other value as it stands."""
+    return kconfig_string(kconfig_value(written)) if written.startswith('"') else written
