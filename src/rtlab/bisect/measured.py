@@ -12,20 +12,19 @@ its folder holds: a command given again, which finds more, decides every step as
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtlab import children
 from rtlab.analysis import repeats as repeated
 from rtlab.analysis.verdicts import Margin
 from rtlab.boundary.shapes import Summary
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.results import rundir
 from rtlab.results.rundir import move_aside, write_json
-from rtlab.targets.lifetime import stops_deferred
 
 READY, SKIPPED = "ready", "skip"
 SKIP_CODE = 125  # as for git bisect run: this one cannot be measured
@@ -195,22 +194,18 @@ def brief(found: dict[str, Any], loads: Any = None) -> dict[str, Any]:
 def prepare(command: str, cwd: Path, label: str, log: Path, env: dict[str, str]) -> str:
     """The user's prepare command (sh -c) in CWD, its output appended to LOG, as `git bisect
     run` runs its script: exit 0 READY, 125 SKIPPED, anything else RunFailed in one line.
-    Ctrl-C ends it and its children."""
+    Ctrl-C, SIGTERM or SIGHUP to rtlab ends it and everything it started; so does its own end
+    for what it left running in the background."""
     with open(log, "a", encoding="utf-8") as out:
         out.write(f"$ {command}   # {label}\n")
         out.flush()
-        child = None
         try:
-            with stops_deferred():
-                child = subprocess.Popen(
-                    ["sh", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
-                )  # fmt: skip
-            code = child.wait()
+            with children.running(
+                ["sh", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, **env},
+            ) as child:  # fmt: skip
+                code = child.wait()
         except KeyboardInterrupt:
-            if child is not None:
-                os.killpg(child.pid, signal.SIGTERM)
-                child.wait()
             raise Stopped(
                 f"interrupted while preparing {label}: run the same command again to go on"
             ) from None

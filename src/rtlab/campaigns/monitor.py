@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rtlab import children
 from rtlab.errors import Stopped, UsageError
 from rtlab.results.rundir import MANIFEST, read_index, write_json
 
@@ -188,7 +189,7 @@ def _hook(m: Monitor, entry: dict[str, Any], where: Path) -> None:
     env = {**os.environ, "RTLAB_ALERT_BLOCK": str(entry["n"]), "RTLAB_ALERT_RUN": str(where),
            "RTLAB_ALERT_REASON": entry["alert"], "RTLAB_ALERT_LOAD": m.load}  # fmt: skip
     try:
-        done = subprocess.run(m.hook, shell=True, env=env, timeout=HOOK_TIMEOUT_S, capture_output=True)
+        done = children.run(["/bin/sh", "-c", m.hook], env=env, timeout=HOOK_TIMEOUT_S, capture_output=True)
     except subprocess.TimeoutExpired:
         m.say(f"warning: --on-alert took more than {HOOK_TIMEOUT_S} s: stopped")
         return

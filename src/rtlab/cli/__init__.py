@@ -13,6 +13,7 @@ matplotlib, asyncssh or the kernel builder (bench/bench_startup.py)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -60,7 +61,18 @@ app.add_typer(export.app, name="export")
 app.add_typer(kernel.app, name="kernel")
 
 
+def _stops_as_ctrl_c() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) stop rtlab as Ctrl-C does: each step's own
+    handling then applies (a run keeps what it measured, a bisection removes its worktree, a
+    child of rtlab's is ended and waited for), where their default would end rtlab at once
+    and leave its children running. One ignored (nohup) stays ignored."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is signal.SIG_DFL:
+            signal.signal(s, signal.default_int_handler)
+
+
 def main() -> None:
+    _stops_as_ctrl_c()
     try:
         app()  # click itself answers bad options with exit code 2
     except (UsageError, RunFailed) as e:

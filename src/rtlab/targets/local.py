@@ -11,13 +11,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from rtlab import children
 from rtlab.agent import script_path
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.rundir import RunDir
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
-from rtlab.targets.lifetime import die_with_parent, end_group, start, stops_deferred
 
 
 class LocalTarget:
@@ -36,19 +36,13 @@ class LocalTarget:
         return [self.shell, str(script_path()), *args]
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        # A group of its own, ended whole if rtlab is interrupted: the agent's subshells and
-        # their commands (sysinfo reads with a timeout) go with it, not seconds later.
-        proc = start(
-            self._argv(args), signal.SIGKILL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, text=True, errors="replace", env=self.env,
+        # A group of its own, ended whole (no grace) if rtlab is interrupted: the agent's
+        # subshells and their commands (sysinfo reads with a timeout) go with it, not seconds later.
+        done = children.run(
+            self._argv(args), parent_death=signal.SIGKILL, grace_s=0, capture_output=True, text=True,
+            errors="replace", env=self.env,
         )  # fmt: skip
-        try:
-            out, err = proc.communicate()
-        except BaseException:
-            end_group(proc.pid)
-            proc.wait()
-            raise
-        return proc.returncode, out + err
+        return done.returncode, done.stdout + done.stderr
 
     def workdir(self, run: RunDir, uid: str) -> str:
         return str(run.path.resolve())
@@ -61,17 +55,10 @@ class LocalTarget:
         # (cyclictest writes its JSON, the governor is restored). If rtlab dies, even by SIGKILL,
         # the kernel sends the agent SIGTERM, and it stops the same way.
         # Known as self._proc before a Ctrl-C held back while it started reaches interrupt().
-        with stops_deferred():
-            self._proc = proc = subprocess.Popen(
-                self._argv(args),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                errors="replace",
-                env=self.env,
-                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
-            )
+        proc = children.start(
+            self._argv(args), signal.SIGTERM, known=self._started, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, errors="replace", env=self.env,
+        )  # fmt: skip
         assert proc.stdout is not None
         # The agent stops every load that overruns; this is for an agent that itself hangs.
         timeout = planned_s + HOST_MARGIN_S
@@ -101,6 +88,9 @@ class LocalTarget:
             # Killed: what it started (cyclictest, stress-ng) and the governors are put right.
             self.agent(["stop", args[1]])
         return status
+
+    def _started(self, proc: subprocess.Popen[str]) -> None:
+        self._proc = proc
 
     def interrupt(self) -> None:
         proc = self._proc

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from rtlab.targets.lifetime import start
+from rtlab.children import start
 
 # What a command's output may hold: the largest is a run folder's tar.gz in base64.
 KEEP_CHARS = 1 << 30

@@ -19,6 +19,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+from rtlab import children
 from rtlab.debian import Apt
 from rtlab.errors import UsageError
 
@@ -102,9 +103,10 @@ def _extract(deb: Path, into: Path, rename: Callable[[str, str], str | None]) ->
     under that name (a .xz decompressed): no extraction filter, which Debian 12's Python 3.11.2
     does not have, and no path from the archive is used as one."""
     into.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    with tarfile.open(fileobj=proc.stdout, mode="r|*") as tar:
+    with (
+        children.running(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE) as proc,
+        tarfile.open(fileobj=proc.stdout, mode="r|*") as tar,
+    ):
         for member in tar:
             name = member.name.lstrip("./")
             target = rename(name, name.rpartition("/")[2]) if member.isreg() else None
@@ -117,4 +119,4 @@ def _extract(deb: Path, into: Path, rename: Callable[[str, str], str | None]) ->
                 if name.endswith(".xz"):
                     source = stack.enter_context(lzma.LZMAFile(source))
                 shutil.copyfileobj(source, out)
-    proc.wait()
+        proc.wait()

@@ -1,0 +1,211 @@
+"""Every process rtlab starts, started here, so that none outlives it: each leads a process
+group of its own, and when rtlab is done with it (it ended, or rtlab is stopped by Ctrl-C,
+SIGTERM or SIGHUP, a timeout or an exception) what is left of its group gets SIGTERM, then
+SIGKILL after a short grace, and is waited for. If rtlab itself is killed, the kernel sends the
+child a signal of its own choosing (prctl PR_SET_PDEATHSIG).
+
+    running(argv)   a child for the length of a `with` block (a stream read, a long command)
+    run(argv)       a command run to its end, as subprocess.run (git, tar, make, apt)
+    start(argv)     a child whose owner ends it itself (the agent, a QEMU guest)
+
+tests/test_processes.py fails on a process started anywhere else."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, overload
+
+_PR_SET_PDEATHSIG = 1
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# long enough for make to remove a half-written object and a shell to pass the signal on,
+# short enough that a user who stopped rtlab does not wait for a command that ignores it
+GRACE_S = 3.0
+_LOOK_S = 0.25  # how often run() looks whether a command whose output is still open has ended
+
+
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait while a child is started (or ended), then take effect as
+    they would have. Raised between the fork and Popen's return, they would leave a child that
+    no one knows and so no one ends (seen: an interrupted preflight's cyclictest still running
+    after rtlab had ended); raised while a child is ended, they would leave it half ended. The
+    caller's cleanup must enclose the `with`: what was held back is raised as it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread runs Python's signal handlers
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in STOPS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            if handler is not None:  # None: set outside Python, and left as it was
+                signal.signal(s, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
+
+
+def start(
+    argv: Sequence[str],
+    parent_death: signal.Signals = signal.SIGTERM,
+    known: Callable[[subprocess.Popen[Any]], None] | None = None,
+    **popen: Any,
+) -> subprocess.Popen[Any]:
+    """ARGV started in a session of its own that ends with rtlab (the kernel sends it
+    PARENT_DEATH then); KNOWN is told of it before a signal held back while it started takes
+    effect (a handler that stops it must find it). A stop held back that raises ends its group
+    before it is raised. Its standard input is nothing unless given: it is not in the
+    terminal's foreground group, and must not wait on what the user types for rtlab."""
+    popen.setdefault("stdin", subprocess.DEVNULL)
+    proc = None
+    try:
+        with stops_deferred():
+            proc = subprocess.Popen(argv, preexec_fn=lambda: die_with_parent(parent_death), **popen)
+            if known is not None:
+                known(proc)
+    except BaseException:
+        if proc is not None:
+            end_group(proc.pid)  # just started: nothing of its own to put right
+            proc.wait()
+        raise
+    return proc
+
+
+@contextmanager
+def running(
+    argv: Sequence[str],
+    parent_death: signal.Signals = signal.SIGTERM,
+    grace_s: float = GRACE_S,
+    **popen: Any,
+) -> Iterator[subprocess.Popen[Any]]:
+    """ARGV for the length of the block. As the block ends, however it ends, its group is
+    ended and the child waited for: a command that did not finish is stopped, and what a
+    finished one left running in the background (`cmd &`) goes with it."""
+    proc = start(argv, parent_death, **popen)
+    try:
+        yield proc
+    finally:
+        with stops_deferred():
+            end_group(proc.pid, grace_s)
+            proc.wait()
+
+
+@overload
+def run(
+    argv: Sequence[str],
+    *,
+    text: Literal[True],
+    input: str | None = None,
+    timeout: float | None = None,
+    check: bool = False,
+    capture_output: bool = False,
+    **options: Any,
+) -> subprocess.CompletedProcess[str]: ...
+@overload
+def run(
+    argv: Sequence[str],
+    *,
+    text: Literal[False] = False,
+    input: bytes | None = None,
+    timeout: float | None = None,
+    check: bool = False,
+    capture_output: bool = False,
+    **options: Any,
+) -> subprocess.CompletedProcess[bytes]: ...
+def run(
+    argv: Sequence[str],
+    *,
+    text: bool = False,
+    input: str | bytes | None = None,
+    timeout: float | None = None,
+    check: bool = False,
+    capture_output: bool = False,
+    **options: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """ARGV run to its end as subprocess.run runs it, through `running`: a timeout or a stop
+    ends its whole group (subprocess.run kills the command alone, and what it started lives on).
+    Its output is read until the command itself ends, not until all it started has closed it:
+    a command that leaves `sleep 100 &` behind returns at once, and the sleep is ended."""
+    if capture_output:
+        options.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if input is not None:
+        options["stdin"] = subprocess.PIPE
+    grace_s = options.pop("grace_s", GRACE_S)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with running(argv, text=text, grace_s=grace_s, **options) as proc:
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if input is not None:  # communicate cannot go on sending it after a timeout
+                out, err = proc.communicate(input, left)
+                break
+            try:
+                out, err = proc.communicate(None, _LOOK_S if left is None else min(left, _LOOK_S))
+                break
+            except subprocess.TimeoutExpired:
+                if proc.poll() is not None:  # ended; what it left behind holds its output open
+                    end_group(proc.pid, grace_s)
+                    out, err = proc.communicate()
+                    break
+                if left is not None and left <= _LOOK_S:
+                    raise subprocess.TimeoutExpired(list(argv), timeout or 0.0) from None
+    done = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def die_with_parent(sig: signal.Signals) -> None:
+    """Runs in the child before exec: the kernel sends it `sig` when rtlab ends, even by
+    SIGKILL, and it gets a session of its own, so Ctrl-C reaches rtlab only, which then stops
+    it in order."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+    os.setsid()
+
+
+def _live_members(group: int) -> bool:
+    """Whether a process of this group is still alive (zombies are only waiting to be reaped)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == group and fields[0] != "Z":
+                return True
+    return False
+
+
+def _gone(group: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _live_members(group):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def end_group(group: int, grace_s: float = 0.0, timeout_s: float = 10.0) -> None:
+    """A process group rtlab leads ended: SIGTERM, and SIGKILL to what is left after GRACE_S
+    (at once without a grace), then until its last process is gone: a killed process takes a
+    moment to exit (freeing locked memory), and a user who sees rtlab return must not see its
+    tools still there."""
+    try:
+        os.killpg(group, signal.SIGTERM if grace_s > 0 else signal.SIGKILL)
+    except ProcessLookupError:
+        return  # nothing of it is left
+    if grace_s > 0:
+        if _gone(group, grace_s):
+            return
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+    _gone(group, timeout_s)

@@ -1,0 +1,129 @@
+"""Every process rtlab starts is started by rtlab.children, which ends it (and what it started)
+with rtlab: a module that starts one another way fails here, by name and line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "rtlab"
+ONE_WAY = "children.py"
+# Modules that may start a process another way, each with its reason. None so far: a new entry
+# needs a reason why rtlab.children cannot do it.
+ALLOWED: dict[str, str] = {}
+
+# The callables of the standard library that start a process (os.exec* replaces rtlab itself,
+# which would skip every cleanup as surely).
+STARTERS = {
+    "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+    "os": {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}
+    | {
+        f"{kind}{how}"
+        for kind in ("spawn", "exec")
+        for how in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")
+    },
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "pty": {"spawn", "fork"},
+}
+# the same, called on whatever object: an event loop's own
+ANY_OWNER = {"create_subprocess_exec", "create_subprocess_shell", "subprocess_exec", "subprocess_shell"}
+WHOLE_MODULES = {"multiprocessing", "concurrent.futures.process"}
+
+
+def _annotations(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside type annotations: `subprocess.Popen[str]` there names a type."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        found: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for annotation in found:
+            if annotation is not None:
+                inside.update(id(n) for n in ast.walk(annotation))
+    return inside
+
+
+def process_starts(source: str, name: str = "<module>") -> list[str]:
+    """Where SOURCE starts a process (or names a callable that does), as 'line what'."""
+    tree = ast.parse(source, name)
+    aliases = {}  # a name bound by an import -> the module it is
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                if a.name in WHOLE_MODULES or a.name.startswith("multiprocessing."):
+                    found.append(f"{node.lineno} import {a.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module
+            for a in node.names:
+                if a.name in STARTERS.get(module, set()) or a.name in ANY_OWNER:
+                    found.append(f"{node.lineno} from {module} import {a.name}")
+                if module.split(".")[0] == "multiprocessing" or module in WHOLE_MODULES:
+                    found.append(f"{node.lineno} from {module} import {a.name}")
+                if module == "concurrent.futures" and a.name == "ProcessPoolExecutor":
+                    found.append(f"{node.lineno} from {module} import {a.name}")
+    annotations = _annotations(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in annotations:
+            continue
+        owner = aliases.get(node.value.id, node.value.id) if isinstance(node.value, ast.Name) else "..."
+        if node.attr in ANY_OWNER or node.attr in STARTERS.get(owner, set()):
+            found.append(f"{node.lineno} {owner}.{node.attr}")
+        elif node.attr == "ProcessPoolExecutor":
+            found.append(f"{node.lineno} {node.attr}")
+    return sorted(found, key=lambda f: int(f.split()[0]))
+
+
+@pytest.mark.unit
+def test_every_process_is_started_by_rtlab_children():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel == ONE_WAY or rel in ALLOWED:
+            continue
+        found += [f"{rel}:{where}" for where in process_starts(path.read_text(), rel)]
+    assert found == [], "processes started around rtlab.children: " + ", ".join(found)
+
+
+@pytest.mark.unit
+def test_the_check_finds_each_way_to_start_a_process():
+    """The check itself: each way is found, and naming a type or a constant is not a start."""
+    source = """
+import asyncio, os, pty
+import subprocess as sp
+import multiprocessing
+from subprocess import check_output
+from concurrent.futures import ProcessPoolExecutor
+
+def f(p: sp.Popen[str]) -> sp.CompletedProcess[str]:
+    sp.run(["true"], stdout=sp.PIPE, stderr=sp.DEVNULL)
+    os.system("true")
+    os.execvp("true", ["true"])
+    pty.spawn(["sh"])
+    asyncio.create_subprocess_exec("true")
+    loop.subprocess_shell(factory, "true")
+    later = sp.Popen
+    try:
+        pass
+    except sp.TimeoutExpired:
+        pass
+"""
+    assert process_starts(source) == [
+        "4 import multiprocessing",
+        "5 from subprocess import check_output",
+        "6 from concurrent.futures import ProcessPoolExecutor",
+        "9 subprocess.run",
+        "10 os.system",
+        "11 os.execvp",
+        "12 pty.spawn",
+        "13 asyncio.create_subprocess_exec",
+        "14 loop.subprocess_shell",
+        "15 subprocess.Popen",
+    ]
