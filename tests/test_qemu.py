@@ -3,6 +3,7 @@ riscv64 guest, and guests that hang or are interrupted (killed, reported, never 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import time
 from csv import DictReader
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -457,3 +459,146 @@ def test_a_guest_that_overran_but_answers_is_told_to_take_longer():
         "the guest had not finished 2100 s after the start and was stopped, silent for its last 7 s: "
         "give it longer with the qemu target's margin=SECONDS (now 120)",
     )
+
+
+# --- the cache of Debian's kernels: whole or not at all ---------------------------------------
+
+needs_apt = pytest.mark.skipif(
+    not (shutil.which("apt-get") and shutil.which("dpkg-deb")), reason="Debian's apt and dpkg-deb"
+)
+RELEASE = "6.1.0-9-amd64"  # the kernel of the local archive below
+
+
+def deb(folder: Path, package: str, files: dict[str, bytes], depends: str = "") -> Path:
+    """A real .deb (dpkg-deb -b) of PACKAGE 1:6.1-1 holding FILES."""
+    tree = folder / f"{package}.tree"
+    (tree / "DEBIAN").mkdir(parents=True)
+    control = (
+        f"Package: {package}\nVersion: 1:6.1-1\nArchitecture: all\nMaintainer: rtlab <rtlab@example.org>\n"
+    )
+    control += (f"Depends: {depends}\n" if depends else "") + "Description: rtlab's test package\n"
+    (tree / "DEBIAN" / "control").write_text(control)
+    for name, data in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(data)
+    out = folder / f"{package}.deb"
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-b", str(tree), str(out)], check=True, capture_output=True
+    )
+    shutil.rmtree(tree)
+    return out
+
+
+def local_debian(tmp_path: Path, image: bytes, module: bytes) -> tuple[Any, Path]:
+    """apt over a Debian archive on disk (a copy: source, no network): the metapackage
+    linux-image-amd64, its kernel (an image and a config) and that kernel's modules."""
+    from rtlab.debian import Apt
+
+    repo = tmp_path / "archive"
+    repo.mkdir()
+    debs = [
+        deb(repo, "linux-image-amd64", {}, f"linux-image-{RELEASE}"),
+        deb(
+            repo,
+            f"linux-image-{RELEASE}",
+            {f"boot/vmlinuz-{RELEASE}": image, f"boot/config-{RELEASE}": b"CONFIG_PREEMPT_RT=y\n"},
+            f"linux-modules-{RELEASE}",
+        ),
+        deb(
+            repo,
+            f"linux-modules-{RELEASE}",
+            {f"usr/lib/modules/{RELEASE}/kernel/drivers/net/e1000.ko": module},
+        ),
+    ]
+    stanzas = []
+    for path in debs:
+        control = subprocess.run(
+            ["dpkg-deb", "-f", str(path)], check=True, capture_output=True, text=True
+        ).stdout
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        stanzas.append(
+            f"{control.strip()}\nFilename: ./{path.name}\nSize: {path.stat().st_size}\nSHA256: {digest}\n"
+        )
+    (repo / "Packages").write_text("\n".join(stanzas))
+    arch = subprocess.run(["dpkg", "--print-architecture"], check=True, capture_output=True, text=True).stdout
+    # copy: (not file:) as a mirror: apt copies each package into place instead of using it there
+    source = (("local.list", f"deb [trusted=yes] copy:{repo} ./\n"),)
+    return Apt(tmp_path / "apt", "local", arch.strip(), sources=source), repo
+
+
+@pytest.mark.unit
+@needs_apt
+def test_a_kernel_cut_short_in_the_cache_is_fetched_again_and_no_other_deb_unpacked(tmp_path):
+    from rtlab.targets.qemu import kernels
+
+    image, module = os.urandom(200_000), os.urandom(100_000)
+    apt, repo = local_debian(tmp_path, image, module)
+    cache = tmp_path / "cache"
+    folder = cache / "kernels" / apt.arch / f"linux-image-{RELEASE}"
+    # what a fetch cut off left: half an image written in place, no VERSION, half a package
+    # in the download folder, and a package of another fetch beside it
+    (folder / "root" / "boot").mkdir(parents=True)
+    (folder / "root" / "boot" / f"vmlinuz-{RELEASE}").write_bytes(image[:4096])
+    (folder / "debs").mkdir()
+    whole_deb = (repo / f"linux-image-{RELEASE}.deb").read_bytes()
+    (folder / "debs" / f"linux-image-{RELEASE}_1%3a6.1-1_all.deb").write_bytes(
+        whole_deb[: len(whole_deb) // 2]
+    )
+    deb(folder / "debs", "linux-image-0.0-other", {"boot/vmlinuz-0.0-other": b"not this kernel"})
+    path, package, _ = kernels.fetch_kernel(apt, cache, "linux-image-amd64")
+    assert path.read_bytes() == image and package == f"linux-image-{RELEASE}"
+    assert sorted(p.name for p in (folder / "root" / "boot").iterdir() if not p.name.startswith(".")) == [
+        f"config-{RELEASE}",
+        f"vmlinuz-{RELEASE}",
+    ]
+    # a module written in place and cut short is not served as whole: it is fetched again
+    modules = folder / "modules"
+    modules.mkdir()
+    (modules / "e1000.ko").write_bytes(module[:1000])
+    fetched = kernels.fetch_modules(apt, cache, "linux-image-amd64", ["e1000"])
+    assert [p.read_bytes() for p in fetched] == [module]
+    # once whole, both are taken from the cache: the archive's packages are no longer needed
+    for path in repo.glob("*.deb"):
+        path.unlink()
+    assert kernels.fetch_kernel(apt, cache, "linux-image-amd64")[0].read_bytes() == image
+    fetched = kernels.fetch_modules(apt, cache, "linux-image-amd64", ["e1000"])
+    assert [p.read_bytes() for p in fetched] == [module]
+
+
+@pytest.mark.unit
+@needs_apt
+def test_a_package_cut_short_is_refused_in_one_line_and_leaves_nothing(tmp_path):
+    from rtlab.targets.qemu import kernels
+
+    module = os.urandom(300_000)
+    package = deb(tmp_path, "linux-modules-x", {"usr/lib/modules/x/kernel/e1000.ko": module})
+    cut = tmp_path / "cut.deb"
+    cut.write_bytes(package.read_bytes()[:-50_000])
+    into = tmp_path / "modules"
+    with pytest.raises(UsageError, match=r"^cut\.deb is damaged .*: run rtlab again") as refused:
+        kernels._extract(cut, into, lambda name, base: base if base.endswith(".ko") else None)
+    assert "\n" not in str(refused.value)
+    assert list(into.iterdir()) == []  # no part of the module, under its name or another
+    # asked again with the whole package, the module is there, whole
+    got = kernels._extract(package, into, lambda name, base: base if base.endswith(".ko") else None)
+    assert got == [into / "e1000.ko"] and (into / "e1000.ko").read_bytes() == module
+
+
+@pytest.mark.unit
+@needs_apt
+def test_only_what_apt_fetched_this_time_is_unpacked(tmp_path):
+    apt, _ = local_debian(tmp_path, b"image", b"module")
+    apt.update()
+    into = tmp_path / "debs"
+    other = deb(into, "linux-image-0.0-other", {"boot/vmlinuz-0.0-other": b"not this kernel"})
+    assert [p.name for p in apt.download([f"linux-modules-{RELEASE}"], into)] == [
+        f"linux-modules-{RELEASE}_1%3a6.1-1_all.deb"
+    ]
+    archives = apt.root / "var/cache/apt/archives"
+    shutil.copy(other, archives / other.name)  # left by a fetch of other packages
+    fetched = apt.download_with_dependencies([f"linux-image-{RELEASE}"])
+    assert sorted(p.name for p in fetched) == [
+        f"linux-image-{RELEASE}_1%3a6.1-1_all.deb",
+        f"linux-modules-{RELEASE}_1%3a6.1-1_all.deb",
+    ]
+    assert all(p.parent == archives and p.stat().st_size > 0 for p in fetched)

@@ -9,8 +9,11 @@ Debian's archive keyring, downloaded once and never rebuilt per run.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,15 +212,59 @@ class Apt:
         _run(["/usr/lib/apt/apt-helper", *self.options(), "download-file", uri, str(into), digest])
 
     def download(self, packages: list[str], into: Path) -> list[Path]:
-        """The .deb files of `packages` (no dependencies), verified by apt."""
-        into.mkdir(parents=True, exist_ok=True)
-        _run(["apt-get", *self.options(), "download", *packages], cwd=into)
-        return sorted(into.glob("*.deb"))
+        """The .deb files of `packages` (no dependencies) as apt fetched them this time, in
+        INTO (see _fetch): never another .deb that lies there."""
+        return self._fetch(["download", *packages], into)
 
     def download_with_dependencies(self, packages: list[str]) -> list[Path]:
-        """The .deb files of `packages` and everything they depend on (not what they recommend)."""
-        _run(["apt-get", *self.options(), "install", "--download-only", "-y", "-q", *packages])
-        return sorted((self.root / "var/cache/apt/archives").glob("*.deb"))
+        """The .deb files of `packages` and everything they depend on (not what they recommend),
+        as apt fetched them this time (see _fetch)."""
+        command = ["install", "--download-only", "-y", "-q", *packages]
+        return self._fetch(command, self.root / "var/cache/apt/archives")
+
+    def _fetch(self, command: list[str], into: Path) -> list[Path]:
+        """What `apt-get COMMAND` fetches, into a folder of its own beside INTO, each file then
+        checked (apt's exit status, the size and checksum apt's signed index gives for it,
+        --print-uris) and moved into INTO whole. A .deb cut short (a kill, a full disk, an
+        rtlab that downloaded in place) or one of another fetch that lies in INTO is neither
+        resumed nor unpacked: only the files this fetch checked are returned."""
+        into.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=into, prefix=".fetching-") as folder:
+            fresh = Path(folder)
+            (fresh / "partial").mkdir()  # apt's own for what it is fetching
+            argv = ["apt-get", *self.options(), "-o", f"Dir::Cache::Archives={fresh}", *command]
+            listed = _run([*argv, "--print-uris"], cwd=fresh)
+            wanted = re.findall(r"^'\S+' (\S+\.deb) (\d+) (\S*)$", listed, re.M)
+            _run(argv, cwd=fresh)
+            for name, size, digest in wanted:
+                _check(fresh / name, int(size), digest)
+            found = []
+            for name, _size, _digest in wanted:
+                os.replace(fresh / name, into / name)
+                found.append(into / name)
+        return sorted(found)
+
+
+# apt's names of the checksums it gives (--print-uris), as hashlib names them
+_HASHES = {"SHA512": "sha512", "SHA256": "sha256", "SHA1": "sha1", "MD5Sum": "md5"}
+
+
+def _check(path: Path, size: int, digest: str) -> None:
+    """PATH is the package apt's index describes: its size, and its checksum where apt gives
+    one; UsageError in one line when it is not (rtlab run again fetches it anew)."""
+    what = f"{path.name} as apt fetched it"
+    if not path.is_file() or path.is_symlink():
+        raise UsageError(f"{what} is missing, though apt-get said it fetched it: run rtlab again")
+    if path.stat().st_size != size:
+        raise UsageError(
+            f"{what} has {path.stat().st_size} bytes, not the {size} of Debian's index: run rtlab again"
+        )
+    kind, _, expected = digest.partition(":")
+    if kind in _HASHES and expected:
+        with path.open("rb") as f:
+            got = hashlib.file_digest(f, _HASHES[kind]).hexdigest()
+        if got != expected.lower():
+            raise UsageError(f"{what} does not have the {kind} of Debian's index: run rtlab again")
 
 
 def extract(debs: list[Path], into: Path) -> None:

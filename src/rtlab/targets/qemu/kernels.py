@@ -6,26 +6,33 @@ empty and depends on linux-binary-VER (usr/lib/modules/VER/vmlinuz), linux-base-
 (usr/lib/modules/VER/config) and linux-modules-VER. Both come to the same cache layout:
 boot/vmlinuz-VER and boot/config-VER, the modules flat beside them. Modules ship as NAME.ko
 or, from trixie on, NAME.ko.xz; the cache holds them as NAME.ko, which busybox's insmod loads.
+Every file is put in the cache whole (rtlab.cache), once dpkg-deb has read its package to the
+end without an error; the kernel's VERSION is written last: a kernel without it, or a file the
+cache does not list as whole, is fetched again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import lzma
+import os
 import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from rtlab import children
+from rtlab.cache import record, whole, writing
 from rtlab.debian import Apt
 from rtlab.errors import UsageError
 
 _SPLIT = ("linux-binary-", "linux-base-")  # the image and its config, from forky on
 _MODULES = "linux-modules-"
 _SPLIT_FILE = re.compile(r"usr/lib/modules/([^/]+)/(vmlinuz|config)")
+AGAIN = "run rtlab again to fetch it anew (nothing of it was kept)"
 
 
 def kernel_packages(apt: Apt, metapackage: str, prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -43,16 +50,20 @@ def fetch_kernel(apt: Apt, cache: Path, metapackage: str) -> tuple[Path, str, st
     package, packages = kernel_packages(apt, metapackage, _SPLIT)
     folder = cache / "kernels" / apt.arch / package
     image = kernel_image(folder / "root")
-    if image is None:
+    if image is None or not whole(image) or not (folder / "VERSION").is_file():
+        # what a fetch cut off, or an rtlab that wrote in place, left is not this kernel
+        (folder / "VERSION").unlink(missing_ok=True)
+        shutil.rmtree(folder / "root", ignore_errors=True)
         debs = apt.download(packages, folder / "debs")
-        for deb in debs:
-            _extract(deb, folder / "root" / "boot", _boot_name)
+        boot = folder / "root" / "boot"
+        record(boot, [path for deb in debs for path in _extract(deb, boot, _boot_name)])
         version = next(deb for deb in debs if deb.name.startswith(f"{package}_")).name.split("_")[1]
-        (folder / "VERSION").write_text(version + "\n")
-        shutil.rmtree(folder / "debs")
         image = kernel_image(folder / "root")
         if image is None:
             raise UsageError(f"{', '.join(packages)} hold no kernel image (under /boot or /usr/lib/modules)")
+        with writing(folder / "VERSION") as part:
+            part.write_text(version + "\n")
+        shutil.rmtree(folder / "debs")
     return image, package, (folder / "VERSION").read_text().strip()
 
 
@@ -70,7 +81,7 @@ def fetch_modules(apt: Apt, cache: Path, metapackage: str, names: list[str]) -> 
     package, packages = kernel_packages(apt, metapackage, (_MODULES,))
     folder = cache / "kernels" / apt.arch / package / "modules"
     wanted = {name: folder / f"{name}.ko" for name in names}
-    if not all(path.is_file() for path in wanted.values()):
+    if not all(whole(path) for path in wanted.values()):
         debs = apt.download(packages, folder.parent / "debs")
 
         def module(name: str, base: str) -> str | None:
@@ -81,10 +92,9 @@ def fetch_modules(apt: Apt, cache: Path, metapackage: str, names: list[str]) -> 
                 else None
             )
 
-        for deb in debs:
-            _extract(deb, folder, module)
+        record(folder, [path for deb in debs for path in _extract(deb, folder, module)])
         shutil.rmtree(folder.parent / "debs")
-    missing = [name for name, path in wanted.items() if not path.is_file()]
+    missing = [name for name, path in wanted.items() if not whole(path)]
     if missing:
         raise UsageError(f"{', '.join(packages)} have no module {', '.join(missing)}: it may be built in")
     return list(wanted.values())
@@ -98,25 +108,46 @@ def kernel_image(root: Path) -> Path | None:
     return None
 
 
-def _extract(deb: Path, into: Path, rename: Callable[[str, str], str | None]) -> None:
+def _extract(deb: Path, into: Path, rename: Callable[[str, str], str | None]) -> list[Path]:
     """The package's plain files that `rename(path, base name)` gives a name, flat into `into`
     under that name (a .xz decompressed): no extraction filter, which Debian 12's Python 3.11.2
-    does not have, and no path from the archive is used as one."""
+    does not have, and no path from the archive is used as one. Each is written under a
+    temporary name and put in place only once dpkg-deb has read the whole package without an
+    error: a package cut short is one line naming it, and leaves no file. The files put in
+    place are returned."""
     into.mkdir(parents=True, exist_ok=True)
-    with (
-        children.running(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE) as proc,
-        tarfile.open(fileobj=proc.stdout, mode="r|*") as tar,
-    ):
-        for member in tar:
-            name = member.name.lstrip("./")
-            target = rename(name, name.rpartition("/")[2]) if member.isreg() else None
-            if target is None:
-                continue
-            source = tar.extractfile(member)
-            assert source is not None
-            with contextlib.ExitStack() as stack:
-                out = stack.enter_context((into / target).open("wb"))
-                if name.endswith(".xz"):
-                    source = stack.enter_context(lzma.LZMAFile(source))
-                shutil.copyfileobj(source, out)
-        proc.wait()
+    parts: dict[Path, Path] = {}  # final name -> the temporary one it is written under
+    try:
+        with (
+            children.running(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE) as proc,
+            tarfile.open(fileobj=proc.stdout, mode="r|*") as tar,
+        ):
+            for member in tar:
+                name = member.name.lstrip("./")
+                target = rename(name, name.rpartition("/")[2]) if member.isreg() else None
+                if target is None:
+                    continue
+                source = tar.extractfile(member)
+                assert source is not None
+                if into / target in parts:  # a later member of the same name wins
+                    parts.pop(into / target).unlink()
+                fd, temporary = tempfile.mkstemp(dir=into, prefix=f".{target}.", suffix=".part")
+                parts[into / target] = Path(temporary)
+                os.fchmod(fd, 0o644)
+                with contextlib.ExitStack() as stack:
+                    out = stack.enter_context(os.fdopen(fd, "wb"))
+                    if name.endswith(".xz"):
+                        source = stack.enter_context(lzma.LZMAFile(source))
+                    shutil.copyfileobj(source, out)
+            status = proc.wait()
+        if status != 0:
+            raise UsageError(f"{deb.name} is damaged (dpkg-deb exited with {status}): {AGAIN}")
+    except BaseException as e:
+        for left in parts.values():
+            left.unlink(missing_ok=True)
+        if isinstance(e, tarfile.TarError | EOFError | lzma.LZMAError):
+            raise UsageError(f"{deb.name} is damaged ({e}): {AGAIN}") from None
+        raise
+    for final, part in parts.items():
+        os.replace(part, final)
+    return list(parts)
