@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import processes_named, rtlab, spin_binary, start_rtlab
+from conftest import ours, processes_named, rtlab, spin_binary, start_rtlab, wait_for
 from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, carries, ends, judge
 
 REVISIONS = 20  # the good end, 18 between, the bad end
@@ -207,6 +207,98 @@ def test_good_and_bad_swapped_is_one_line(lab, tmp_path):
     done = rtlab(*args)
     assert done.returncode == 2
     assert "--good is not an ancestor of --bad" in done.stderr
+
+
+def _pid(pidfile: Path) -> int | None:
+    text = pidfile.read_text() if pidfile.is_file() else ""
+    return int(text) if text.endswith("\n") else None  # whole once the line is
+
+
+def _left_running(pid: int) -> bool:
+    """Whether PID is a live process of this test's (gone, or a zombie, or another's: not)."""
+    entry = Path(f"/proc/{pid}")
+    try:
+        zombie = (entry / "stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return False
+    return not zombie and ours(entry)
+
+
+def _stopped_in_its_preparation(repo: Path, args: list[str], pidfile: Path, sig: int,
+                                env: dict[str, str] | None = None) -> str:  # fmt: skip
+    """rtlab ARGS, sent SIG once its prepare command's background sleep wrote PIDFILE: what
+    rtlab said, once it is checked that it ended, the sleep with it, and the worktree too."""
+    proc = start_rtlab(*args, env=env)
+    wait_for(lambda: _pid(pidfile) is not None or proc.poll() is not None, 120)
+    sleep = _pid(pidfile)
+    assert sleep is not None, proc.communicate()[1]
+    proc.send_signal(sig)
+    _, said = proc.communicate(timeout=60)
+    assert proc.returncode == 3, said
+    assert "interrupted while preparing" in said and "run the same command again" in said
+    assert not _left_running(sleep), said
+    return said
+
+
+def _worktrees(repo: Path) -> list[str]:
+    return [line.split()[0] for line in _git(repo, "worktree", "list").splitlines()]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_the_prepare_command_and_all_it_started(tmp_path, sig):
+    """SIGTERM (a service manager) or SIGHUP (a closed terminal) to rtlab in a preparation: the
+    command's background child is ended too, and the worktree leaves the user's repository."""
+    repo, pidfile, out = tmp_path / "repo", tmp_path / "sleep.pid", tmp_path / "out"
+    shas = _range(repo, tmp_path / "spin", None)
+    args = _args(repo, shas, _loads(tmp_path, tmp_path), out)
+    # a build folder as --kernel-build leaves one, then a wait on a background child
+    args[args.index("--prepare") + 1] = (
+        f'mkdir "$RTLAB_BISECT_OUT/kernel-build"; sleep 300 & echo $! > {pidfile}; wait'
+    )
+    said = _stopped_in_its_preparation(repo, args, pidfile, sig)
+    assert "removed the worktree and the kernel build folder" in said
+    assert _worktrees(repo) == [str(repo)]  # the user's checkout only
+    assert not (out / "worktree").exists() and not (out / "kernel-build").exists()
+
+
+def test_keep_build_keeps_the_worktree_and_the_build_of_a_stopped_bisection(tmp_path):
+    repo, pidfile, out = tmp_path / "repo", tmp_path / "sleep.pid", tmp_path / "out"
+    shas = _range(repo, tmp_path / "spin", None)
+    args = [*_args(repo, shas, _loads(tmp_path, tmp_path), out), "--keep-build"]
+    args[args.index("--prepare") + 1] = (
+        f'mkdir "$RTLAB_BISECT_OUT/kernel-build"; sleep 300 & echo $! > {pidfile}; wait'
+    )
+    said = _stopped_in_its_preparation(repo, args, pidfile, signal.SIGTERM)
+    assert "removed" not in said
+    assert _worktrees(repo) == [str(repo), str(out / "worktree")]
+    assert (out / "kernel-build").is_dir()
+    _git(repo, "worktree", "remove", "--force", str(out / "worktree"))
+
+
+def test_stopped_in_its_first_preparation_the_same_command_goes_on(tmp_path):
+    """Ctrl-C while the good end is first prepared: the folder holds no step yet, and the same
+    command again still knows it as its own (not "--out is not empty") and bisects."""
+    repo, pidfile, gate, out = tmp_path / "repo", tmp_path / "sleep.pid", tmp_path / "gate", tmp_path / "out"
+    (tmp_path / "install").mkdir()
+    env = {"INSTALL": str(tmp_path / "install")}
+    shas = _range(repo, tmp_path / "spin", None)
+    args = _args(repo, shas, _loads(tmp_path, tmp_path / "install"), out)
+    # while the gate is there, the preparation waits on a background sleep
+    args[args.index("--prepare") + 1] = (
+        f"if [ -e {gate} ]; then sleep 300 & echo $! > {pidfile}; wait; fi; {PREPARE}"
+    )
+    # the fewest runs: two of each end, and a margin no idle run crosses (nothing changes here)
+    args += ["--repeats", "2", "--max-repeats", "2", "--margin", "5ms,50%"]
+    gate.touch()
+    _stopped_in_its_preparation(repo, args, pidfile, signal.SIGINT, env)
+    assert (out / "bisect.json").is_file()
+    assert _worktrees(repo) == [str(repo)]
+
+    gate.unlink()
+    done = rtlab(*args, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"]["kind"] == "no-difference"
+    assert _worktrees(repo) == [str(repo)]
 
 
 # --- the search itself, on verdicts written by hand ----------------------------------------

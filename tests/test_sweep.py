@@ -102,6 +102,27 @@ def test_the_option_to_blame_in_a_worse_configuration(lab):
     assert not processes_named("spin", "cyclictest", session=True)
 
 
+def test_a_sweep_whose_first_preparation_failed_goes_on(tmp_path):
+    """The base's prepare command fails, before any step stands: the same command again, once
+    the build is fixed, knows the folder as its own (not "--out is not empty") and measures."""
+    install, fixed, out = tmp_path / "install", tmp_path / "fixed", tmp_path / "out"
+    install.mkdir()
+    prepare = (
+        f'test -e {fixed} || {{ echo "no compiler"; exit 1; }}; echo "exec sleep 3600" > {install}/work.sh'
+    )
+    # the fewest runs: two of each, and a margin no idle run crosses (nothing changes here)
+    args = ["sweep", "--prepare", prepare, "--loads-file", str(_loads(tmp_path, install)), *RUN,
+            "--out", str(out), "--format", "json", "--option", "CONFIG_HARMLESS=y",
+            "--repeats", "2", "--max-repeats", "2", "--margin", "5ms,50%"]  # fmt: skip
+    stopped = rtlab(*args)
+    assert stopped.returncode == 3, stopped.stderr
+    assert "the prepare command exited 1" in stopped.stderr
+    fixed.touch()
+    done = rtlab(*args, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert [r["name"] for r in json.loads(done.stdout)["effects"]] == ["CONFIG_HARMLESS=y"]
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -1,6 +1,7 @@
 """rtlab's own kernel build as a subject's preparation (QEMU targets need no script of the
 user's): the kernel of a revision or a configuration built into the subject's folder,
-incrementally (the build folder in rtlab's cache is shared), once: a folder that holds a
+incrementally (a sweep's in the build folder of rtlab's cache, shared; a bisection's, whose
+source is its own worktree, in a build folder of its own), once: a folder that holds a
 finished build is not built again. A build the kernel refuses (an option its Kconfig drops,
 a compile error) skips that subject, as exit 125 does, with the reason in its log."""
 
@@ -37,9 +38,11 @@ def kernel(folder: Path) -> Path:
     return (folder / "kernel" / "Image").resolve()
 
 
-def prepare(how: KernelBuild, folder: Path, source: Path | None, fragments: tuple[Path, ...] = ()) -> str:
+def prepare(how: KernelBuild, folder: Path, source: Path | None, fragments: tuple[Path, ...] = (),
+            objects: Path | None = None) -> str:  # fmt: skip
     """The kernel built into FOLDER/kernel from SOURCE (else Debian's), the FRAGMENTS merged
-    last, unless it is there already: READY, or SKIPPED when the kernel refused the build."""
+    last, unless it is there already: READY, or SKIPPED when the kernel refused the build.
+    OBJECTS: a build folder of the caller's own (else the cache's, shared)."""
     from rtlab.cache import cache_dir
     from rtlab.kernel import recipe
 
@@ -48,7 +51,7 @@ def prepare(how: KernelBuild, folder: Path, source: Path | None, fragments: tupl
         return READY
     request = recipe.Request(how.board, how.preempt, extra=tuple(f.resolve() for f in fragments))
     try:
-        recipe.build(request, out, cache_dir(), source)
+        recipe.build(request, out, cache_dir(), source, objects=objects)
     except KeyboardInterrupt:
         raise Stopped(f"interrupted while building {out}: run the same command again to go on") from None
     except RunFailed as e:

@@ -3,7 +3,12 @@ the next. The folder is the record, as for every campaign of rtlab's:
 
     OUT/bisect.json            the range, the options, every step's standing and the result
     OUT/revs/NNN-SHA/          one revision: repeat-K/ (whole runs), repeats.json, prepare.log
-    OUT/worktree/              the checkout the prepare command runs in (removed at the end)
+    OUT/worktree/              the checkout the prepare command runs in
+    OUT/kernel-build/          --kernel-build's objects, built from the worktree
+
+The worktree (registered in the user's repository) and the build folder are removed when the
+bisection ends, however it ends (done, failed, stopped), unless the user keeps them
+(--keep-build): a stopped bisection leaves nothing in the user's repository.
 
 Every decision is recomputed from the runs on disk with the same seed, so the same command
 given again replays what was decided without measuring it again and goes on from there; a
@@ -12,6 +17,7 @@ run that was cut off is kept beside (repeat-K.interrupted-N) and measured again.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,10 +28,12 @@ from rtlab.bisect.builds import KernelBuild
 from rtlab.bisect.judge import Judge
 from rtlab.bisect.measured import READY, Measure, Settings, Subject, Subjects, brief, prepare
 from rtlab.bisect.search import BAD, UNKNOWN, Conclusion, Search, Standing
+from rtlab.children import stops_deferred
 from rtlab.errors import UsageError
 from rtlab.results.rundir import write_json
 
 INDEX = "bisect.json"
+BUILD = "kernel-build"
 SCHEMA = "rtlab.bisect/1"
 MOST_REVISIONS = 100_000
 
@@ -68,10 +76,12 @@ def revisions_of(doc: dict[str, Any]) -> list[revs.Revision]:
 class Bisection:
     def __init__(self, out: Path, repo: Path, revisions: Sequence[revs.Revision], prepare: str | None,
                  kernel_build: KernelBuild | None, settings: Settings, measure: Measure,
-                 say: Callable[[str], None], doc: dict[str, Any]) -> None:  # fmt: skip
+                 say: Callable[[str], None], doc: dict[str, Any], keep: bool = False) -> None:  # fmt: skip
         self.out, self.revisions, self.prepare_command = out, list(revisions), prepare
         self.kernel_build, self.budget, self.loads = kernel_build, settings.budget, settings.loads
         self.worktree = revs.Worktree(repo, (out / "worktree").resolve())
+        # its own, never the cache's: the worktree is a source tree no other build shares
+        self.objects, self.keep = (out / BUILD).resolve(), keep
         self.say, self.doc = say, doc
         self.subjects = [
             Subject(r.sha, f"revs/{i:03d}-{r.short}", f"{r.short} ({r.subject})")
@@ -92,7 +102,7 @@ class Bisection:
         said = (
             READY
             if self.kernel_build is None
-            else builds.prepare(self.kernel_build, folder, self.worktree.path)
+            else builds.prepare(self.kernel_build, folder, self.worktree.path, objects=self.objects)
         )
         if said != READY or not self.prepare_command:
             return said
@@ -109,7 +119,31 @@ class Bisection:
         return self.lab.asked.get(s.key, 0)
 
     def run(self) -> dict[str, Any]:
-        """The whole bisection (or the rest of it): the result, also in the index."""
+        """The whole bisection (or the rest of it): the result, also in the index. Failed or
+        stopped, it leaves no worktree and no build behind (unless kept)."""
+        try:
+            return self._run()
+        except BaseException:
+            if removed := self._tidy():
+                self.say(
+                    f"removed {' and '.join(removed)} (--keep-build keeps them for the same command again)"
+                )
+            raise
+
+    def _tidy(self) -> list[str]:
+        """The worktree unregistered and removed, and the build folder, unless kept: what was
+        removed. A second Ctrl-C waits until it is done: cut off, it would leave half a worktree
+        registered."""
+        if self.keep:
+            return []
+        with stops_deferred():
+            removed = ["the worktree"] if self.worktree.remove() else []
+            if self.objects.exists():
+                shutil.rmtree(self.objects, ignore_errors=True)
+                removed.append("the kernel build folder")
+        return removed
+
+    def _run(self) -> dict[str, Any]:
         n, subjects = len(self.revisions), self.subjects
         good, bad = subjects[0], subjects[-1]
         self.doc["steps"] = []
@@ -174,5 +208,5 @@ class Bisection:
         result["measured"] = {"runs": sum(counts), "revisions": sum(1 for c in counts if c)}
         self.doc["result"] = result
         self.save()
-        self.worktree.remove()
+        self._tidy()
         return result

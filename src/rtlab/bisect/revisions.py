@@ -82,7 +82,11 @@ class Worktree:
             _git(self.repo, "worktree", "add", "--detach", "--force", str(self.path), sha)
         _git(self.path, "checkout", "--quiet", "--detach", "--force", sha)
 
-    def remove(self) -> None:
-        if (self.path / ".git").exists():
+    def remove(self) -> bool:
+        """The worktree removed and unregistered (forced: what a build left in it goes too);
+        whether there was one."""
+        there = (self.path / ".git").exists()
+        if there:
             _git(self.repo, "worktree", "remove", "--force", str(self.path), check=False)
         _git(self.repo, "worktree", "prune", check=False)
+        return there

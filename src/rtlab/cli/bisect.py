@@ -48,6 +48,14 @@ KernelBuildOption = Annotated[
     ),
 ]  # fmt: skip
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="table, md, json or html")]
+KeepBuild = Annotated[
+    bool,
+    typer.Option(
+        "--keep-build",
+        help="keep the worktree and the kernel build folder when it ends or is stopped (the same "
+        "command again then builds incrementally)",
+    ),
+]
 
 
 def say(line: str) -> None:
@@ -109,6 +117,16 @@ def _folder(out: str, index: str, doc: dict[str, Any], same: tuple[str, ...]) ->
     return folder
 
 
+def _claim(folder: Path, index: str, doc: dict[str, Any]) -> None:
+    """The index written before anything is prepared: a command stopped in its first
+    preparation (or whose first prepare command failed) leaves a folder that the same command
+    again knows as its own, not one that is "not empty"."""
+    from rtlab.results.rundir import write_json
+
+    if not (folder / index).is_file():
+        write_json(folder / index, doc)
+
+
 def _measurer(plan: Plan, target: str, folder: Path, accept: bool, built: bool) -> Callable[..., str]:
     """One whole run of the plan on the target into a folder: its status. `{worktree}` in the
     target is rtlab's checkout, `{kernel}` the subject's built kernel."""
@@ -167,6 +185,7 @@ def bisect(
     fmt: FormatOption = "table",
     output: Output = None,
     accept_new_host_key: AcceptKey = False,
+    keep_build: KeepBuild = False,
 ) -> None:
     """Which commit made it worse: binary search of a git range, each revision checked out in a
     worktree of rtlab's own, prepared (your command, or rtlab's kernel build), measured with the
@@ -181,9 +200,10 @@ def bisect(
     doc = drive.index(tree, good, bad, prepare, target, common.doc())
     folder = _folder(out, drive.INDEX, doc, drive.SAME)
     measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    _claim(folder, drive.INDEX, doc)
     revisions = drive.revisions_of(doc)
     drive.Bisection(
-        folder, tree, revisions, prepare, common.kernel_build, common.settings, measure, say, doc
+        folder, tree, revisions, prepare, common.kernel_build, common.settings, measure, say, doc, keep_build
     ).run()
     _save_and_show(folder, doc, bisect_table.markdown(doc), bisect_table.html(doc), fmt, output,
                    lambda: (bisect_table.build(doc), bisect_table.conclusion(doc)))  # fmt: skip
@@ -260,6 +280,7 @@ def sweep(
     }  # fmt: skip
     folder = _folder(out, sweeps.INDEX, doc, sweeps.SAME)
     measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    _claim(folder, sweeps.INDEX, doc)
     made = _variant_preparer(folder, prepare, common.kernel_build, source)
     run = sweeps.Sweep(folder, start, made, common.settings, measure, say, doc)
     run.bisect(bad) if bad is not None else run.effects(wanted)

@@ -184,8 +184,10 @@ def build(
     jobs: int | None = None,
     config_only: bool = False,
     phase: Callable[[str], None] = lambda p: None,
+    objects: Path | None = None,
 ) -> dict[str, Any]:
-    """Configures (and builds) the kernel; OUT gets .config, Image, dtbs and build-manifest.json."""
+    """Configures (and builds) the kernel; OUT gets .config, Image, dtbs and build-manifest.json.
+    The objects go into OBJECTS, else into the cache's build folder of the board and model."""
     if given_source is not None and request.rt_patches:
         raise UsageError("--rt-patches patches Debian's source: apply them to your --source tree yourself")
     check_tools()
@@ -197,7 +199,9 @@ def build(
     tree = source(cache, given_source, series, log, phase)
     lazy = fragments.source_has_lazy(tree)
     # a patched tree's objects never share a folder with the plain tree's
-    build_dir = cache / "kernel-build" / (request.slug + (f"-rt-{series.digest}" if series else ""))
+    build_dir = objects or cache / "kernel-build" / (
+        request.slug + (f"-rt-{series.digest}" if series else "")
+    )
     phase("config")
     started = time.monotonic()
     configure(tree, build_dir, request, log, lazy)
