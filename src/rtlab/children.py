@@ -1,8 +1,9 @@
 """Every process rtlab starts, started here, so that none outlives it: each leads a process
 group of its own, and when rtlab is done with it (it ended, or rtlab is stopped by Ctrl-C,
 SIGTERM or SIGHUP, a timeout or an exception) what is left of its group gets SIGTERM, then
-SIGKILL after a short grace, and is waited for. If rtlab itself is killed, the kernel sends the
-child a signal of its own choosing (prctl PR_SET_PDEATHSIG).
+SIGKILL after a short grace, and is waited for. If rtlab itself is killed (SIGKILL), the kernel
+sends the child the signal its caller chose (prctl PR_SET_PDEATHSIG): the child only, not what
+it started.
 
     running(argv)   a child for the length of a `with` block (a stream read, a long command)
     run(argv)       a command run to its end, as subprocess.run (git, tar, make, apt)
