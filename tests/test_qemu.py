@@ -602,3 +602,76 @@ def test_only_what_apt_fetched_this_time_is_unpacked(tmp_path):
         f"linux-modules-{RELEASE}_1%3a6.1-1_all.deb",
     ]
     assert all(p.parent == archives and p.stat().st_size > 0 for p in fetched)
+
+
+# --- the guest's libraries: found inside the packages, never beside them ------------------------
+
+
+def needing(folder: Path, soname: str) -> tuple[Path, Path]:
+    """A program (gcc) whose DT_NEEDED names SONAME, and the library it was linked with."""
+    if shutil.which("gcc") is None:
+        pytest.skip("make test installs gcc and libc6-dev")
+    folder.mkdir(parents=True, exist_ok=True)
+    # without the C library: the program needs that one library and nothing else (it is read, never run)
+    (folder / "lib.c").write_text("int f(void) { return 1; }\n")
+    (folder / "main.c").write_text("int f(void);\nvoid _start(void) { f(); }\n")
+    lib, program = folder / "libneeded.so", folder / "program"
+    gcc = ["gcc", "-nostdlib", "-fPIC"]
+    subprocess.run(
+        [*gcc, "-shared", f"-Wl,-soname,{soname}", "-o", str(lib), str(folder / "lib.c")], check=True
+    )
+    subprocess.run([*gcc, "-o", str(program), str(folder / "main.c"), str(lib)], check=True)
+    return program, lib
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("soname", ["../../beside/libneeded.so", "/beside/libneeded.so", ".."])
+def test_a_needed_library_named_out_of_the_packages_is_refused(tmp_path, soname):
+    from rtlab.errors import RunFailed
+    from rtlab.targets.qemu import elfdeps
+
+    program, lib = needing(tmp_path / "build", soname)
+    stage = tmp_path / "stage"
+    (stage / "usr/bin").mkdir(parents=True)
+    shutil.copy(program, stage / "usr/bin/program")
+    (tmp_path / "beside").mkdir()  # what the name leads to from stage/lib: a library, not the packages'
+    shutil.copy(lib, tmp_path / "beside" / "libneeded.so")
+    (stage / "lib").mkdir()
+    with pytest.raises(
+        RunFailed, match=r"^program needs a library named .*, which is no file name: refused$"
+    ):
+        elfdeps.closure(stage, [stage / "usr/bin/program"], ["lib"])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("link", ["relative", "absolute", "folder"])
+def test_a_library_link_that_leads_out_of_the_packages_is_refused(tmp_path, link):
+    from rtlab.errors import RunFailed
+    from rtlab.targets.qemu import elfdeps
+
+    program, lib = needing(tmp_path / "build", "libneeded.so")
+    stage = tmp_path / "stage"
+    (stage / "usr/bin").mkdir(parents=True)
+    shutil.copy(program, stage / "usr/bin/program")
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    shutil.copy(lib, beside / "libneeded.so")  # the host's, not the packages'
+    if link == "folder":  # lib -> the host's folder: the system follows it, whatever rtlab reads
+        (stage / "lib").symlink_to(beside)
+    else:
+        (stage / "lib").mkdir()
+        target = "../../beside/libneeded.so" if link == "relative" else "/../beside/libneeded.so"
+        (stage / "lib" / "libneeded.so").symlink_to(target)
+    with pytest.raises(RunFailed, match=r"^lib/libneeded\.so in the guest's packages leads outside them"):
+        elfdeps.closure(stage, [stage / "usr/bin/program"], ["lib"])
+    # the same library inside the packages, linked as Debian links its libraries, is found
+    if (stage / "lib").is_symlink():
+        (stage / "lib").unlink()
+    else:
+        shutil.rmtree(stage / "lib")
+    (stage / "usr/lib").mkdir()
+    shutil.copy(lib, stage / "usr/lib/libneeded.so.1")
+    (stage / "lib").symlink_to("usr/lib")
+    (stage / "usr/lib/libneeded.so").symlink_to("/usr/lib/libneeded.so.1")
+    found, _ = elfdeps.closure(stage, [stage / "usr/bin/program"], ["lib"])
+    assert found == {"libneeded.so": (stage / "usr/lib/libneeded.so.1").resolve()}

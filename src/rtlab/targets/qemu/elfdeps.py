@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from pathlib import Path
 
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+
+from rtlab.errors import RunFailed
 
 
 def _read(path: Path) -> tuple[list[str], str | None]:
@@ -27,13 +30,36 @@ def _read(path: Path) -> tuple[list[str], str | None]:
 
 
 def resolve(root: Path, path: Path) -> Path:
-    """Follows symlinks inside `root`: absolute link targets are relative to it, not to the host."""
+    """Follows symlinks inside `root`: absolute link targets are relative to it, not to the
+    host. What a package's links lead to must stay below `root` (a link to `../../..`, or one
+    on the way that the system follows to the host's own files, is refused: RunFailed); the
+    path returned is the file itself, every link on its way resolved."""
+    start = path
     for _ in range(40):
         if not path.is_symlink():
-            return path
+            break
         target = Path(path.readlink())
         path = root / target.relative_to("/") if target.is_absolute() else path.parent / target
-    raise ValueError(f"symlink loop at {path}")
+    else:
+        raise RunFailed(f"{_shown(root, start)} in the guest's packages is a symlink loop: refused")
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(os.path.realpath(root)):
+        raise RunFailed(
+            f"{_shown(root, start)} in the guest's packages leads outside them (to {real}): refused"
+        )
+    return real
+
+
+def _shown(root: Path, path: Path) -> str:
+    return os.path.relpath(path, root)
+
+
+def library_name(name: str, needed_by: Path) -> str:
+    """NAME (a DT_NEEDED entry) as one file name of a library folder: a name with '/' or '..'
+    would lead out of the packages' folders (RunFailed)."""
+    if not name or "/" in name or ".." in name or "\0" in name:
+        raise RunFailed(f"{needed_by.name} needs a library named {name!r}, which is no file name: refused")
+    return name
 
 
 def closure(root: Path, programs: list[Path], search: list[str]) -> tuple[dict[str, Path], str | None]:
@@ -42,11 +68,15 @@ def closure(root: Path, programs: list[Path], search: list[str]) -> tuple[dict[s
     interpreter: str | None = None
     todo = deque(programs)
     while todo:
-        needed, interp = _read(todo.popleft())
+        program = todo.popleft()
+        needed, interp = _read(program)
+        if interp is not None and (not interp.startswith("/") or ".." in Path(interp).parts):
+            raise RunFailed(f"{program.name} names the interpreter {interp!r}, no path of a system: refused")
         interpreter = interpreter or interp
         for soname in needed:
             if soname in found:
                 continue
+            library_name(soname, program)
             for folder in search:
                 candidate = root / folder / soname
                 if candidate.exists() or candidate.is_symlink():
