@@ -5,7 +5,8 @@ runs on them: the files are parsed, summarised and modelled as a real run's are.
 A thread's samples: a body between 5 and 25 µs, and with probability `tail_p` a tail sample
 30 + GPD(xi, 15) µs, so the latency exceeded with probability p < tail_p per sample is
 30 + GPD(xi, 15).isf(p / tail_p). Options break the assumptions on purpose: a tail twice as
-frequent in the first half, or a 10-second storm.
+frequent in the first half, or a 10-second storm; or, per block (`block_maxima`, what the
+stationarity gate reads), a trend or a periodic load (KINDS).
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ def samples(
     shift: bool = False,
     storm: bool = False,
     body: float = 1.0,
+    kind: str = "iid",
 ) -> np.ndarray:
     n = seconds * RATE
     x = (5 + 20 * rng.beta(2, 5, n)) * body  # body: how much slower the body is (1.1: 10 %)
     hit = rng.random(n) < tail_p
+    if kind != "iid":  # each second's tail probability, as block_maxima plants it (KINDS)
+        hit |= rng.random(n) < np.repeat(tail_rates(kind, seconds, tail_p) - tail_p, RATE)
     if shift:  # the first half's tail four times as frequent: a changing spike rate
         hit[: n // 2] |= rng.random(n // 2) < 3 * tail_p
     if storm:  # 10 s in which every 20th sample is a tail sample
@@ -46,6 +50,47 @@ def samples(
         hit[start : start + 10 * RATE] |= rng.random(10 * RATE) < 0.05
     x[hit] = ONSET + stats.genpareto.rvs(xi, scale=SCALE, size=int(hit.sum()), random_state=rng)
     return np.floor(x).astype(np.int64)
+
+
+# The tail probability of each 1-second block, relative to tail_p, for each kind of run: the
+# non-stationarities the stationarity gate must refuse, each planted at one stated size.
+KINDS = ("iid", "shift", "storm", "trend", "periodic")
+
+
+def tail_rates(kind: str, seconds: int, tail_p: float) -> np.ndarray:
+    """The tail probability of each block: i.i.d.; its first half 2x (a level shift half-way);
+    10 s at 0.05 from a third of the run (a storm); rising linearly to 2x (a slow trend); 2x in
+    the first 30 s of every minute (a periodic load)."""
+    p = np.full(seconds, tail_p)
+    t = np.arange(seconds)
+    if kind == "shift":
+        p[: seconds // 2] *= 2
+    elif kind == "storm":
+        p[seconds // 3 : seconds // 3 + 10] = 0.05
+    elif kind == "trend":
+        p *= 1 + t / max(seconds - 1, 1)
+    elif kind == "periodic":
+        p[t % 60 < 30] *= 2
+    elif kind != "iid":
+        raise ValueError(kind)
+    return p
+
+
+def block_maxima(rng: np.random.Generator, kind: str, seconds: int = 600, xi: float = 0.1,
+                 tail_p: float = 2e-3, cpus: int = 2) -> np.ndarray:  # fmt: skip
+    """The merged time axis (each 1-second block's maximum over CPUs) of a run as `samples`
+    draws it, drawn block by block without the samples: a block's tail samples are
+    Binomial(RATE, p), the largest of k GPD draws is its quantile at U^(1/k), and a block with
+    none has the largest of RATE body draws."""
+    p = tail_rates(kind, seconds, tail_p)
+    out = np.zeros(seconds)
+    for _ in range(cpus):
+        k = rng.binomial(RATE, p)
+        u = rng.random(seconds)
+        tail = ONSET + stats.genpareto.ppf(u ** (1 / np.maximum(k, 1)), xi, scale=SCALE)
+        body = 5 + 20 * stats.beta.ppf(u ** (1 / RATE), 2, 5)
+        out = np.maximum(out, np.floor(np.where(k > 0, tail, body)))
+    return out[:-1]  # cyclictest never prints the last block of a run
 
 
 def write_run(
@@ -56,16 +101,17 @@ def write_run(
     tail_p: float = 2e-3,
     cpus: int = 2,
     body: float = 1.0,
+    kind: str = "iid",
     **breaks: bool,
 ) -> Path:
     rng = np.random.default_rng(seed)
-    run = base / f"synthetic-{seed}-{xi}-{tail_p:g}-{body:g}-{'-'.join(sorted(breaks))}"
+    run = base / f"synthetic-{seed}-{xi}-{tail_p:g}-{body:g}-{kind}-{'-'.join(sorted(breaks))}"
     folder = run / "loads" / "idle"
     folder.mkdir(parents=True)
     lines = ["Max CPUs = 2", "Online CPUs = 2", "# /dev/cpu_dma_latency set to 0us"]
     threads = {}
     for cpu in range(cpus):
-        x = samples(rng, seconds, xi, tail_p, body=body, **breaks)
+        x = samples(rng, seconds, xi, tail_p, body=body, kind=kind, **breaks)
         maxima = x.reshape(seconds, RATE)
         cycle = maxima.argmax(axis=1) + np.arange(seconds) * RATE
         # cyclictest never prints the last block of a run

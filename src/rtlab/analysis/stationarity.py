@@ -1,6 +1,6 @@
 """Checks that a series of block maxima is stationary and free of bursts, before a difference
 or an extreme-value fit is trusted. A decision (a comparison, a worst case, a change point's
-confirmation, a bisection step) puts every series it stands on to the eight checks at once,
+confirmation, a bisection step) puts every series it stands on to the nine checks at once,
 as one family: every repeat of both sides, every row (all CPUs merged, each CPU), every load.
 
 Each check's statistic is calibrated by permutation: under the null hypothesis the blocks of
@@ -22,6 +22,9 @@ is used, not paid for as Holm pays.
                        a trend or a level shift
     runs               no runs above/below the median beyond chance (Wald-Wolfowitz)
     halves-ks/-ad      the first and second half drawn from one distribution
+    periodogram        no period stands out (Fisher's g: the largest periodogram ordinate's
+                       share of them all): a periodic load whose period is longer than the
+                       Ljung-Box lags see (a job every minute, with 1 s blocks)
     tail-dispersion    the busiest window of BURST_WINDOW_S seconds (every offset) against
                        the placements of the run's tail blocks, all equally likely (the
                        exact conditional test: a multivariate hypergeometric): storms
@@ -43,10 +46,10 @@ from scipy import stats
 ALPHA = 0.05
 BURST_WINDOW_S = 10  # a storm of up to 10 s lies whole in one window (every offset is tried)
 # 999 reorderings: adjusted p-values in steps of 0.001, and the Monte-Carlo error of one near
-# 0.05 is +-0.014 (95 %); a reordering of 6,000 blocks costs about 0.6 ms for the eight checks.
+# 0.05 is +-0.014 (95 %); a reordering of 6,000 blocks costs about 0.6 ms for the nine checks.
 PERMUTATIONS = 999
 CHUNK = 125  # reorderings computed at once: the memory of a chunk is CHUNK x blocks x a few
-NAMES = ("ljung-box(10)", "ljung-box(20)", "kpss", "runs", "halves-ks", "halves-ad",
+NAMES = ("ljung-box(10)", "ljung-box(20)", "kpss", "runs", "halves-ks", "halves-ad", "periodogram",
          "tail-dispersion", "tail-ljung-box")  # fmt: skip
 METHOD = "permutation of each run's blocks (999), Westfall-Young max-T across every series and check"
 
@@ -192,6 +195,18 @@ def _halves(codes: np.ndarray, groups: int, pooled: np.ndarray) -> tuple[np.ndar
     return ks, ad
 
 
+def _periodogram(d: np.ndarray) -> np.ndarray:
+    """Fisher's g of each row: its largest periodogram ordinate (the Fourier frequencies
+    between 0 and Nyquist, both left out) over their sum."""
+    n = d.shape[1]
+    power = np.abs(np.fft.rfft(d, axis=1)[:, 1 : (n - 1) // 2 + 1]) ** 2
+    total = power.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = power.max(axis=1) / total if power.shape[1] else np.zeros(len(d))
+    out: np.ndarray = np.where(total > 0, g, 0.0) if power.shape[1] else np.zeros(len(d))
+    return out
+
+
 def _busiest(tail: np.ndarray, per: int) -> np.ndarray:
     """The most tail blocks in any PER consecutive blocks, per row."""
     n = tail.shape[1]
@@ -202,7 +217,7 @@ def _busiest(tail: np.ndarray, per: int) -> np.ndarray:
 
 
 def _statistics(x: np.ndarray, threshold: float, block_s: float, order: np.ndarray) -> np.ndarray:
-    """The eight statistics (columns, NAMES' order) of X reordered by each row of ORDER."""
+    """The statistics (columns, NAMES' order) of X reordered by each row of ORDER."""
     d0 = x - x.mean()
     denom = float(d0 @ d0)
     values, codes0 = np.unique(x, return_inverse=True)
@@ -220,7 +235,7 @@ def _statistics(x: np.ndarray, threshold: float, block_s: float, order: np.ndarr
         t = tail0[o]
         out[start : start + CHUNK] = np.column_stack([
             _ljung_box(d, denom, 10, r), _ljung_box(d, denom, 20, r), _kpss(d, denom, r),
-            _runs(above0[o]), ks, ad, _busiest(t, per),
+            _runs(above0[o]), ks, ad, _periodogram(d), _busiest(t, per),
             _ljung_box(t - tail0.mean(), t_denom, 10),
         ])  # fmt: skip
     return out
@@ -244,11 +259,11 @@ def _p_values(statistics: np.ndarray) -> np.ndarray:
 # its reorderings' mean and spread no check's null tail is much heavier than another's and
 # none takes the family's whole error on its own. Any transform keeps the test exact; this one
 # shares its power.
-_SCALES = (np.cbrt, np.cbrt, np.log1p, np.abs, np.abs, np.sqrt, np.sqrt, np.cbrt)
+_SCALES = (np.cbrt, np.cbrt, np.log1p, np.abs, np.abs, np.sqrt, np.log, np.sqrt, np.cbrt)
 
 
 def family(series: Sequence[Series], seed: int = 1, permutations: int = PERMUTATIONS) -> list[list[Check]]:
-    """The eight checks of every series, adjusted across all of them: one list of Checks per
+    """The nine checks of every series, adjusted across all of them: one list of Checks per
     series, in NAMES' order.
 
     Westfall and Young's single-step max-T: each check's statistic, scaled and standardised by
