@@ -381,6 +381,72 @@ def test_bad_history_input_is_one_line(tmp_path, runs):
         )
 
 
+@pytest.mark.unit
+def test_a_db_address_is_shown_without_any_of_its_secrets():
+    from rtlab.history.db import secrets_of, shown_url
+
+    for url, shown in (
+        ("postgresql://bob:S1@host:5432/db", "postgresql://bob@host:5432/db"),
+        ("postgresql://bob:S1/x?y@host/db", "postgresql://bob@host/db"),  # / and ? in a password
+        ("postgresql://bob:S1:c@S1@host/db", "postgresql://bob@host/db"),  # an @ written unencoded
+        ("postgresql://bob@host/db?password=S1&sslmode=require", "postgresql://bob@host/db?password=***&sslmode=require"),
+        ("postgresql://bob@host/db?sslpassword=S1&sslkey=S2&passfile=S3&auth_token=S4&client_secret=S5",
+         "postgresql://bob@host/db?sslpassword=***&sslkey=***&passfile=***&auth_token=***&client_secret=***"),
+        ("postgresql://bob@host/db?Pass%77ord=S1", "postgresql://bob@host/db?Pass%77ord=***"),
+        ("postgresql://bob:S1@host:notaport/db?password=S2", "postgresql://bob@host:notaport/db?password=***"),
+    ):  # fmt: skip
+        assert shown_url(url) == shown, url
+    # what a database's message must not repeat: each secret as the driver was given it
+    found = secrets_of("postgresql+pg8000://bob:S1:c@S9@host/db?password=S2&password=S3&sslkey=S%204&user=x")
+    assert sorted(found) == sorted(["S1:c", "S9", "S2", "S3", "S 4"])
+
+
+def test_a_db_address_with_a_secret_or_no_driver_is_one_line_without_it(tmp_path):
+    """Every form of a password in --db, and an address rtlab cannot open (a driver not
+    installed, a SQLite URL with a user), is one line naming the fix, exit 2, secret unsaid."""
+    for url, says in (
+        ("postgresql://alice@127.0.0.1:1/rt?password=SECRET",
+         "cannot open the history store postgresql+pg8000://alice@127.0.0.1:1/rt?password=***: "),
+        ("postgresql://alice:SECRET@127.0.0.1:1/rt?sslpassword=SECRET&sslkey=SECRET",
+         "--db postgresql+pg8000://alice@127.0.0.1:1/rt?sslpassword=***&sslkey=***: the driver refused"),
+        ("postgresql+psycopg2://alice:SECRET@127.0.0.1:1/rt", "postgresql+psycopg2://alice@127.0.0.1:1/rt"),
+        ("postgresql+nosuch://alice:SECRET@127.0.0.1:1/rt", "rtlab knows no such database driver"),
+        ("sqlite://alice:SECRET@/x", "--db sqlite://alice@/x is not a SQLite address: give the store's file"),
+    ):  # fmt: skip
+        for args in (["list"], ["add", str(tmp_path)]):
+            done = history(url, *args)
+            said = done.stdout + done.stderr
+            assert done.returncode == 2 and "SECRET" not in said and "Traceback" not in said, (url, said)
+            assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, (url, done.stderr)
+
+
+def test_a_run_whose_load_is_a_link_is_added_without_its_numbers_and_says_why(runs, tmp_path):
+    """A run whose loads/work links to another run's is read as `report` reads it: the load
+    failed ("loads/work is a link"), said when it is added, and none of the other's numbers stored."""
+    run = tmp_path / "linked"
+    shutil.copytree(runs.busy / "repeat-1", run)
+    manifest = read_json(run / "run.json")
+    manifest["uid"] = "linked"
+    (run / "run.json").write_text(json.dumps(manifest))
+    shutil.rmtree(run / "loads" / "work")
+    (run / "loads" / "work").symlink_to(runs.quiet / "repeat-1" / "loads" / "work")
+    reported = json.loads(rtlab("report", str(run), "--format", "json").stdout)["loads"]["work"]
+    assert reported["status"] == "failed" and reported["reason"].startswith("loads/work is a link")
+    db = str(tmp_path / "history.db")
+    done = history(db, "add", str(run))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = done.stderr.strip()
+    assert len(said.splitlines()) == 1 and said.startswith(f"{run}: added ("), said
+    assert said.endswith(f"): work failed: {reported['reason']}"), said
+    (found,) = listed(db)
+    assert found["uid"] == "linked" and found["status"] == "failed"
+    with sqlite3.connect(tmp_path / "history.db") as conn:
+        stats = conn.execute("SELECT status, samples, max_us FROM load_stats").fetchall()
+        kept = conn.execute("SELECT count(*) FROM histograms").fetchone()[0]
+        axes = conn.execute("SELECT count(*) FROM block_maxima").fetchone()[0]
+    assert stats == [("failed", None, None)] and kept == 0 and axes == 0
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is installed by `make test`")
 def test_the_html_trend_in_a_browser(runs, tmp_path):
     db = str(tmp_path / "history.db")

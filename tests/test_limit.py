@@ -149,6 +149,25 @@ def test_history_limit_refuses_with_a_reason(lab, tmp_path):
     assert done.returncode == 2 and "--deadline history@90%: the rate 90%" in done.stderr
 
 
+@needs_root
+@needs_tools
+def test_a_limit_for_month_long_runs_answers_and_one_beyond_a_year_is_refused(lab):
+    """--duration 30d over six short runs answers (a limit, or one line saying why not); a
+    duration no run can have is one line. The timeout only guards against a hang."""
+    month = ("--load", "work", "--duration", "30d", "--format", "json")
+    done = rtlab("history", "limit", "--db", lab.db, *month, timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    if done.returncode == 0:
+        found = json.loads(done.stdout)["limits"][0]
+        assert found["duration_s"] == 30 * 86400 and found["windows"] >= limit.MIN_WINDOWS, found
+    else:
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "work: no limit: " in done.stderr, done.stderr
+    done = rtlab("history", "limit", "--db", lab.db, "--duration", "367d", timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--duration 367d: a run lasts at most 366d" in done.stderr
+
+
 # --- the runs a limit rests on, and its refusals (pure) ---------------------------------
 
 
@@ -177,6 +196,32 @@ def test_the_runs_a_limit_rests_on():
     # a baseline set later than the last change
     used, said = limit.accepted_runs(rows, [], rows[6])
     assert [r["id"] for r in used] == list(range(6, 12)) and "before the baseline" in said
+
+
+def _longest_window(rows: list[dict], duration_s: float) -> int:
+    """Every window length from D down, as the limit once searched: the longest (in blocks)
+    that gives MIN_WINDOWS windows."""
+    for b in range(int(duration_s), 0, -1):
+        if sum(len(limit._windows(r, b)) for r in rows) >= limit.MIN_WINDOWS:
+            return b
+    return 1
+
+
+@pytest.mark.unit
+def test_the_window_is_the_longest_that_gives_enough_maxima_whatever_the_duration():
+    rows = _rows([[10] * 60] * 12)  # 12 runs of 60 one-second blocks
+    for duration in (600, 30 * 86400, 366 * 86400):
+        per_run, w, k = limit.window_maxima(rows, duration)
+        assert w == _longest_window(rows, 600) == 6 and k == duration / 6
+        assert sum(map(len, per_run)) == 120
+    # blocks that measured nothing (None) leave windows out: fewer lengths give MIN_WINDOWS,
+    # and below LADDER_STEP blocks the ladder tries every length, as the search once did
+    holes = _rows([[10] * 60] * 12)
+    for k, row in enumerate(holes):
+        row["maxima"] = [None if i % 7 == k % 7 else 10 for i in range(60)]
+    per_run, w, _ = limit.window_maxima(holes, 30 * 86400)
+    assert sum(map(len, per_run)) >= limit.MIN_WINDOWS
+    assert w == _longest_window(holes, 600) < 6
 
 
 def test_a_drifting_history_or_a_short_one_is_refused():

@@ -302,3 +302,37 @@ def test_platform_facts_show_in_every_format_and_hostile_ones_are_cleaned():
     suite = ET.fromstring(junit.render([run], ["rt"])).find("testsuite")
     assert suite is not None
     assert suite.find("properties/property[@name='tuned profile']").get("value") == "realtime"
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_quoted_and_numbers_kept():
+    """A run id or a load's failure reason a board set to a formula is written as text (a
+    single quote before it), in the report and in the time axis; numbers stay numbers."""
+    from rtlab.report import renderer
+
+    hostile = ['=HYPERLINK("http://x")', "+cmd", "-2+3", "@SUM(1)", "\t=1+1", "\r=1+1", " =1+1"]
+    names = ("cpu", "os", "memory", "storage", "cpu60", "cpu100", "irq")
+    loads = {
+        name: {**entry({10: 5}, status="failed"), "reason": text}
+        for name, text in zip(names, hostile, strict=True)
+    }
+    run = summary("@SUM(A1)", {**loads, "idle": {**entry({10: 5}), "resources": {"power_mw": -1.5}}})
+    segment = {"n": 0, "start_s": -2.0, "blocks": 2, "gap_s": None}
+    axis = {"block_s": 1.0, "start_s": -2.0, "segments": [segment], "cpus": {"0": [-3, 7]}, "merged": [-3, 7],
+            "spikes": None, "check": "ok", "garbled_lines": 0}  # fmt: skip
+    run["loads"]["idle"]["timeline"] = axis
+    rows = list(csv.DictReader(io.StringIO(renderer("csv")([run], ["=label"]), newline="")))
+    assert {r["run"] for r in rows} == {"'@SUM(A1)"} and {r["label"] for r in rows} == {"'=label"}
+    reasons = {r["load"]: r["reason"] for r in rows if r["cpu"] == "all"}
+    # as `report -f csv` writes them: made printable first (a CR becomes a ?)
+    assert [reasons[name] for name in names] == [
+        "'=HYPERLINK(\"http://x\")", "'+cmd", "'-2+3", "'@SUM(1)", "'\t=1+1", "?=1+1", "' =1+1",
+    ]  # fmt: skip
+    # the writer itself, on what reaches it unprinted (the time axis): the same cells
+    raw = list(csv.DictReader(io.StringIO(csv_format.render([run], ["=label"]), newline="")))
+    assert raw == rows
+    idle = next(r for r in rows if r["load"] == "idle" and r["cpu"] == "all")
+    assert idle["power_mw"] == "-1.5" and idle["reason"] == ""
+    series = list(csv.DictReader(io.StringIO(csv_format.render_series([run], ["rt"]), newline="")))
+    assert [(r["run"], r["t_s"], r["max_us"]) for r in series if r["cpu"] == "all"] == [
+        ("'@SUM(A1)", "-2.000", "-3"), ("'@SUM(A1)", "-1.000", "7"),
+    ]  # fmt: skip

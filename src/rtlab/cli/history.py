@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from rtlab.bounds import MAX_DURATION_S
 from rtlab.cli.options import shown_name
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
@@ -385,6 +386,11 @@ def limit(
 
     rate = parse_rate(false_alarm)
     seconds = parse_duration(duration) if duration is not None else None
+    if seconds is not None and seconds > MAX_DURATION_S:
+        # a limit is for runs rtlab can measure: a run lasts at most as long as a plan allows
+        raise UsageError(
+            f"--duration {duration}: a run lasts at most {MAX_DURATION_S // 86400}d: give a shorter duration"
+        )
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
     with opened(db) as store:

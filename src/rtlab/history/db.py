@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -70,9 +71,78 @@ def engine_url(given: str) -> str:
     return url
 
 
+# A user's part with a password: the user (which may hold an @, as a cloud's user@server does),
+# then everything up to the URL's last @. SQLAlchemy's password may hold / and ? too, and an @
+# written unencoded in a password would leave its end in what looks like the host: too much
+# hidden (a database name with an @) is the price of never showing a password's end.
+_USERINFO = re.compile(r"^([^:/?#]*://[^:/?#]*):.*@(?=[^@]*$)", re.DOTALL)
+# A query parameter whose name holds one of these carries a secret (password, sslpassword,
+# sslkey, passfile, a token): its value is never shown, nor said by a database's message.
+SECRET_WORDS = ("pass", "secret", "token", "key")
+
+
+def _secret_key(key: str) -> bool:
+    name = urllib.parse.unquote_plus(key).lower()
+    return any(word in name for word in SECRET_WORDS)
+
+
 def shown_url(url: str) -> str:
-    """URL without its password (user@host only), even when it is malformed."""
-    return re.sub(r"(://[^/:@]*):[^@/]*@", r"\1@", url)
+    """URL as every message shows it: user@host, no password, each secret-looking query
+    parameter's value as ***; the same for a malformed one."""
+    url = _USERINFO.sub(r"\1@", url)
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url
+    parts = []
+    for part in query.split("&"):  # as SQLAlchemy splits it (parse_qsl)
+        key, eq, _ = part.partition("=")
+        parts.append(f"{key}=***" if eq and _secret_key(key) else part)
+    return f"{base}?{'&'.join(parts)}"
+
+
+def secrets_of(url: str) -> list[str]:
+    """The secrets URL carries (its password, its secret-looking parameters' values), as a
+    driver sees them: what a database's message must not repeat."""
+    try:
+        parsed = sa.make_url(url)
+    except (ValueError, sa.exc.ArgumentError):
+        return []
+    found = [parsed.password] if parsed.password else []
+    if parsed.host and "@" in parsed.host:  # a password's end after an @ written unencoded in it
+        found.append(parsed.host.rpartition("@")[0])
+    for key, value in parsed.query.items():
+        if _secret_key(key):
+            found += [value] if isinstance(value, str) else list(value)
+    return sorted((str(s) for s in found if s), key=len, reverse=True)  # longest first: none cut
+
+
+def _engine(url: str, shown: str) -> sa.Engine:
+    """The engine for URL (SQLAlchemy's form); what it cannot be made of is one line naming the
+    fix. SQLAlchemy's own messages repeat the address, password and all: never shown."""
+    sqlite = url.startswith("sqlite")
+    try:
+        # SQLite: a writer waits up to 60 s for another; PostgreSQL: a server that does not
+        # answer is given up after 30 s
+        return sa.create_engine(url, connect_args={"timeout": 60 if sqlite else 30})
+    except sa.exc.NoSuchModuleError:
+        raise UsageError(
+            f"--db {shown}: rtlab knows no such database driver: write postgresql://USER@HOST/DB "
+            "(pg8000, installed with rtlab) or give a file (SQLite)"
+        ) from None
+    except ImportError as e:  # a dialect's driver (psycopg2, asyncpg) that is not installed
+        raise UsageError(
+            f"--db {shown}: its driver {e.name or 'module'} is not installed: write "
+            "postgresql://USER@HOST/DB (pg8000, installed with rtlab), or install that driver beside rtlab"
+        ) from None
+    except sa.exc.ArgumentError:
+        if sqlite:
+            raise UsageError(
+                f"--db {shown} is not a SQLite address: give the store's file as a path "
+                "(or sqlite:////ABSOLUTE/PATH)"
+            ) from None
+        raise UsageError(
+            f"--db {shown} is not a database address: give postgresql://USER@HOST[:PORT]/DB or a file"
+        ) from None
 
 
 def one_line(error: sa.exc.DBAPIError) -> str:
@@ -99,11 +169,8 @@ class Added:
 class Store:
     def __init__(self, url: str):
         self.url = engine_url(url)
-        sqlite = self.url.startswith("sqlite")
-        # SQLite: a writer waits up to 60 s for another; PostgreSQL: a server that does not
-        # answer is given up after 30 s
-        self.engine = sa.create_engine(self.url, connect_args={"timeout": 60 if sqlite else 30})
-        if sqlite:
+        self.engine = _engine(self.url, self.shown())
+        if self.url.startswith("sqlite"):
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
 
@@ -117,6 +184,15 @@ class Store:
                 return
             except schema.NewerStore as e:
                 raise UsageError(f"{self.shown()}: {e}: use a newer rtlab") from None
+            except TypeError as e:
+                # the driver's connect() refusing a parameter of the address (pg8000 takes no
+                # sslpassword, sslmode or a second timeout): the address is wrong, not rtlab
+                if "keyword argument" not in str(e):
+                    raise
+                raise UsageError(
+                    f"--db {self.shown()}: the driver refused the address's parameters "
+                    f"({self.scrub(str(e))}): remove or correct them"
+                ) from None
             except sa.exc.DBAPIError as e:
                 said = one_line(e)
                 raced = isinstance(e, sa.exc.IntegrityError | sa.exc.ProgrammingError) or (
@@ -133,9 +209,10 @@ class Store:
         return shown_url(self.url)
 
     def scrub(self, text: str) -> str:
-        """TEXT (a database's or a driver's message) without the store's password in it."""
-        password = sa.make_url(self.url).password
-        return text.replace(str(password), "***") if password else text
+        """TEXT (a database's or a driver's message) without the store's secrets in it."""
+        for secret in secrets_of(self.url):
+            text = text.replace(secret, "***")
+        return text
 
     def close(self) -> None:
         self.engine.dispose()
@@ -168,6 +245,14 @@ class Store:
         problem = rows.problem()
         if problem is not None:
             return Added(path, "damaged", problem)
+        # What the reading refused (a load whose folder is a link, a file cut off), as `report`
+        # of this folder says it: the load is stored without numbers, and never silently.
+        failed = [
+            untrusted.printable(f"{load} {entry['status']}: {entry['reason']}")[:300]  # one line
+            for load, entry in summary["loads"].items()
+            if entry["status"] != "complete" and entry.get("reason")
+        ]
+        rows.note = "; ".join(filter(None, [rows.note, *failed])) or None
         return rows
 
     def insert(self, path: Path, rows: Rows) -> Added:

@@ -37,7 +37,7 @@ class Rows:
     load_stats: list[dict[str, Any]] = field(default_factory=list)
     histograms: list[dict[str, Any]] = field(default_factory=list)
     block_maxima: list[dict[str, Any]] = field(default_factory=list)
-    note: str | None = None  # what was not kept as the run said it (a start in the future)
+    note: str | None = None  # what was not kept as the run said it (a start in the future, a failed load)
 
     def problem(self) -> str | None:
         """Why a row cannot be stored as it is (boundary/values.fit), None when all fit."""

@@ -11,8 +11,9 @@ bench/bench_limit.py), its upper confidence bound is not.
    runs are what the limit is for). At least MIN_RUNS, and no drift of the runs' maxima
    (Kendall's tau against their order, refused below TREND_P): the history must be stationary.
 2. The maxima: each run's time axis (its block maxima) cut into windows of W seconds, whole
-   blocks, the longest that gives MIN_WINDOWS windows and not longer than D; k = D / W. Runs
-   without a time axis give their whole max, one window each, and then every run does.
+   blocks, the longest that gives MIN_WINDOWS windows (of a ladder of lengths 6 % apart) and
+   not longer than D; k = D / W. Runs without a time axis give their whole max, one window
+   each, and then every run does.
 3. One window must stay below the limit with q = (1 - alpha)^(1/k): independence of a run's
    k windows, which errs towards a higher limit (windows of one boot share its level, and
    maxima that rise together exceed together, less often than independent ones would).
@@ -31,7 +32,7 @@ Pure: the rows come from db.Store.series, the changes from changes.regressions.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,10 +117,15 @@ def _seconds(row: dict[str, Any]) -> float:
     return float(row.get("duration_s") or 0)
 
 
+def _blocks(row: dict[str, Any], window_s: float) -> int:
+    """How many of the run's blocks make a window of WINDOW_S."""
+    return max(1, round(window_s / float(row["block_s"])))
+
+
 def _windows(row: dict[str, Any], window_s: float) -> list[int]:
     """The maxima of consecutive windows of WINDOW_S in the run's time axis (a window with a
     block that measured nothing is dropped, as is a last, shorter one)."""
-    blocks = max(1, round(window_s / float(row["block_s"])))
+    blocks = _blocks(row, window_s)
     maxima = row["maxima"]
     out = []
     for k in range(0, len(maxima) - blocks + 1, blocks):
@@ -129,15 +135,49 @@ def _windows(row: dict[str, Any], window_s: float) -> list[int]:
     return out
 
 
+# The window lengths tried, in blocks, longest first. Trying every length from D down made
+# `history limit --duration 30d` over six runs of 0.1 s blocks try 26 million lengths. Now a
+# bisection finds the longest length the runs' axes can hold MIN_WINDOWS of (with no block
+# missing, the answer itself), and below it a ladder steps down by at most 1/LADDER_STEP
+# (6 %): about 11 lengths per halving, under 200 for six 30-day runs, whatever D. A window
+# a step shorter than the longest only makes k = D / W larger, which q = (1-alpha)^(1/k)
+# accounts for: the limit is still one for runs of D.
+LADDER_STEP = 16
+
+
+def _room(runs: Sequence[dict[str, Any]], window_s: float) -> int:
+    """How many windows of WINDOW_S the runs' time axes hold when every block measured: an
+    upper bound on what _windows finds, falling as the window grows."""
+    return sum(len(r["maxima"]) // _blocks(r, window_s) for r in runs)
+
+
+def _ladder(runs: Sequence[dict[str, Any]], block: float, longest: int) -> Iterator[int]:
+    """The window lengths to try, in blocks of BLOCK, longest first: from the longest whose
+    room holds MIN_WINDOWS (a bisection: the room only falls as windows grow; with no block
+    missing it is the answer) down to one block, in steps of at most 1/LADDER_STEP."""
+    low, high = 1, longest
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _room(runs, middle * block) >= MIN_WINDOWS:
+            low = middle
+        else:
+            high = middle - 1
+    b = low
+    while b > 1:
+        yield b
+        b = min(b - 1, b * (LADDER_STEP - 1) // LADDER_STEP)
+    yield 1
+
+
 def window_maxima(runs: Sequence[dict[str, Any]], duration_s: float) -> tuple[list[list[int]], float, float]:
-    """Per run its window maxima, the window's length W (whole blocks: the longest that gives
-    MIN_WINDOWS, never longer than D) and k = D / W."""
+    """Per run its window maxima, the window's length W (whole blocks: the longest of the
+    ladder's that gives MIN_WINDOWS, never longer than D) and k = D / W."""
     if any(not r.get("maxima") or not r.get("block_s") for r in runs):
         whole = float(np.median([_seconds(r) for r in runs])) or duration_s
         return [[int(r["max_us"])] for r in runs if r.get("max_us") is not None], whole, duration_s / whole
     block = max(float(r["block_s"]) for r in runs)
     longest = max(1, int(duration_s / block + 1e-9))
-    for b in range(longest, 0, -1):
+    for b in _ladder(runs, block, longest):
         per_run = [_windows(r, b * block) for r in runs]
         if sum(map(len, per_run)) >= MIN_WINDOWS or b == 1:
             return per_run, b * block, duration_s / (b * block)
