@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from rich.table import Table
-from rich.text import Text
 
 from rtlab import __version__
 from rtlab.bisect.search import shown
 from rtlab.boundary.untrusted import printable
+from rtlab.report import escape
 
 COLUMNS = ("#", "Revision", "Subject", "Runs", "Standing", "Against good", "Against bad")
-_env = Environment(
-    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
-)
 
 
 def verdict_cell(brief: dict[str, Any] | None) -> str:
@@ -75,7 +71,7 @@ def build(doc: dict[str, Any]) -> Table:
     for name in COLUMNS:
         table.add_column(name, justify="right" if name in ("#", "Runs") else "left", overflow="fold")
     for row in rows(doc):
-        table.add_row(*(Text(row[c]) for c in COLUMNS))
+        table.add_row(*(escape.terminal(row[c]) for c in COLUMNS))
     return table
 
 
@@ -83,8 +79,8 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"## Bisection of {len(doc['revisions']) - 2} revisions", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]  # fmt: skip
     for row in rows(doc):
-        lines.append("| " + " | ".join(row[c].replace("|", "\\|") for c in COLUMNS) + " |")
-    return "\n".join([*lines, "", conclusion(doc), ""])
+        lines.append("| " + " | ".join(escape.markdown(row[c]) for c in COLUMNS) + " |")
+    return "\n".join([*lines, "", escape.markdown(conclusion(doc)), ""])
 
 
 LEGEND = (
@@ -98,7 +94,7 @@ LEGEND = (
 def page(title: str, about: str, heading: str, columns: tuple[str, ...], rows: list[dict[str, str]],
          conclusion: str, legend: str, doc: dict[str, Any]) -> str:  # fmt: skip
     """The HTML page of a bisection or a sweep: one table and its conclusion."""
-    return _env.get_template("which.html.j2").render(
+    return escape.templates.get_template("which.html.j2").render(
         title=title, about=about, heading=heading, columns=columns, rows=rows, conclusion=conclusion,
         legend=legend, doc=doc, version=__version__,
     )  # fmt: skip

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import cast
@@ -19,42 +18,18 @@ from rtlab.analysis import placement, timeline
 from rtlab.analysis.stats import FIELDS
 from rtlab.analysis.summary import platform_lines
 from rtlab.boundary.shapes import StatsJSON, Summary
-from rtlab.boundary.untrusted import printable
-from rtlab.report import cells
-
-# A cell a spreadsheet would read as a formula ("=HYPERLINK(...)", "@SUM(...)", "-2+3" in a
-# run id or a load's failure reason, which a board or a copied folder can set) is written
-# with a single quote before it, as OWASP advises: shown as text, never evaluated. A cell made
-# printable keeps its tabs and newlines, and an import that trims white space would bring a
-# formula after them back: the first character after white space counts too. Numbers stay
-# numbers: only strings are quoted, and a string that is just a decimal number (a time
-# written with its decimals, -1.500) is no formula.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list
-_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
-
-
-def cell(value: object) -> object:
-    """VALUE as a CSV cell a spreadsheet shows and never evaluates. A string is made printable
-    first, whichever writer it reaches: a CR, which Python's csv leaves unquoted when lines end
-    in LF, would split the row where a spreadsheet reads it."""
-    if not isinstance(value, str):
-        return value
-    value = printable(value, lines=True)
-    if _DECIMAL.fullmatch(value):
-        return value
-    if value.startswith(_FORMULA_START) or value.lstrip().startswith(_FORMULA_START):
-        return "'" + value
-    return value
+from rtlab.report import cells, escape
 
 
 class Writer:
-    """csv.writer whose every cell passes through cell(): every CSV rtlab writes goes through it."""
+    """csv.writer whose every cell passes through escape.csv (quoted where a spreadsheet would
+    evaluate it): every CSV rtlab writes goes through it."""
 
     def __init__(self, buffer: io.StringIO):
         self._writer = csv.writer(buffer, lineterminator="\n")
 
     def writerow(self, row: Iterable[object]) -> None:
-        self._writer.writerow([cell(v) for v in row])
+        self._writer.writerow([escape.csv(v) for v in row])
 
 
 COST = ("ops_per_s", "ops_ratio", "mem_available_min_kb", "cyclictest_hwm_kb", "power_mw")

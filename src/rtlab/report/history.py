@@ -5,32 +5,25 @@ metric across kernels with intervals and change points, each kernel's histogram 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import matplotlib
 import numpy as np
-from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from rtlab import __version__
 from rtlab.history.changes import Change
 from rtlab.history.limit import Limit
 from rtlab.history.trend import Point, pooled_histogram
-from rtlab.report import figures
+from rtlab.report import escape, figures
 from rtlab.report.verdict_table import STYLE
 
 KIND_STYLE = {"regression": STYLE["worse"], "improvement": STYLE["better"], "suspected": STYLE["unknown"]}
 RUN_COLUMNS = ("started", "board", "kernel", "preemption", "status", "loads", "part of", "path")
 UNITS = {"p99": "µs", "p99.9": "µs", "p99.99": "µs", "max": "µs", "exceed-rate": "per wake-up"}
-
-_env = Environment(
-    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
-)
 
 
 def text(table: Table) -> str:
@@ -58,12 +51,12 @@ def runs_table(found: Sequence[dict[str, Any]]) -> Table:
         if run["repeat"] is not None:
             part += f"{' / ' if part else ''}repeat {run['repeat']}"
         shown = {**run, "part of": part, "started": when(run["started"])}
-        table.add_row(*(Text(_cell(shown[c])) for c in RUN_COLUMNS))
+        table.add_row(*(escape.terminal(_cell(shown[c])) for c in RUN_COLUMNS))
     return table
 
 
 def runs_json(found: Sequence[dict[str, Any]]) -> str:
-    return json.dumps({"runs": list(found)}, indent=2, ensure_ascii=False) + "\n"
+    return escape.json({"runs": list(found)})
 
 
 def number(x: float | None, metric: str) -> str:
@@ -82,16 +75,15 @@ def _interval(p: Point, metric: str) -> str:
 
 def trend_table(board: str, load: str, metric: str, level: float | None, found: Sequence[Point]) -> Table:
     above = f" above {level:.0f} µs" if metric == "exceed-rate" and level is not None else ""
-    table = Table(
-        title=f"{board} · {load} · {metric}{above} ({UNITS[metric]}) by kernel", title_justify="left"
-    )
+    title = f"{board} · {load} · {metric}{above} ({UNITS[metric]}) by kernel"
+    table = Table(title=escape.terminal(title), title_justify="left")
     for heading in ("Kernel", "First measured", "Runs", metric, "95 % interval", "Change", "Note"):
         table.add_column(heading, overflow="fold")
     for p in found:
         interval = _interval(p, metric)
-        change = Text(_marked(p.change), KIND_STYLE.get(p.change["kind"], "")) if p.change else Text("")
-        table.add_row(Text(p.kernel), Text(when(p.first)), str(len(p.runs)), _value(p, metric), interval,
-                      change, Text(p.note))  # fmt: skip
+        change = escape.terminal(_marked(p.change), KIND_STYLE.get(p.change["kind"], "")) if p.change else ""
+        table.add_row(escape.terminal(p.kernel), escape.terminal(when(p.first)), str(len(p.runs)),
+                      _value(p, metric), interval, change, escape.terminal(p.note))  # fmt: skip
     return table
 
 
@@ -108,7 +100,7 @@ def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, 
 
     doc = {"board": board, "metric": metric, "level_us": level,
            "loads": {load: [point(p) for p in found] for load, found in by_load.items()}}  # fmt: skip
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return escape.json(doc)
 
 
 def changes_table(found: Sequence[Change], metric: str) -> Table:
@@ -118,8 +110,9 @@ def changes_table(found: Sequence[Change], metric: str) -> Table:
     for c in found:
         means = "newest run" if c.newest else f"{number(c.before, metric)} → {number(c.after, metric)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
-        table.add_row(Text(c.board), Text(c.load), Text(when(c.run["started"])), Text(c.run["kernel"]),
-                      Text(kind(c), KIND_STYLE.get(c.kind, "")), means, p, Text(c.reason))  # fmt: skip
+        shown = [escape.terminal(x) for x in (c.board, c.load, when(c.run["started"]), c.run["kernel"])]
+        table.add_row(*shown, escape.terminal(kind(c), KIND_STYLE.get(c.kind, "")), means, p,
+                      escape.terminal(c.reason))  # fmt: skip
     return table
 
 
@@ -135,27 +128,31 @@ def changes_json(found: Sequence[Change]) -> str:
             "kernel": c.run["kernel"], "kind": c.kind, "newest": c.newest, "mean_before": c.before,
             "mean_after": c.after, "p_value": c.p_value, "reason": c.reason, "holds_gate": c.holds,
             "accepted": c.accepted} for c in found]  # fmt: skip
-    return json.dumps({"changes": doc}, indent=2, ensure_ascii=False) + "\n"
+    return escape.json({"changes": doc})
 
 
 def limits_table(found: Sequence[Limit]) -> Table:
     first = found[0]
     table = Table(
-        title=f"Limits from the history of {first.board}: exceeded by a {first.duration_s:g} s run of the "
-        f"accepted kernel with probability at most {first.false_alarm:.3g} (95 % confidence)",
+        title=escape.terminal(
+            f"Limits from the history of {first.board}: exceeded by a {first.duration_s:g} s run of the "
+            f"accepted kernel with probability at most {first.false_alarm:.3g} (95 % confidence)"
+        ),
         title_justify="left",
     )
     for heading in ("Load", "Limit µs", "Estimate µs [95 %]", "How", "Rests on", "Left out / refused"):
         table.add_column(heading, overflow="fold")
     for f in found:
         if f.refused:
-            table.add_row(Text(f.load), "-", "-", "refused", _rests(f), Text(f.refused, "red"))
+            refused = escape.terminal(f.refused, "red")
+            table.add_row(escape.terminal(f.load), "-", "-", "refused", escape.terminal(_rests(f)), refused)
             continue
         low, high = f.interval_us
         how = "worst-case fit (GEV)" if f.method == "gev" else "empirical (95 % upper bound)"
-        table.add_row(Text(f.load), str(f.limit_us), f"{_cell(f.estimate_us)} [{_cell(low)}, {_cell(high)}]",
-                      f"{how}, {f.windows} maxima of {f.window_s:g} s", _rests(f),
-                      Text(f.left_out))  # fmt: skip
+        estimate = f"{_cell(f.estimate_us)} [{_cell(low)}, {_cell(high)}]"
+        table.add_row(escape.terminal(f.load), str(f.limit_us), estimate,
+                      f"{how}, {f.windows} maxima of {f.window_s:g} s", escape.terminal(_rests(f)),
+                      escape.terminal(f.left_out))  # fmt: skip
     return table
 
 
@@ -167,7 +164,7 @@ def _rests(f: Limit) -> str:
 
 
 def limits_json(found: Sequence[Limit]) -> str:
-    return json.dumps({"limits": [f.to_json() for f in found]}, indent=2, ensure_ascii=False) + "\n"
+    return escape.json({"limits": [f.to_json() for f in found]})
 
 
 # --- figures -----------------------------------------------------------------------------
@@ -267,13 +264,13 @@ def trend_html(
                 maxima_figure(load, rows[load]),
             ]
             sections.append({
-                "load": load, "figures": [figures.svg(f) for f in drawn if f is not None],
+                "load": load, "figures": [escape.svg(figures.svg(f)) for f in drawn if f is not None],
                 "points": [{"kernel": p.kernel, "first": when(p.first), "runs": len(p.runs),
                             "value": _value(p, metric),
                             "interval": _interval(p, metric),
                             "change": _marked(p.change) if p.change else "", "note": p.note} for p in found],
             })  # fmt: skip
-    return _env.get_template("history.html.j2").render(
+    return escape.templates.get_template("history.html.j2").render(
         version=__version__, board=board, metric=metric, unit=UNITS[metric], level=level, sections=sections,
         changes=[{"load": c.load, "run": when(c.run["started"]), "kernel": c.run["kernel"], "kind": kind(c),
                   "reason": c.reason} for c in changes],

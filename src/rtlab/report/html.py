@@ -1,8 +1,9 @@
 """HTML: one self-contained file (figures inline as SVG, no network) with the verdict,
 Table 5-1, the figures, the per-CPU table, each run's system and the warnings.
 
-Everything from the measured system goes through Jinja's autoescaping: a kernel
-version string with `<script>` in it is shown as text.
+Everything from the measured system goes through escape.templates' autoescaping: a kernel
+version string with `<script>` in it is shown as text. The figures are the only markup put in
+unescaped, each checked by escape.svg.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 import matplotlib
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 from rtlab import __version__
 from rtlab.analysis import compare
@@ -20,17 +20,13 @@ from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import FindingJSON, Summary
-from rtlab.report import causes, cells, figures, verdict_table, worst_table
+from rtlab.report import causes, cells, escape, figures, verdict_table, worst_table
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
 WORST_P = 1e-9
 WORST_HORIZON_S = 86400
 CPU_FIELDS = tuple(
     FIELD_BY_KEY[k] for k in ("samples", "min_us", "avg_us", "stdev_us", "max_us", "p99_us", "p99_99_us")
-)
-
-_env = Environment(
-    loader=PackageLoader("rtlab.report", "templates"), autoescape=select_autoescape(default=True)
 )
 
 
@@ -133,8 +129,8 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         for s, label, doc in zip(summaries, labels, documents, strict=True):
             found = figures.worst_figure(s, label, doc)
             if found is not None:
-                extra.append({"name": found.name, "svg": figures.svg(found.figure)})
-    return _env.get_template("report.html.j2").render(
+                extra.append({"name": found.name, "svg": escape.svg(figures.svg(found.figure))})
+    return escape.templates.get_template("report.html.j2").render(
         version=__version__,
         labels=list(labels),
         runs=[_run_view(s, label, loads) for s, label in zip(summaries, labels, strict=True)],
@@ -146,7 +142,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         worst=max(maxes) if maxes else "n/a",
         warnings=warnings,
         figures=[
-            {"name": f.name, "svg": figures.svg(f.figure)}
+            {"name": f.name, "svg": escape.svg(figures.svg(f.figure))}
             for f in figures.all_figures(summaries, labels, deadline)
         ],
         cost=cells.cost_table(summaries, labels) if cells.has_throughput(summaries) else None,

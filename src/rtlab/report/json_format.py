@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from rtlab.boundary.shapes import Summary
+from rtlab.report import escape
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
@@ -17,4 +17,4 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
             "schema": "rtlab.compare/1",
             "runs": [{**s, "label": label} for s, label in zip(summaries, labels, strict=True)],
         }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return escape.json(document)

@@ -3,25 +3,19 @@
 A load fails when its max latency exceeded the deadline (the message gives both),
 and is an error when it has no complete measurement. Without a deadline a
 complete load passes. Each suite's properties hold the run's platform facts and what ran
-where, as the other formats' facts lines say them.
+where, as the other formats' facts lines say them. Every string from the run goes through
+escape.xml: the file stays XML 1.0 a CI server parses.
 """
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.shapes import Summary
 from rtlab.report import cells
-
-# Characters XML 1.0 forbids even as references: shown as \xNN so the file stays valid.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def clean(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+from rtlab.report.escape import xml as clean
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -1,10 +1,8 @@
 """Markdown: Table 5-1 with one column group per run, for READMEs and merge requests.
-Every name and message is escaped: Markdown renderers pass raw HTML through."""
+Every name and message goes through escape.markdown: one cell stays one cell, and inert."""
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,15 +10,7 @@ from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.shapes import Summary
 from rtlab.report import causes, cells, verdict_table
-
-# What means something inside a line; a name never starts a line here, so # + - do not.
-_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
-
-
-def escape(text: str) -> str:
-    """Text as Markdown shows it literally: HTML characters as entities, the rest backslashed."""
-    text = html.escape(" ".join(str(text).split()), quote=False)
-    return _SPECIAL.sub(r"\\\1", text)
+from rtlab.report.escape import markdown as escape
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -6,21 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
+
+from rtlab.report import escape
 
 
 def build(doc: dict[str, Any]) -> Table:
-    table = Table(
-        title=f"Stressors by latency on {doc['target']}, {doc['seconds_per_stressor']} s each (µs)",
-        title_justify="left",
-    )
+    title = f"Stressors by latency on {doc['target']}, {doc['seconds_per_stressor']} s each (µs)"
+    table = Table(title=escape.terminal(title), title_justify="left")
     for name, justify in (("#", "right"), ("Stressor", "left"), ("Max", "right"), ("P99.99", "right"),
                           ("P99", "right"), ("Avg", "right"), ("Samples", "right")):  # fmt: skip
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, name in enumerate(doc.get("ranking", []), start=1):
         r = doc["results"][name]
         table.add_row(
-            str(rank), Text(name), *(str(r[k]) for k in ("max_us", "p99_99_us", "p99_us")),
+            str(rank), escape.terminal(name), *(str(r[k]) for k in ("max_us", "p99_99_us", "p99_us")),
             f"{r['avg_us']:.1f}", f"{r['samples']:,}",
         )  # fmt: skip
     return table

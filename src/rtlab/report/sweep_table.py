@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from rtlab.boundary.untrusted import printable
-from rtlab.report import bisect_table
+from rtlab.report import bisect_table, escape
 
 EFFECTS = ("Variant", "Runs", "Verdict", "Per load")
 STEPS = ("Options added", "Runs", "Standing", "Against good", "Against bad")
@@ -71,19 +70,19 @@ def _title(doc: dict[str, Any]) -> str:
 
 def build(doc: dict[str, Any]) -> Table:
     names, rows = columns(doc)
-    table = Table(title=Text(f"Sweep: {_title(doc)}"), title_justify="left")
+    table = Table(title=escape.terminal(f"Sweep: {_title(doc)}"), title_justify="left")
     for name in names:
         table.add_column(name, justify="right" if name == "Runs" else "left", overflow="fold")
     for row in rows:
-        table.add_row(*(Text(row[c]) for c in names))
+        table.add_row(*(escape.terminal(row[c]) for c in names))
     return table
 
 
 def markdown(doc: dict[str, Any]) -> str:
     names, rows = columns(doc)
     lines = [f"## Sweep: {_title(doc)}", "", "| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
-    lines += ["| " + " | ".join(row[c].replace("|", "\\|") for c in names) + " |" for row in rows]
-    return "\n".join([*lines, "", conclusion(doc), ""])
+    lines += ["| " + " | ".join(escape.markdown(row[c]) for c in names) + " |" for row in rows]
+    return "\n".join([*lines, "", escape.markdown(conclusion(doc)), ""])
 
 
 def html(doc: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """The terminal table (rich): Table 5-1 of the StarFive study, one column group per run.
-Labels, load names and notes are Text, never console markup: a run named `[/x]` is a name."""
+Labels, load names and notes go through escape.terminal: a run named `[/x]` is a name, and
+no control character a target sent reaches the terminal."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import Summary
-from rtlab.report import causes, cells
+from rtlab.report import causes, cells, escape
 
 # A single run also shows the tail that decides deadlines.
 SPARK_HEADER = "Max over time"
@@ -33,10 +34,13 @@ def by_cluster(summaries: Sequence[Summary], labels: Sequence[str]) -> Table | N
     table.add_column("Cluster")
     for label in labels:
         for i, field in enumerate(SEED_TABLE):
-            table.add_column(Text(f"{label if i == 0 else ''}\n{field.label}"), justify="right")
+            table.add_column(
+                escape.terminal(f"{escape.plain(label) if i == 0 else ''}\n{field.label}", lines=True),
+                justify="right",
+            )
     for load in cells.loads_in_order(summaries):
         for group in groups:
-            row: list[str | Text] = [Text(load), Text(group)]
+            row: list[str | Text] = [escape.terminal(load), escape.terminal(group)]
             for summary in summaries:
                 row += [cells.value(cells.cluster_stats(summary, load).get(group), f) for f in SEED_TABLE]
             table.add_row(*row)
@@ -81,13 +85,15 @@ def build(
     work = rest and cells.has_throughput(summaries)
     spreads = rest and cells.repeated(summaries)
     spark = spark if rest else 0
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=escape.terminal(title), title_justify="left")
     table.add_column("Load", style="bold")
     top_row = "" if one else "\n"
     for n, label in enumerate(labels):
         for i, field in enumerate(fields):
             top = "" if one else label if i == 0 else ""
-            table.add_column(Text(f"{top}{top_row}{field.label}"), justify="right")
+            table.add_column(
+                escape.terminal(f"{escape.plain(top)}{top_row}{field.label}", lines=True), justify="right"
+            )
         if judged:
             table.add_column(f"{top_row}Deadline", justify="right")
         if work:
@@ -104,7 +110,7 @@ def build(
     if one and rest and not spark:  # not even the sparkline's heading fits beside the rest
         notes.append(f"the {SPARK_HEADER} column needs a wider terminal (or --format html)")
     for load in cells.loads_in_order(summaries):
-        row: list[str | Text] = [Text(load)]
+        row: list[str | Text] = [escape.terminal(load)]
         for summary, label in zip(summaries, labels, strict=True):
             entry = summary["loads"].get(load)
             merged = entry["merged"] if entry else None
@@ -135,7 +141,7 @@ def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     fields = SEED_TABLE + (FIELD_BY_KEY["p99_99_us"],)
     deadline = next((s["deadline"] for s in summaries if "deadline" in s), None)
     title = "Scheduling latency (µs)" + (f", {said(deadline)}" if deadline is not None else "")
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=escape.terminal(title), title_justify="left")
     table.add_column("Load", style="bold")
     table.add_column("Run")
     for field in fields:
@@ -155,7 +161,7 @@ def _grouped(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     for load in cells.loads_in_order(summaries):
         for i, (summary, label) in enumerate(zip(summaries, labels, strict=True)):
             entry = summary["loads"].get(load)
-            row: list[str | Text] = [Text(load if i == 0 else ""), Text(label)]
+            row: list[str | Text] = [escape.terminal(load if i == 0 else ""), escape.terminal(label)]
             row += [cells.value(entry["merged"] if entry else None, f) for f in fields]
             if deadline is not None:
                 row.append(_colour(cells.verdict(summary, load)))
@@ -179,7 +185,7 @@ def _finish(table: Table, notes: list[str]) -> None:
     sparkline)."""
     if any(cells.LOWER_BOUND in str(cell) for column in table.columns for cell in column.cells):
         notes.insert(0, f"{cells.LOWER_BOUND} lower bound (samples beyond the histogram range)")
-    table.caption = Text("; ".join(notes)) if notes else None
+    table.caption = escape.terminal("; ".join(notes)) if notes else None
     for column in table.columns:
         if column.header != SPARK_HEADER:
             field_label = str(column.header).split("\n")[-1]  # the run's label above it may wrap
@@ -245,10 +251,15 @@ def sections(summaries: Sequence[Summary], labels: Sequence[str], width: int = 2
         found.append(_probes(summaries, labels))
     traced = causes.lines(summaries, labels)
     if traced:
-        found.append(Text("Spike causes\n" + "\n".join(traced)))
+        found.append(escape.terminal("Spike causes\n" + "\n".join(map(escape.plain, traced)), lines=True))
     platforms = [(label, facts_lines(s)) for s, label in zip(summaries, labels, strict=True)]
     if any(lines for _, lines in platforms):
-        found.append(Text("\n".join(platform_line(label, lines) for label, lines in platforms if lines)))
+        found.append(
+            escape.terminal(
+                "\n".join(escape.plain(platform_line(label, lines)) for label, lines in platforms if lines),
+                lines=True,
+            )
+        )
     return found
 
 
@@ -263,7 +274,7 @@ def _probes(summaries: Sequence[Summary], labels: Sequence[str]) -> Table:
     for name in head:
         table.add_column(name, justify="left" if name in NAMES + ("Probe",) else "right")
     for row in rows:
-        table.add_row(*map(Text, row))
+        table.add_row(*map(escape.terminal, row))
     _finish(table, notes)
     return table
 
@@ -277,4 +288,4 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
 
 
 def _colour(verdict: str) -> Text:
-    return Text(verdict, "green" if verdict.startswith("pass") else "bold red")
+    return escape.terminal(verdict, "green" if verdict.startswith("pass") else "bold red")

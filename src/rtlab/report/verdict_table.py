@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from rich.table import Table
-from rich.text import Text
 
 from rtlab.boundary.shapes import Summary
+from rtlab.report import escape
 
 STYLE = {"better": "green", "same": "cyan", "worse": "bold red", "unknown": "yellow", "refused": "magenta"}
 
@@ -105,30 +104,31 @@ def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
         f"{first.get('correction', 'holm')}; margin the larger of {first.get('margin', {}).get('us', 5)} µs "
         f"and {100 * first.get('margin', {}).get('fraction', 0.1):.0f} %)"
     )
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=escape.terminal(title), title_justify="left")
     for heading in ("Run", "Load", "Verdict", "Effect [95 % interval], corrected p", "Why"):
         table.add_column(heading, overflow="fold")
     for label, load, verdict, tested, why in rows(compared):
-        table.add_row(Text(label), Text(load), Text(verdict, STYLE.get(verdict, "")), Text(tested), Text(why))
+        shown = [escape.terminal(x) for x in (label, load)]
+        said = [escape.terminal(x) for x in (tested, why)]
+        table.add_row(*shown, escape.terminal(verdict, STYLE.get(verdict, "")), *said)
     return table
 
 
 def junit(compared: Sequence[tuple[str, dict[str, Any]]], base: str, strict: bool) -> str:
     """One test case per run and load: a failure when worse (and, strict, when unknown or
-    refused)."""
+    refused). Written by hand, every string through escape.xml_attr or escape.xml_text."""
     cases = []
     failures = 0
     for label, load, verdict, tested, why in rows(compared):
         failed = verdict == "worse" or (strict and verdict in ("unknown", "refused"))
         failures += failed
-        body = (
-            f"<failure message={quoteattr(f'{verdict}: {why}')}>{escape(tested)}</failure>" if failed else ""
-        )
+        message = escape.xml_attr(f"{verdict}: {why}")
+        body = f"<failure message={message}>{escape.xml_text(tested)}</failure>" if failed else ""
         cases.append(
-            f"  <testcase classname={quoteattr(f'rtlab.compare.{label}')} name={quoteattr(load)}>"
-            f"<system-out>{escape(f'{verdict}: {tested}; {why}')}</system-out>{body}</testcase>"
+            f"  <testcase classname={escape.xml_attr(f'rtlab.compare.{label}')} name={escape.xml_attr(load)}>"
+            f"<system-out>{escape.xml_text(f'{verdict}: {tested}; {why}')}</system-out>{body}</testcase>"
         )
-    suite = quoteattr(f"rtlab compare against {base}")
+    suite = escape.xml_attr(f"rtlab compare against {base}")
     return (
         f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name={suite} tests="{len(cases)}" '
         f'failures="{failures}">\n' + "\n".join(cases) + "\n</testsuite>\n"

@@ -8,7 +8,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
+
+from rtlab.report import escape
 
 
 def _interval(ci: list[float | None] | None) -> str:
@@ -73,15 +74,17 @@ def rows(document: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
 
 
 def build(document: dict[str, Any]) -> Table:
-    table = Table(title=Text(title(document)), title_justify="left")
+    table = Table(title=escape.terminal(title(document)), title_justify="left")
     for heading in HEADINGS:
         table.add_column(heading)
     found, notes = rows(document)
     for row in found:
         refused = row[3].startswith("refused")
-        table.add_row(*(Text(cell, "yellow" if refused and i == 3 else "") for i, cell in enumerate(row)))
+        table.add_row(
+            *(escape.terminal(cell, "yellow" if refused and i == 3 else "") for i, cell in enumerate(row))
+        )
     if notes:
-        table.caption = Text("\n".join(notes))
+        table.caption = escape.terminal("\n".join(map(escape.plain, notes)), lines=True)
         table.caption_justify = "left"
     # A narrow terminal wraps cells and notes at spaces, never inside a number or a name.
     for column in table.columns:
