@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from rtlab import __version__
-from rtlab.cli import bisect, campaigns, export, history, kernel, lava, measure, monitor, reports, system
+from rtlab.cli import bisect, boot, campaigns, export, history, kernel, lava, measure, monitor, reports, system
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 
@@ -53,7 +53,7 @@ def version() -> None:
     console.print(__version__)
 
 
-for group in (measure, reports, campaigns, system, bisect, monitor):
+for group in (measure, reports, campaigns, system, bisect, monitor, boot):
     group.register(app)
 app.add_typer(lava.app, name="lava")
 app.add_typer(history.app, name="history")

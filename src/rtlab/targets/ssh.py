@@ -116,6 +116,7 @@ class SshTarget:
         self.port = int(match.group("port")) if match.group("port") else None
         self.accept_new_host_key = accept_new_host_key
         self.password = password  # a lab's word for the board (labgrid); keys and agent come first
+        self.connect_timeout: float | None = None  # a board that is rebooting: give up this soon
         self.host_key_note = ""
         self._loop: _Loop | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
@@ -138,6 +139,8 @@ class SshTarget:
             options["username"] = self.user
         if self.password:
             options["password"] = self.password
+        if self.connect_timeout is not None:
+            options["connect_timeout"] = self.connect_timeout
         try:
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except asyncssh.HostKeyNotVerifiable:
@@ -203,6 +206,11 @@ class SshTarget:
             return loop.run(self._sh(command, data, timeout))
         except (OSError, asyncssh.Error, TimeoutError) as e:
             raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
+
+    def shell(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+        """COMMAND run by the board's shell (its values quoted by the caller), DATA as its
+        input: (exit status, stdout and stderr). rtlab boot's steps go through this."""
+        return self._run_sh(command, data, timeout)
 
     # --- the Target interface ------------------------------------------------
 

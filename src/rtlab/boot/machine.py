@@ -1,0 +1,483 @@
+"""The boot engine: states install -> load -> execute -> wait -> verify, each with its way
+back, driven against a board over SSH (ktest.pl's and LAVA's boot actions taught the shape).
+
+    connect   what the board runs now (release, cmdline, boot id): the kernel to come back to
+    lock      the measurement's lock, so no run measures a board that is changing kernel
+    install   the files into rtlab's folder on the board           back: the folder removed
+    load      kexec -l with the command line asked                 back: kexec -u
+    execute   kexec -e, detached: the connection drops             back: any reset
+    wait      SSH answers from a new boot (another boot id)        else: --power-cycle, then
+                                                                   the default kernel
+    verify    the kernel running, /proc/cmdline, sysfs, dmesg
+
+Before execute, a failure or Ctrl-C undoes what was done, newest first: the board runs the
+kernel it ran. From execute on it runs the new kernel or, after any reset, its default one,
+and rtlab says which it found."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rtlab import children
+from rtlab.agent.shell import quote
+from rtlab.boot import kexec, verify
+from rtlab.boot.image import KernelVersion
+from rtlab.boot.image import read as read_version
+from rtlab.boot.record import CONSOLE, DMESG, Record, default_folder
+from rtlab.boundary import untrusted
+from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab.targets.base import target_dir
+
+POLL_S = 3.0  # between two attempts to reach a rebooting board
+CONNECT_S = 10.0  # one attempt
+POWER_CYCLE_S = 120.0  # a power switch's command answers within this
+COPY_S = 900.0  # a kernel and an initramfs over a slow link
+
+
+class Failed(Exception):
+    """A step failed: VERDICT, with its evidence in one line."""
+
+    def __init__(self, verdict: str, line: str):
+        super().__init__(line)
+        self.verdict = verdict
+
+
+@dataclass
+class Request:
+    target: str
+    kernel: Path | None = None  # None with --back
+    initrd: Path | None = None
+    dtb: Path | None = None
+    append: list[str] = field(default_factory=list)
+    boot_timeout: float = 300.0
+    power_cycle: str | None = None
+    console: str | None = None
+    fail_on_warnings: bool = False
+    out: Path | None = None
+    dry_run: bool = False
+    accept_new_host_key: bool = False
+
+
+class Board:
+    """The board over SSH: a new connection whenever the last one dropped (a reboot)."""
+
+    def __init__(self, spec: str, accept_new_host_key: bool):
+        if not spec.startswith("ssh://"):
+            raise UsageError(f"rtlab boot changes the kernel of a board: give --target ssh://..., not {spec}")
+        self.spec = spec
+        self.accept = accept_new_host_key
+        self._target: Any = None
+        self.last_error = ""
+
+    def _open(self, connect_timeout: float | None = None) -> Any:
+        from rtlab.targets.ssh import SshTarget
+
+        if self._target is None:
+            self._target = SshTarget(self.spec, self.accept)
+            self._target.connect_timeout = connect_timeout
+        return self._target
+
+    def drop(self) -> None:
+        if self._target is not None:
+            with contextlib.suppress(Exception):
+                self._target.close()
+            self._target = None
+
+    def run(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
+        status, out = self._open().shell(command, data, timeout)
+        return status, out.decode("utf-8", "replace")
+
+    def must(
+        self, command: str, verdict: str, what: str, data: bytes | None = None, timeout: float = 120
+    ) -> str:
+        try:
+            status, out = self.run(command, data, timeout)
+        except (RunFailed, UsageError) as e:
+            raise Failed(verdict, f"{what}: {e}") from None
+        if status != 0:
+            said = untrusted.printable(out.strip())[-300:]
+            raise Failed(verdict, f"{what} failed (exit status {status}): {said}")
+        return out
+
+    def report(self, dmesg: bool = False) -> dict[str, str]:
+        _, out = self.run(kexec.report(dmesg), timeout=60)
+        return kexec.parse_report(out)
+
+    def new_boot(
+        self, old_boot_id: str, timeout: float, stop: Callable[[], bool] | None = None
+    ) -> dict[str, str] | None:
+        """The board's report once SSH answers from a boot other than OLD_BOOT_ID, within
+        TIMEOUT seconds; None if it did not."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.drop()
+            try:
+                self._open(CONNECT_S)
+                found = self.report()
+                if found.get("boot_id") and found["boot_id"] != old_boot_id:
+                    self.drop()  # the next commands get a connection of their own, without the short timeout
+                    return found
+                self.last_error = "the board still runs the boot it ran"
+            except (RunFailed, UsageError) as e:
+                self.last_error = untrusted.printable(str(e))
+            self.drop()
+            time.sleep(POLL_S)
+        return None
+
+
+class ConsoleCapture:
+    """--console CMD: the board's console for the length of the boot, into a file of the record."""
+
+    def __init__(self, command: str | None, path: Path):
+        self.path = path
+        self._proc: Any = None
+        self._file: IO[bytes] | None = None
+        if command:
+            self._file = path.open("wb")
+            self._proc = children.start(["sh", "-c", command], stdout=self._file, stderr=self._file)
+
+    def text(self) -> str:
+        if not self.path.is_file():
+            return ""
+        data = untrusted.read_at_most(self.path.open("rb"), 8 << 20)
+        return data.decode("utf-8", "replace")
+
+    def tail(self, n: int = 15) -> list[str]:
+        return [untrusted.printable(line) for line in untrusted.lines(self.text().replace("\r", ""))[-n:]]
+
+    def stop(self) -> str:
+        if self._proc is not None:
+            children.end_group(self._proc.pid, children.GRACE_S)
+            self._proc.wait()
+            self._proc = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return self.text()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass
+class Outcome:
+    verdict: str
+    lines: list[str]
+    folder: Path | None
+
+    @property
+    def line(self) -> str:
+        return f"{self.verdict}: {self.lines[0]}" if self.lines else self.verdict
+
+
+class Engine:
+    def __init__(self, request: Request, say: Callable[[str], None]):
+        self.r = request
+        self.say = say
+        self.board = Board(request.target, request.accept_new_host_key)
+        self.base = target_dir()
+        self.state = "connect"
+        self.undo: list[tuple[str, str]] = []  # (what, board command), newest last
+        self.record: Record | None = None
+        self.before: dict[str, str] = {}
+        self.holder = ""
+
+    # --- the steps ---------------------------------------------------------
+
+    def _enter(self, state: str) -> None:
+        self.state = state
+        if self.record is not None:
+            self.record.state(state)
+
+    def _step(self, text: str) -> None:
+        self.say(("would " if self.r.dry_run else "") + text)
+
+    def _lock(self) -> None:
+        out = self.board.must(
+            kexec.lock(self.base, self.holder, int(self.r.boot_timeout * 2 + COPY_S)),
+            verify.DID_NOT_INSTALL, "taking the board's lock",
+        )  # fmt: skip
+        if not out.strip().startswith("locked"):
+            raise UsageError(
+                f"{self.r.target} is busy: another rtlab run holds its lock "
+                f"({untrusted.printable(out.strip())})"
+            )
+        self.undo.append(("the lock released", kexec.unlock(self.base, self.holder)))
+
+    def _unwind(self) -> list[str]:
+        """What was done before execute undone, newest first; what could not be, said."""
+        said = []
+        while self.undo:
+            what, command = self.undo.pop()
+            try:
+                status, _ = self.board.run(command, timeout=60)
+                said.append(what if status == 0 else f"{what}: FAILED (exit status {status})")
+            except (RunFailed, UsageError) as e:
+                said.append(f"{what}: FAILED ({e})")
+        return said
+
+    def boot(self) -> Outcome:
+        r = self.r
+        assert r.kernel is not None
+        version = read_version(r.kernel)
+        for extra in (r.initrd, r.dtb):
+            if extra is not None and not extra.is_file():
+                raise UsageError(f"{extra} does not exist")
+        before = self.board.report()
+        self.before = before
+        if before.get("boot_id", "") == "":
+            raise UsageError(f"{r.target} did not say what it runs (no /proc/sys/kernel/random/boot_id)")
+        if f"{kexec.MARK}=" in before.get("cmdline", ""):
+            raise UsageError(
+                f"{r.target} runs a kernel rtlab booted ({untrusted.printable(before.get('uname', ''))}): "
+                f"return it first with rtlab boot --target {r.target} --back"
+            )
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        self.holder = f"boot-{stamp}"
+        files = kexec.Files(self.base, self.holder)
+        sent = {
+            "kernel": r.kernel,
+            **({"initrd": r.initrd} if r.initrd else {}),
+            **({"dtb": r.dtb} if r.dtb else {}),
+        }
+        cmdline = kexec.new_cmdline(before.get("cmdline", ""), r.append, self.holder)
+        load = kexec.load(
+            files.path("kernel"), cmdline,
+            files.path("initrd") if r.initrd else None, files.path("dtb") if r.dtb else None,
+        )  # fmt: skip
+        default = untrusted.printable(before.get("uname", "?"))
+        if r.dry_run:
+            self.say(f"{r.target} runs {default}; kexec: {untrusted.printable(before.get('kexec', ''))}")
+            self._step(f"take the lock: {self.base}/lock")
+            self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()))
+            self._step(f"load: {load}")
+            self._step(f"execute: {kexec.execute()}")
+            self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
+            self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
+            if r.power_cycle:
+                self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
+            return Outcome("dry run", ["nothing was changed"], None)
+        folder = r.out or default_folder(r.target, version.release)
+        self.record = Record.create(
+            folder, method="kexec", target=r.target,
+            kernel={"path": str(r.kernel), "release": version.release, "version": version.build,
+                    "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"}},
+            append=r.append, cmdline_asked=cmdline,
+            before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
+                    "boot_id": untrusted.printable(before.get("boot_id", ""))},
+        )  # fmt: skip
+        console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
+        try:
+            outcome = self._boot(version, files, sent, load, console)
+        except KeyboardInterrupt:
+            outcome = self._stopped(version)
+            self._finish(outcome, console)
+            raise Stopped(outcome.line) from None
+        except BaseException:
+            console.stop()
+            raise
+        self._finish(outcome, console)
+        return outcome
+
+    def _finish(self, outcome: Outcome, console: ConsoleCapture) -> None:
+        text = console.stop()
+        assert self.record is not None
+        if text:
+            self.record.note(CONSOLE, text)
+        console.path.unlink(missing_ok=True)
+        self.record.finish(outcome.verdict, outcome.lines)
+        self.board.drop()
+
+    def _boot(
+        self,
+        version: KernelVersion,
+        files: kexec.Files,
+        sent: dict[str, Path],
+        load: str,
+        console: ConsoleCapture,
+    ) -> Outcome:
+        r, record = self.r, self.record
+        assert record is not None
+        folder = record.folder
+        try:
+            if "none" in self.before.get("kexec", "none").split("\n")[-1:]:
+                raise Failed(verify.DID_NOT_INSTALL, f"{r.target} has no kexec: install kexec-tools on it")
+            self._enter("lock")
+            self._lock()
+            self._enter("install")
+            self.board.must(files.make(), verify.DID_NOT_INSTALL, f"making {files.folder}")
+            self.undo.append((f"{files.folder} removed", f"rm -rf {quote(files.folder)}"))
+            record.added(files.folder)
+            for name, path in sent.items():
+                self.say(f"copying {path} to {files.path(name)}")
+                out = self.board.must(
+                    files.put(name), verify.DID_NOT_INSTALL, f"copying {path}", path.read_bytes(), COPY_S
+                )
+                if out.strip().split()[-1:] != [str(path.stat().st_size)]:
+                    raise Failed(
+                        verify.DID_NOT_INSTALL,
+                        f"{files.path(name)} holds {out.strip()[-40:]} bytes, not {path.stat().st_size}",
+                    )
+                record.added(files.path(name))
+            self._enter("load")
+            self.say(f"loading {version.release} with: {untrusted.printable(record.data['cmdline_asked'])}")
+            self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
+            self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.UNLOAD))
+            self._enter("execute")
+            self.board.must(kexec.execute(), verify.DID_NOT_BOOT, "kexec -e")
+            self.undo.clear()  # from here the way back is a reset: the default boot is untouched
+            self.board.drop()
+        except Failed as e:
+            undone = self._unwind()
+            return Outcome(e.verdict, [str(e), *(f"undone: {u}" for u in undone)], folder)
+        self._enter("wait")
+        self.say(
+            f"kexec executed; waiting up to {r.boot_timeout:.0f} s for {r.target} "
+            f"to answer from {version.release}"
+        )
+        after = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
+        if after is None:
+            return self._did_not_boot(files, console)
+        record.set(boot_seconds=record.data["states"][-1].get("seconds"))
+        self._enter("verify")
+        found_report = self.board.report(dmesg=True)
+        record.note(DMESG, found_report.get("dmesg", ""))
+        found = verify.Found(
+            uname_r=found_report.get("uname", ""), proc_version=found_report.get("version", ""),
+            cmdline=found_report.get("cmdline", ""),
+            isolated=None if found_report.get("isolated") == "@none" else found_report.get("isolated", ""),
+            nohz_full=None if found_report.get("nohz_full") == "@none" else found_report.get("nohz_full", ""),
+            dmesg=found_report.get("dmesg", ""),
+        )  # fmt: skip
+        judged = verify.judge(version, r.append, found)
+        if judged.verdict == verify.ANOTHER_KERNEL and f"{kexec.MARK}=" not in found.cmdline:
+            judged.lines.append("it came back on its default kernel (a reset during the boot?)")
+        record.set(
+            cmdline_found=untrusted.printable(found.cmdline),
+            found={"release": untrusted.printable(found.uname_r),
+                   "version": untrusted.printable(found.proc_version),
+                   "isolated": found.isolated, "nohz_full": found.nohz_full},
+            splats=judged.splats,
+        )  # fmt: skip
+        verdict = judged.verdict
+        if verdict == verify.WITH_WARNINGS and not r.fail_on_warnings:
+            judged.lines.append("not a failure without --fail-on-warnings")
+        return Outcome(verdict, judged.lines, folder)
+
+    def _did_not_boot(self, files: kexec.Files, console: ConsoleCapture) -> Outcome:
+        r, record = self.r, self.record
+        assert record is not None
+        lines = [
+            f"no answer over SSH from a new boot within {r.boot_timeout:.0f} s ({self.board.last_error})"
+        ]
+        back = None
+        if r.power_cycle:
+            self._enter("power-cycle")
+            self.say(f"{r.target} did not come back: running --power-cycle {r.power_cycle!r}")
+            try:
+                done = children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
+                lines.append(f"--power-cycle exited with {done.returncode}")
+            except Exception as e:  # a power switch that does not answer: said, then still waited for
+                lines.append(f"--power-cycle failed: {e}")
+            self._enter("wait-default")
+            back = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
+        tail = console.tail()
+        if back is not None:
+            running = untrusted.printable(back.get("uname", "?"))
+            on_default = f"{kexec.MARK}=" not in back.get("cmdline", "")
+            lines.append(f"the board is back on {'its default kernel ' if on_default else ''}{running}")
+            with contextlib.suppress(RunFailed, UsageError):
+                if self.board.run(files.remove_all())[0] == 0:
+                    lines.append(f"{files.root} removed")
+        else:
+            lines.append(
+                "the board did not come back: it runs neither kernel rtlab can reach"
+                + ("" if r.power_cycle else "; give --power-cycle CMD to reset it")
+            )
+        if tail:
+            lines.append("console's last lines: " + " | ".join(tail))
+        return Outcome(verify.DID_NOT_BOOT, lines, record.folder)
+
+    def _stopped(self, version: KernelVersion) -> Outcome:
+        """Ctrl-C: the board left on a known kernel, and which said."""
+        default = untrusted.printable(self.before.get("uname", "?"))
+        if self.state in ("connect", "lock", "install", "load"):
+            undone = self._unwind()
+            said = [f"stopped before the kernel changed: {self.r.target} runs {default}"]
+            return Outcome(verify.STOPPED, [*said, *(f"undone: {u}" for u in undone)], None)
+        if self.state == "verify":
+            return Outcome(
+                verify.STOPPED, [f"stopped while verifying: {self.r.target} runs {version.release}"], None
+            )
+        now = self.board.new_boot(self.before["boot_id"], CONNECT_S + 5)
+        if now is not None:
+            which = untrusted.printable(now.get("uname", "?"))
+            return Outcome(
+                verify.STOPPED, [f"stopped while it booted: {self.r.target} now runs {which}"], None
+            )
+        return Outcome(
+            verify.STOPPED,
+            [f"stopped while it booted: {self.r.target} runs {version.release} once it answers, "
+             f"or its default kernel {default} after any reset; "
+             f"rtlab boot --target {self.r.target} --back returns it to {default}"],
+            None,
+        )  # fmt: skip
+
+    # --- the way back ----------------------------------------------------------
+
+    def back(self) -> Outcome:
+        """The board on its default kernel (a reboot, if it runs one rtlab booted) and
+        rtlab's boot folder removed."""
+        r = self.r
+        before = self.board.report()
+        self.before = before
+        running = untrusted.printable(before.get("uname", "?"))
+        on_ours = f"{kexec.MARK}=" in before.get("cmdline", "")
+        files = kexec.Files(self.base, "-")
+        self.holder = f"back-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+        if r.dry_run:
+            self._step(f"remove {files.root} and unload any loaded kernel ({kexec.UNLOAD})")
+            self._step(f"reboot {r.target} (it runs {running}, booted by rtlab)" if on_ours
+                       else f"leave {r.target} on {running}: no kernel of rtlab's runs")  # fmt: skip
+            return Outcome("dry run", ["nothing was changed"], None)
+        self._lock()
+        lines = []
+        self.board.must(
+            f"{files.remove_all()}; {kexec.UNLOAD} 2>/dev/null; true",
+            verify.STOPPED,
+            "removing rtlab's files",
+        )
+        lines.append(f"{files.root} removed")
+        if not on_ours:
+            self._unwind()
+            return Outcome("back", [f"{r.target} runs {running}, not a kernel rtlab booted", *lines], None)
+        self.undo.clear()  # the reboot ends the lock's holder
+        self.board.must(kexec.reboot(), verify.STOPPED, "reboot")
+        self.board.drop()
+        self.say(f"rebooting {r.target}; waiting up to {r.boot_timeout:.0f} s")
+        after = self.board.new_boot(before["boot_id"], r.boot_timeout)
+        if after is None and r.power_cycle:
+            children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
+            after = self.board.new_boot(before["boot_id"], r.boot_timeout)
+        if after is None:
+            raise RunFailed(
+                f"{r.target} did not come back within {r.boot_timeout:.0f} s of its reboot "
+                f"({self.board.last_error})"
+            )
+        now = untrusted.printable(after.get("uname", "?"))
+        if f"{kexec.MARK}=" in after.get("cmdline", ""):
+            raise RunFailed(f"{r.target} came back on a kernel rtlab booted ({now})")
+        with contextlib.suppress(RunFailed, UsageError):
+            self.board.run(files.remove_all())
+        return Outcome("back", [f"{r.target} is back on its default kernel {now}", *lines], None)

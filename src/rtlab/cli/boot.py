@@ -1,0 +1,85 @@
+"""rtlab boot: a kernel on a board by kexec, verified, with a way back (rtlab.boot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rtlab.cli.options import AcceptKey
+from rtlab.cli.screen import console, err
+from rtlab.errors import RunFailed, UsageError
+
+
+def boot(
+    kernel: Annotated[
+        Path | None, typer.Argument(help="the kernel image to boot (bzImage, Image); none with --back")
+    ] = None,
+    target: Annotated[str, typer.Option(help="the board: ssh://[user@]host[:port]")] = "",
+    append: Annotated[
+        str,
+        typer.Option(
+            help="arguments added to the running kernel's command line, e.g. 'isolcpus=1 nohz_full=1'"
+        ),
+    ] = "",
+    initrd: Annotated[Path | None, typer.Option(help="an initramfs for the kernel")] = None,
+    dtb: Annotated[Path | None, typer.Option(help="a device tree for the kernel (arm64, riscv64)")] = None,
+    boot_timeout: Annotated[
+        float, typer.Option(help="seconds the board has to answer over SSH from the new kernel")
+    ] = 300.0,
+    power_cycle: Annotated[
+        str | None, typer.Option(help="a command that resets the board when it does not come back")
+    ] = None,
+    console_cmd: Annotated[
+        str | None, typer.Option("--console", help="a command printing the board's serial console")
+    ] = None,
+    fail_on_warnings: Annotated[
+        bool, typer.Option("--fail-on-warnings", help="a BUG, WARNING, Oops or lockdep splat fails the boot")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="the boot's record folder (default boots/<time>-<board>-<release>)")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print every step, change nothing")] = False,
+    back: Annotated[
+        bool,
+        typer.Option("--back", help="return the board to its default kernel and remove what rtlab added"),
+    ] = False,
+    accept_new_host_key: AcceptKey = False,
+) -> None:
+    """Boot KERNEL on a board by kexec (its default boot never touched), verify it, or go --back."""
+    from rtlab.boot import machine, verify
+    from rtlab.boot.verify import cmdline_words
+
+    if not target:
+        raise UsageError("give the board: --target ssh://root@board")
+    if back == (kernel is not None):
+        raise UsageError("give a KERNEL to boot, or --back (not both)")
+    if kernel is not None and not kernel.is_file():
+        raise UsageError(f"{kernel} does not exist: give the path of a bzImage or Image")
+    request = machine.Request(
+        target=target, kernel=kernel, initrd=initrd, dtb=dtb, append=cmdline_words(append),
+        boot_timeout=boot_timeout, power_cycle=power_cycle, console=console_cmd,
+        fail_on_warnings=fail_on_warnings, out=out, dry_run=dry_run, accept_new_host_key=accept_new_host_key,
+    )  # fmt: skip
+    engine = machine.Engine(request, lambda text: err.print(text, highlight=False))
+    try:
+        outcome = engine.back() if back else engine.boot()
+    except machine.Failed as e:
+        raise RunFailed(f"{e.verdict}: {e}") from None
+    finally:
+        engine.board.drop()
+    for line in outcome.lines[1:]:
+        err.print(f"  {line}", highlight=False)
+    if outcome.folder is not None:
+        err.print(f"record: {outcome.folder}", highlight=False)
+    if outcome.verdict in ("back", "dry run") or not verify.failed(
+        verify.Verdict(outcome.verdict), fail_on_warnings
+    ):
+        console.print(outcome.line)
+        return
+    raise RunFailed(outcome.line)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(boot)
