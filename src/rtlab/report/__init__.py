@@ -11,7 +11,6 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from rtlab.boundary.shapes import Summary
-from rtlab.boundary.untrusted import printable_tree
 from rtlab.errors import UsageError
 
 Renderer = Callable[[Sequence[Summary], Sequence[str]], str]
@@ -28,11 +27,16 @@ FORMATS: dict[str, str] = {
 
 
 def renderer(name: str) -> Renderer:
-    """The format's render(); but for JSON (which escapes them), the summaries' strings reach
-    it without control characters: a target's strings are data, never terminal escapes."""
+    """The format's render(); but for JSON (which escapes them), the summaries' strings and the
+    labels reach it plain (escape.plain: no control character, no lone surrogate): a target's
+    strings are data, never terminal escapes. Each format escapes them further (escape.py)."""
     if name not in FORMATS:
         raise UsageError(f"unknown format {name!r}: choose from {', '.join(FORMATS)}")
     render: Renderer = importlib.import_module(f"{__name__}.{FORMATS[name]}").render
     if name == "json":
         return render
-    return lambda summaries, labels: render([printable_tree(s) for s in summaries], labels)
+    from rtlab.report import escape  # brings jinja2 and rich: only once a format is asked for
+
+    return lambda summaries, labels: render(
+        [escape.plain_tree(s) for s in summaries], [escape.plain(label) for label in labels]
+    )

@@ -39,6 +39,19 @@ def plain(text: object, lines: bool = False) -> str:
     return _SURROGATE.sub("?", printable(str(text), lines=lines))
 
 
+def plain_tree(value: Any) -> Any:
+    """VALUE (JSON-like: a summary) with every string, keys included, made plain (newlines
+    kept): what every format but JSON reads, figures included (matplotlib cannot lay out a
+    lone surrogate and stops with a traceback)."""
+    if isinstance(value, str):
+        return plain(value, lines=True)
+    if isinstance(value, dict):
+        return {plain_tree(k): plain_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_tree(v) for v in value]
+    return value
+
+
 # --- CSV ---------------------------------------------------------------------------------
 
 # A cell a spreadsheet would read as a formula ("=HYPERLINK(...)", "@SUM(...)", "-2+3" in a
