@@ -224,3 +224,36 @@ def test_the_terminal_obeys_no_escape_and_reads_no_markup(outputs, command, wher
     assert not CONTROL.search(shown.replace("\n", ""))
     assert "[red]markup[/red]" in shown.replace("\n", "")
     assert "[link=https://evil.example]x[/link]" in shown
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "figure",
+    [
+        '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+        '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
+        '<svg xmlns="http://www.w3.org/2000/svg"><foreignObject><p>x</p></foreignObject></svg>',
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+        '<use xlink:href="https://evil.example/x.svg#a"/></svg>',
+        "<svg><g>cut short",
+    ],
+)
+def test_a_figure_that_could_run_or_lead_out_is_never_put_in_a_page(figure):
+    from rtlab.report import escape
+
+    with pytest.raises(ValueError, match="a figure's SVG"):
+        escape.svg(figure)
+
+
+@pytest.mark.unit
+def test_each_formats_escape_on_its_own():
+    from rtlab.report import escape
+
+    inside = '<svg xmlns="http://www.w3.org/2000/svg"><defs><path id="a"/></defs><use href="#a"/></svg>'
+    assert str(escape.svg(inside)) == inside  # matplotlib's own links, inside the figure
+    assert json.loads(escape.json({"k": HOSTILE}))["k"] == HOSTILE
+    assert not CONTROL.search(escape.json({"k": HOSTILE}))
+    assert escape.markdown("www.evil.example a|b") == "www\\.evil.example a\\|b"
+    assert escape.csv("-2+3") == "'-2+3" and escape.csv("-1.500") == "-1.500" and escape.csv(7) == 7
+    assert escape.xml_attr('"\x00"') == "'\"\\x00\"'"
+    assert escape.terminal("[red]x[/red]\x1b[2J").plain == "[red]x[/red]?[2J"
