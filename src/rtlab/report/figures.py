@@ -26,7 +26,7 @@ from rtlab.analysis import cost, timeline, worst
 from rtlab.boundary.shapes import CausesJSON, HistogramJSON, Summary
 from rtlab.loads import BUILTIN
 from rtlab.names import slug
-from rtlab.report import cells
+from rtlab.report import cells, escape
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)
 
@@ -439,7 +439,11 @@ def osadl_figures(summaries: Sequence[Summary], labels: Sequence[str]) -> list[N
 def all_figures(
     summaries: Sequence[Summary], labels: Sequence[str], deadline_us: int | None = None
 ) -> list[NamedFigure]:
-    # Names are data: `$\foo$` in a run's name is text, never mathtext.
+    # Names are data: `$\foo$` in a run's name is text, never mathtext; and plain (escape.plain)
+    # whoever calls, as --figures does with the runs as read: matplotlib stops with a traceback
+    # on a lone surrogate, and would draw a control character as a box.
+    summaries = [escape.plain_tree(s) for s in summaries]
+    labels = [escape.plain(label) for label in labels]
     with matplotlib.rc_context({"text.parse_math": False}):
         over_time = [
             timeline_figure(s, label, deadline_us) for s, label in zip(summaries, labels, strict=True)
