@@ -25,3 +25,36 @@ MAX_SPIKE_NODES = 1_000_000
 # cyclictest; TRACE_SPIKES of them bound the pass's data (a few hundred kB each, gzipped).
 DEFAULT_TRACE_SPIKES = 20
 MAX_TRACE_SPIKES = 1000
+
+# --- the one gate for a user's values (units.py, cli/options.py) ------------------------------
+# Whole numbers are read from at most this many ASCII digits: every bound below is far inside
+# it, and int() never parses a 10,000-digit number (Python refuses past 4300 with a traceback).
+NUMBER_DIGITS = 15
+# A latency option (--deadline, --trace, --spike-threshold, --block, ...) is at most the longest
+# block (60 s): cyclictest keeps its µs in C ints (2^31 µs is about 36 min), so each fits, and no
+# deadline or threshold longer than a block of the time axis means anything to a verdict.
+MAX_LATENCY_US = MAX_BLOCK_US
+# rtlab worst --horizon: how long a system must meet its worst case, a product's service life at
+# most (a century); the expected wake-ups in it stay a finite float at any interval.
+MAX_HORIZON_S = 100 * 366 * 86400
+# Probabilities (worst --probability, --false-alarm, history@RATE): from 1e-15 up, where a double
+# still tells 1 - p from 1 (its epsilon is 2.2e-16); below it a tail quantile is the same number
+# as at p = 0, an infinite latency or a division by zero.
+MIN_PROBABILITY = 1e-15
+# --margin's percentage: up to 1000 % (a run ten times worse is still "the same" at most).
+MAX_MARGIN_PERCENT = 1000.0
+# stress-ng workers per load: one per CPU of the largest machine Linux can have (NR_CPUS 8192,
+# boundary/values.MAX_CPUS); more only measures fork pressure and can exhaust a board's PIDs.
+MAX_WORKERS = 8192
+# Whole runs of a campaign (run --repeat, bisect/sweep --repeats and --max-repeats): tens give
+# the spread; a thousand runs of the default plan are weeks, and each is a folder and a table row.
+MAX_REPEATS = 1000
+# scan --top: stress-ng has about 350 stressors; the loads file of the worst is at most them all.
+MAX_TOP = 1000
+# monitor --blocks: a million blocks of the default 5 min are 9.5 years (leave it out: until stopped).
+MAX_BLOCKS = 1_000_000
+# kernel build --jobs: make's parallel jobs, at most the CPUs Linux can have (8192); more only
+# spawns compilers that wait.
+MAX_JOBS = 8192
+# A LAVA job id: the server's bigint primary key.
+MAX_JOB_ID = (1 << 63) - 1

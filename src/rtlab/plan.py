@@ -23,6 +23,7 @@ from rtlab.bounds import (
     MAX_INTERVAL_US,
     MAX_SPIKE_NODES,
     MAX_TRACE_SPIKES,
+    MAX_WORKERS,
     MIN_BLOCK_US,
     MIN_HISTOGRAM_US,
 )
@@ -30,7 +31,7 @@ from rtlab.errors import UsageError
 from rtlab.loads import BUILTIN, DEFAULT_LOADS, PREPARE_LIMIT_S, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
 from rtlab.results.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.system import cpus
-from rtlab.units import parse_duration, parse_latency
+from rtlab.units import parse_count, parse_duration, parse_latency
 
 STOP_ALLOWANCE_S = 15  # per load: stopping stress-ng and cyclictest writing its JSON
 MAX_SETTLE_S = 3600
@@ -128,8 +129,8 @@ class Plan:
             raise UsageError(f"interval {self.interval_us}us is too short: use 50us or more")
         if self.histogram_us < MIN_HISTOGRAM_US:
             raise UsageError(f"histogram range {self.histogram_us}us is too small: use 1ms or more")
-        if self.workers is not None and self.workers < 1:
-            raise UsageError(f"bad worker count {self.workers}: use 1 or more")
+        if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:
+            raise UsageError(f"bad worker count {self.workers}: use 1 to {MAX_WORKERS}")
         if self.loads_on not in ("housekeeping", "all"):
             raise UsageError(f"bad --loads-on {self.loads_on!r}: use housekeeping or all")
         if self.rt_cpus is not None:
@@ -382,9 +383,9 @@ class Option:
 
 def _count(text: str) -> int:
     try:
-        return int(text)
-    except ValueError:
-        raise ValueError("give a whole number") from None
+        return parse_count(text)
+    except UsageError:  # from_options names the option and the text
+        raise ValueError("give a whole number, e.g. 4") from None
 
 
 def _zero_or_duration(text: str) -> int:

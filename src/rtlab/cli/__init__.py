@@ -13,6 +13,7 @@ matplotlib, asyncssh or the kernel builder (bench/bench_startup.py)."""
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 from typing import Annotated
@@ -20,7 +21,19 @@ from typing import Annotated
 import typer
 
 from rtlab import __version__
-from rtlab.cli import bisect, boot, campaigns, export, history, kernel, lava, measure, monitor, reports, system
+from rtlab.cli import (
+    bisect,
+    boot,
+    campaigns,
+    export,
+    history,
+    kernel,
+    lava,
+    measure,
+    monitor,
+    reports,
+    system,
+)
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 
@@ -71,10 +84,38 @@ def _stops_as_ctrl_c() -> None:
             signal.signal(s, signal.default_int_handler)
 
 
+def _say_error(text: str) -> None:
+    """An error as one line, whatever the value it quotes holds (a newline, U+2028, an escape
+    sequence): each becomes a space or '?', so the line a script greps stays the whole error."""
+    from rtlab.boundary.untrusted import printable
+
+    err.print(printable(f"rtlab: {text}"), highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     _stops_as_ctrl_c()
     try:
-        app()  # click itself answers bad options with exit code 2
+        # not standalone: click's own errors (a bad option, a value its type refuses) come
+        # here, said in one line as rtlab's are, instead of a usage block and a box
+        code = app(standalone_mode=False)
     except (UsageError, RunFailed) as e:
-        err.print(f"rtlab: {e}", highlight=False, soft_wrap=True)
+        _say_error(str(e))
         sys.exit(e.exit_code)
+    except typer.TyperException as e:
+        if type(e).__name__ != "NoArgsIsHelpError":  # the help is printed already
+            path = getattr(getattr(e, "ctx", None), "command_path", "rtlab")
+            _say_error(f"{e.format_message()} (see {path} --help)")
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        _say_error("aborted")
+        sys.exit(1)
+    except OSError as e:
+        # a path the system cannot hold (a name over 255 bytes, a path over 4096): bad input,
+        # whichever command looked at it first
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        from rtlab.units import shown
+
+        _say_error(f"{shown(str(e.filename))}: the name is too long for this system: give a shorter path")
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)

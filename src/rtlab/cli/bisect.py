@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rtlab.cli.options import AcceptKey, LoadsFile, Preset, plan_of, run_options
+from rtlab.bounds import MAX_REPEATS
+from rtlab.cli.options import AcceptKey, LoadsFile, Preset, plan_of, run_options, target_spec
 from rtlab.cli.present import out_dir
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
@@ -29,8 +30,10 @@ Prepare = Annotated[
 JudgeOn = Annotated[
     str | None, typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)")
 ]
-Repeats = Annotated[int, typer.Option(min=2, help="whole runs of each before it is judged")]
-MaxRepeats = Annotated[int, typer.Option(min=2, help="at most, where the verdict stays unknown (the budget)")]
+Repeats = Annotated[int, typer.Option(min=2, max=MAX_REPEATS, help="whole runs of each before it is judged")]
+MaxRepeats = Annotated[
+    int, typer.Option(min=2, max=MAX_REPEATS, help="at most, where the verdict stays unknown (the budget)")
+]
 MarginOption = Annotated[
     str, typer.Option("--margin", help="a difference within it is the same, as for compare")
 ]
@@ -173,7 +176,10 @@ def bisect(
     prepare: Prepare = None,
     kernel_build: KernelBuildOption = None,
     target: Annotated[
-        str, typer.Option(help="local, ssh://..., qemu:...; {worktree} is the revision's checkout")
+        str,
+        typer.Option(
+            help="local, ssh://..., qemu:...; {worktree} is the revision's checkout", callback=target_spec
+        ),
     ] = "local",
     preset_name: Preset = None,
     loads_file: LoadsFile = None,
@@ -236,7 +242,7 @@ def sweep(
         Path | None,
         typer.Option(help="with --kernel-build: a kernel tree (default: Debian's linux-source-6.12)"),
     ] = None,
-    target: Annotated[str, typer.Option(help="local, ssh://..., qemu:...")] = "local",
+    target: Annotated[str, typer.Option(help="local, ssh://..., qemu:...", callback=target_spec)] = "local",
     preset_name: Preset = None,
     loads_file: LoadsFile = None,
     judge_on: JudgeOn = None,

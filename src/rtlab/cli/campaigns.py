@@ -11,6 +11,7 @@ import typer
 
 from rtlab import report
 from rtlab.boundary import untrusted
+from rtlab.bounds import MAX_TOP
 from rtlab.cli.history import remember
 from rtlab.cli.options import AcceptKey, History, Target, plan_of, run_options
 from rtlab.cli.present import deadlines_of, out_dir, present, record
@@ -120,7 +121,9 @@ def scan(
         str | None, typer.Option("--class", help="stress-ng classes, e.g. cpu,os (default: every stressor)")
     ] = None,
     stressors: Annotated[str | None, typer.Option(help="stressors by name, e.g. sock,timer")] = None,
-    top: Annotated[int, typer.Option(help="how many of the worst go into the loads file")] = 5,
+    top: Annotated[
+        int, typer.Option(min=1, max=MAX_TOP, help="how many of the worst go into the loads file")
+    ] = 5,
     out: Annotated[
         str | None, typer.Option(help="the scan's folder (default results/<date>-scan); again: resume")
     ] = None,
@@ -135,8 +138,6 @@ def scan(
     from rtlab.report import scan_table
     from rtlab.targets import open_target
 
-    if top < 1:
-        raise UsageError(f"--top {top}: give 1 or more")
     names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
     wanted = [c.strip() for c in (classes or "").split(",") if c.strip()]
     plan = plan_of(None, None, {**SCAN_DEFAULTS, **options}, flags=SCAN_FLAGS)

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rtlab.bounds import MAX_DURATION_S
+from rtlab.bounds import MAX_DURATION_S, MAX_HORIZON_S
 from rtlab.cli.options import shown_name
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
-from rtlab.units import parse_latency
+from rtlab.units import parse_latency, parse_probability
 
 if TYPE_CHECKING:
     from rtlab.history.db import Added, Store
@@ -301,14 +301,8 @@ def _holding(c: Any) -> str:
 
 
 def parse_rate(text: str, what: str = "--false-alarm") -> float:
-    """A false-alarm rate: "1%" or 0.01, above 0 and below 50 %."""
-    try:
-        value = float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 0.5:
-        raise UsageError(f"{what} {text}: give a probability above 0 and below 50 %, e.g. 1% or 0.001")
-    return value
+    """A false-alarm rate: "1%" or 0.01, below 50 % (the one gate for probabilities)."""
+    return parse_probability(text, what, below=0.5)
 
 
 def limits_of(store: Store, board: str, load: str | None, false_alarm: float,
@@ -385,7 +379,8 @@ def limit(
     from rtlab.units import parse_duration
 
     rate = parse_rate(false_alarm)
-    seconds = parse_duration(duration) if duration is not None else None
+    # read up to a horizon's length, so that a longer one is told what a run lasts at most
+    seconds = parse_duration(duration, most=MAX_HORIZON_S) if duration is not None else None
     if seconds is not None and seconds > MAX_DURATION_S:
         # a limit is for runs rtlab can measure: a run lasts at most as long as a plan allows
         raise UsageError(

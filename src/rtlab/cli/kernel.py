@@ -9,6 +9,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from rtlab.bounds import MAX_JOBS
+from rtlab.cli.options import target_spec
+from rtlab.cli.present import out_dir
 from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
 
@@ -35,6 +38,7 @@ def kernel_fragments(
     from rtlab.kernel import fragments
 
     names = fragments.select(board, preempt, tick, debug, base)
+    out_dir(output, "--output")
     for name in names:
         text = fragments.path(name).read_text()
         if output is None:
@@ -70,7 +74,9 @@ def kernel_build(
             "a quilt folder, or one patch",
         ),
     ] = None,
-    jobs: Annotated[int | None, typer.Option(help="parallel jobs (default: the CPU count)")] = None,
+    jobs: Annotated[
+        int | None, typer.Option(min=1, max=MAX_JOBS, help="parallel jobs (default: the CPU count)")
+    ] = None,
     config_only: Annotated[
         bool, typer.Option("--config-only", help="merge and check the config, no build")
     ] = False,
@@ -85,6 +91,7 @@ def kernel_build(
     own = tuple(p.resolve() for p in fragment or [])
     request = recipe.Request(board, preempt, tick, debug, base, own, rt_patches)
     request.names()  # bad names are found before anything runs
+    out_dir(output, "--output")
     manifest = recipe.build(
         request,
         output,
@@ -110,7 +117,9 @@ def kernel_build(
 @app.command("verify")
 def kernel_verify(
     configs: Annotated[list[Path] | None, typer.Argument(metavar="[CONFIG [TWIN_CONFIG]]")] = None,
-    target: Annotated[str | None, typer.Option(help="verify the running kernel of a target instead")] = None,
+    target: Annotated[
+        str | None, typer.Option(help="verify the running kernel of a target instead", callback=target_spec)
+    ] = None,
     expect: Annotated[
         str | None, typer.Option(help="rt or lowlatency (default: what the config says)")
     ] = None,

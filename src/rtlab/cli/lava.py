@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from rtlab.bounds import MAX_JOB_ID
 from rtlab.cli.options import Deadline, History, LoadsFile, Preset, plan_of, run_options, shown_name
 from rtlab.cli.present import conclude
 from rtlab.cli.screen import console, emit, err
@@ -122,7 +123,7 @@ def submit(
 
 @app.command("import")
 def import_(
-    job_id: Annotated[int | None, typer.Argument(help="the job's id on --url")] = None,
+    job_id: Annotated[int | None, typer.Argument(min=1, max=MAX_JOB_ID, help="the job's id on --url")] = None,
     url: LavaUrl = None,
     token_file: TokenFile = None,
     log: Annotated[

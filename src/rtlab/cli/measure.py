@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rtlab.bounds import MAX_REPEATS
 from rtlab.cli.options import (
     AcceptKey,
     History,
@@ -18,6 +19,7 @@ from rtlab.cli.options import (
     RunDeadline,
     plan_of,
     run_options,
+    target_spec,
 )
 from rtlab.cli.present import conclude, out_dir
 from rtlab.cli.screen import console, err
@@ -41,7 +43,8 @@ def run(
         list[str] | None,
         typer.Option(  # help is rich markup to typer: unescaped, [user@] would vanish as a tag
             help="local, ssh://\\[user@]host[:port], qemu:... or labgrid:PLACE; "
-            "several boards run in parallel"
+            "several boards run in parallel",
+            callback=target_spec,
         ),
     ] = None,
     preset_name: Preset = None,
@@ -61,7 +64,11 @@ def run(
     ] = False,
     repeat: Annotated[
         int,
-        typer.Option(min=1, help="measure the whole campaign this many times, for the spread (RUN/repeat-K)"),
+        typer.Option(
+            min=1,
+            max=MAX_REPEATS,
+            help="measure the whole campaign this many times, for the spread (RUN/repeat-K)",
+        ),
     ] = 1,
     accept_new_host_key: AcceptKey = False,
     history: History = False,
@@ -118,7 +125,7 @@ def trace(
     threshold: Annotated[
         str | None, typer.Option(help="trace what makes samples above this, e.g. 500us (hwlat: 10us)")
     ] = None,
-    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...")] = "local",
+    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:...", callback=target_spec)] = "local",
     loads_file: LoadsFile = None,
     hwlat: Annotated[
         bool, typer.Option("--hwlat", help="run the hwlat tracer alone instead: firmware and hardware gaps")

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from rtlab.bounds import MAX_BLOCKS
 from rtlab.cli.history import Db, parse_rate
 from rtlab.cli.options import AcceptKey, LoadsFile, Target, run_options
 from rtlab.cli.screen import err
@@ -87,7 +88,8 @@ def monitor(
     target: Target = "local",
     loads_file: LoadsFile = None,
     blocks: Annotated[
-        int | None, typer.Option(min=1, help="stop after this many blocks (default: until stopped)")
+        int | None,
+        typer.Option(min=1, max=MAX_BLOCKS, help="stop after this many blocks (default: until stopped)"),
     ] = None,
     false_alarm: Annotated[
         str, typer.Option(help="the limit a block is judged by: exceeded by this share of the accepted runs")

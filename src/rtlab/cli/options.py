@@ -29,6 +29,19 @@ def shown_name(value: str | None) -> str | None:
     return value
 
 
+def target_spec(value: Any) -> Any:
+    """--target (one or a list): an empty one is refused, never read as "local": a shell
+    variable left unset (--target "$BOARD") must not measure, or load, the host itself."""
+    from rtlab.errors import UsageError
+
+    for spec in value if isinstance(value, list) else [value]:
+        if spec is not None and not spec.strip():
+            raise UsageError(
+                "--target is empty: give local, ssh://[user@]host[:port], qemu:... or labgrid:PLACE"
+            )
+    return value
+
+
 Name = Annotated[str | None, typer.Option(help="the run's id in reports", callback=shown_name)]
 RUN_PANEL = "Run options (also the study file's keys)"
 
@@ -138,4 +151,4 @@ History = Annotated[
     bool,
     typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),
 ]
-Target = Annotated[str, typer.Option(help="local, ssh://... or qemu:...")]
+Target = Annotated[str, typer.Option(help="local, ssh://... or qemu:...", callback=target_spec)]

@@ -15,7 +15,7 @@ from rtlab.cli.history import remember
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.results.rundir import RunDir, UnreadableFile
-from rtlab.units import parse_latency
+from rtlab.units import parse_latency, shown
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
@@ -23,17 +23,21 @@ if TYPE_CHECKING:
     from rtlab.runner import Outcome
 
 
-def out_dir(out: str | None) -> Path | None:
-    """--out, checked before anything is measured into it."""
+def out_dir(out: str | Path | None, flag: str = "--out") -> Path | None:
+    """A folder the command writes into (--out, --figures, a folder's -o), checked before
+    anything is measured or drawn for it: neither it nor a folder on its way is a file."""
     if out is None:
         return None
-    if not out.strip():
-        raise UsageError("--out is empty: give the run directory's path, or leave --out out for the default")
+    if not str(out).strip():
+        raise UsageError(f"{flag} is empty: give the folder's path, or leave {flag} out for the default")
     path = Path(out)
     for parent in (path, *path.parents):
         if parent.exists():
             if not parent.is_dir():
-                raise UsageError(f"--out {out}: {parent} is a file, not a folder: choose another --out")
+                raise UsageError(
+                    f"{flag} {shown(str(out))}: {shown(str(parent))} is a file, not a folder: "
+                    f"choose another {flag}"
+                )
             break
     return path
 
@@ -55,6 +59,7 @@ def present(
     from rtlab.report import table
 
     render = report.renderer(fmt)
+    out_dir(figures_dir, "--figures")  # before a figure is drawn
     if series:
         if fmt != "csv":
             raise UsageError("--series is a CSV export: add --format csv")

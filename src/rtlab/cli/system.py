@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rtlab.cli.options import AcceptKey
+from rtlab.cli.options import AcceptKey, target_spec
 from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def check(
-    target: Annotated[str, typer.Option(help="local, ssh://... or qemu:... (the system to audit)")] = "local",
+    target: Annotated[
+        str, typer.Option(help="local, ssh://... or qemu:... (the system to audit)", callback=target_spec)
+    ] = "local",
     config: Annotated[
         Path | None, typer.Option(help="a kernel .config to audit instead of the target's")
     ] = None,
@@ -63,7 +65,11 @@ def tune(
     apply: Annotated[bool, typer.Option("--apply", help="make the changes, saving what was there")] = False,
     revert: Annotated[bool, typer.Option("--revert", help="put back exactly what was there before")] = False,
     target: Annotated[
-        str, typer.Option(help="local, ssh://host[:port] or qemu:... (a guest's tuning ends with the guest)")
+        str,
+        typer.Option(
+            help="local, ssh://host[:port] or qemu:... (a guest's tuning ends with the guest)",
+            callback=target_spec,
+        ),
     ] = "local",
 ) -> None:
     """Tune the system for latency: governor, idle states, IRQs, workqueues, RT throttling, THP, KSM."""
