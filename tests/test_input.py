@@ -29,6 +29,51 @@ def test_units():
             parse_duration(bad)
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text",
+    ["\u0661\u0662s", "\uff11\uff12", "9" * 10_000, "1e300", "-1s", "1.5m", "nan", "", "1\u2028s", "367d"],
+)
+def test_a_duration_is_ascii_digits_within_a_year(text):
+    with pytest.raises(UsageError) as refused:
+        parse_duration(text)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 200
+
+
+@pytest.mark.unit
+def test_each_kind_of_value_has_its_bounds():
+    from rtlab.bounds import MAX_HORIZON_S, MAX_LATENCY_US, MIN_PROBABILITY
+    from rtlab.units import parse_count, parse_percentage, parse_probability, probability, seconds
+
+    assert parse_duration("366d") == 366 * 86400
+    assert parse_duration("36500d", most=MAX_HORIZON_S) == 36500 * 86400
+    assert parse_latency("60s") == MAX_LATENCY_US
+    for bad in ("61s", "99999999999999999999us", "\u0661ms"):
+        with pytest.raises(UsageError):
+            parse_latency(bad)
+    assert parse_count("12") == 12
+    for bad in ("-1", "\u0661\u0662", "1_000", "+3", "1e3", "9" * 10_000):
+        with pytest.raises(UsageError):
+            parse_count(bad)
+    assert parse_probability("1%", "--false-alarm", below=0.5) == 0.01
+    assert parse_probability("1e-9", "--p") == 1e-9
+    for bad in ("nan", "inf", "1e-300", "0", "50%", "1_0", "\u0661%", "-1%", "1e999"):
+        with pytest.raises(UsageError):
+            parse_probability(bad, "--false-alarm", below=0.5)
+    for value in (float("nan"), float("inf"), 1e-300, 0.0, 1.0):
+        with pytest.raises(UsageError):
+            probability(value, "--probability")
+    assert probability(MIN_PROBABILITY, "--probability") == MIN_PROBABILITY
+    assert parse_percentage("10%", "--margin", 1000) == 0.1
+    for bad in ("nan%", "inf%", "1e300%", "10", "-1%", "1001%"):
+        with pytest.raises(UsageError):
+            parse_percentage(bad, "--margin", 1000)
+    assert seconds(300.0, "--boot-timeout", 1, 3600) == 300.0
+    for value in (float("nan"), float("inf"), -1.0, 1e300):
+        with pytest.raises(UsageError):
+            seconds(value, "--boot-timeout", 1, 3600)
+
+
 def test_loads_pick_subset_and_order():
     assert parse_loads("storage,idle") == ("storage", "idle")
     with pytest.raises(UsageError, match="choose from idle,cpu,os,memory,storage"):

@@ -95,6 +95,14 @@ def parse_probability(text: str, what: str, below: float = 1.0) -> float:
     return probability(value / 100 if percent else value, what, below)
 
 
+def seconds(value: float, what: str, least: float, most: float) -> float:
+    """A time in seconds given as a number (a float option: a timeout): LEAST to MOST, never
+    NaN or inf, which would make a wait end at once or never."""
+    if not (math.isfinite(value) and least <= value <= most):
+        raise UsageError(f"{what} {value!r}: give {least:g} to {most:g} seconds")
+    return value
+
+
 def parse_percentage(text: str, what: str, most: float) -> float:
     """A share written as a percentage ("10%"), 0 % to MOST %, as a fraction (0.1)."""
     body = text.strip()
