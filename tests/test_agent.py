@@ -55,6 +55,8 @@ def fake_root(root: Path) -> dict[Path, bytes]:
 @pytest.mark.parametrize("shell", SHELLS)
 def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path):
     fake_root(tmp_path)
+    (tmp_path / "boot/extlinux").mkdir(parents=True)
+    (tmp_path / "boot/extlinux/extlinux.conf").write_text("default l0\n")
     cmd, env = agent_cmd(shell, busybox_path, "sysinfo")
     done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(tmp_path)})
     assert done.returncode == 0, done.stderr
@@ -74,6 +76,9 @@ def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path
     assert "/sys/kernel/debug/sched/preempt" in info["missing"]
     assert "/proc/config.gz" in info["missing"]
     assert info["kernel"]["preempt_mode"] is None
+    # how a kernel can be booted there: the board's extlinux.conf (and kexec where the shell finds it)
+    said = info["platform"].pop("boot_methods")
+    assert said.removeprefix("kexec ") == "extlinux:/boot/extlinux/extlinux.conf", said
     # rteval's platform facts: the fake board's own files, none of DMI (a device-tree board)
     assert info["platform"] == {
         "dmi": dict.fromkeys(("sys_vendor", "product_name", "board_name", "bios_vendor", "bios_version",

@@ -123,6 +123,11 @@ class KexecBoard(Board):
     rt_image: Path
     default_release: str
 
+    @property
+    def env(self) -> dict[str, str]:
+        # the tests' own HOME, and the cache the fixture filled (a package is not fetched twice)
+        return {**super().env, "RTLAB_CACHE": str(cache_dir())}
+
     def sh(self, command: str, timeout: float = 60) -> str:
         """As Board.sh; what a rebooting board prints on the same console (the kernel's
         messages, /init's ready line) is no output of the command."""
@@ -187,10 +192,31 @@ def test_a_dry_run_prints_every_step_and_changes_nothing(kexec_board, tmp_path):
 
 
 @BOARD
+def test_check_names_how_the_board_can_boot(kexec_board):
+    done = rtlab("check", "--target", "ssh://board", "--format", "json", env=kexec_board.env)
+    findings = {f["item"]: f for f in json.loads(done.stdout)["findings"]}
+    assert findings["boot methods"]["found"] == "kexec", findings["boot methods"]
+    assert findings["boot methods"]["status"] == "ok"
+
+
+def test_check_says_when_a_system_has_no_way_to_boot_a_kernel():
+    from rtlab.system import audit
+
+    none = audit.audit({"platform": {"boot_methods": ""}})
+    said = next(f for f in none if f.item == "boot methods")
+    assert said.found == "none" and said.status == "info" and "kexec-tools" in said.advice
+    both = {"platform": {"boot_methods": "grubenv extlinux:/boot/extlinux/extlinux.conf"}}
+    grub = next(f for f in audit.audit(both) if f.item == "boot methods")
+    assert grub.found == "grubenv, extlinux:/boot/extlinux/extlinux.conf"
+    assert not [f for f in audit.audit({}) if f.item == "boot methods"]  # an older agent: nothing said
+
+
+@BOARD
 def test_debian_rt_kernel_by_kexec_verified_then_back(kexec_board, tmp_path):
     board = kexec_board
     out = tmp_path / "rt"
-    done = rtlab("boot", "--target", "ssh://board", str(board.rt_image), "--initrd", str(board.initrd),
+    # KERNEL as a Debian package: fetched for the board's architecture, as the QEMU targets fetch it
+    done = rtlab("boot", "--target", "ssh://board", RT, "--initrd", str(board.initrd),
                  "--append", "isolcpus=1 nohz_full=1", "--boot-timeout", "180", "--out", str(out),
                  env=board.env, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -198,6 +224,9 @@ def test_debian_rt_kernel_by_kexec_verified_then_back(kexec_board, tmp_path):
     rt = image.read(board.rt_image)
     found = read_json(out / "boot.json")
     assert found["method"] == "kexec" and found["verdict"] in verify.GOOD, found
+    assert found["kernel"]["path"] == str(board.rt_image) and found["kernel"]["package"].startswith(
+        "linux-image-"
+    )
     assert found["found"]["release"] == rt.release and "PREEMPT_RT" in found["found"]["version"]
     assert found["found"]["isolated"] == "1" and found["found"]["nohz_full"] == "1", found
     assert "isolcpus=1" in found["cmdline_found"].split() and "nohz_full=1" in found["cmdline_found"].split()
@@ -398,6 +427,11 @@ def test_the_record_is_written_whole_and_never_rewritten(tmp_path):
     with pytest.raises(Exception, match="already holds"):
         record.Record.create(folder)
     assert record.default_folder("ssh://root@vf2:22", "6.12.0-rt").name.endswith("-root_vf2_22-6.12.0-rt")
+
+
+def test_a_kernel_that_is_neither_a_file_nor_a_package_is_refused(tmp_path):
+    done = rtlab("boot", "--target", "ssh://b", str(tmp_path / "nothing"))
+    assert done.returncode == 2 and "linux-image-rt-amd64" in done.stderr, done.stderr
 
 
 def test_a_board_other_than_ssh_is_refused_in_one_line(tmp_path):

@@ -58,21 +58,9 @@ def report(dmesg: bool = True) -> str:
         "arch": "uname -m",
         "isolated": "cat /sys/devices/system/cpu/isolated 2>/dev/null || echo @none",
         "nohz_full": "cat /sys/devices/system/cpu/nohz_full 2>/dev/null || echo @none",
-        "methods": methods(),
         "dmesg": f"dmesg 2>/dev/null | tail -c {DMESG_BYTES}" if dmesg else "true",
     }
     return "; ".join(f"echo @@{name}; {command}" for name, command in parts.items())
-
-
-def methods() -> str:
-    """One word per way this board can boot a kernel with a way back (`rtlab check` names them)."""
-    return (
-        "{ command -v kexec >/dev/null && echo kexec; "
-        "[ -f /boot/grub/grubenv ] && echo grubenv; "
-        "for f in /boot/extlinux/extlinux.conf /extlinux/extlinux.conf /boot/syslinux/syslinux.cfg; do "
-        '[ -f "$f" ] && echo "extlinux:$f"; done; '
-        "command -v bootctl >/dev/null && bootctl is-installed >/dev/null 2>&1 && echo systemd-boot; true; }"
-    )
 
 
 def parse_report(text: str) -> dict[str, str]:
@@ -185,9 +173,12 @@ echo "locked $pid"
 
 
 def unlock(base: str, holder: str) -> str:
-    """The lock released, if this boot still holds it (never another run's)."""
+    """The lock released if this boot holds it, never another run's: its holder ended only if
+    it is still the process that took it (after a reboot its PID may be anyone's), the lock's
+    folder removed (a board whose /tmp is on disk keeps it across the reboot)."""
     q = quote(f"{base}/lock")
     return (
         f'if read -r pid start dir < {q}/owner 2>/dev/null && [ "$dir" = {quote(holder)} ]; then '
-        f'kill "$pid" 2>/dev/null; rm -rf {q}; fi; true'
+        'if [ "$(sed -n \'s/.*) //p\' "/proc/$pid/stat" 2>/dev/null | cut -d\' \' -f20)" = "$start" ]; then '
+        f'kill "$pid" 2>/dev/null; fi; rm -rf {q}; fi; true'
     )

@@ -51,7 +51,8 @@ class Failed(Exception):
 @dataclass
 class Request:
     target: str
-    kernel: Path | None = None  # None with --back
+    kernel: Path | None = None  # None with --back, or with a package
+    package: str | None = None  # a Debian kernel metapackage (linux-image-rt-amd64), fetched for the board
     initrd: Path | None = None
     dtb: Path | None = None
     append: list[str] = field(default_factory=list)
@@ -227,15 +228,39 @@ class Engine:
                 said.append(f"{what}: FAILED ({e})")
         return said
 
+    def _fetch(self, package: str, machine: str) -> tuple[Path, dict[str, str]]:
+        """PACKAGE's kernel image for the board's architecture, fetched and checked as the QEMU
+        targets fetch theirs (apt verifies Debian's index; the cache keeps files whole)."""
+        from rtlab import debian
+        from rtlab.cache import cache_dir
+        from rtlab.targets.qemu import kernels, machines
+
+        arch = machines.ARCHES.get(machine)
+        if arch is None:
+            raise UsageError(
+                f"{self.r.target} is {untrusted.printable(machine)}: rtlab fetches Debian kernels for "
+                f"{', '.join(machines.ARCHES)} only; give the image's path"
+            )
+        cache = cache_dir()
+        apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
+        image, name, version = kernels.fetch_kernel(apt, cache, package)
+        return image, {"package": name, "package_version": version, "release_of_debian": apt.release}
+
     def boot(self) -> Outcome:
         r = self.r
-        assert r.kernel is not None
-        version = read_version(r.kernel)
         for extra in (r.initrd, r.dtb):
             if extra is not None and not extra.is_file():
                 raise UsageError(f"{extra} does not exist")
         before = self.board.report()
         self.before = before
+        fetched: dict[str, str] = {}
+        if r.package is not None:
+            r.kernel, fetched = self._fetch(r.package, before.get("arch", ""))
+            self.say(
+                f"{r.package} for {before.get('arch', '')}: {fetched['package']} {fetched['package_version']}"
+            )
+        assert r.kernel is not None
+        version = read_version(r.kernel)
         if before.get("boot_id", "") == "":
             raise UsageError(f"{r.target} did not say what it runs (no /proc/sys/kernel/random/boot_id)")
         if f"{kexec.MARK}=" in before.get("cmdline", ""):
@@ -272,7 +297,8 @@ class Engine:
         self.record = Record.create(
             folder, method="kexec", target=r.target,
             kernel={"path": str(r.kernel), "release": version.release, "version": version.build,
-                    "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"}},
+                    "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"},
+                    **fetched},
             append=r.append, cmdline_asked=cmdline,
             before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
                     "boot_id": untrusted.printable(before.get("boot_id", ""))},
@@ -349,8 +375,9 @@ class Engine:
         after = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
         if after is None:
             return self._did_not_boot(files, console)
-        record.set(boot_seconds=record.data["states"][-1].get("seconds"))
         self._enter("verify")
+        with contextlib.suppress(RunFailed, UsageError):  # the lock of the boot before, if it outlived it
+            self.board.run(kexec.unlock(self.base, self.holder))
         found_report = self.board.report(dmesg=True)
         record.note(DMESG, found_report.get("dmesg", ""))
         found = verify.Found(
@@ -398,6 +425,7 @@ class Engine:
             on_default = f"{kexec.MARK}=" not in back.get("cmdline", "")
             lines.append(f"the board is back on {'its default kernel ' if on_default else ''}{running}")
             with contextlib.suppress(RunFailed, UsageError):
+                self.board.run(kexec.unlock(self.base, self.holder))
                 if self.board.run(files.remove_all())[0] == 0:
                     lines.append(f"{files.root} removed")
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -11,10 +12,17 @@ from rtlab.cli.options import AcceptKey
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 
+# a Debian kernel metapackage as apt takes it, with a suite: linux-image-rt-amd64/bookworm-backports
+PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
+
 
 def boot(
     kernel: Annotated[
-        Path | None, typer.Argument(help="the kernel image to boot (bzImage, Image); none with --back")
+        str | None,
+        typer.Argument(
+            help="the kernel image to boot (bzImage, Image), or a Debian kernel metapackage "
+            "(linux-image-rt-amd64) fetched for the board's architecture; none with --back"
+        ),
     ] = None,
     target: Annotated[str, typer.Option(help="the board: ssh://[user@]host[:port]")] = "",
     append: Annotated[
@@ -55,10 +63,17 @@ def boot(
         raise UsageError("give the board: --target ssh://root@board")
     if back == (kernel is not None):
         raise UsageError("give a KERNEL to boot, or --back (not both)")
-    if kernel is not None and not kernel.is_file():
-        raise UsageError(f"{kernel} does not exist: give the path of a bzImage or Image")
+    image = Path(kernel) if kernel is not None else None
+    package: str | None = None
+    if image is not None and not image.is_file():
+        if not PACKAGE.fullmatch(str(kernel)):
+            raise UsageError(
+                f"{kernel} does not exist: give the path of a bzImage or Image, or a Debian kernel "
+                "metapackage such as linux-image-rt-amd64"
+            )
+        image, package = None, str(kernel)
     request = machine.Request(
-        target=target, kernel=kernel, initrd=initrd, dtb=dtb, append=cmdline_words(append),
+        target=target, kernel=image, package=package, initrd=initrd, dtb=dtb, append=cmdline_words(append),
         boot_timeout=boot_timeout, power_cycle=power_cycle, console=console_cmd,
         fail_on_warnings=fail_on_warnings, out=out, dry_run=dry_run, accept_new_host_key=accept_new_host_key,
     )  # fmt: skip

@@ -136,7 +136,23 @@ def audit(sysinfo: Mapping[str, Any], rt_cpus: str = "", housekeeping: str = "")
     out += _cmdline(str(k.get("cmdline") or ""), str(k.get("machine") or ""), rt_cpus, housekeeping)
     out += _runtime(sysinfo)
     out += tracing_levels(sysinfo)
+    out += _boot_methods(sysinfo)
     return out
+
+
+def _boot_methods(sysinfo: Mapping[str, Any]) -> list[Finding]:
+    """How rtlab boot can change this system's kernel with a way back (what the agent found)."""
+    said = (sysinfo.get("platform") or {}).get("boot_methods")
+    if not isinstance(said, str):
+        return []  # an agent older than the field
+    words = said.split()
+    kexec = "kexec" in words
+    found = ", ".join(words) if words else "none"
+    if kexec:
+        advice = "rtlab boot --target ... KERNEL boots by kexec (the default boot untouched)"
+    else:
+        advice = "no kexec: install kexec-tools for rtlab boot (bootloader one-shot entries: not yet)"
+    return [Finding("runtime", "boot methods", "ok" if kexec else "info", found, advice)]
 
 
 def tracing_levels(sysinfo: Mapping[str, Any]) -> list[Finding]:

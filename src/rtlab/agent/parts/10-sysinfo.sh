@@ -228,7 +228,23 @@ platform_json() {
 	fi
 	printf ', "container": '
 	json_str "$(container_kind)"
+	printf ', "boot_methods": '
+	json_str "$(boot_methods)"
 	printf '}'
+}
+
+# How a kernel can be booted here with a way back (rtlab boot, rtlab check), one word each:
+# kexec (the default boot untouched), GRUB's environment block (next_entry), extlinux or
+# syslinux (--once), systemd-boot (one-shot entries).
+boot_methods() {
+	found=
+	if command -v kexec >/dev/null 2>&1; then found=kexec; fi
+	if [ -f "$ROOT/boot/grub/grubenv" ]; then found="$found grubenv"; fi
+	for f in /boot/extlinux/extlinux.conf /extlinux/extlinux.conf /boot/syslinux/syslinux.cfg; do
+		if [ -f "$ROOT$f" ]; then found="$found extlinux:$f"; fi
+	done
+	if command -v bootctl >/dev/null 2>&1 && bootctl is-installed >/dev/null 2>&1; then found="$found systemd-boot"; fi
+	echo "${found# }"
 }
 
 # docker, podman, lxc, another name a container manager gives, or "none"
