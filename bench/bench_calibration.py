@@ -88,30 +88,37 @@ def worst_refused(kind: str, trial: int, why: dict[str, int]) -> bool:
     return bool(reasons)
 
 
+POOLED = [0, 0]  # false refusals and decisions on stationary runs, every decision together
+
+
 def row(label: str, trials: int, refused: Callable[[str, int], bool]) -> None:
     cells = []
     for kind in KINDS:
         n = trials if kind == "iid" else max(trials // 5, 20)
         k = sum(refused(kind, t) for t in range(n))
         cells.append(interval(k, n))
+        if kind == "iid":
+            POOLED[0] += k
+            POOLED[1] += n
     print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 
 
 def real(runs: int) -> None:
-    """Runs of real cyclictest here (idle, 60 s, 1 s blocks), judged as the decisions above."""
+    """Runs of real cyclictest here (idle, 30 s, 500 ms blocks: 59 blocks, past the gate's 40),
+    judged as the decisions above. Nothing planted: what this VM does is the truth."""
     with tempfile.TemporaryDirectory() as tmp:
         folders = []
         for k in range(runs):
             out = Path(tmp) / f"r{k}"
             done = subprocess.run(
-                [sys.executable, "-m", "rtlab", "run", "--loads", "idle", "--duration", "60s",
-                 "--block", "1s", "--out", str(out)],
+                [sys.executable, "-m", "rtlab", "run", "--loads", "idle", "--duration", "30s",
+                 "--block", "500ms", "--out", str(out)],
                 capture_output=True, text=True,
             )  # fmt: skip
             if done.returncode in (0, 1):
                 folders.append(out)
         summaries = [store.summary(f) for f in folders]
-    print(f"\nreal cyclictest here: {len(summaries)} runs of 60 s (idle, 1 s blocks)")
+    print(f"\nreal cyclictest here: {len(summaries)} runs of 30 s (idle, 500 ms blocks)")
     why: dict[str, int] = {}
     refused = 0
     for s in summaries:
@@ -137,8 +144,13 @@ if __name__ == "__main__":
     print(f"refusal rates, {SECONDS // 60}-minute runs; planted kinds in every run of the new side\n")
     print("| decision | " + " | ".join(KINDS) + " |")
     print("|---" * (len(KINDS) + 1) + "|")
-    for label, base, new in DECISIONS:
+    for label, base, new in DECISIONS if TRIALS else ():
         row(label, TRIALS, lambda kind, t, b=base, n=new: gated(b, n, kind, t))  # type: ignore[misc]
+    if POOLED[1]:
+        print(
+            f"\nstationary runs, every decision above together: {interval(*POOLED)}"
+            " (at most 4.9 % by construction: 49 of the 1,000 ranks)"
+        )
     causes: dict[str, int] = {}
     if WORST_TRIALS:
         row(
