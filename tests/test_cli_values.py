@@ -46,7 +46,9 @@ HOSTILE = [
     "\u0661\u0662",  # '١٢', Arabic-Indic digits: int() reads them as 12
     "\uff11\uff12s",  # fullwidth '１２s'
     "", " ", "9" * 10_000, "x" * 10_000, "\x1b[2J\x1b]52;c;eA==\x07", "1\u2028s", "a\nb", "\t",
-    "../", "../../../../etc/passwd", "1e300%", "nan%", "-1%", "99999999999999999999us",
+    "../", "../../../../etc/passwd",
+    "/dev/zero",  # endless to read, a no-op to write: the one absolute path drawn
+    "1e300%", "nan%", "-1%", "99999999999999999999us",
 ]  # fmt: skip
 # A shell command option runs what it is given: only the fixed values, every one harmless
 SHELL = {"--prepare", "--on-alert", "--power-cycle", "--console"}

@@ -56,5 +56,9 @@ MAX_BLOCKS = 1_000_000
 # kernel build --jobs: make's parallel jobs, at most the CPUs Linux can have (8192); more only
 # spawns compilers that wait.
 MAX_JOBS = 8192
+# A file the user names for rtlab to read (a study, a loads file, a Kconfig fragment, a token, a
+# LAVA job): each is kB of text; 16 MB leaves room for a whole .config, and /dev/zero or a FIFO
+# given by mistake is refused instead of read for ever.
+MAX_USER_FILE_BYTES = 16 << 20
 # A LAVA job id: the server's bigint primary key.
 MAX_JOB_ID = (1 << 63) - 1

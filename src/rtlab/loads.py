@@ -26,6 +26,7 @@ from typing import Any
 
 from rtlab.boundary import paths
 from rtlab.errors import UsageError
+from rtlab.units import read_user_file
 
 # The StarFive study's loads, in its order: the default campaign.
 DEFAULT_LOADS = ("idle", "cpu", "os", "memory", "storage")
@@ -196,7 +197,7 @@ BUILTIN: Mapping[str, Load] = parse_catalogue(
 def read_file(path: Path) -> tuple[Load, ...]:
     """The loads a user's file defines; built-in names are refused (one meaning per name)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, "loads file")
     except OSError as e:
         raise UsageError(f"cannot read loads file {path}: {e.strerror}: give an existing TOML file") from None
     loads = parse_catalogue(text, str(path))

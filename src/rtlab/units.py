@@ -5,9 +5,12 @@ a user can type makes rtlab loop for ages, divide by zero or allocate without bo
 outside them is one line that names the fix."""
 
 import math
+import os
 import re
+import stat
+from pathlib import Path
 
-from rtlab.bounds import MAX_DURATION_S, MAX_LATENCY_US, MIN_PROBABILITY, NUMBER_DIGITS
+from rtlab.bounds import MAX_DURATION_S, MAX_LATENCY_US, MAX_USER_FILE_BYTES, MIN_PROBABILITY, NUMBER_DIGITS
 from rtlab.errors import UsageError
 
 _DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -110,6 +113,28 @@ def parse_percentage(text: str, what: str, most: float) -> float:
     if value is None or value > most:
         raise UsageError(f"{what} {shown(text)}: give a percentage from 0% to {most:g}%, e.g. 10%")
     return value / 100
+
+
+def read_user_file(path: Path, what: str, most: int = MAX_USER_FILE_BYTES, lenient: bool = False) -> str:
+    """The text of a file the user names (a study, a loads file, a fragment, a token): a
+    regular file (links followed: it is the user's own) of at most MOST bytes, UTF-8. OSError
+    when it cannot be opened (the caller names the fix); a device, a FIFO, a folder, a file too
+    large or not text (unless LENIENT: each bad byte then U+FFFD) are one line here.
+    O_NONBLOCK: a FIFO is not waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{what} {shown(str(path))} is not a regular file: give a text file")
+        if info.st_size > most:
+            raise UsageError(f"{what} {shown(str(path))} holds more than {most >> 20} MB: give the text file")
+        data = f.read(most + 1)
+    if len(data) > most:  # grew while read
+        raise UsageError(f"{what} {shown(str(path))} holds more than {most >> 20} MB: give the text file")
+    try:
+        return data.decode("utf-8", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} {shown(str(path))} is not UTF-8 text: give a text file") from None
 
 
 def format_duration(seconds: int) -> str:

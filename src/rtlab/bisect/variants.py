@@ -12,6 +12,7 @@ from pathlib import Path
 from rtlab.errors import UsageError
 from rtlab.names import slug
 from rtlab.system.kernel import kconfig_string, kconfig_value, kconfig_written, parse_config
+from rtlab.units import read_user_file
 
 _OPTION = re.compile(r"^(?:CONFIG_)?([A-Z0-9_]{1,80})=(.{1,200})$")
 _PLAIN = re.compile(r"^(?:[ynm]|-?\d{1,20}|0x[0-9a-fA-F]{1,16})$")
@@ -59,7 +60,7 @@ def option(text: str) -> Variant:
 def fragment_file(path: Path, what: str = "--fragment") -> Variant:
     """A Kconfig fragment (or a whole .config) as a variant: every option it sets."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_user_file(path, what, lenient=True)  # a .config's odd byte is not its options
     except OSError as e:
         raise UsageError(f"{what} {path}: {e.strerror}: give a Kconfig fragment") from None
     options = parse_config(text, as_written=True)

@@ -22,6 +22,7 @@ import yarl
 
 from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, UsageError
+from rtlab.units import read_user_file
 
 CONNECT_S = 30  # the longest wait for a connection
 DEADLINE_S = 600  # the longest for a whole exchange: a job's log of a long soak is megabytes
@@ -143,7 +144,7 @@ def read_token(path: Path | None, option: str = "--token-file") -> str | None:
     if path is None:
         return None
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        token = read_user_file(path, option).strip()
     except OSError as e:
         raise UsageError(
             f"cannot read {option} {path}: {e.strerror}: give the file holding the API token"

@@ -34,6 +34,7 @@ from rtlab.errors import UsageError
 from rtlab.names import slug
 from rtlab.plan import OPTION
 from rtlab.results.rundir import read_index, write_json
+from rtlab.units import read_user_file
 
 SCHEMA = "rtlab.study/1"
 FILE = "study.json"
@@ -203,7 +204,7 @@ def parse(text: str, source: Path) -> Study:
 
 def read(path: Path) -> Study:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, "study file")
     except OSError as e:
         raise UsageError(f"cannot read study file {path}: {e.strerror}: give an existing TOML file") from None
     return parse(text, path)

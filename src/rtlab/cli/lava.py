@@ -13,7 +13,7 @@ from rtlab.cli.options import Deadline, History, LoadsFile, Preset, plan_of, run
 from rtlab.cli.present import conclude
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import UsageError
-from rtlab.units import parse_latency
+from rtlab.units import parse_latency, read_user_file
 
 if TYPE_CHECKING:
     from rtlab.farm.server import Server
@@ -109,7 +109,7 @@ def submit(
             "-o is where --wait imports the run: add --wait, or import later with rtlab lava import"
         )
     try:
-        definition = job.read_text(encoding="utf-8")
+        definition = read_user_file(job, "job")
     except OSError as e:
         raise UsageError(f"cannot read {job}: {e.strerror}: give the job from rtlab lava job") from None
     lava.read_job(definition, job)
