@@ -60,5 +60,8 @@ MAX_JOBS = 8192
 # LAVA job): each is kB of text; 16 MB leaves room for a whole .config, and /dev/zero or a FIFO
 # given by mistake is refused instead of read for ever.
 MAX_USER_FILE_BYTES = 16 << 20
+# rtlab boot --boot-timeout: a board's firmware and kernel answer over SSH within minutes; an
+# hour is beyond any, and NaN or inf would make the wait (and the lock it sizes) end never.
+MAX_BOOT_TIMEOUT_S = 3600
 # A LAVA job id: the server's bigint primary key.
 MAX_JOB_ID = (1 << 63) - 1

@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 
+from rtlab.bounds import MAX_BOOT_TIMEOUT_S
 from rtlab.cli.options import AcceptKey
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
+from rtlab.units import seconds
 
 # a Debian kernel metapackage as apt takes it, with a suite: linux-image-rt-amd64/bookworm-backports
 PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
@@ -61,6 +63,7 @@ def boot(
 
     if not target:
         raise UsageError("give the board: --target ssh://root@board")
+    boot_timeout = seconds(boot_timeout, "--boot-timeout", 1, MAX_BOOT_TIMEOUT_S)
     if back == (kernel is not None):
         raise UsageError("give a KERNEL to boot, or --back (not both)")
     image = Path(kernel) if kernel is not None else None
