@@ -118,3 +118,65 @@ def test_holm_agrees_with_statsmodels():
     for _ in range(20):
         p = list(rng.uniform(0, 0.2, size=8))
         assert np.allclose(stationarity.holm(p), multipletests(p, method="holm")[1])
+
+
+def _gpd_row(seed: int, xi: float, bump: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One CPU's 10 minutes at 200 µs as evt_data draws them, its body (below the tail, where
+    no candidate threshold lies) in one bin; BUMP adds a cluster at 130 µs for one tail sample
+    in 100: a second mode, a tail that no GPD describes."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    excess = stats.genpareto.rvs(xi, scale=15, size=rng.binomial(3_000_000, 2e-3), random_state=rng)
+    if bump:
+        cluster = rng.random(len(excess)) < 0.01
+        excess[cluster] = rng.normal(100, 2, int(cluster.sum()))
+    values, counts = np.unique(np.floor(30 + excess).astype(np.int64), return_counts=True)
+    return np.append(12, values), np.append(3_000_000 - len(excess), counts)
+
+
+@pytest.mark.unit
+def test_a_gpd_tail_is_rarely_refused_and_a_second_mode_is():
+    from rtlab.analysis import tail, worst
+
+    def judged(values: np.ndarray, counts: np.ndarray) -> tuple[bool, bool, dict]:
+        """(ForwardStop rejects every candidate, the row is refused, its check)"""
+        found = tail.candidates(values, counts, 0)
+        fits = [tail.fit_gpd(tail.tail_of(values, counts, 0, 100_000, u), u, interval=False) for u in found]
+        checks: list[dict] = []
+        chosen = worst._threshold(values, counts, 0, 100_000, found, checks)
+        return tail.forward_stop([f.gof_p for f in fits]) == len(fits), chosen is None, checks[0]
+
+    # 60 rows whose tail is a GPD above every candidate. ForwardStop alone rejects every
+    # candidate of some (their p-values move together: the candidates share samples), which
+    # refused the row before; the highest candidate's bootstrap test refuses about 1 % (here 0)
+    rows = [judged(*_gpd_row(seed, (-0.15, 0.1, 0.2)[seed % 3])) for seed in range(60)]
+    assert sum(all_rejected for all_rejected, _, _ in rows) >= 1
+    assert sum(refused for _, refused, _ in rows) <= 1
+    # a cluster beyond the GPD's samples: refused, with the bootstrap's p-value
+    all_rejected, refused, check = judged(*_gpd_row(7, 0.1, bump=True))
+    assert all_rejected and refused and not check["passed"] and check["p_value"] <= worst.REFUSE_ALPHA
+
+
+@pytest.mark.unit
+def test_the_shape_step_is_calibrated_on_nested_fits():
+    """A GPD's shape estimated above two thresholds, the higher's samples a part of the
+    lower's: the step test (tail.shape_step) fails about 5 % of the time, the interval check it
+    replaced almost never (its level is set by the thresholds' spacing), and the bootstrap
+    gives one histogram one answer."""
+    from scipy import stats
+
+    from rtlab.analysis import tail
+
+    rng = np.random.default_rng(11)
+    failed = 0
+    for _ in range(200):
+        x = np.floor(30 + stats.genpareto.rvs(0.1, scale=15, size=1500, random_state=rng)).astype(np.int64)
+        values, counts = np.unique(x, return_counts=True)
+        upper_u = int(np.sort(x)[-1000])  # about 1,000 samples above: two thirds of the lower's
+        lower = tail.fit_gpd(tail.tail_of(values, counts, 0, 100_000, 30), 30)
+        upper = tail.fit_gpd(tail.tail_of(values, counts, 0, 100_000, upper_u), upper_u, interval=False)
+        failed += tail.shape_step(lower, upper) < 0.05
+    assert 3 <= failed <= 20  # 10 expected; binomial(200, 0.05) lies in [3, 20] with 99.8 %
+    data = tail.tail_of(values, counts, 0, 100_000, 30)
+    assert tail.gof_bootstrap(data, lower) == tail.gof_bootstrap(data, lower)

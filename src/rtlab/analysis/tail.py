@@ -112,15 +112,22 @@ def _profile_interval(
     return out[0], out[1]
 
 
-def fit_gpd(data: Binned, u: int, interval: bool = True) -> GpdFit | None:
+def fit_gpd(
+    data: Binned, u: int, interval: bool = True, start: tuple[float, float] | None = None
+) -> GpdFit | None:
+    """The GPD above u by maximum likelihood, the search started at START's (sigma, xi) when
+    given (a bootstrap's refits start at the fit they were drawn from), else at the best of a
+    few shapes."""
     if data.n == 0:
         return None
     mean_excess = max(float(np.sum(data.counts * (data.lower + 0.5 - u)) / max(data.counts.sum(), 1)), 0.5)
     best = (-math.inf, mean_excess, 0.0)
-    for xi0 in (-0.3, 0.0, 0.2, 0.5):
+    for xi0 in (-0.3, 0.0, 0.2, 0.5) if start is None else ():
         ll, sigma = _best_sigma(xi0, data, u, mean_excess)
         if ll > best[0]:
             best = (ll, sigma, xi0)
+    if start is not None:
+        best = (-math.inf, *start)
     found = optimize.minimize(
         lambda p: -gpd_loglik(math.exp(p[0]), p[1], data, u),
         x0=[math.log(best[1]), best[2]],
@@ -139,8 +146,9 @@ def fit_gpd(data: Binned, u: int, interval: bool = True) -> GpdFit | None:
     return GpdFit(u, data.n, sigma, xi, loglik, xi_ci, gof(data, u, sigma, xi))
 
 
-def gof(data: Binned, u: int, sigma: float, xi: float) -> float:
-    """Binned chi-square p-value, adjacent bins merged until each expects at least 5."""
+def _chi_square(data: Binned, u: int, sigma: float, xi: float) -> tuple[float, int]:
+    """The binned chi-square statistic and its degrees of freedom (groups - 1 - 2 fitted),
+    adjacent bins merged until each expects at least 5."""
     total = data.n
     edges = np.append(
         data.lower, data.limit if data.censored else data.lower[-1] + 1 if len(data.lower) else u
@@ -166,12 +174,45 @@ def gof(data: Binned, u: int, sigma: float, xi: float) -> float:
     else:
         groups_o.append(tail_o)
         groups_e.append(tail_e)
-    dof = len(groups_e) - 1 - 2
-    if dof < 1:
-        return 1.0
     go, ge = np.array(groups_o), np.array(groups_e)
-    chi = float(np.sum((go - ge) ** 2 / np.maximum(ge, 1e-12)))
-    return float(stats.chi2.sf(chi, dof))
+    return float(np.sum((go - ge) ** 2 / np.maximum(ge, 1e-12))), len(groups_e) - 1 - 2
+
+
+def gof(data: Binned, u: int, sigma: float, xi: float) -> float:
+    """Binned chi-square p-value from the chi-square table (1 when fewer than 4 groups)."""
+    chi, dof = _chi_square(data, u, sigma, xi)
+    return float(stats.chi2.sf(chi, dof)) if dof >= 1 else 1.0
+
+
+def simulate(rng: np.random.Generator, fit: GpdFit, n: int, limit: float) -> Binned:
+    """N samples above the integer threshold fit.u drawn from the fitted GPD and binned as
+    cyclictest bins them (whole µs: u + floor(excess)), those at or beyond LIMIT censored."""
+    x = fit.u + np.floor(stats.genpareto.rvs(fit.xi, scale=fit.sigma, size=n, random_state=rng))
+    lower, counts = np.unique(x[x < limit], return_counts=True)
+    return Binned(lower.astype(float), counts.astype(float), int(np.sum(x >= limit)), limit)
+
+
+def gof_bootstrap(data: Binned, fit: GpdFit, replicates: int = 99, enough: int = 10) -> float:
+    """The chi-square goodness of fit calibrated by a parametric bootstrap: the share of
+    samples drawn from the fitted GPD (binned and censored as the data are, the GPD refitted to
+    each) whose chi-square p-value is at most the data's. The table's p-value is slightly too
+    small on binned tails (the fit uses the single bins, the test merged ones; sparse groups):
+    about 1.5 % below 0.01 where 1 % is meant. Sequential (Besag and Clifford 1991): stops
+    after ENOUGH replicates as extreme (p = enough / drawn), else (1 + extreme) / (1 +
+    replicates); so a p-value of 0.01 or less is exactly as likely as that under the fitted
+    model. Seeded by the data's size and threshold: the same histogram, the same answer."""
+    observed = fit.gof_p
+    if observed >= 1.0:
+        return 1.0
+    rng = np.random.default_rng([fit.u, data.n])
+    extreme = 0
+    for drawn in range(1, replicates + 1):
+        sim = simulate(rng, fit, data.n, data.limit)
+        refit = fit_gpd(sim, fit.u, interval=False, start=(fit.sigma, fit.xi))
+        extreme += refit is None or refit.gof_p <= observed
+        if extreme >= enough:
+            return enough / drawn
+    return (1 + extreme) / (1 + replicates)
 
 
 def candidates(
@@ -200,6 +241,28 @@ def forward_stop(p_values: list[float], alpha: float = 0.05) -> int:
         if total / k <= alpha:
             k_hat = k
     return k_hat
+
+
+def shape_step(lower: GpdFit, upper: GpdFit) -> float:
+    """Two-sided p-value of the step in the shape from LOWER's threshold to UPPER's (higher).
+    UPPER's samples are a part of LOWER's, so the two estimates differ by an increment of
+    variance v_upper - v_lower (nested maximum-likelihood estimates have independent
+    increments, Wadsworth 2016), about v_lower (n_lower / n_upper - 1) with a variance going
+    as 1 / n; v_lower is read from LOWER's profile interval (either half when one end is
+    unbounded; 1 when both are). Comparing UPPER's estimate with LOWER's interval instead is a
+    test whose level is set by the thresholds' spacing: about 0.3 % at a ratio of 1.43."""
+    lo, hi = lower.xi_ci
+    z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))
+    halves = [
+        h
+        for h in (None if lo is None else lower.xi - lo, None if hi is None else hi - lower.xi)
+        if h is not None
+    ]
+    ratio = lower.exceedances / max(upper.exceedances, 1) - 1
+    if not halves or ratio <= 0:
+        return 1.0
+    sd = sum(halves) / len(halves) / z95 * math.sqrt(ratio)
+    return float(2 * stats.norm.sf(abs(upper.xi - lower.xi) / sd)) if sd > 0 else 1.0
 
 
 def quantile(fit: GpdFit, zeta: float, p: float) -> float:
