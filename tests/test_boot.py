@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_DIR, read_json, rtlab, wait_for
+from conftest import TARGET_DIR, read_json, rtlab, start_rtlab, wait_for
 from rtlab import debian
 from rtlab.boot import image, kexec, record, verify
 from rtlab.boot.image import KernelVersion
@@ -249,6 +250,30 @@ def test_debian_rt_kernel_by_kexec_verified_then_back(kexec_board, tmp_path):
     assert _uname(board) == board.default_release
     assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")
     assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
+
+
+@BOARD
+def test_ctrl_c_while_installing_leaves_the_board_on_its_kernel_and_says_which(kexec_board, tmp_path):
+    board = kexec_board
+    out = tmp_path / "stopped"
+    proc = start_rtlab("boot", "--target", "ssh://board", str(board.rt_image), "--initrd", str(board.initrd),
+                       "--out", str(out), env=board.env)  # fmt: skip
+
+    def installing() -> bool:
+        states = json.loads((out / "boot.json").read_text())["states"] if (out / "boot.json").exists() else []
+        return bool(states) and states[-1]["state"] == "install"
+
+    wait_for(installing, 120)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    said = [line for line in stderr.splitlines() if line.startswith("rtlab:")]
+    assert said == [f"rtlab: stopped: the kernel did not change: ssh://board runs {board.default_release}"]
+    found = read_json(out / "boot.json")
+    assert found["verdict"] == verify.STOPPED and "undone: the lock released" in found["evidence"], found
+    assert _uname(board) == board.default_release
+    left = board.sh(f"ls {TARGET_DIR}/boot 2>/dev/null; test -e {TARGET_DIR}/lock && echo held || echo free")
+    assert left.strip() == "free", (left, found)
 
 
 @BOARD

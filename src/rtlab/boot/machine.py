@@ -91,7 +91,13 @@ class Board:
             self._target = None
 
     def run(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
-        status, out = self._open().shell(command, data, timeout)
+        try:
+            status, out = self._open().shell(command, data, timeout)
+        except KeyboardInterrupt:
+            # the command goes on in the connection's thread: the connection is closed (the
+            # board ends its session) before anything undoes it over a new one
+            self.drop()
+            raise
         return status, out.decode("utf-8", "replace")
 
     def must(
@@ -205,16 +211,19 @@ class Engine:
         self.say(("would " if self.r.dry_run else "") + text)
 
     def _lock(self) -> None:
-        out = self.board.must(
-            kexec.lock(self.base, self.holder, int(self.r.boot_timeout * 2 + COPY_S)),
-            verify.DID_NOT_INSTALL, "taking the board's lock",
-        )  # fmt: skip
-        if not out.strip().startswith("locked"):
-            raise UsageError(
-                f"{self.r.target} is busy: another rtlab run holds its lock "
-                f"({untrusted.printable(out.strip())})"
-            )
+        # released only if held by this boot: safe to know before the lock is taken
         self.undo.append(("the lock released", kexec.unlock(self.base, self.holder)))
+        try:
+            _, out = self.board.run(kexec.lock(self.base, self.holder, int(self.r.boot_timeout * 2 + COPY_S)))
+        except (RunFailed, UsageError) as e:
+            raise Failed(verify.DID_NOT_INSTALL, f"taking the board's lock: {e}") from None
+        said = untrusted.printable(out.strip()).split()
+        if said[:1] != ["locked"]:
+            holder = f"{said[2]}, pid {said[1]}" if len(said) >= 3 else " ".join(said)
+            raise Failed(
+                verify.DID_NOT_INSTALL,
+                f"{self.r.target} is busy: another rtlab run ({holder}) holds its lock; wait for it to end",
+            )
 
     def _unwind(self) -> list[str]:
         """What was done before execute undone, newest first; what could not be, said."""
@@ -342,8 +351,9 @@ class Engine:
             self._enter("lock")
             self._lock()
             self._enter("install")
-            self.board.must(files.make(), verify.DID_NOT_INSTALL, f"making {files.folder}")
+            # each way back is known before its step runs: a stop in the middle undoes it too
             self.undo.append((f"{files.folder} removed", f"rm -rf {quote(files.folder)}"))
+            self.board.must(files.make(), verify.DID_NOT_INSTALL, f"making {files.folder}")
             record.added(files.folder)
             for name, path in sent.items():
                 self.say(f"copying {path} to {files.path(name)}")
@@ -358,8 +368,8 @@ class Engine:
                 record.added(files.path(name))
             self._enter("load")
             self.say(f"loading {version.release} with: {untrusted.printable(record.data['cmdline_asked'])}")
-            self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
             self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.UNLOAD))
+            self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
             self._enter("execute")
             self.board.must(kexec.execute(), verify.DID_NOT_BOOT, "kexec -e")
             self.undo.clear()  # from here the way back is a reset: the default boot is untouched
@@ -442,21 +452,19 @@ class Engine:
         default = untrusted.printable(self.before.get("uname", "?"))
         if self.state in ("connect", "lock", "install", "load"):
             undone = self._unwind()
-            said = [f"stopped before the kernel changed: {self.r.target} runs {default}"]
+            said = [f"the kernel did not change: {self.r.target} runs {default}"]
             return Outcome(verify.STOPPED, [*said, *(f"undone: {u}" for u in undone)], None)
         if self.state == "verify":
             return Outcome(
-                verify.STOPPED, [f"stopped while verifying: {self.r.target} runs {version.release}"], None
+                verify.STOPPED, [f"{self.r.target} runs {version.release} (it was being verified)"], None
             )
         now = self.board.new_boot(self.before["boot_id"], CONNECT_S + 5)
         if now is not None:
             which = untrusted.printable(now.get("uname", "?"))
-            return Outcome(
-                verify.STOPPED, [f"stopped while it booted: {self.r.target} now runs {which}"], None
-            )
+            return Outcome(verify.STOPPED, [f"while it booted: {self.r.target} now runs {which}"], None)
         return Outcome(
             verify.STOPPED,
-            [f"stopped while it booted: {self.r.target} runs {version.release} once it answers, "
+            [f"while it booted: {self.r.target} runs {version.release} once it answers, "
              f"or its default kernel {default} after any reset; "
              f"rtlab boot --target {self.r.target} --back returns it to {default}"],
             None,
