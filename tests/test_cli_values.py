@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import resource
 import signal
 import sys
 from collections.abc import Iterator
@@ -38,8 +39,12 @@ NOWHERE = "http://127.0.0.1:1"
 # Every command runs in a folder this deep in the sandbox: a ../ value (at most 8 of them in
 # 24 characters) still lands inside it, never on the host's files (these tests run as root).
 WORK = Path(*["d"] * 12)
-HANG_S = 20  # a hang guard only: each answer takes well under a second
-EXAMPLES = 3  # per option; the fixed values below are drawn first, random text after
+HANG_S = 20
+# A memory guard beside it: a read that never ends (/dev/zero) stays in C, where no signal
+# stops it; within this much more address space than before the call it is a MemoryError
+# (a failure here), not a host driven out of memory (it took 12 GB in 4 minutes).
+MEMORY_HEADROOM = 4 << 30  # a hang guard only: each answer takes well under a second
+EXAMPLES = 3  # per option and run: about half of them from HOSTILE, the others random text
 
 HOSTILE = [
     "1e300", str(10**30), "1e-300", "-1", "-5s", "0", "0s", "nan", "NaN", "inf", "-inf",
@@ -210,6 +215,10 @@ def _values() -> list[tuple[str, str]]:
 VALUES = _values()
 
 
+def _address_space() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def invoke(sandbox: Path, args: list[str], env: dict[str, str | None] | None = None) -> tuple[int, str, str]:
     """rtlab ARGS as the `rtlab` script runs it (rtlab.cli.main), in this process: its exit
     code, stdout and stderr. Any exception but SystemExit fails the test with its traceback."""
@@ -230,6 +239,8 @@ def invoke(sandbox: Path, args: list[str], env: dict[str, str | None] | None = N
         mock.patch.object(sys, "argv", ["rtlab", *args]),
     ):
         os.chdir(sandbox / WORK)  # relative and ../ paths land in the sandbox
+        limits = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (_address_space() + MEMORY_HEADROOM, limits[1]))
         signal.setitimer(signal.ITIMER_REAL, HANG_S)
         try:
             rtlab.cli.main()
@@ -238,6 +249,7 @@ def invoke(sandbox: Path, args: list[str], env: dict[str, str | None] | None = N
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, before)
+            resource.setrlimit(resource.RLIMIT_AS, limits)
             os.chdir(here)
             sys.stdout.flush()
             sys.stderr.flush()

@@ -14,6 +14,7 @@ from rtlab.cli.options import target_spec
 from rtlab.cli.present import out_dir
 from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
+from rtlab.units import read_user_file
 
 app = typer.Typer(help="RT kernels: config fragments, builds and their verification (RISC-V first).")
 Board = Annotated[str, typer.Option(help="visionfive2 or qemu-virt")]
@@ -137,7 +138,7 @@ def kernel_verify(
     for path in files:
         if not path.is_file():
             raise UsageError(f"{path} does not exist: give the path of a kernel .config")
-        options_list.append((str(path), kernel.parse_config(path.read_text())))
+        options_list.append((str(path), kernel.parse_config(read_user_file(path, "config", lenient=True))))
     if target is not None:
         tgt = open_target(target)
         try:

@@ -12,6 +12,7 @@ import typer
 from rtlab.cli.options import AcceptKey, target_spec
 from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
+from rtlab.units import read_user_file
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files
@@ -44,7 +45,10 @@ def check(
     if config is not None:
         if not config.is_file():
             raise UsageError(f"--config {config} does not exist: give the path of a kernel .config")
-        info["config"] = {"source": str(config), "options": kernel.parse_config(config.read_text())}
+        info["config"] = {
+            "source": str(config),
+            "options": kernel.parse_config(read_user_file(config, "--config", lenient=True)),
+        }
     findings = audit.audit(info, rt_cpus=rt_cpus)
     if fmt == "json":
         sys.stdout.write(json.dumps(audit.document(tgt.name, findings), indent=2) + "\n")

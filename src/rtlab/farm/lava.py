@@ -42,6 +42,7 @@ from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files
 from rtlab.runner.record import new_manifest
 from rtlab.targets.base import target_dir
+from rtlab.units import read_user_file
 
 if TYPE_CHECKING:
     from rtlab.runner import Outcome
@@ -60,7 +61,7 @@ IMPORT_FILE = "lava-import.json"  # the bundle's uid and the console lines skipp
 def read_base(path: Path) -> dict[str, Any]:
     """The lab's job, checked for what rtlab relies on."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, "base job")
     except OSError as e:
         raise UsageError(f"cannot read base job {path}: {e.strerror}: give the lab's job YAML") from None
     base = read_job(text, path)
