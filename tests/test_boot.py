@@ -397,6 +397,8 @@ def test_the_boards_report_read_by_section():
         "isolated": "@none",
         "dmesg": "line\n@@uname\nspoofed",
     }
+    flood = kexec.parse_report("@@cmdline\n" + "x" * (1 << 22) + "\n@@dmesg\n" + "y" * (1 << 22))
+    assert len(flood["cmdline"]) == kexec.SECTION_BYTES and len(flood["dmesg"]) == kexec.DMESG_BYTES
 
 
 def test_the_lock_is_the_measurements_and_a_second_boot_is_refused(tmp_path):

@@ -32,6 +32,7 @@ SECTIONS = (
     "dmesg",
 )
 DMESG_BYTES = 1 << 20
+SECTION_BYTES = 64 << 10  # any other section: a command line is at most a few KiB
 
 
 def new_cmdline(running: str, append: list[str], boot_id: str) -> str:
@@ -74,7 +75,11 @@ def parse_report(text: str) -> dict[str, str]:
             found[name] = []
         elif current is not None:
             found[current].append(line)
-    return {name: "\n".join(lines).strip("\n") for name, lines in found.items()}
+    # a board that sends more than it was asked for is cut: one section never costs the host more
+    return {
+        name: "\n".join(lines).strip("\n")[-(DMESG_BYTES if name == "dmesg" else SECTION_BYTES) :]
+        for name, lines in found.items()
+    }
 
 
 @dataclass(frozen=True)

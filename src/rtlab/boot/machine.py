@@ -169,6 +169,11 @@ class ConsoleCapture:
         return self.text()
 
 
+def _shown(text: str | None) -> str | None:
+    """A sysfs value the board sent, as the record keeps it: one printable line."""
+    return None if text is None else untrusted.printable(text.strip())
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -308,7 +313,7 @@ class Engine:
             kernel={"path": str(r.kernel), "release": version.release, "version": version.build,
                     "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"},
                     **fetched},
-            append=r.append, cmdline_asked=cmdline,
+            append=r.append, cmdline_asked=untrusted.printable(cmdline),
             before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
                     "boot_id": untrusted.printable(before.get("boot_id", ""))},
         )  # fmt: skip
@@ -404,7 +409,7 @@ class Engine:
             cmdline_found=untrusted.printable(found.cmdline),
             found={"release": untrusted.printable(found.uname_r),
                    "version": untrusted.printable(found.proc_version),
-                   "isolated": found.isolated, "nohz_full": found.nohz_full},
+                   "isolated": _shown(found.isolated), "nohz_full": _shown(found.nohz_full)},
             splats=judged.splats,
         )  # fmt: skip
         verdict = judged.verdict
