@@ -313,6 +313,70 @@ def test_a_link_in_a_run_is_not_followed(good_run, tmp_path, victim):
     assert "events is a link" in done.stdout
 
 
+def _campaign(tmp_path: Path, n: int = 2) -> Path:
+    """The folder of `rtlab run --repeat N` from synthetic runs: repeats.json and repeat-K/."""
+    folder = tmp_path / "campaign"
+    folder.mkdir()
+    for k in range(1, n + 1):
+        shutil.move(write_run(tmp_path, k, 0.1, seconds=20), folder / f"repeat-{k}")
+    (folder / "repeats.json").write_text(json.dumps({"n": n}))
+    return folder
+
+
+def _history(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return rtlab("history", *args, "--db", str(db))
+
+
+def _stored(db: Path) -> list[str]:
+    done = _history(db, "list", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return sorted(r["uid"] for r in json.loads(done.stdout)["runs"])
+
+
+def test_a_repeat_that_links_to_another_run_is_neither_pooled_nor_indexed(tmp_path):
+    """repeat-2 a link to a run from elsewhere: `report` refuses the campaign in one line
+    naming the folder; `history add` adds repeat 1 and says why repeat 2 is skipped."""
+    campaign = _campaign(tmp_path)
+    other = write_run(tmp_path / "elsewhere", 7, 0.1, seconds=20)
+    shutil.rmtree(campaign / "repeat-2")
+    (campaign / "repeat-2").symlink_to(other)
+    done = rtlab("report", str(campaign), "--format", "json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert f"{campaign}/repeat-2 is a link" in said, said
+    db = tmp_path / "history.db"
+    done = _history(db, "add", str(campaign))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"{(campaign / 'repeat-1').resolve()}: added"), lines
+    linked = f"{campaign}/repeat-2"
+    assert lines[1] == f"{linked}: skipped: {linked} is a link: rtlab reads no links in a run", lines
+    assert _stored(db) == [read_json(campaign / "repeat-1" / "run.json")["id"]]  # not the other run
+
+
+@pytest.mark.parametrize("index", ['{"n": ', '{"n": 0}', '["n", 2]', "link"])
+def test_a_damaged_repeats_json_is_one_line_for_report_and_history(tmp_path, index, victim):
+    """`history add` reads the campaign as `report` does: from repeats.json, refused when
+    damaged, not by counting the repeat folders it finds."""
+    campaign = _campaign(tmp_path)
+    (campaign / "repeats.json").unlink()
+    if index == "link":
+        (campaign / "repeats.json").symlink_to(victim)
+    else:
+        (campaign / "repeats.json").write_text(index)
+    named = f"{campaign}/repeats.json is damaged"
+    done = rtlab("report", str(campaign), "--format", "json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert named in said, said
+    db = tmp_path / "history.db"
+    done = _history(db, "add", str(campaign))
+    assert "Traceback" not in done.stderr, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert said.startswith(f"{campaign}: skipped: {named}"), said
+    assert _stored(db) == []
+
+
 def test_a_huge_cyclictest_json_is_not_read(good_run, tmp_path):
     run = copy_of(good_run, tmp_path / "run")
     with (run / "loads/idle/cyclictest.json").open("r+b") as f:

@@ -75,11 +75,39 @@ def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]
 def replicates(path: Path) -> list[Summary]:
     """The whole runs a folder holds: each repeat of a campaign measured more than once
     (--repeat), else the run itself. Comparisons replicate at this level."""
-    if (path / repeats.FILE).is_file():
-        n = _repeat_count(path)
-        found = [summary(path / repeats.folder(k)) for k in range(1, n + 1)]
-        return [s for k, s in enumerate(found, 1) if (path / repeats.folder(k) / rundir.MANIFEST).is_file()]
+    done = _repeats(path)
+    if done is not None:
+        found = [summary(p) for p in done]
+        return [s for s, p in zip(found, done, strict=True) if (p / rundir.MANIFEST).is_file()]
     return [summary(path)]
+
+
+def repeat_folders(path: Path) -> list[tuple[Path, str]] | None:
+    """The repeats of a campaign measured more than once (--repeat), as many as its
+    repeats.json says (read through the boundary's JSON reader: a damaged one is a UsageError
+    in one line naming it), each with why it is not read, "" when it is: a repeat folder that
+    is a link (to another run) is never followed. None when PATH is no campaign. `report` and
+    `history add` both read a campaign through this."""
+    index = path / repeats.FILE
+    if not (index.is_file() or index.is_symlink()):
+        return None
+    found = []
+    for k in range(1, _repeat_count(path) + 1):
+        folder = path / repeats.folder(k)
+        linked = folder.is_symlink()
+        found.append((folder, f"{folder} is a link: rtlab reads no links in a run" if linked else ""))
+    return found
+
+
+def _repeats(path: Path) -> list[Path] | None:
+    """A campaign's repeat folders (repeat_folders), the first one refused a UsageError."""
+    found = repeat_folders(path)
+    if found is None:
+        return None
+    refused = next((why for _, why in found if why), None)
+    if refused is not None:
+        raise UsageError(refused)
+    return [folder for folder, _ in found]
 
 
 def _repeat_count(path: Path) -> int:
@@ -95,8 +123,8 @@ def _repeat_count(path: Path) -> int:
 def summary(path: Path) -> Summary:
     """The summary of the run at `path`, always recomputed from its raw results; of a campaign
     measured several times (--repeat), its repeats read together."""
-    if (path / repeats.FILE).is_file():
-        done = [path / repeats.folder(k) for k in range(1, _repeat_count(path) + 1)]
+    done = _repeats(path)
+    if done is not None:
         found = [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")

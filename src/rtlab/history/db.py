@@ -21,7 +21,6 @@ import numpy as np
 import sqlalchemy as sa
 
 from rtlab import store as runs_store
-from rtlab.analysis import repeats
 from rtlab.boundary import untrusted
 from rtlab.campaigns import study
 from rtlab.errors import UsageError
@@ -221,15 +220,18 @@ class Store:
 
     def add(self, path: Path, board: str | None = None) -> list[Added]:
         """Every run the folder holds (a run, a campaign's repeats, a study's runs)."""
-        return [self._add_one(run, context, board) for run, context in runs_in(path)]
+        return [self._add_one(run, context, why, board) for run, context, why in runs_in(path)]
 
-    def _add_one(self, path: Path, context: Context, board: str | None) -> Added:
-        rows = self._rows(path, context, board)
+    def _add_one(self, path: Path, context: Context, why: str, board: str | None) -> Added:
+        rows = self._rows(path, context, board, why)
         return rows if isinstance(rows, Added) else self.insert(path, rows)
 
-    def _rows(self, path: Path, context: Context, board: str | None) -> Rows | Added:
+    def _rows(self, path: Path, context: Context, board: str | None, skipped: str = "") -> Rows | Added:
         """The rows of the run at PATH, or why it is not added (damaged, still measuring, or a
-        value no column holds): a run from outside never stops the others with a traceback."""
+        value no column holds; SKIPPED: why runs_in does not read it, a link): a run from
+        outside never stops the others with a traceback."""
+        if skipped:
+            return Added(path, "skipped", untrusted.printable(skipped)[:300])
         path = path.resolve()
         try:
             run = RunDir.open(path)
@@ -300,7 +302,7 @@ class Store:
             else:
                 gone.append(path)
         for path in more:
-            found += [(run, self._rows(run, context, None)) for run, context in runs_in(path)]
+            found += [(run, self._rows(run, context, None, why)) for run, context, why in runs_in(path)]
         added: list[Added] = []
         with self.engine.begin() as conn:
             for table in (
@@ -470,29 +472,41 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def runs_in(path: Path) -> Iterator[tuple[Path, Context]]:
+def runs_in(path: Path) -> Iterator[tuple[Path, Context, str]]:
     """The run folders under PATH with where they sit: a study's runs (each maybe repeated),
-    a campaign's repeats, or the run itself."""
+    a campaign's repeats (as `report` reads them: store.repeat_folders), or the run itself;
+    each with why it is skipped ("" when it is read): a folder that is a link, a damaged
+    repeats.json."""
     if (path / study.FILE).is_file():
         try:
             doc = read_json(path / study.FILE)
             cells = doc["runs"]
             name = str(doc.get("study") or path.name)
         except (UnreadableFile, ValueError, KeyError, TypeError):
-            yield path, Context()  # reported as damaged: no run.json
+            yield path, Context(), ""  # reported as damaged: no run.json
             return
         for folder, cell in cells.items() if isinstance(cells, dict) else []:
             where = path / str(folder)
             parts = Path(str(folder)).parts
-            if Path(str(folder)).is_absolute() or ".." in parts or where.is_symlink() or not where.is_dir():
+            if Path(str(folder)).is_absolute() or ".." in parts:
+                continue
+            if where.is_symlink():
+                yield where, Context(), f"{where} is a link: rtlab reads no links in a run"
+                continue
+            if not where.is_dir():
                 continue
             stage = str(cell.get("stage")) if isinstance(cell, dict) else None
-            for run, context in runs_in(where):
-                yield run, Context(name, stage, context.repeat)
-    elif (path / repeats.FILE).is_file():
-        k = 1
-        while (path / repeats.folder(k)).is_dir():
-            yield path / repeats.folder(k), Context(repeat=k)
-            k += 1
-    else:
-        yield path, Context()
+            for run, context, why in runs_in(where):
+                yield run, Context(name, stage, context.repeat), why
+        return
+    try:
+        found = runs_store.repeat_folders(path)
+    except UsageError as e:
+        yield path, Context(), str(e)
+        return
+    if found is None:
+        yield path, Context(), ""
+        return
+    for k, (folder, why) in enumerate(found, start=1):
+        if why or folder.is_dir():  # a repeat not begun yet (an interrupted campaign) is not there
+            yield folder, Context(repeat=k), why
