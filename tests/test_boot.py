@@ -32,7 +32,7 @@ from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 
-# about 5 minutes together (the board's boot, two kexec boots, a reboot, a power cycle; the
+# about 6 minutes together (the board's boot, four kexec boots, two reboots, two power cycles; the
 # copies to the board go at ~1.5 MB/s through QEMU's user network): more than make test's budget
 BOARD = pytest.mark.slow
 DEFAULT = "debian"  # the board's own kernel: Debian's standard one
@@ -299,6 +299,26 @@ def test_a_kernel_that_panics_comes_back_through_the_power_cycle(kexec_board, tm
     assert _uname(board) == board.default_release
     again = rtlab("boot", "--target", "ssh://board", "--back", env=board.env, timeout=300)
     assert again.returncode == 0 and "not a kernel rtlab booted" in again.stdout, again.stdout + again.stderr
+    assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
+
+
+@BOARD
+def test_a_kernel_that_hangs_without_a_power_switch_then_back_with_one(kexec_board, tmp_path):
+    board = kexec_board
+    out = tmp_path / "hang"
+    done = rtlab("boot", "--target", "ssh://board", str(board.rt_image), "--initrd", str(board.initrd),
+                 "--append", "panic=0 rdinit=/nonexistent", "--boot-timeout", "30", "--out", str(out),
+                 env=board.env, timeout=600)  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "give --power-cycle CMD to reset it" in done.stderr, done.stderr
+    assert read_json(out / "boot.json")["verdict"] == verify.DID_NOT_BOOT
+    refused = rtlab("boot", "--target", "ssh://board", "--back", env=board.env, timeout=300)
+    assert refused.returncode == 2 and "does not answer" in refused.stderr, refused.stderr
+    back = rtlab("boot", "--target", "ssh://board", "--back", "--power-cycle", board.power_cycle(),
+                 "--boot-timeout", "180", env=board.env, timeout=600)  # fmt: skip
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert "not a kernel rtlab booted" in back.stdout, back.stdout
+    assert _uname(board) == board.default_release
     assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
 
 

@@ -36,6 +36,7 @@ from rtlab.targets.base import target_dir
 
 POLL_S = 3.0  # between two attempts to reach a rebooting board
 CONNECT_S = 10.0  # one attempt
+ANSWER_S = 30.0  # a board that is up answers within this; one that hung never does
 POWER_CYCLE_S = 120.0  # a power switch's command answers within this
 COPY_S = 900.0  # a kernel and an initramfs over a slow link
 
@@ -481,7 +482,28 @@ class Engine:
         """The board on its default kernel (a reboot, if it runs one rtlab booted) and
         rtlab's boot folder removed."""
         r = self.r
-        before = self.board.report()
+        try:
+            self.board._open(ANSWER_S)
+            before = self.board.report()
+        except (RunFailed, UsageError) as e:
+            # a kernel that hangs: the board answers again only once it is reset
+            self.board.drop()
+            if not r.power_cycle:
+                raise UsageError(
+                    f"{r.target} does not answer ({e}): give --power-cycle CMD to reset it"
+                ) from None
+            if r.dry_run:
+                self._step(f"run --power-cycle {r.power_cycle!r}: {r.target} does not answer")
+                return Outcome("dry run", ["nothing was changed"], None)
+            self.say(f"{r.target} does not answer: running --power-cycle {r.power_cycle!r}")
+            children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
+            found = self.board.new_boot("", r.boot_timeout)  # any boot that answers
+            if found is None:
+                raise RunFailed(
+                    f"{r.target} did not answer within {r.boot_timeout:.0f} s of --power-cycle "
+                    f"({self.board.last_error})"
+                ) from None
+            before = found
         self.before = before
         running = untrusted.printable(before.get("uname", "?"))
         on_ours = f"{kexec.MARK}=" in before.get("cmdline", "")
