@@ -32,7 +32,7 @@ from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 
-# about 6 minutes together (the board's boot, four kexec boots, two reboots, two power cycles; the
+# about 6 minutes together (the board's boot, three kexec boots, a reboot, two power cycles; the
 # copies to the board go at ~1.5 MB/s through QEMU's user network): more than make test's budget
 BOARD = pytest.mark.slow
 DEFAULT = "debian"  # the board's own kernel: Debian's standard one
