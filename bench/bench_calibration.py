@@ -43,6 +43,7 @@ from rtlab.analysis import verdicts, worst  # noqa: E402
 TRIALS = int(os.environ.get("BENCH_TRIALS", "200"))
 WORST_TRIALS = int(os.environ.get("BENCH_WORST_TRIALS", "100"))
 REAL = int(os.environ.get("BENCH_REAL", "0"))  # runs of real cyclictest on this machine
+ONLY = os.environ.get("BENCH_ONLY", "")  # only the decisions whose name holds this
 SECONDS = 600
 warnings.simplefilter("ignore")
 
@@ -144,7 +145,7 @@ if __name__ == "__main__":
     print(f"refusal rates, {SECONDS // 60}-minute runs; planted kinds in every run of the new side\n")
     print("| decision | " + " | ".join(KINDS) + " |")
     print("|---" * (len(KINDS) + 1) + "|")
-    for label, base, new in DECISIONS if TRIALS else ():
+    for label, base, new in [d for d in DECISIONS if ONLY in d[0]] if TRIALS else ():
         row(label, TRIALS, lambda kind, t, b=base, n=new: gated(b, n, kind, t))  # type: ignore[misc]
     if POOLED[1]:
         print(

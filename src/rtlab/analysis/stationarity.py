@@ -64,10 +64,11 @@ class Check:
     statistic: float
     p_value: float  # the check's own, from the reorderings of its series
     p_adjusted: float = 1.0  # across the decision's whole family (max-T)
+    alpha: float = ALPHA  # the family's share of its decision's error
 
     @property
     def passed(self) -> bool:
-        return self.p_adjusted >= ALPHA
+        return self.p_adjusted >= self.alpha
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,9 @@ def _p_values(statistics: np.ndarray) -> np.ndarray:
 _SCALES = (np.cbrt, np.cbrt, np.log1p, np.abs, np.abs, np.sqrt, np.abs, np.sqrt, np.cbrt)
 
 
-def family(series: Sequence[Series], seed: int = 1, permutations: int = PERMUTATIONS) -> list[list[Check]]:
+def family(
+    series: Sequence[Series], seed: int = 1, permutations: int = PERMUTATIONS, alpha: float = ALPHA
+) -> list[list[Check]]:
     """The nine checks of every series, adjusted across all of them: one list of Checks per
     series, in NAMES' order.
 
@@ -297,7 +300,9 @@ def family(series: Sequence[Series], seed: int = 1, permutations: int = PERMUTAT
         for j, name in enumerate(NAMES):
             mine = float(z[k, 0, j])
             at_least = len(largest) - int(np.searchsorted(largest, mine - 1e-9, side="left"))
-            row.append(Check(name, float(observed[k][j]), float(p_all[k][0, j]), at_least / len(largest)))
+            row.append(
+                Check(name, float(observed[k][j]), float(p_all[k][0, j]), at_least / len(largest), alpha)
+            )
         out.append(row)
     return out
 
