@@ -11,7 +11,7 @@ median with a moving-block bootstrap interval. The tail is the rate of wake-ups 
 level (the deadline, else the baseline's p99.99): an exact Poisson rate-ratio test on the
 counts; when the runs of a side (--repeat) differ more than Poisson's counts would, a
 quasi-Poisson test with whole runs as the replicates; when the blocks' exceedances are
-over-dispersed (storms: the dispersion check of `worst`), Fisher's exact test on the blocks
+over-dispersed (storms: an index of dispersion over 30 s windows), Fisher's exact test on the blocks
 above the level. No maximum is ever bootstrapped. The p-values of all loads and metrics are
 adjusted together (Holm), and a load whose time axis fails the stationarity gate on either
 side is refused, as `worst` refuses: one family for the whole comparison (every repeat of both
@@ -277,7 +277,9 @@ def _exceedance(
     if kb + kn == 0:
         test.note += ": none on either side, the rates cannot be told apart"
         return test
-    per = max(int(round(30 / block_s)), 1)  # 30 s windows, as the stationarity gate's
+    # 30 s windows: a test's choice between Poisson and Fisher (an index of dispersion at 5 %),
+    # not a refusal; the gate's storm check is stationarity's busiest 10 s window
+    per = max(int(round(30 / block_s)), 1)
     dispersed = any(
         len(blocks) >= 2 * per
         and stationarity.dispersion(
@@ -441,9 +443,9 @@ def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -
         if failed:
             which = f"{side} (repeat {repeat})" if len(sides[load][side]) > 1 else side
             refused.setdefault(load, []).append(f"{which}'s time axis fails {', '.join(failed)}")
+    together = f"judged with the other {len(series) - 1} time axes of this comparison"
     return {
-        load: "; ".join(why)
-        + f": not stationary, a difference means nothing ({len(series)} series in one family)"
+        load: "; ".join(why) + f": not stationary, a difference means nothing ({together})"
         for load, why in refused.items()
     }
 

@@ -211,7 +211,8 @@ def _threshold(
 
 def _axis(row: _Row, run: str) -> stationarity.Series | None:
     """The row's time axis as a member of the run's stationarity family; None when too short."""
-    axis = np.asarray(row.series, dtype=float)
+    # a block cyclictest did not print (None, -1) is left out, as compare's gate leaves it
+    axis = np.asarray([m for m in row.series if m is not None and m >= 0], dtype=float)
     if row.fit is None or len(axis) < MIN_AXIS_BLOCKS:
         return None
     # Tail events: blocks whose maximum is above u, or, when almost every block's is (a
@@ -240,7 +241,7 @@ def _stationary(
                 "passed": check.passed,
             }
         )
-    failed = [ch["name"] for ch in checks if not ch["passed"]]
+    failed = [ch["name"] for ch in checks if not ch["passed"] and ch["name"] in stationarity.NAMES]
     if failed:
         return (
             f"the time axis fails {', '.join(failed)} (adjusted across every row of the run: "
