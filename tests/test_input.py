@@ -255,3 +255,35 @@ def test_the_command_line_starts_without_the_heavy_libraries():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [], done.stdout
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        ("cpus=10**30", "give a whole number"),
+        ("cpus=١٢", "give a whole number"),
+        ("cpus=0", "cpus must be 1 to 255"),
+        ("cpus=100000", "cpus must be 1 to 255"),
+        ("boot-timeout=nan", "give a number of seconds"),
+        ("boot-timeout=1e300", "give 1 to 86400 seconds"),
+        ("margin=inf", "give a number of seconds"),
+        ("ssh=-1", "give a whole number"),
+    ],
+)
+def test_a_qemu_targets_numbers_go_through_the_users_gate(options, said):
+    from rtlab.targets.qemu import GuestSpec
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        GuestSpec.parse(f"debian-rt,{options}")
+    spec = GuestSpec.parse("debian-rt,cpus=4,boot-timeout=60,margin=0.5")
+    assert (spec.cpus, spec.boot_timeout, spec.margin) == (4, 60.0, 0.5)
+
+
+def test_a_lava_log_that_is_a_fifo_is_one_line_not_a_wait(tmp_path):
+    fifo = tmp_path / "log"
+    os.mkfifo(fifo)
+    done = rtlab("lava", "import", "--log", str(fifo), "--output", str(tmp_path / "out"), timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "is not a regular file" in done.stderr
+    assert not (tmp_path / "out").exists()

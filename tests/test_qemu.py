@@ -312,7 +312,7 @@ def test_ctrl_c_before_the_guests_agent_listens_still_stops_it(tmp_path):
     ("text", "fix"),
     [
         ("", "needs a kernel"),
-        ("debian-rt,cpus=zero", "are numbers"),
+        ("debian-rt,cpus=zero", "give a whole number"),
         ("debian-rt,colour=red", "unknown"),
         ("riscv64:debian-rt", "rtlab kernel build"),
         ("kernel=/nonexistent/Image", "does not exist"),

@@ -49,6 +49,11 @@ MAX_WORKERS = 8192
 # Whole runs of a campaign (run --repeat, bisect/sweep --repeats and --max-repeats): tens give
 # the spread; a thousand runs of the default plan are weeks, and each is a folder and a table row.
 MAX_REPEATS = 1000
+# A QEMU guest's CPUs: each is a host thread under TCG; QEMU's pc machine stops at 255, and a
+# guest of more CPUs than that only waits longer to boot.
+MAX_GUEST_CPUS = 255
+# A guest's boot timeout and margin: a day; longer is a wait nobody meant.
+MAX_GUEST_WAIT_S = 86400
 # scan --top: stress-ng has about 350 stressors; the loads file of the worst is at most them all.
 MAX_TOP = 1000
 # monitor --blocks: a million blocks of the default 5 min are 9.5 years (leave it out: until stopped).

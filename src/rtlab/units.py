@@ -106,6 +106,15 @@ def seconds(value: float, what: str, least: float, most: float) -> float:
     return value
 
 
+def parse_seconds(text: str, what: str, least: float, most: float) -> float:
+    """A time in seconds as written in a target's options ("300", "2.5"): a plain decimal,
+    LEAST to MOST."""
+    value = _decimal(text.strip())
+    if value is None:
+        raise UsageError(f"{what} {shown(text)}: give a number of seconds, e.g. 300")
+    return seconds(value, what, least, most)
+
+
 def parse_percentage(text: str, what: str, most: float) -> float:
     """A share written as a percentage ("10%"), 0 % to MOST %, as a fraction (0.1)."""
     body = text.strip()

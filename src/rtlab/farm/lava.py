@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rtlab import __version__
+from rtlab import __version__, units
 from rtlab.agent import contract, script
 from rtlab.agent.shell import quote, words
 from rtlab.boundary import unpack as archive
@@ -215,14 +215,12 @@ def dump(document: dict[str, Any]) -> str:
 
 def read_log(path: Path) -> str:
     """A job's log file (the user's own: it may be a link), up to LOG_BYTES."""
+    # a regular file only (a FIFO or a device would be waited on or read without end), through
+    # the one reader of the user's files
     try:
-        with path.open("rb") as f:
-            data = untrusted.read_at_most(f, LOG_BYTES + 1)
+        return units.read_user_file(path, "the job's log", most=LOG_BYTES, lenient=True)
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}: give the job's log file") from None
-    if len(data) > LOG_BYTES:
-        raise UsageError(f"{path} is larger than {LOG_BYTES >> 20} MiB, more than a job's log of rtlab holds")
-    return data.decode("utf-8", errors="replace")
 
 
 def log_entries(text: str) -> Iterable[dict[str, Any]]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtlab import debian
+from rtlab import bounds, debian, units
 from rtlab.boundary import unpack
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
@@ -110,19 +110,23 @@ class GuestSpec:
             spec.initrd = Path(options["initrd"]).expanduser().resolve()
             if not spec.initrd.is_file():
                 raise UsageError(f"initrd {spec.initrd} does not exist")
-        try:
-            spec.cpus = int(options.get("cpus", spec.cpus))
-            spec.boot_timeout = float(options.get("boot-timeout", spec.boot_timeout))
-            spec.margin = float(options.get("margin", spec.margin))
-            spec.ssh_port = int(options["ssh"]) if "ssh" in options else None
-        except ValueError as e:
-            raise UsageError(
-                f"qemu target {text!r}: {e}; cpus, boot-timeout, margin and ssh are numbers"
-            ) from None
+        # the user's values, through the gate every option goes through (units): ASCII digits,
+        # bounded, never NaN or inf
+        if "cpus" in options:
+            spec.cpus = units.parse_count(options["cpus"], "qemu target cpus")
+        if "ssh" in options:
+            spec.ssh_port = units.parse_count(options["ssh"], "qemu target ssh port")
+        wait = bounds.MAX_GUEST_WAIT_S
+        if "boot-timeout" in options:
+            spec.boot_timeout = units.parse_seconds(
+                options["boot-timeout"], "qemu target boot-timeout", 1, wait
+            )
+        if "margin" in options:
+            spec.margin = units.parse_seconds(options["margin"], "qemu target margin", 0, wait)
         if spec.ssh_port is not None and not 0 < spec.ssh_port < 65536:
             raise UsageError(f"qemu target ssh={spec.ssh_port}: give a TCP port, 1 to 65535")
-        if spec.cpus < 1:
-            raise UsageError("qemu target: cpus must be 1 or more")
+        if not 1 <= spec.cpus <= bounds.MAX_GUEST_CPUS:
+            raise UsageError(f"qemu target: cpus must be 1 to {bounds.MAX_GUEST_CPUS}")
         spec.memory = options.get("memory", spec.memory)
         if not re.fullmatch(r"\d+[MG]?", spec.memory):
             raise UsageError(f"qemu target memory {spec.memory!r}: write e.g. 1G or 512M")
