@@ -40,8 +40,7 @@ REFUSE_ALPHA = 0.01  # the GPD fit's refusal (_threshold)
 # A row is refused by any of three parts; their shares add up (Bonferroni) to at most 5 % of
 # stationary runs with a GPD tail: the GPD's threshold REFUSE_ALPHA (1 %), the GEV cross-check
 # (two 95 % intervals of one shape that do not meet: 5 rows in 900 on such runs,
-# bench_calibration) and the time
-# axis's family, given the rest.
+# bench_calibration) and the time axis's family, given the rest.
 GATE_ALPHA = 0.035
 STEP_ALPHA = 0.05  # the shape's step to the next threshold (_threshold)
 SHOWN_HORIZONS = {"10 min": 600, "1 h": 3600, "24 h": 86400, "1 week": 604800}
