@@ -332,8 +332,3 @@ def _standardised(statistics: np.ndarray) -> np.ndarray:
 def run_all(series: np.ndarray, threshold: float, block_s: float, seed: int = 1) -> list[Check]:
     """The family of one series alone."""
     return family([Series(np.asarray(series, dtype=float), threshold, block_s)], seed)[0]
-
-
-def refused(checks: Sequence[Check]) -> list[str]:
-    """The names of the checks that refuse."""
-    return [c.name for c in checks if not c.passed]
