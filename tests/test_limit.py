@@ -131,7 +131,7 @@ def test_history_limit_refuses_with_a_reason(lab, tmp_path):
     assert short[1] == "3" or (short[1] == "2" and "which stands (unaccepted)" in done.stderr), done.stderr
     for args, said in [
         (("--false-alarm", "60%"), "--false-alarm 60%"),
-        (("--false-alarm", "x"), "--false-alarm x"),
+        (("--false-alarm", "x"), "--false-alarm 'x'"),
         (("--duration", "soon"), "bad duration"),
     ]:
         done = rtlab("history", "limit", "--db", lab.db, *args)

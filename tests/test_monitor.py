@@ -81,8 +81,8 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     assert by_n[3]["status"] in ("partial", "failed")
     # each block's max is its run's own (cyclictest's JSON), and the alert names the busy one
     for b in index["blocks"]:
-        data = read_json(out / b["folder"] / "loads" / "work" / "cyclictest.json")
-        if b["status"] == "complete":
+        if b["status"] == "complete":  # a cut block's file may be missing, or hold "avg": -nan
+            data = read_json(out / b["folder"] / "loads" / "work" / "cyclictest.json")
             assert b["max_us"] == max(t["max"] for t in data["thread"].values())
         assert b["limit_us"] is not None or b["limit"].startswith("no limit yet")
         if b["n"] < 7 and b["alert"]:  # quiet 2 s blocks: only the gate, on their own noise

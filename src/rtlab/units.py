@@ -77,13 +77,14 @@ def _decimal(text: str) -> float | None:
     return float(text) if match else None
 
 
-def probability(value: float, what: str, below: float = 1.0) -> float:
-    """A probability from MIN_PROBABILITY up to (not including) BELOW; NaN and inf never are."""
+def probability(value: float, what: str, below: float = 1.0, written: str | None = None) -> float:
+    """A probability from MIN_PROBABILITY up to (not including) BELOW; NaN and inf never are.
+    WRITTEN: the value as the user wrote it (checked: digits and a unit), said in the refusal."""
     if not (math.isfinite(value) and MIN_PROBABILITY <= value < below):
         share = "50 %" if below == 0.5 else f"{below:g}"
         raise UsageError(
-            f"{what} {value!r} is not a probability rtlab can use: give one from {MIN_PROBABILITY:g} "
-            f"up to {share}, e.g. 1% or 0.001"
+            f"{what} {written or repr(value)} is not a probability rtlab can use: give one from "
+            f"{MIN_PROBABILITY:g} up to {share}, e.g. 1% or 0.001"
         )
     return value
 
@@ -95,7 +96,7 @@ def parse_probability(text: str, what: str, below: float = 1.0) -> float:
     value = _decimal(body[:-1] if percent else body)
     if value is None:
         raise UsageError(f"{what} {shown(text)}: give a probability, e.g. 1% or 0.001")
-    return probability(value / 100 if percent else value, what, below)
+    return probability(value / 100 if percent else value, what, below, written=body)
 
 
 def seconds(value: float, what: str, least: float, most: float) -> float:
