@@ -735,6 +735,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rtlab"
 HOST_FILES = {
     "agent/__init__.py": "the agent's own parts, shipped with rtlab",
     "bisect/builds.py": "the kernel build's log, which it writes itself",
+    "boot/image.py": "the user's kernel image (a link such as /boot/vmlinuz is the user's own)",
+    "boot/machine.py": "the user's kernel image and initrd, copied to the board",
     "bisect/measured.py": "the prepare command's log, which it writes itself",
     "bisect/variants.py": "the user's Kconfig fragments",
     "children.py": "the host's own /proc",

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rtlab.boundary import untrusted
+
 LISTED = ".whole"  # in a cache folder: "SIZE NAME" for each file known to be whole
 
 
@@ -42,10 +44,14 @@ def writing(path: Path) -> Iterator[Path]:
         part.unlink(missing_ok=True)
 
 
+# the list of whole files of a cache folder: a line a file, far under this
+LISTED_BYTES = 4 << 20
+
+
 def _listed(folder: Path) -> dict[str, int]:
-    try:
-        text = (folder / LISTED).read_text(encoding="utf-8")
-    except OSError:
+    try:  # a cache is read back as any outside file: no link, a cap
+        text = untrusted.read_text(folder / LISTED, LISTED_BYTES)
+    except (OSError, untrusted.Damaged):
         return {}
     found = {}
     for line in text.split("\n"):
