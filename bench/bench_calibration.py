@@ -76,7 +76,7 @@ def gated(base: int, new: int, kind: str, trial: int) -> bool:
         "the baseline": [entry(block_maxima(rng, "iid", SECONDS)) for _ in range(base)],
         "the new run": [entry(block_maxima(rng, kind, SECONDS)) for _ in range(new)],
     }
-    return bool(verdicts.gate({"idle": sides}, seed=trial))
+    return bool(verdicts.gate({"idle": sides}, seed=trial)[0])
 
 
 def worst_refused(kind: str, trial: int, why: dict[str, int]) -> bool:

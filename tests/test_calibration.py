@@ -28,7 +28,7 @@ def refused(base: int, new: int, kind: str, trial: int) -> bool:
         "the baseline": [entry(block_maxima(rng, "iid", SECONDS)) for _ in range(base)],
         "the new run": [entry(block_maxima(rng, kind, SECONDS)) for _ in range(new)],
     }
-    return bool(verdicts.gate({"idle": sides}, seed=trial))
+    return bool(verdicts.gate({"idle": sides}, seed=trial)[0])
 
 
 @pytest.mark.unit
@@ -103,6 +103,7 @@ def test_compare_names_the_family_in_its_json(tmp_path):
     gate = json.loads(done.stdout)["runs"][1]["verdicts"]["gate"]
     assert gate["method"] == stationarity.METHOD and gate["alpha"] == 0.05
     assert gate["family"] == "every repeat of both sides, every load"
+    assert gate["series"] == 2 and gate["refused"] == []  # a 120 s run: 119 blocks, gated
 
 
 def test_history_confirms_a_planted_regression_across_5_and_3_runs(tmp_path):

@@ -413,30 +413,31 @@ def _refusal(base: Summary, new: Summary, load: str) -> str | None:
     return None
 
 
-def _series(entries: Sequence[dict[str, Any]], run: object) -> list[stationarity.Series]:
-    """The time axes (all CPUs merged) of a side's repeats long enough for the gate."""
+def _series(entries: Sequence[dict[str, Any]], run: object) -> list[tuple[int, stationarity.Series]]:
+    """(repeat, time axis) of a side's repeats (all CPUs merged) long enough for the gate."""
     out = []
-    for k, entry in enumerate(entries):
+    for k, entry in enumerate(entries, 1):
         axis = entry.get("timeline") or {}
         x = np.asarray([m for m in axis.get("merged") or [] if m is not None and m >= 0], dtype=float)
         if len(x) >= GATE_BLOCKS:
             block_s = float(axis.get("block_s") or 1.0)
-            out.append(stationarity.Series(x, float(np.quantile(x, 0.9)), block_s, (run, k)))
+            out.append((k, stationarity.Series(x, float(np.quantile(x, 0.9)), block_s, (run, k))))
     return out
 
 
-def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -> dict[str, str]:
+def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -> tuple[dict[str, str], int]:
     """Why each load is refused by the stationarity gate ({load: reason}; loads that pass are
-    absent). SIDES: {load: {side's name: its repeats' entries}}. One family for the whole
-    decision: every repeat of every side of every load (stationarity.family), so that more
-    repeats or loads never make a refusal likelier when nothing changes."""
+    absent), and how many time axes were judged (a repeat under GATE_BLOCKS blocks is not).
+    SIDES: {load: {side's name: its repeats' entries}}. One family for the whole decision:
+    every repeat of every side of every load (stationarity.family), so that more repeats or
+    loads never make a refusal likelier when nothing changes."""
     where: list[tuple[str, str, int]] = []
     series: list[stationarity.Series] = []
     for load, by_side in sides.items():
         for side, entries in by_side.items():
-            found = _series(entries, (load, side))
-            series += found
-            where += [(load, side, s.run[1] + 1) for s in found]  # type: ignore[index]
+            for repeat, found in _series(entries, (load, side)):
+                where.append((load, side, repeat))
+                series.append(found)
     refused: dict[str, list[str]] = {}
     for (load, side, repeat), checks in zip(where, stationarity.family(series, seed), strict=True):
         failed = [f"{c.name} (adjusted p {c.p_adjusted:.3f})" for c in checks if not c.passed]
@@ -444,10 +445,11 @@ def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -
             which = f"{side} (repeat {repeat})" if len(sides[load][side]) > 1 else side
             refused.setdefault(load, []).append(f"{which}'s time axis fails {', '.join(failed)}")
     together = f"judged with the other {len(series) - 1} time axes of this comparison"
-    return {
+    reasons = {
         load: "; ".join(why) + f": not stationary, a difference means nothing ({together})"
         for load, why in refused.items()
     }
+    return reasons, len(series)
 
 
 def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Margin(),
@@ -469,7 +471,9 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
             verdicts[load] = LoadVerdict("refused", why)
         else:
             compared[load] = (b, n)
-    unsteady = gate({load: {"the baseline": x, "the new run": y} for load, (x, y) in compared.items()}, seed)
+    unsteady, judged = gate(
+        {load: {"the baseline": x, "the new run": y} for load, (x, y) in compared.items()}, seed
+    )
     for load, (at_base, at_new) in compared.items():
         if load in unsteady:
             verdicts[load] = LoadVerdict("refused", unsteady[load])
@@ -497,6 +501,7 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
             "method": stationarity.METHOD,
             "alpha": stationarity.ALPHA,
             "family": "every repeat of both sides, every load",
+            "series": judged,  # time axes judged; a repeat under GATE_BLOCKS blocks is not
             "refused": sorted(unsteady),
         },  # fmt: skip
         "margin": {"us": margin.us, "fraction": margin.fraction},
