@@ -28,7 +28,6 @@ SECTIONS = (
     "arch",
     "isolated",
     "nohz_full",
-    "methods",
     "dmesg",
 )
 DMESG_BYTES = 1 << 20

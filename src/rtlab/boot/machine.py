@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -153,7 +154,9 @@ class ConsoleCapture:
     def text(self) -> str:
         if not self.path.is_file():
             return ""
-        data = untrusted.read_at_most(self.path.open("rb"), 8 << 20)
+        with self.path.open("rb") as f:  # its end: what tail() shows is the last the board said
+            f.seek(max(0, self.path.stat().st_size - (8 << 20)))
+            data = untrusted.read_at_most(f, 8 << 20)
         return data.decode("utf-8", "replace")
 
     def tail(self, n: int = 15) -> list[str]:
@@ -215,6 +218,16 @@ class Engine:
 
     def _step(self, text: str) -> None:
         self.say(("would " if self.r.dry_run else "") + text)
+
+    def _power_cycle(self) -> str:
+        """--power-cycle run once, ended with rtlab; what it did, in one line (a switch that does
+        not answer is said, and the board is still waited for)."""
+        command = self.r.power_cycle or "true"  # called only when one was given
+        try:
+            done = children.run(["sh", "-c", command], timeout=POWER_CYCLE_S, capture_output=True)
+        except (subprocess.TimeoutExpired, OSError) as e:
+            return f"--power-cycle failed: {untrusted.printable(str(e))}"
+        return f"--power-cycle exited with {done.returncode}"
 
     def _lock(self) -> None:
         # released only if held by this boot: safe to know before the lock is taken
@@ -369,7 +382,8 @@ class Engine:
                 if out.strip().split()[-1:] != [str(path.stat().st_size)]:
                     raise Failed(
                         verify.DID_NOT_INSTALL,
-                        f"{files.path(name)} holds {out.strip()[-40:]} bytes, not {path.stat().st_size}",
+                        f"{files.path(name)} holds {untrusted.printable(out.strip())[-40:]} bytes, "
+                        f"not {path.stat().st_size}",
                     )
                 record.added(files.path(name))
             self._enter("load")
@@ -428,11 +442,7 @@ class Engine:
         if r.power_cycle:
             self._enter("power-cycle")
             self.say(f"{r.target} did not come back: running --power-cycle {r.power_cycle!r}")
-            try:
-                done = children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
-                lines.append(f"--power-cycle exited with {done.returncode}")
-            except Exception as e:  # a power switch that does not answer: said, then still waited for
-                lines.append(f"--power-cycle failed: {e}")
+            lines.append(self._power_cycle())
             self._enter("wait-default")
             back = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
         tail = console.tail()
@@ -496,7 +506,7 @@ class Engine:
                 self._step(f"run --power-cycle {r.power_cycle!r}: {r.target} does not answer")
                 return Outcome("dry run", ["nothing was changed"], None)
             self.say(f"{r.target} does not answer: running --power-cycle {r.power_cycle!r}")
-            children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
+            self.say(self._power_cycle())
             found = self.board.new_boot("", r.boot_timeout)  # any boot that answers
             if found is None:
                 raise RunFailed(
@@ -531,7 +541,7 @@ class Engine:
         self.say(f"rebooting {r.target}; waiting up to {r.boot_timeout:.0f} s")
         after = self.board.new_boot(before["boot_id"], r.boot_timeout)
         if after is None and r.power_cycle:
-            children.run(["sh", "-c", r.power_cycle], timeout=POWER_CYCLE_S, capture_output=True)
+            self.say(self._power_cycle())
             after = self.board.new_boot(before["boot_id"], r.boot_timeout)
         if after is None:
             raise RunFailed(

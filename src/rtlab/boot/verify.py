@@ -135,7 +135,7 @@ def judge(expected: KernelVersion, append: list[str], found: Found) -> Verdict:
                 f"{argument} did not take effect: {name} says {untrusted.printable(shown.strip())!r}"
             )
         else:
-            lines.append(f"{argument} took effect ({name}: {shown.strip()})")
+            lines.append(f"{argument} took effect ({name}: {untrusted.printable(shown.strip())})")
     named = splats(found.dmesg)
     if problems:
         return Verdict(NOT_TAKEN, lines + problems, named)
