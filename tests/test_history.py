@@ -491,3 +491,10 @@ def test_a_campaign_missing_a_repeat_says_so_and_is_not_complete(runs, tmp_path)
     pooled = sum(read_json(campaign / f"repeat-{k}" / "summary.json")["loads"]["work"]["merged"]["samples"]
                  for k in range(1, 5))  # fmt: skip
     assert doc["loads"]["work"]["merged"]["samples"] == pooled
+
+
+@pytest.mark.unit
+def test_a_db_query_value_of_the_wrong_type_is_one_line(tmp_path):
+    done = rtlab("history", "list", "--db", f"sqlite:///{tmp_path}/h.db?timeout=x")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "is not a SQLite address" in done.stderr

@@ -68,7 +68,8 @@ def start(
     proc = None
     try:
         with stops_deferred():
-            proc = subprocess.Popen(argv, preexec_fn=lambda: die_with_parent(parent_death), **popen)
+            parent = os.getpid()
+            proc = subprocess.Popen(argv, preexec_fn=lambda: die_with_parent(parent_death, parent), **popen)
             if known is not None:
                 known(proc)
     except BaseException:
@@ -162,12 +163,19 @@ def run(
     return done
 
 
-def die_with_parent(sig: signal.Signals) -> None:
+# resolved once here: a dlopen in a child forked from a process with threads (the SSH event
+# loop, QEMU's console reader) can deadlock
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def die_with_parent(sig: signal.Signals, parent: int) -> None:
     """Runs in the child before exec: the kernel sends it `sig` when rtlab ends, even by
     SIGKILL, and it gets a session of its own, so Ctrl-C reaches rtlab only, which then stops
-    it in order."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+    it in order. A rtlab gone between the fork and this call is not waited for: the child ends."""
+    _PRCTL(_PR_SET_PDEATHSIG, sig)
     os.setsid()
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
 
 
 def _live_members(group: int) -> bool:

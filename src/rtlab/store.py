@@ -77,8 +77,8 @@ def replicates(path: Path) -> list[Summary]:
     (--repeat), else the run itself. Comparisons replicate at this level."""
     done = _repeats(path)
     if done is not None:
-        found = [summary(p) for p in done]
-        return [s for s, p in zip(found, done, strict=True) if (p / rundir.MANIFEST).is_file()]
+        # a repeat an interrupted campaign never began holds no manifest: not a run yet
+        return [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
     return [summary(path)]
 
 

@@ -10,6 +10,7 @@ import re
 import stat
 from pathlib import Path
 
+from rtlab.boundary.untrusted import read_at_most
 from rtlab.bounds import MAX_DURATION_S, MAX_LATENCY_US, MAX_USER_FILE_BYTES, MIN_PROBABILITY, NUMBER_DIGITS
 from rtlab.errors import UsageError
 
@@ -138,7 +139,7 @@ def read_user_file(path: Path, what: str, most: int = MAX_USER_FILE_BYTES, lenie
             raise UsageError(f"{what} {shown(str(path))} is not a regular file: give a text file")
         if info.st_size > most:
             raise UsageError(f"{what} {shown(str(path))} holds more than {most >> 20} MB: give the text file")
-        data = f.read(most + 1)
+        data = read_at_most(f, most + 1)  # in chunks: no cap-sized buffer for a small file
     if len(data) > most:  # grew while read
         raise UsageError(f"{what} {shown(str(path))} holds more than {most >> 20} MB: give the text file")
     try:

@@ -133,7 +133,7 @@ def _engine(url: str, shown: str) -> sa.Engine:
             f"--db {shown}: its driver {e.name or 'module'} is not installed: write "
             "postgresql://USER@HOST/DB (pg8000, installed with rtlab), or install that driver beside rtlab"
         ) from None
-    except sa.exc.ArgumentError:
+    except (sa.exc.ArgumentError, ValueError):  # ValueError: a query value of the wrong type (timeout=x)
         if sqlite:
             raise UsageError(
                 f"--db {shown} is not a SQLite address: give the store's file as a path "
