@@ -243,13 +243,8 @@ def test_debian_rt_kernel_by_kexec_verified_then_back(kexec_board, tmp_path):
     phases = [(s["state"], s.get("seconds")) for s in found["states"]]
     print(f"kexec boot cycle: {found['seconds']} s, states {phases}")
 
-    back = rtlab("boot", "--target", "ssh://board", "--back", "--boot-timeout", "180",
-                 env=board.env, timeout=600)  # fmt: skip
-    assert back.returncode == 0, back.stdout + back.stderr
-    assert "back on its default kernel" in back.stdout, back.stdout
-    assert _uname(board) == board.default_release
+    _back_to_default(board, "back on its default kernel")
     assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")
-    assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
 
 
 @BOARD
@@ -296,10 +291,7 @@ def test_a_kernel_that_panics_comes_back_through_the_power_cycle(kexec_board, tm
     assert "Kernel panic - not syncing" in evidence and "Kernel panic" in (out / "console.log").read_text()
     assert "power-cycle" in [s["state"] for s in found["states"]]
     # usable: on its default kernel, over SSH as over its console, nothing of rtlab's left
-    assert _uname(board) == board.default_release
-    again = rtlab("boot", "--target", "ssh://board", "--back", env=board.env, timeout=300)
-    assert again.returncode == 0 and "not a kernel rtlab booted" in again.stdout, again.stdout + again.stderr
-    assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
+    _back_to_default(board, "not a kernel rtlab booted")
 
 
 @BOARD
@@ -314,10 +306,14 @@ def test_a_kernel_that_hangs_without_a_power_switch_then_back_with_one(kexec_boa
     assert read_json(out / "boot.json")["verdict"] == verify.DID_NOT_BOOT
     refused = rtlab("boot", "--target", "ssh://board", "--back", env=board.env, timeout=300)
     assert refused.returncode == 2 and "does not answer" in refused.stderr, refused.stderr
-    back = rtlab("boot", "--target", "ssh://board", "--back", "--power-cycle", board.power_cycle(),
-                 "--boot-timeout", "180", env=board.env, timeout=600)  # fmt: skip
-    assert back.returncode == 0, back.stdout + back.stderr
-    assert "not a kernel rtlab booted" in back.stdout, back.stdout
+    _back_to_default(board, "not a kernel rtlab booted", "--power-cycle", board.power_cycle())
+
+
+def _back_to_default(board, said: str, *extra: str) -> None:
+    """`rtlab boot --back`: the board on its default kernel, rtlab's folder gone."""
+    back = rtlab("boot", "--target", "ssh://board", "--back", "--boot-timeout", "180", *extra,
+                 env=board.env, timeout=600)  # fmt: skip
+    assert back.returncode == 0 and said in back.stdout, back.stdout + back.stderr
     assert _uname(board) == board.default_release
     assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
 
