@@ -113,8 +113,17 @@ class Files:
         return f"rm -rf {quote(self.root)}"
 
 
-def load(kernel: str, cmdline: str, initrd: str | None = None, dtb: str | None = None) -> str:
-    words = ["kexec", "-l", kernel]
+KEXEC = ("kexec",)  # the board's own; a carried one is its loader, --library-path and the file
+
+
+def load(
+    kernel: str,
+    cmdline: str,
+    initrd: str | None = None,
+    dtb: str | None = None,
+    program: tuple[str, ...] = KEXEC,
+) -> str:
+    words = [*program, "-l", kernel]
     if initrd:
         words += ["--initrd", initrd]
     if dtb:
@@ -123,7 +132,11 @@ def load(kernel: str, cmdline: str, initrd: str | None = None, dtb: str | None =
     return " ".join(quote(w) for w in words)
 
 
-UNLOAD = "kexec -u"
+def unload(program: tuple[str, ...] = KEXEC) -> str:
+    return " ".join(quote(w) for w in (*program, "-u"))
+
+
+UNLOAD = unload()
 
 
 def detached(command: str) -> str:
@@ -132,10 +145,11 @@ def detached(command: str) -> str:
     return f"(trap '' HUP; sleep 1; {command}) >/dev/null 2>&1 </dev/null & echo started"
 
 
-def execute() -> str:
+def execute(program: tuple[str, ...] = KEXEC) -> str:
     """Into the loaded kernel: through systemd where it runs (services stopped, disks
     unmounted first), else kexec -e at once after a sync (a busybox board)."""
-    return detached("sync; if [ -d /run/systemd/system ]; then systemctl kexec; else kexec -e; fi")
+    run = " ".join(quote(w) for w in (*program, "-e"))
+    return detached(f"sync; if [ -d /run/systemd/system ]; then systemctl kexec; else {run}; fi")
 
 
 def reboot() -> str:

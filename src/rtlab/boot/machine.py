@@ -27,11 +27,12 @@ from typing import IO, Any
 
 from rtlab import children
 from rtlab.agent.shell import quote
-from rtlab.boot import kexec, verify
+from rtlab.boot import carry, kexec, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
 from rtlab.boot.record import CONSOLE, DMESG, Record, default_folder
 from rtlab.boundary import untrusted
+from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.targets.base import target_dir
 
@@ -55,6 +56,7 @@ class Request:
     target: str
     kernel: Path | None = None  # None with --back, or with a package
     package: str | None = None  # a Debian kernel metapackage (linux-image-rt-amd64), fetched for the board
+    deb: Path | None = None  # a linux-image-*.deb file (boot/package.py), checked against the board
     initrd: Path | None = None
     dtb: Path | None = None
     append: list[str] = field(default_factory=list)
@@ -208,6 +210,7 @@ class Engine:
         self.record: Record | None = None
         self.before: dict[str, str] = {}
         self.holder = ""
+        self.tool = carry.Tool()  # how kexec runs on the board (boot() decides)
 
     # --- the steps ---------------------------------------------------------
 
@@ -287,6 +290,10 @@ class Engine:
             self.say(
                 f"{r.package} for {before.get('arch', '')}: {fetched['package']} {fetched['package_version']}"
             )
+        if r.deb is not None:
+            from rtlab.boot import package
+
+            r.kernel, fetched = package.kernel_of(r.deb, before.get("arch", ""), r.target, cache_dir())
         assert r.kernel is not None
         version = read_version(r.kernel)
         if before.get("boot_id", "") == "":
@@ -305,17 +312,19 @@ class Engine:
             **({"dtb": r.dtb} if r.dtb else {}),
         }
         cmdline = kexec.new_cmdline(before.get("cmdline", ""), r.append, self.holder)
+        self.tool = carry.tool(before, files.folder, cache_dir())  # kexec-tools carried if the board has none
         load = kexec.load(
             files.path("kernel"), cmdline,
-            files.path("initrd") if r.initrd else None, files.path("dtb") if r.dtb else None,
+            files.path("initrd") if r.initrd else None, files.path("dtb") if r.dtb else None, self.tool.words,
         )  # fmt: skip
         default = untrusted.printable(before.get("uname", "?"))
         if r.dry_run:
-            self.say(f"{r.target} runs {default}; kexec: {untrusted.printable(before.get('kexec', ''))}")
+            self.say(f"{r.target} runs {default}; kexec: {self.tool.said}")
             self._step(f"take the lock: {self.base}/lock")
-            self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()))
+            every = {**sent, **self.tool.files}
+            self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in every.items()))
             self._step(f"load: {load}")
-            self._step(f"execute: {kexec.execute()}")
+            self._step(f"execute: {kexec.execute(self.tool.words)}")
             self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
             self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
             if r.power_cycle:
@@ -331,6 +340,8 @@ class Engine:
             before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
                     "boot_id": untrusted.printable(before.get("boot_id", ""))},
         )  # fmt: skip
+        self.record.set(kexec=self.tool.said)
+        sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
         try:
             outcome = self._boot(version, files, sent, load, console)
@@ -365,8 +376,6 @@ class Engine:
         assert record is not None
         folder = record.folder
         try:
-            if "none" in self.before.get("kexec", "none").split("\n")[-1:]:
-                raise Failed(verify.DID_NOT_INSTALL, f"{r.target} has no kexec: install kexec-tools on it")
             self._enter("lock")
             self._lock()
             self._enter("install")
@@ -386,12 +395,14 @@ class Engine:
                         f"not {path.stat().st_size}",
                     )
                 record.added(files.path(name))
+            if self.tool.prepare is not None:
+                self.board.must(self.tool.prepare, verify.DID_NOT_INSTALL, f"kexec ({self.tool.said})")
             self._enter("load")
             self.say(f"loading {version.release} with: {untrusted.printable(record.data['cmdline_asked'])}")
-            self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.UNLOAD))
+            self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.unload(self.tool.words)))
             self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
             self._enter("execute")
-            self.board.must(kexec.execute(), verify.DID_NOT_BOOT, "kexec -e")
+            self.board.must(kexec.execute(self.tool.words), verify.DID_NOT_BOOT, "kexec -e")
             self.undo.clear()  # from here the way back is a reset: the default boot is untouched
             self.board.drop()
         except Failed as e:

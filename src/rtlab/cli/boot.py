@@ -22,8 +22,9 @@ def boot(
     kernel: Annotated[
         str | None,
         typer.Argument(
-            help="the kernel image to boot (bzImage, Image), or a Debian kernel metapackage "
-            "(linux-image-rt-amd64) fetched for the board's architecture; none with --back"
+            help="the kernel image to boot (bzImage, Image), a Debian kernel package file (.deb) of the "
+            "board's architecture, or a Debian kernel metapackage (linux-image-rt-amd64) fetched for it; "
+            "none with --back"
         ),
     ] = None,
     target: Annotated[str, typer.Option(help="the board: ssh://[user@]host[:port]")] = "",
@@ -68,7 +69,10 @@ def boot(
         raise UsageError("give a KERNEL to boot, or --back (not both)")
     image = Path(kernel) if kernel is not None else None
     package: str | None = None
-    if image is not None and not image.is_file():
+    deb: Path | None = None
+    if image is not None and image.suffix == ".deb" and image.exists():
+        image, deb = None, image  # its image taken out once the board's architecture is known
+    elif image is not None and not image.is_file():
         if not PACKAGE.fullmatch(str(kernel)):
             raise UsageError(
                 f"{kernel} does not exist: give the path of a bzImage or Image, or a Debian kernel "
@@ -76,7 +80,8 @@ def boot(
             )
         image, package = None, str(kernel)
     request = machine.Request(
-        target=target, kernel=image, package=package, initrd=initrd, dtb=dtb, append=cmdline_words(append),
+        target=target, kernel=image, package=package, deb=deb, initrd=initrd, dtb=dtb,
+        append=cmdline_words(append),
         boot_timeout=boot_timeout, power_cycle=power_cycle, console=console_cmd,
         fail_on_warnings=fail_on_warnings, out=out, dry_run=dry_run, accept_new_host_key=accept_new_host_key,
     )  # fmt: skip

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rtlab.boot import carry
 from rtlab.boundary.shapes import FindingJSON
 from rtlab.system import cpus, kernel, knobs
 
@@ -146,9 +147,14 @@ def _boot_methods(sysinfo: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(said, str):
         return []  # an agent older than the field
     words = said.split()
-    kexec = "kexec" in words
+    machine = str((sysinfo.get("kernel") or {}).get("machine") or "")
+    if "kexec" not in words and machine and carry.can_carry(machine):
+        words.insert(0, "kexec (carried)")  # rtlab boot brings Debian's kexec-tools for it
+    kexec = "kexec" in words or "kexec (carried)" in words
     found = ", ".join(words) if words else "none"
-    if kexec:
+    if kexec and "kexec" not in words:
+        advice = "no kexec-tools here: rtlab boot carries Debian's for this architecture"
+    elif kexec:
         advice = "rtlab boot --target ... KERNEL boots by kexec (the default boot untouched)"
     else:
         advice = "no kexec: install kexec-tools for rtlab boot (bootloader one-shot entries: not yet)"
