@@ -4,7 +4,9 @@
     qemu:debian                     Debian's standard kernel, same guest
     qemu:riscv64:debian             Debian's riscv64 kernel (qemu-system-riscv64 virt), of the
                                     newest release whose riscv64 index apt verifies
-    qemu:kernel=PATH[,arch=riscv64][,initrd=PATH]   a kernel of the user's own
+    qemu:arm64:debian-rt            Debian bookworm's arm64 PREEMPT_RT kernel (qemu-system-aarch64
+    qemu:arm64:debian               virt, Cortex-A72), and its standard one; aarch64: is arm64:
+    qemu:kernel=PATH[,arch=riscv64|arm64][,initrd=PATH]   a kernel of the user's own
   options, after a comma: cpus=2, memory=1G, accel=auto|kvm|tcg, append=KERNEL ARGS,
   boot-timeout=SECONDS, margin=SECONDS (how long past the planned end a run may take; a
   software-emulated guest is given three times its plan besides), ssh=PORT (a network card,
@@ -95,8 +97,8 @@ class GuestSpec:
             raise UsageError(f"qemu target {text!r}: give a kernel name or kernel=PATH, not both")
         if name:
             arch, _ = machines.named_kernel(name)
-            if "arch" in options and options["arch"] != arch.name:
-                raise UsageError(f"qemu:{name} is an {arch.name} kernel, not {options['arch']}")
+            if "arch" in options and machines.arch(options["arch"]) is not arch:
+                raise UsageError(f"qemu:{name} is an {arch.spelling} kernel, not {options['arch']}")
             spec = cls(arch, kernel_name=name)
         elif "kernel" in options:
             path = Path(options["kernel"]).expanduser()
@@ -243,7 +245,7 @@ class QemuTarget:
         return [
             arch.qemu, *arch.machine,
             "-accel", accel,
-            *(("-cpu", "host") if accel == "kvm" else ()),
+            *(("-cpu", "host") if accel == "kvm" else ("-cpu", arch.cpu) if arch.cpu else ()),
             "-smp", str(self.spec.cpus), "-m", self.spec.memory,
             "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", self._cmdline(),
             "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",

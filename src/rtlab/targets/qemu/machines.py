@@ -25,12 +25,31 @@ class Arch:
     # Debian builds none for riscv64
     rtla: str | None = None  # the package, as apt-get install takes it
     suites: tuple[str, ...] = ()  # suites beside the release, e.g. backports
+    # the CPU model under software emulation (under KVM the host's own); None: the machine's
+    cpu: str | None = None
+    debian_name: str = ""  # what Debian and the user call it where that differs from uname -m
+
+    @property
+    def spelling(self) -> str:
+        """The name a user writes in a target (qemu:arm64:debian-rt)."""
+        return self.debian_name or self.name
 
     @property
     def release(self) -> str:
         """The preferred release (what a cache folder is named after before apt has checked)."""
         return self.releases[0]
 
+
+# virtio-net on PCI where the transport is modules (Debian's arm64 kernels): the transport's
+# two libraries, the transport, then the driver and what it needs, in load order
+VIRTIO_NET_PCI_MODULES = (
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+)
 
 ARCHES = {
     "x86_64": Arch(
@@ -60,7 +79,32 @@ ARCHES = {
         "virtio-net-pci",
         ("failover", "net_failover", "virtio_net"),
     ),  # fmt: skip
+    # arm64, named aarch64 as uname -m says (what a board reports, what KVM is matched on).
+    # `virt` with no -cpu emulates a 32-bit Cortex-A15, which no arm64 kernel runs on; `max`
+    # enables pointer authentication, whose emulated QARMA cipher slows every function call
+    # several times over. A Cortex-A72 is ARMv8.0 as Debian's arm64 kernels are built for,
+    # and the core of the boards at hand (the RB5's Kryo 585 big cores descend from it).
+    # Its NIC is virtio on PCI, as riscv64's: the ECAM host bridge is built in, the virtio PCI
+    # transport and the net driver are modules in Debian's arm64 kernels, loaded in order.
+    # Debian's arm64 /boot/vmlinuz is the Image itself, uncompressed; QEMU 7.2 (bookworm's)
+    # also boots a gzip'd Image.gz of one's own with -kernel, so neither is unpacked here.
+    "aarch64": Arch(
+        "aarch64",
+        "arm64",
+        ("bookworm",),
+        "qemu-system-aarch64",
+        ("-machine", "virt"),
+        "ttyAMA0",
+        "virtio-net-pci",
+        VIRTIO_NET_PCI_MODULES,
+        rtla="rtla/bookworm-backports",
+        suites=("bookworm-backports",),
+        cpu="cortex-a72",
+        debian_name="arm64",
+    ),  # fmt: skip
 }
+# other spellings of an architecture's name, as a user may write them
+ALIASES = {"arm64": "aarch64"}
 
 # name -> (architecture, Debian metapackage of the kernel)
 KERNELS = {
@@ -73,19 +117,35 @@ KERNELS = {
     "x86_64:debian-rt": ("x86_64", "linux-image-rt-amd64"),
     "x86_64:debian": ("x86_64", "linux-image-amd64"),
     "riscv64:debian": ("riscv64", "linux-image-riscv64"),  # not PREEMPT_RT: Debian builds none
+    "arm64:debian-rt": ("aarch64", "linux-image-rt-arm64"),
+    "arm64:debian": ("aarch64", "linux-image-arm64"),
+    "arm64:debian-rt-backports": ("aarch64", "linux-image-rt-arm64/bookworm-backports"),
 }
 
-QEMU_PACKAGES = {"x86_64": "qemu-system-x86", "riscv64": "qemu-system-misc opensbi"}
+QEMU_PACKAGES = {
+    "x86_64": "qemu-system-x86",
+    "riscv64": "qemu-system-misc opensbi",
+    "aarch64": "qemu-system-arm",  # holds qemu-system-aarch64
+}
+
+
+def arch_names() -> str:
+    """The architectures as a user may write them, for a message: x86_64, riscv64, arm64 (aarch64)."""
+    return ", ".join(f"{a.spelling} ({a.name})" if a.debian_name else a.name for a in ARCHES.values())
 
 
 def arch(name: str) -> Arch:
     try:
-        return ARCHES[name]
+        return ARCHES[ALIASES.get(name, name)]
     except KeyError:
-        raise UsageError(f"unknown guest architecture {name!r}: choose from {', '.join(ARCHES)}") from None
+        raise UsageError(f"unknown guest architecture {name!r}: choose from {arch_names()}") from None
 
 
 def named_kernel(name: str) -> tuple[Arch, str]:
+    asked = name
+    prefix, colon, rest = name.partition(":")
+    if colon and prefix in ARCHES and ARCHES[prefix].debian_name:  # aarch64:debian is arm64:debian
+        name = f"{ARCHES[prefix].debian_name}:{rest}"
     if name == "riscv64:debian-rt":
         raise UsageError(
             "Debian has no PREEMPT_RT riscv64 kernel: build one with `rtlab kernel build` and boot it "
@@ -95,7 +155,7 @@ def named_kernel(name: str) -> tuple[Arch, str]:
         arch_name, package = KERNELS[name]
     except KeyError:
         raise UsageError(
-            f"unknown guest kernel {name!r}: choose from {', '.join(KERNELS)} or kernel=PATH[,arch=...]"
+            f"unknown guest kernel {asked!r}: choose from {', '.join(KERNELS)} or kernel=PATH[,arch=...]"
         ) from None
     return ARCHES[arch_name], package
 
