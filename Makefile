@@ -29,8 +29,12 @@ LAVA_SERVER := .cache/lava-server
 SQUAD := .cache/squad
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
-# `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min)
-PYTEST_ARGS ?= -m "not slow"
+# `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min),
+# the example studies whole. TESTS narrows both halves of `make test` (a -m expression).
+TESTS ?= not slow
+# The groups that measure nothing and boot nothing (tests/conftest.py: PARALLEL_GROUPS) run on
+# every CPU; the others measure or boot, and run alone, one at a time, after them.
+PARALLEL := unit or hostile
 
 .PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
 
@@ -94,12 +98,13 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint test-setup
-	$(BIN)/pytest -q --durations=30 $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=30 -n auto -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
+	$(BIN)/pytest -q --durations=30 -m "($(TESTS)) and not ($(PARALLEL))" && exit $$first
 	@$(MAKE) --no-print-directory test-newest
 
 # The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).
 test-fast: setup
-	$(BIN)/pytest -q -m unit -p no:cacheprovider
+	$(BIN)/pytest -q -n auto -m unit -p no:cacheprovider
 
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
@@ -114,7 +119,7 @@ test-newest:
 	@touch $@
 
 test-slow: lint test-setup
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q --durations=30 -m slow
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -41,6 +41,31 @@ SESSION_MARK = f"RTLAB_TEST_SESSION={uuid.uuid4().hex}"
 os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
 
+# The groups a test belongs to, exactly one each (pyproject.toml says what each means). The
+# first two measure nothing and boot nothing: `make test` runs them on every CPU at once; the
+# others measure or boot, and a test beside them would be in their numbers, so they run alone.
+GROUPS = ("unit", "hostile", "host", "guests", "boards", "farm")
+PARALLEL_GROUPS = ("unit", "hostile")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test with no group marker, or two, stops the session before anything runs, naming its
+    file and test: `-m` would otherwise leave it out of every group, unseen."""
+    wrong = []
+    for item in items:
+        groups = sorted({m.name for m in item.iter_markers() if m.name in GROUPS})
+        if len(groups) != 1:
+            said = "no group marker" if not groups else f"group markers {', '.join(groups)}"
+            wrong.append(f"  {item.nodeid}: {said}")
+    if wrong:
+        raise pytest.UsageError(
+            f"every test carries exactly one group marker of {', '.join(GROUPS)} (pytestmark = "
+            "pytest.mark.GROUP in its file, or @pytest.mark.GROUP on the test; pyproject.toml "
+            "says what each means):\n" + "\n".join(wrong)
+        )
+
+
 @pytest.fixture(autouse=True)
 def _test_mark() -> Any:
     """Each test's processes carry a mark of their own too (RTLAB_TEST_CASE)."""

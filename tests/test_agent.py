@@ -52,6 +52,7 @@ def fake_root(root: Path) -> dict[Path, bytes]:
     return fake_sysfs(root, {0: "powersave", 1: "schedutil"})
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("shell", SHELLS)
 def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path):
     fake_root(tmp_path)
@@ -114,6 +115,7 @@ def write_plan(run: Path, loads: dict[str, list[str] | None], seconds: int) -> N
             (folder / "load.argv").write_text("\n".join(["stress-ng", *stress]) + "\n")
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 @pytest.mark.parametrize("shell", SHELLS)
@@ -126,7 +128,7 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
         (root / f"sys/class/hwmon/hwmon{n}/power1_input").write_text(f"{microwatts}\n")
     run = tmp_path / "run"
     write_plan(run, {"idle": None, "cpu": ["--matrix", "1", "--timeout", "30s"]}, seconds=1)
-    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--seconds", "1", "--settle", "1")
+    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--duration", "1", "--settle", "1")
     done = subprocess.run(
         cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(root)}, timeout=60
     )
@@ -162,6 +164,7 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
     assert processes_in(run) == []
 
 
+@pytest.mark.host
 def test_arguments_are_data_not_code(busybox_path, tmp_path):
     # load.argv lines reach the program as single arguments; nothing in them is run.
     run = tmp_path / "run"
@@ -183,6 +186,7 @@ def test_arguments_are_data_not_code(busybox_path, tmp_path):
     assert not list(tmp_path.rglob("pwned*"))
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_stop_after_a_hard_kill_restores_governors(busybox_path, tmp_path):
@@ -223,6 +227,7 @@ def test_stop_after_a_hard_kill_restores_governors(busybox_path, tmp_path):
     assert processes_in(run) == []
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_stop_after_a_hard_kill_ends_a_loads_preparation(busybox_path, tmp_path):
@@ -257,6 +262,7 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+@pytest.mark.host
 def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
     text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
     printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
@@ -273,12 +279,14 @@ def _agent_variable(name: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.host
 def test_the_agent_collects_the_files_the_audit_and_knobs_read():
     from rtlab.system.knobs import RUNTIME_FILES
 
     assert _agent_variable("RUNTIME_FILES").split() == list(RUNTIME_FILES)
 
 
+@pytest.mark.host
 def test_the_agent_records_every_kernel_option_the_audit_judges():
     from rtlab.kernel.verify import MODEL_OPTIONS
     from rtlab.system.kernel import LATENCY_DEBUG_OPTIONS
@@ -289,13 +297,14 @@ def test_the_agent_records_every_kernel_option_the_audit_judges():
     assert missed == []
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 @pytest.mark.parametrize("shell", SHELLS)
 def test_segments_are_whole_cyclictest_runs(shell, busybox_path, tmp_path):
     run = tmp_path / "run"
     write_plan(run, {"idle": None}, seconds=3)
-    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--seconds", "3", "--segment", "2")
+    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--duration", "3", "--segment", "2")
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     segments = run / "loads/idle/segments"
@@ -316,6 +325,7 @@ def test_segments_are_whole_cyclictest_runs(shell, busybox_path, tmp_path):
     )
 
 
+@pytest.mark.host
 def test_sysinfo_reads_the_config_without_a_temporary_file(tmp_path):
     """The kernel's config is streamed, never copied to a temporary file that an interrupted
     agent would leave behind ($TMPDIR/rtlab-config.* once): with no $TMPDIR to write in, every
@@ -373,9 +383,9 @@ def test_the_generated_options_reach_the_agent_as_the_plan_says(shell):
                           capture_output=True, text=True)  # fmt: skip
     said = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert said == {
-        "SECS": "7", "SETTLE": "3", "GOVERNOR": "keep", "GRACE": str(GRACE_S), "SEGMENT": "4",
-        "IDLE_AFTER_BOOT": "9", "TRACE_SECS": "11", "TRACE_US": "250", "TRACE_SPIKES": "5",
-        "TRACE_LEVEL": "b", "CGROUP": "", "STREAM": "1",
+        "DURATION_S": "7", "SETTLE_S": "3", "GOVERNOR": "keep", "GRACE_S": str(GRACE_S), "SEGMENT_S": "4",
+        "IDLE_AFTER_BOOT_S": "9", "TRACE_S": "11", "TRACE_US": "250", "TRACE_SPIKES": "5",
+        "TRACE_LEVEL": "b", "CGROUP": "", "STREAM_RESULTS": "1",
     }  # fmt: skip
     plain = subprocess.run([*sh, "-c", script, "sh"], capture_output=True, text=True)
     defaults = dict(line.split("=", 1) for line in plain.stdout.splitlines())

@@ -85,6 +85,7 @@ def lab(tmp_path_factory) -> Path:
     return base
 
 
+@pytest.mark.host
 def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch):
     spin = spin_binary(lab)
     repo, out = lab / "planted", lab / "planted-out"
@@ -149,6 +150,7 @@ def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch)
     assert shas[CULPRIT][:12] in html and "first bad revision" in html
 
 
+@pytest.mark.host
 def test_a_range_where_nothing_changes_names_no_culprit(lab):
     spin = spin_binary(lab)
     repo, out = lab / "null", lab / "null-out"
@@ -163,6 +165,7 @@ def test_a_range_where_nothing_changes_names_no_culprit(lab):
     assert not processes_named("spin", "cyclictest", session=True)
 
 
+@pytest.mark.host
 def test_a_failing_prepare_command_stops_in_one_line(lab, tmp_path):
     spin = spin_binary(lab)
     repo = tmp_path / "repo"
@@ -177,6 +180,7 @@ def test_a_failing_prepare_command_stops_in_one_line(lab, tmp_path):
     assert "no compiler" in log
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -199,6 +203,7 @@ def test_bad_input_is_one_line(lab, tmp_path, change, said):
     assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.host
 def test_good_and_bad_swapped_is_one_line(lab, tmp_path):
     spin = spin_binary(lab)
     repo = tmp_path / "repo"
@@ -244,6 +249,7 @@ def _worktrees(repo: Path) -> list[str]:
     return [line.split()[0] for line in _git(repo, "worktree", "list").splitlines()]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_ends_the_prepare_command_and_all_it_started(tmp_path, sig):
     """SIGTERM (a service manager) or SIGHUP (a closed terminal) to rtlab in a preparation: the
@@ -261,6 +267,7 @@ def test_a_signal_ends_the_prepare_command_and_all_it_started(tmp_path, sig):
     assert not (out / "worktree").exists() and not (out / "kernel-build").exists()
 
 
+@pytest.mark.host
 def test_keep_build_keeps_the_worktree_and_the_build_of_a_stopped_bisection(tmp_path):
     repo, pidfile, out = tmp_path / "repo", tmp_path / "sleep.pid", tmp_path / "out"
     shas = _range(repo, tmp_path / "spin", None)
@@ -275,6 +282,7 @@ def test_keep_build_keeps_the_worktree_and_the_build_of_a_stopped_bisection(tmp_
     _git(repo, "worktree", "remove", "--force", str(out / "worktree"))
 
 
+@pytest.mark.host
 def test_stopped_in_its_first_preparation_the_same_command_goes_on(tmp_path):
     """Ctrl-C while the good end is first prepared: the folder holds no step yet, and the same
     command again still knows it as its own (not "--out is not empty") and bisects."""

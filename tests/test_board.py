@@ -32,7 +32,10 @@ from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 
-pytestmark = pytest.mark.skipif(not shutil.which("ssh-keygen"), reason="make test installs openssh-client")
+pytestmark = [
+    pytest.mark.boards,
+    pytest.mark.skipif(not shutil.which("ssh-keygen"), reason="make test installs openssh-client"),
+]
 # architecture -> the Debian kernel its board boots, and that kernel's preemption model
 BOARDS = {"x86_64": ("debian-rt", "PREEMPT_RT"), "riscv64": ("riscv64:debian", "LAZY")}
 LOADS = "idle,cpu,os,memory,storage"

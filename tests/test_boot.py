@@ -32,6 +32,8 @@ from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 
+pytestmark = pytest.mark.boards
+
 # about 6 minutes together (the board's boot, three kexec boots, a reboot, two power cycles; the
 # copies to the board go at ~1.5 MB/s through QEMU's user network): more than make test's budget
 BOARD = pytest.mark.slow

@@ -31,6 +31,7 @@ from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
 # --- a board that names host files ------------------------------------------------------------
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("name", ["../../../victim/secret.txt", "/tmp/rtlab-hostile-hwlat", ".bashrc", "a/b"])
 def test_hwlat_files_a_board_names_never_leave_the_output_folder(tmp_path, victim, name):
     from rtlab.runner import hwlat
@@ -62,6 +63,7 @@ def test_hwlat_files_a_board_names_never_leave_the_output_folder(tmp_path, victi
     assert not Path("/tmp/rtlab-hostile-hwlat").exists()
 
 
+@pytest.mark.hostile
 def test_a_known_hwlat_file_is_kept():
     files = untrusted_files("@rtlab hwlat-file name=hwlat.trace\n# tracer: hwlat\n@rtlab hwlat-end\n")
     assert files == {"hwlat.trace": "# tracer: hwlat\n"}
@@ -125,6 +127,7 @@ def two_origins() -> Iterator[tuple[str, str, list[dict[str, str]], list[dict[st
         server.server_close()
 
 
+@pytest.mark.hostile
 def test_the_squad_token_never_follows_a_redirect_to_another_origin(good_run, tmp_path, two_origins):
     url_a, url_b, seen_a, seen_b = two_origins
     token = tmp_path / "token"
@@ -138,6 +141,7 @@ def test_the_squad_token_never_follows_a_redirect_to_another_origin(good_run, tm
     assert "s3cret-token" not in done.stderr + done.stdout
 
 
+@pytest.mark.hostile
 def test_without_a_credential_a_redirect_is_followed(two_origins):
     url_a, _, seen_a, seen_b = two_origins
     record = lava_server.Server(url_a).job(1)
@@ -145,6 +149,7 @@ def test_without_a_credential_a_redirect_is_followed(two_origins):
     assert "authorization" not in seen_b[0]
 
 
+@pytest.mark.hostile
 def test_the_lava_token_never_follows_a_redirect_to_another_origin(two_origins):
     url_a, _, seen_a, seen_b = two_origins
     with pytest.raises(RunFailed, match="rtlab sends no credential across origins"):
@@ -196,6 +201,7 @@ def test_a_server_dripping_its_headers_is_cut_at_the_deadline(dripping_headers):
 # --- memory from one number --------------------------------------------------------------------
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("where", "value", "said"),
     [
@@ -216,6 +222,7 @@ def test_one_number_in_a_boards_sysinfo_costs_no_memory(good_run, tmp_path, wher
     assert summary["loads"]["idle"]["status"] == "complete"
 
 
+@pytest.mark.hostile
 def test_a_cpu_list_beyond_linux_in_run_json_is_named(good_run, tmp_path):
     run = copy_of(good_run, tmp_path / "run")
     manifest = read_json(run / "run.json")
@@ -226,6 +233,7 @@ def test_a_cpu_list_beyond_linux_in_run_json_is_named(good_run, tmp_path):
     assert "beyond the 8192" in done.stdout and "Traceback" not in done.stderr
 
 
+@pytest.mark.hostile
 def test_a_cpu_list_the_user_gives_is_bounded_too(tmp_path):
     done = limited("run", "--rt-cpus", "0-99999999", "--loads", "idle", "--duration", "1s", "--out",
                    str(tmp_path / "x"))  # fmt: skip
@@ -236,6 +244,7 @@ def test_a_cpu_list_the_user_gives_is_bounded_too(tmp_path):
 # --- folders ----------------------------------------------------------------------------------
 
 
+@pytest.mark.hostile
 def test_a_load_folder_linked_to_another_run_is_not_read_as_this_runs(good_run, tmp_path):
     other = copy_of(good_run, tmp_path / "other")
     run = copy_of(good_run, tmp_path / "run")
@@ -248,6 +257,7 @@ def test_a_load_folder_linked_to_another_run_is_not_read_as_this_runs(good_run, 
     assert idle.get("merged") is None  # none of the other run's numbers
 
 
+@pytest.mark.hostile
 def test_a_numbered_folder_that_is_no_number_is_not_read(good_run, tmp_path):
     run = copy_of(good_run, tmp_path / "run")
     (run / "loads/idle/trace/1x").mkdir(parents=True)
@@ -257,6 +267,7 @@ def test_a_numbered_folder_that_is_no_number_is_not_read(good_run, tmp_path):
     assert json.loads(done.stdout)["loads"]["idle"]["status"] == "complete"
 
 
+@pytest.mark.hostile
 def test_a_campaign_index_that_is_a_link_is_one_line(tmp_path, victim):
     out = tmp_path / "campaign"
     out.mkdir()
@@ -270,6 +281,7 @@ def test_a_campaign_index_that_is_a_link_is_one_line(tmp_path, victim):
 # --- LAVA logs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("cut", [False, True], ids=["between-lines", "inside-a-line"])
 def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_path, cut):
     log = lava_log(tmp_path / "job.log", run_bundle(good_run), noise=3, cut=cut)
@@ -282,6 +294,7 @@ def test_kernel_lines_inside_the_bundle_are_skipped_and_counted(good_run, tmp_pa
     assert (tmp_path / "imported" / "summary.json").read_bytes() == (good_run / "summary.json").read_bytes()
 
 
+@pytest.mark.hostile
 def test_a_cut_last_line_keeps_its_padding():
     """A kernel message in the bundle's last line, after its base64 padding: the line's start,
     padding and all, is the bundle's (CI once lost the last line this way, one run in ten)."""
@@ -297,6 +310,7 @@ def test_a_cut_last_line_keeps_its_padding():
     assert found.damaged is None and found.data == data and found.noise == 1
 
 
+@pytest.mark.hostile
 def test_a_bundle_cut_off_says_so(good_run, tmp_path):
     log = lava_log(tmp_path / "job.log", run_bundle(good_run))
     kept = [line for line in log.read_text().splitlines() if "@rtlab-bundle-end" not in line]
@@ -324,6 +338,7 @@ def _second_bundle(good_run: Path, tmp_path: Path, uid: str = "f0f0f0f0f0f0") ->
     return log, read_json(good_run / "run.json")["uid"], uid
 
 
+@pytest.mark.hostile
 def test_a_second_bundle_with_another_uid_never_replaces_the_jobs(good_run, tmp_path):
     log, uid, forged = _second_bundle(good_run, tmp_path)
     done = rtlab("lava", "import", "--log", str(log), "-o", str(tmp_path / "a"))
@@ -335,6 +350,7 @@ def test_a_second_bundle_with_another_uid_never_replaces_the_jobs(good_run, tmp_
     assert read_json(tmp_path / "b" / "lava-import.json")["uid"] == uid
 
 
+@pytest.mark.hostile
 def test_a_second_bundle_with_the_jobs_own_uid_is_refused(good_run, tmp_path):
     # the uid is in the job's definition, which others on a shared farm can read
     uid = read_json(good_run / "run.json")["uid"]
@@ -356,6 +372,7 @@ def test_a_server_that_never_accepts_is_unreachable_not_slow():
         listener.close()
 
 
+@pytest.mark.hostile
 def test_a_loads_output_cannot_add_fields_to_its_event(tmp_path):
     loads = tmp_path / "loads.toml"
     loads.write_text(
@@ -370,6 +387,7 @@ def test_a_loads_output_cannot_add_fields_to_its_event(tmp_path):
     assert "load:idle status:complete" in ends[0]  # the words kept, quoted
 
 
+@pytest.mark.hostile
 @pytest.mark.skipif(BUSYBOX is None, reason="make setup installs busybox")
 def test_lava_report_reads_an_events_fields_not_its_reason(tmp_path):
     run = tmp_path / "run"
@@ -431,6 +449,7 @@ def test_the_db_address_never_shows_its_password():
     assert shown_url("postgresql://bob:s3:c@ret@host/db").count("s3") == 0
 
 
+@pytest.mark.hostile
 def test_a_malformed_db_address_is_one_line_without_its_password(good_run, tmp_path):
     junit = tmp_path / "junit.xml"
     for url in ("postgresql://bob:s3cret@host:notaport/db", "postgresql://bob:s3cret@host:99999999/db"):
@@ -507,6 +526,7 @@ def test_rtla_cells_are_ascii_digits_only(word):
 # --- names ------------------------------------------------------------------------------------
 
 
+@pytest.mark.hostile
 def test_a_name_with_an_escape_never_reaches_a_terminal_or_a_report(good_run, tmp_path):
     done = rtlab(
         "run", "--loads", "idle", "--duration", "1s", "--out", str(tmp_path / "x"), "--name", "a\x1b[31mb"

@@ -33,6 +33,8 @@ from rtlab.report import causes as report_causes
 from rtlab.results import ftrace
 from test_qemu import guests, initrd, needs_x86
 
+pytestmark = pytest.mark.guests
+
 _INJECT = re.compile(r"^@inject t=(\S+) ms=(\d+) cpu=(\d+) pid=(\d+)$", re.MULTILINE)
 
 

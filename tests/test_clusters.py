@@ -20,6 +20,8 @@ from rtlab.results.rundir import RawLoad
 from rtlab.system.clusters import clusters
 from test_agent import SHELLS, agent_cmd
 
+pytestmark = pytest.mark.host
+
 # CPU: (capacity, the CPUs of its cpufreq policy, cpuinfo part)
 RB5 = {cpu: (448, "0 1 2 3", "0xd05") for cpu in range(4)}
 RB5 |= {cpu: (1024, "4 5 6", "0xd0d") for cpu in range(4, 7)}

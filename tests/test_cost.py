@@ -20,6 +20,8 @@ from rtlab.analysis import cost
 from rtlab.loads import BUILTIN
 from rtlab.results import stressng
 
+pytestmark = pytest.mark.host
+
 
 def second_reading(text: str) -> dict[str, list[float]]:
     """The metrics table read another way: the rows after the header, split at blanks."""

@@ -20,7 +20,7 @@ import requests
 from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
 from test_ssh import free_port
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.farm, needs_root, needs_tools]
 
 
 @pytest.fixture(scope="module")

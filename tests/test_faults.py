@@ -42,7 +42,7 @@ from conftest import (
 from rtlab.results.rundir import RunDir
 from rtlab.targets.local import LocalTarget
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.host, needs_root, needs_tools]
 TOOLS = ("cyclictest", "stress-ng")
 
 

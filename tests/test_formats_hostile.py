@@ -120,6 +120,7 @@ COMMANDS = ("report", "compare")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("command", COMMANDS)
 def test_csv_cells_a_spreadsheet_would_evaluate_start_with_a_quote(outputs, command):
     text = out(outputs, command, "csv")
@@ -151,6 +152,7 @@ class _Elements(HTMLParser):
         self.data.append(data)
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("command", COMMANDS)
 def test_html_runs_nothing_from_the_run_and_shows_its_text_escaped(outputs, command):
     page = out(outputs, command, "html")
@@ -174,6 +176,7 @@ def _tables(text: str) -> list[list[str]]:
     return [b for b in blocks if b]
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("command", COMMANDS)
 def test_markdown_tables_keep_their_columns_and_nothing_in_them_is_live(outputs, command):
     text = out(outputs, command, "md")
@@ -190,6 +193,7 @@ def test_markdown_tables_keep_their_columns_and_nothing_in_them_is_live(outputs,
     assert notes and all("second line" in line for line in notes)  # the newline kept it one line
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("which", ["report junit", "compare junit", "compare verdicts junit"])
 def test_junit_is_xml_10_a_ci_server_parses(outputs, which):
     command, _, fmt = which.partition(" ")
@@ -199,6 +203,7 @@ def test_junit_is_xml_10_a_ci_server_parses(outputs, which):
     assert "\\x1b[31mansi" in text or "?[31mansi" in text  # what was there, still visible
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("command", COMMANDS)
 def test_json_reads_back_as_the_run_wrote_it(outputs, command):
     text = out(outputs, command, "json")
@@ -216,6 +221,7 @@ def test_json_reads_back_as_the_run_wrote_it(outputs, command):
     assert not CONTROL.search(text.replace("\n", ""))  # all escaped: a terminal may show it
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("where", ["table", "table file"])
 def test_the_terminal_obeys_no_escape_and_reads_no_markup(outputs, command, where):
@@ -259,6 +265,7 @@ def test_each_formats_escape_on_its_own():
     assert escape.terminal("[red]x[/red]\x1b[2J").plain == "[red]x[/red]?[2J"
 
 
+@pytest.mark.hostile
 def test_figures_of_a_hostile_run_are_drawn(runs, tmp_path):
     """--figures draws the runs as read (PNG): their names are plain text there too."""
     said("compare", *map(str, runs), "--figures", str(tmp_path), "--format", "csv")

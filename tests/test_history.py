@@ -116,6 +116,7 @@ def _pooled(folders: list[Path]) -> tuple[list[int], list[int], int]:
     return values, counts, overflows
 
 
+@pytest.mark.host
 def test_runs_go_in_once_and_come_back(runs, db):
     done = history(db, "add", str(runs.quiet), str(runs.busy), str(runs.damaged))
     assert done.returncode == 0, done.stderr
@@ -136,6 +137,7 @@ def test_runs_go_in_once_and_come_back(runs, db):
     assert [r["uid"] for r in json.loads(newer.stdout)["runs"]] == [r["uid"] for r in found[5:]]
 
 
+@pytest.mark.host
 def test_the_trend_by_kernel_recomputed(runs, db, tmp_path):
     assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
     done = history(db, "trend", "--load", "work", "--metric", "p99.99", "--format", "json")
@@ -166,6 +168,7 @@ def test_the_trend_by_kernel_recomputed(runs, db, tmp_path):
     assert NEXT_KERNEL in (tmp_path / "trend.txt").read_text()
 
 
+@pytest.mark.host
 def test_a_regression_is_found_confirmed_and_gated(runs, db):
     assert history(db, "add", str(runs.quiet), str(runs.busy)).returncode == 0
     # p99.9: the busy loop moves it from about a hundred µs to 5 ms, and this VM's rare
@@ -198,6 +201,7 @@ def test_a_regression_is_found_confirmed_and_gated(runs, db):
     assert verdicts["verdict"] == "worse"
 
 
+@pytest.mark.host
 def test_the_gate_holds_a_regression_until_it_is_accepted(runs, db):
     """Five quiet runs, then five busy ones: the newest is as bad as the four before it, so
     judged against them alone it passes; the regression at the first busy run still stands
@@ -232,6 +236,7 @@ def test_the_gate_holds_a_regression_until_it_is_accepted(runs, db):
     assert done.returncode == 2 and "--reason is empty" in done.stderr
 
 
+@pytest.mark.host
 def test_concurrent_writers_lose_nothing(runs, db):
     procs = [
         subprocess.Popen(
@@ -249,6 +254,7 @@ def test_concurrent_writers_lose_nothing(runs, db):
     assert len({r["uid"] for r in listed(db)}) == len(listed(db)) == 10
 
 
+@pytest.mark.host
 def test_rebuild_from_the_folders(runs, db, tmp_path):
     moved = tmp_path / "quiet"
     shutil.copytree(runs.quiet, moved)
@@ -300,6 +306,7 @@ def _odd(runs: Runs, where: Path, case: str) -> Path:
 ODD = ("release", "started", "future", "trace", "bucket", "cpu")
 
 
+@pytest.mark.host
 def test_odd_runs_are_added_or_named_and_never_stop_the_batch(runs, db, tmp_path):
     odd = [_odd(runs, tmp_path, case) for case in ODD]
     done = history(db, "add", *map(str, odd), str(runs.busy))
@@ -316,6 +323,7 @@ def test_odd_runs_are_added_or_named_and_never_stop_the_batch(runs, db, tmp_path
     assert listed(db)[-1]["uid"] != "odd-future"
 
 
+@pytest.mark.host
 def test_rebuild_keeps_the_index_whatever_the_folders_hold(runs, db, tmp_path):
     odd = [_odd(runs, tmp_path, case) for case in ODD]
     assert history(db, "add", *map(str, odd), str(runs.busy)).returncode == 0
@@ -332,6 +340,7 @@ def test_rebuild_keeps_the_index_whatever_the_folders_hold(runs, db, tmp_path):
     assert shown.returncode == 0 and shown.stdout.strip() == str(runs.busy / "repeat-1")
 
 
+@pytest.mark.host
 def test_a_newer_store_is_one_line(tmp_path, runs):
     db = tmp_path / "history.db"
     assert history(str(db), "add", str(runs.busy)).returncode == 0
@@ -342,6 +351,7 @@ def test_a_newer_store_is_one_line(tmp_path, runs):
     assert "schema version 99, newer than this rtlab's" in done.stderr
 
 
+@pytest.mark.host
 def test_a_store_of_the_first_version_is_migrated(tmp_path, runs):
     """A store written before acceptances (schema 1) gains their table when opened, its runs kept."""
     db = tmp_path / "history.db"
@@ -356,6 +366,7 @@ def test_a_store_of_the_first_version_is_migrated(tmp_path, runs):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.host
 def test_bad_history_input_is_one_line(tmp_path, runs):
     db = str(tmp_path / "history.db")
     assert history(db, "add", str(runs.busy)).returncode == 0
@@ -401,6 +412,7 @@ def test_a_db_address_is_shown_without_any_of_its_secrets():
     assert sorted(found) == sorted(["S1:c", "S9", "S2", "S3", "S 4"])
 
 
+@pytest.mark.host
 def test_a_db_address_with_a_secret_or_no_driver_is_one_line_without_it(tmp_path):
     """Every form of a password in --db, and an address rtlab cannot open (a driver not
     installed, a SQLite URL with a user), is one line naming the fix, exit 2, secret unsaid."""
@@ -420,6 +432,7 @@ def test_a_db_address_with_a_secret_or_no_driver_is_one_line_without_it(tmp_path
             assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, (url, done.stderr)
 
 
+@pytest.mark.host
 def test_a_run_whose_load_is_a_link_is_added_without_its_numbers_and_says_why(runs, tmp_path):
     """A run whose loads/work links to another run's is read as `report` reads it: the load
     failed ("loads/work is a link"), said when it is added, and none of the other's numbers stored."""
@@ -447,6 +460,7 @@ def test_a_run_whose_load_is_a_link_is_added_without_its_numbers_and_says_why(ru
     assert stats == [("failed", None, None)] and kept == 0 and axes == 0
 
 
+@pytest.mark.host
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is installed by `make test`")
 def test_the_html_trend_in_a_browser(runs, tmp_path):
     db = str(tmp_path / "history.db")
@@ -476,6 +490,7 @@ def test_otava_finds_the_shift_of_a_short_history_and_none_in_noise():
     assert change_points([5030, 5031, 5029, 5032, 5030, 5060, 5061, 5059, 5062, 5060]) == []
 
 
+@pytest.mark.host
 def test_a_campaign_missing_a_repeat_says_so_and_is_not_complete(runs, tmp_path):
     """A campaign whose last repeat has no run.json (killed before it began) pools the others
     and says which is missing: never "complete" on fewer repeats than asked."""

@@ -262,6 +262,7 @@ def test_outside_text_is_split_at_newlines_only():
 # --- a whole run: damaged documents and escapes through rtlab's commands ---------------------
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("case", ["deep", "digits", "nan"])
 def test_a_damaged_sysinfo_costs_only_the_system_facts(good_run, tmp_path, case):
     run = copy_of(good_run, tmp_path / "run")
@@ -274,6 +275,7 @@ def test_a_damaged_sysinfo_costs_only_the_system_facts(good_run, tmp_path, case)
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("plan", "said"),
     [
@@ -302,6 +304,7 @@ def test_a_damaged_run_json_is_named_and_the_loads_still_reported(good_run, tmp_
     assert summary["loads"]["idle"]["merged"]["samples"] > 0
 
 
+@pytest.mark.hostile
 def test_a_link_in_a_run_is_not_followed(good_run, tmp_path, victim):
     run = copy_of(good_run, tmp_path / "run")
     (run / "loads/idle/load.log").symlink_to(victim)
@@ -333,6 +336,7 @@ def _stored(db: Path) -> list[str]:
     return sorted(r["uid"] for r in json.loads(done.stdout)["runs"])
 
 
+@pytest.mark.hostile
 def test_a_repeat_that_links_to_another_run_is_neither_pooled_nor_indexed(tmp_path):
     """repeat-2 a link to a run from elsewhere: `report` refuses the campaign in one line
     naming the folder; `history add` adds repeat 1 and says why repeat 2 is skipped."""
@@ -354,6 +358,7 @@ def test_a_repeat_that_links_to_another_run_is_neither_pooled_nor_indexed(tmp_pa
     assert _stored(db) == [read_json(campaign / "repeat-1" / "run.json")["id"]]  # not the other run
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("index", ['{"n": ', '{"n": 0}', '["n", 2]', "link"])
 def test_a_damaged_repeats_json_is_one_line_for_report_and_history(tmp_path, index, victim):
     """`history add` reads the campaign as `report` does: from repeats.json, refused when
@@ -377,6 +382,7 @@ def test_a_damaged_repeats_json_is_one_line_for_report_and_history(tmp_path, ind
     assert _stored(db) == []
 
 
+@pytest.mark.hostile
 def test_a_huge_cyclictest_json_is_not_read(good_run, tmp_path):
     run = copy_of(good_run, tmp_path / "run")
     with (run / "loads/idle/cyclictest.json").open("r+b") as f:
@@ -387,6 +393,7 @@ def test_a_huge_cyclictest_json_is_not_read(good_run, tmp_path):
     assert "more than the" in summary["loads"]["idle"]["reason"]
 
 
+@pytest.mark.hostile
 def test_a_boards_escapes_never_reach_the_terminal(good_run, tmp_path):
     run = copy_of(good_run, tmp_path / "run")
     info = read_json(run / "sysinfo.json")
@@ -467,6 +474,7 @@ def limited(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("case", "said"),
     [
@@ -516,6 +524,7 @@ def test_a_hostile_lava_bundle_is_refused_in_one_line(good_run, tmp_path, victim
     assert sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) < 1 << 20
 
 
+@pytest.mark.hostile
 def test_yaml_bombs_in_a_log_are_skipped_and_the_run_imported(good_run, tmp_path):
     bombs = [
         BAD_YAML["laughs"],
@@ -533,6 +542,7 @@ def test_yaml_bombs_in_a_log_are_skipped_and_the_run_imported(good_run, tmp_path
     )
 
 
+@pytest.mark.hostile
 def test_a_failed_jobs_error_message_cannot_make_its_run_complete(tmp_path):
     # the board's own words (lava-test-raise) after a U+2028: a line break to str.splitlines
     theirs = write_run(tmp_path, seed=1, xi=0.1, seconds=10)  # a run whose loads all completed
@@ -550,6 +560,7 @@ def test_a_failed_jobs_error_message_cannot_make_its_run_complete(tmp_path):
     assert written.splitlines()[-1].startswith("@rtlab done status=failed source=lava reason=")
 
 
+@pytest.mark.hostile
 def test_a_bundle_naming_loads_outside_the_run_reads_nothing_there(good_run, tmp_path, victim):
     theirs = copy_of(good_run, tmp_path / "board")
     manifest = read_json(theirs / "run.json")
@@ -624,6 +635,7 @@ def test_a_server_trickling_is_cut_at_the_deadline(hostile_server):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.hostile
 def test_a_servers_escapes_never_reach_the_terminal(hostile_server, tmp_path):
     url, handler = hostile_server
     handler.mode = "escapes"
@@ -657,6 +669,7 @@ def b64_lines(data: bytes) -> str:
     return "".join(text[i : i + 76] + "\n" for i in range(0, len(text), 76))
 
 
+@pytest.mark.hostile
 def test_a_guests_hostile_results_are_refused_and_the_good_ones_kept(good_run, tmp_path, victim):
     from rtlab.results.rundir import RunDir
     from rtlab.targets import open_target
@@ -706,6 +719,7 @@ def test_a_guests_hostile_results_are_refused_and_the_good_ones_kept(good_run, t
 # --- SSH: a board whose run folder is hostile, collected over a real sshd ------------------
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("case", ["link", "huge"])
 def test_collect_from_a_hostile_board_refuses_and_keeps_the_run(board, tmp_path, victim, case):  # noqa: F811
     if not shutil.which("cyclictest"):
@@ -734,6 +748,7 @@ def test_collect_from_a_hostile_board_refuses_and_keeps_the_run(board, tmp_path,
     assert read_json(out / "summary.json")["loads"]["idle"]["merged"] == before  # nothing lost
 
 
+@pytest.mark.hostile
 def test_a_log_without_a_bundle_naming_loads_rtlab_does_not_know_is_imported_as_failed(tmp_path):
     # sets of a loads file, a hostile name, or none: the import never fails on a name
     results = [
@@ -749,6 +764,7 @@ def test_a_log_without_a_bundle_naming_loads_rtlab_does_not_know_is_imported_as_
     assert "holds no run from the board" in manifest["loads"]["spin"]["reason"]
 
 
+@pytest.mark.hostile
 def test_a_damaged_run_json_and_a_linked_plan_file_are_both_named(good_run, tmp_path, victim):
     run = copy_of(good_run, tmp_path / "run")
     (run / "run.json").write_text("{")

@@ -17,6 +17,7 @@ from rtlab.report import figures
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
+    pytest.mark.host,
     needs_root,
     needs_tools,
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is installed by `make test`"),

@@ -17,6 +17,7 @@ from rtlab.loads import parse_loads
 from rtlab.units import parse_duration, parse_latency
 
 
+@pytest.mark.hostile
 def test_units():
     assert parse_duration("10s") == 10
     assert parse_duration("10m") == 600
@@ -74,12 +75,14 @@ def test_each_kind_of_value_has_its_bounds():
             seconds(value, "--boot-timeout", 1, 3600)
 
 
+@pytest.mark.hostile
 def test_loads_pick_subset_and_order():
     assert parse_loads("storage,idle") == ("storage", "idle")
     with pytest.raises(UsageError, match="choose from idle,cpu,os,memory,storage"):
         parse_loads("idle,gpu")
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("args", "fix"),
     [
@@ -99,6 +102,7 @@ def test_bad_option_is_one_line_and_exit_2(args, fix, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -118,6 +122,7 @@ def test_a_bad_value_names_its_option_as_the_command_spells_it(args, said, tmp_p
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -135,6 +140,7 @@ def test_trace_refuses_an_option_that_would_do_nothing(args, said, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.hostile
 def test_out_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     done = rtlab("run", "--duration", "1s", "--loads", "idle", "--out", str(tmp_path))
@@ -143,11 +149,13 @@ def test_out_directory_that_is_not_a_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.hostile
 def test_report_of_a_folder_that_is_not_a_run(tmp_path):
     done = rtlab("report", str(tmp_path))
     assert done.returncode == 2 and "is not an rtlab run" in done.stderr
 
 
+@pytest.mark.hostile
 def test_missing_cyclictest_names_the_package(tmp_path):
     # A PATH with the shell tools the agent needs but no rt-tests.
     bin_dir = tmp_path / "bin"
@@ -164,6 +172,7 @@ def test_missing_cyclictest_names_the_package(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.hostile
 @needs_root
 @needs_tools
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux)")
@@ -280,6 +289,7 @@ def test_a_qemu_targets_numbers_go_through_the_users_gate(options, said):
     assert (spec.cpus, spec.boot_timeout, spec.margin) == (4, 60.0, 0.5)
 
 
+@pytest.mark.hostile
 def test_a_lava_log_that_is_a_fifo_is_one_line_not_a_wait(tmp_path):
     fifo = tmp_path / "log"
     os.mkfifo(fifo)

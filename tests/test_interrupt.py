@@ -22,7 +22,7 @@ from conftest import (
     wait_for,
 )
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.host, needs_root, needs_tools]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

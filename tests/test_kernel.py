@@ -19,6 +19,7 @@ from rtlab.kernel.verify import checks, twin_diff
 from rtlab.system.kernel import parse_config
 
 
+@pytest.mark.host
 def test_twin_fragments_differ_only_in_the_preemption_model():
     rt = fragments.requested([fragments.path("rt")])
     low = fragments.requested([fragments.path("lowlatency")])
@@ -27,6 +28,7 @@ def test_twin_fragments_differ_only_in_the_preemption_model():
     assert rt["CONFIG_HZ"] == "1000" and rt["CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE"] == "y"
 
 
+@pytest.mark.host
 def test_selection_and_bad_names():
     assert fragments.select("visionfive2", "rt") == [
         "small",
@@ -46,12 +48,14 @@ def test_selection_and_bad_names():
     assert done.returncode == 2 and "choose from visionfive2, qemu-virt" in done.stderr
 
 
+@pytest.mark.host
 def test_dropped_options_are_named():
     wanted = {"CONFIG_DWMAC_STARFIVE": "y", "CONFIG_PM": "y", "CONFIG_KASAN": "n"}
     actual = {"CONFIG_PM": "y", "CONFIG_DWMAC_STARFIVE": "m"}
     assert fragments.dropped(wanted, actual) == [("CONFIG_DWMAC_STARFIVE", "y", "m")]
 
 
+@pytest.mark.host
 def test_a_users_fragment_is_kept_whole_and_may_overrule_rtlabs_options():
     """A sweep's variant: CONFIG_PROVE_LOCKING=y selects the DEBUG_SPINLOCK a measurement build
     turns off; that is what the user asked for (said, not refused), but the variant's own
@@ -65,6 +69,7 @@ def test_a_users_fragment_is_kept_whole_and_may_overrule_rtlabs_options():
     assert fragments.kept(ours, {}, actual) == ([("CONFIG_DEBUG_SPINLOCK", "n", "y")], [])
 
 
+@pytest.mark.host
 def test_appendix_a_checks():
     good = {"CONFIG_PREEMPT_RT": "y", "CONFIG_HZ": "1000", "CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE": "y"}
     assert all(c.ok for c in checks(good))
@@ -72,6 +77,7 @@ def test_appendix_a_checks():
     assert [c.item for c in checks(bad, "rt") if not c.ok] == ["preemption model", "HZ", "default governor"]
 
 
+@pytest.mark.host
 def test_twin_diff_separates_model_derived_and_other():
     a = {"CONFIG_PREEMPT_RT": "y", "CONFIG_RCU_BOOST": "y", "CONFIG_HZ": "1000"}
     b = {"CONFIG_PREEMPT": "y", "CONFIG_HZ": "250"}
@@ -87,6 +93,7 @@ needs_source = pytest.mark.skipif(
 )
 
 
+@pytest.mark.host
 @needs_source
 def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     configs = {}
@@ -167,6 +174,7 @@ def _diff(path: str, old: str, new: str) -> str:
     return f"--- a/{path}\n+++ b/{path}\n{hunk}" + "\n".join(body) + "\n"
 
 
+@pytest.mark.host
 def test_rt_patch_series_makes_a_tree_of_its_own(tmp_path, monkeypatch):
     # Debian's source archives are not reachable from every machine: the series here is
     # a stand-in with the shape of debian/patches-rt (quilt, one patch compressed)
@@ -213,6 +221,7 @@ def test_rt_patch_series_makes_a_tree_of_its_own(tmp_path, monkeypatch):
     assert done.returncode == 2 and "apply them to your --source tree yourself" in done.stderr
 
 
+@pytest.mark.guests
 @pytest.mark.slow
 @needs_source
 @pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
@@ -249,6 +258,7 @@ def test_full_rt_build_boots_in_qemu_and_measures(tmp_path):
         assert entry["merged"]["min_us"] == histogram["values"][0]
 
 
+@pytest.mark.guests
 @pytest.mark.slow
 @needs_source
 @pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")

@@ -29,6 +29,8 @@ from conftest import (
 from test_lava_server import wait_port
 from test_ssh import board, free_port, remote_of  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
+pytestmark = pytest.mark.farm
+
 BIN = Path(sys.executable).parent
 
 

@@ -125,6 +125,7 @@ def device(board, tmp_path_factory) -> Path:  # noqa: F811
     return path
 
 
+@pytest.mark.farm
 @needs_root
 @needs_tools
 @needs_lava
@@ -204,6 +205,7 @@ def lava_results(log: str) -> dict[str, dict[str, object]]:
     return {e["msg"]["case"]: e["msg"] for e in entries if e.get("lvl") == "results"}
 
 
+@pytest.mark.farm
 @needs_root
 @needs_tools
 @needs_lava
@@ -243,6 +245,7 @@ def test_a_busy_board_says_why_in_the_jobs_results_and_in_the_import(tmp_path, d
     assert read_json(tmp_path / "holder" / "run.json")["loads"]["idle"]["status"] != "failed"
 
 
+@pytest.mark.farm
 @needs_lava
 def test_a_job_that_went_wrong_is_imported_as_failed(tmp_path):
     # the board's bundle is there, but LAVA's own verdict on the job is not a pass
@@ -350,6 +353,7 @@ while time.monotonic() < end:
 """
 
 
+@pytest.mark.farm
 @needs_root
 @needs_tools
 @pytest.mark.parametrize("blocked", [False, True])
@@ -407,6 +411,7 @@ timeouts: {{actions: {{}}, connections: {{}}}}
 )
 
 
+@pytest.mark.farm
 @needs_lava
 @pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
 def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp_path):

@@ -22,6 +22,8 @@ from conftest import PG_BIN, needs_root, needs_tools, postgres, processes_named,
 from test_lava import make_job
 from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
+pytestmark = pytest.mark.farm
+
 ROOT = Path(__file__).resolve().parents[1] / ".cache" / "lava-server"
 LAVA_SERVER = ROOT / "usr/bin/lava-server"
 needs_server = pytest.mark.skipif(

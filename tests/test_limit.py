@@ -64,6 +64,7 @@ def _limit(db: str, *more: str) -> dict | None:
     return json.loads(done.stdout)["limits"][0]
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_a_limit_from_real_runs_and_a_worse_run_misses_it(lab, tmp_path):
@@ -116,6 +117,7 @@ def test_a_limit_from_real_runs_and_a_worse_run_misses_it(lab, tmp_path):
     assert "history (0.2 false alarms per run) missed" in done.stderr
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_history_limit_refuses_with_a_reason(lab, tmp_path):
@@ -149,6 +151,7 @@ def test_history_limit_refuses_with_a_reason(lab, tmp_path):
     assert done.returncode == 2 and "--deadline history@90%: the rate 90%" in done.stderr
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_a_limit_for_month_long_runs_answers_and_one_beyond_a_year_is_refused(lab):
@@ -182,6 +185,7 @@ def _change(rows: list[dict], i: int, kind: str, holds: bool = False, accepted: 
     return c
 
 
+@pytest.mark.host
 def test_the_runs_a_limit_rests_on():
     rows = _rows([[10] * 60] * 12)
     # a standing regression at 8: the limit is the level before it
@@ -224,6 +228,7 @@ def test_the_window_is_the_longest_that_gives_enough_maxima_whatever_the_duratio
     assert w == _longest_window(holes, 600) < 6
 
 
+@pytest.mark.host
 def test_a_drifting_history_or_a_short_one_is_refused():
     rng = np.random.default_rng(3)
     drifting = _rows([[int(v) for v in 20 + 2 * k + rng.integers(0, 3, 60)] for k in range(10)])
@@ -234,6 +239,7 @@ def test_a_drifting_history_or_a_short_one_is_refused():
     assert found.refused.startswith("too short: 4 accepted run(s)")
 
 
+@pytest.mark.host
 def test_a_limit_of_gev_maxima_bounds_the_true_quantile():
     """Block maxima drawn from a known GEV: for a 60 s run at 1 %, the estimate is near the
     true quantile (the 1 - 0.01 quantile of the maximum of 60 blocks), the interval holds it
@@ -252,6 +258,7 @@ def test_a_limit_of_gev_maxima_bounds_the_true_quantile():
     assert low <= truth <= high and low <= found.estimate_us <= found.limit_us <= high
 
 
+@pytest.mark.host
 def test_a_bound_far_above_its_estimate_is_refused():
     """Few maxima of a heavy tail: the bound can be many times the estimate (0.9 s from maxima
     of 3 to 7 ms was seen on a busy host); refused as too uncertain, never used as a limit."""

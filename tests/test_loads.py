@@ -39,6 +39,7 @@ on = "all"
 """
 
 
+@pytest.mark.host
 def test_builtin_loads_are_the_studies_stress_ng_lines():
     plan = Plan(loads=tuple(BUILTIN)).for_target("0-3", 4)
     argv = {name: plan.load_argv(name, scratch="/run/s") for name in BUILTIN}
@@ -63,6 +64,7 @@ def test_builtin_loads_are_the_studies_stress_ng_lines():
     assert all(load.about for load in BUILTIN.values())
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_a_command_and_a_stress_ng_list_from_a_file(tmp_path):
@@ -103,6 +105,7 @@ def test_a_command_and_a_stress_ng_list_from_a_file(tmp_path):
     assert processes_named("sh", "taskset", "stress-ng", "cyclictest") == set()
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -146,6 +149,7 @@ def _cpu_seconds(group: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
@@ -170,6 +174,7 @@ def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
     assert "--cpu-load" in argv and argv[argv.index("--cpu-load") + 1] == "60"
 
 
+@pytest.mark.host
 def test_an_oom_load_that_never_reached_out_of_memory_is_failed():
     data = {"num_threads": 1}
     end = {"exit": "0", "running_at_end": "yes", "oom_kills": "0"}
@@ -184,6 +189,7 @@ def test_an_oom_load_that_never_reached_out_of_memory_is_failed():
     assert verify("oom", killed, "complete", None) == ("complete", None)
 
 
+@pytest.mark.guests
 @needs_x86
 def test_oom_and_irq_loads_in_a_guest_after_its_idle_time(tmp_path):
     out = tmp_path / "oom"
@@ -209,6 +215,7 @@ def test_oom_and_irq_loads_in_a_guest_after_its_idle_time(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_hackbench_runs_a_group_per_cpu_until_the_load_ends(tmp_path):
@@ -225,6 +232,7 @@ def test_hackbench_runs_a_group_per_cpu_until_the_load_ends(tmp_path):
     assert not processes_in(out)
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_kcompile_builds_a_kernel_until_the_load_ends(tmp_path):
@@ -245,6 +253,7 @@ def test_kcompile_builds_a_kernel_until_the_load_ends(tmp_path):
     assert not processes_in(out)
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_a_preparation_that_fails_fails_its_load_with_its_reason(tmp_path):

@@ -16,6 +16,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import (
     event_seen,
     needs_root,
@@ -29,7 +31,7 @@ from conftest import (
 )
 from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.host, needs_root, needs_tools]
 
 BLOCK = ("--duration", "2s", "--settle", "0s", "--block", "100ms")
 

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import needs_root, needs_tools, read_json
 
+pytestmark = pytest.mark.host
+
 ROOT = Path(__file__).resolve().parents[1]
 # The installed package alone: nothing from this checkout on the path
 CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -65,6 +65,7 @@ def local_run(tmp_path_factory) -> Path:
     )
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_oslat_and_cyclicdeadline_numbers_are_their_own(local_run):
@@ -99,6 +100,7 @@ def test_oslat_and_cyclicdeadline_numbers_are_their_own(local_run):
     ]  # fmt: skip
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_every_format_shows_the_probes(local_run):
@@ -118,6 +120,7 @@ def test_every_format_shows_the_probes(local_run):
     assert found[("idle", "cyclicdeadline", "all")]["p99_us"] == ""  # no histogram, no percentile
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_a_damaged_probe_output_fails_that_probe_not_the_load(local_run, tmp_path):
@@ -143,6 +146,7 @@ def test_a_damaged_probe_output_fails_that_probe_not_the_load(local_run, tmp_pat
     assert "cpu oslat: failed" in table.stdout
 
 
+@pytest.mark.host
 @needs_tools
 def test_a_probe_the_target_cannot_run_is_one_line(tmp_path):
     done = rtlab(*run_args(tmp_path / "run", "idle", "1s", "--probe", "timerlat"))
@@ -176,6 +180,7 @@ def timerlat_expected(text: str, column: str) -> dict:
             "buckets": buckets}  # fmt: skip
 
 
+@pytest.mark.guests
 @pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
 def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
     """timerlat and osnoise (rtla, the kernel's tracers: the host has no tracefs), oslat and
@@ -222,6 +227,7 @@ def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
         assert {k: found["oslat"]["merged"]["latency"][k] for k in expected} == expected
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_compare_judges_each_probe_by_its_own_tail(local_run, tmp_path):
@@ -241,6 +247,7 @@ def test_compare_judges_each_probe_by_its_own_tail(local_run, tmp_path):
         assert f"{load} cyclicdeadline" not in verdicts  # no histogram, nothing to judge
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_repeats_pool_each_probe(tmp_path):
@@ -314,6 +321,7 @@ def test_rtla_table_is_read_exactly_and_hostile_cells_refused():
         probes.parse(probes.PROBES["timerlat"], lying, ARGV)
 
 
+@pytest.mark.host
 def test_cyclicdeadline_is_read_without_its_minimum():
     """cyclicdeadline starts its minimum over after a 0 µs wake-up: min 47 over an average of
     12.44 (seen on this host) is its own output, not damage; its max and average still count."""
@@ -326,6 +334,7 @@ def test_cyclicdeadline_is_read_without_its_minimum():
         )
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
@@ -358,6 +367,7 @@ def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.host
 @needs_root
 @needs_tools
 def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path):
@@ -426,6 +436,7 @@ def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
     assert disagree.section(failed) is None
 
 
+@pytest.mark.guests
 @pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
 def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tmp_path):
     """bookworm-backports' RT kernel (6.12): rtla's user-space threads (timerlat -u) and hwnoise,

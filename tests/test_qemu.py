@@ -62,6 +62,7 @@ def rt_and_standard(tmp_path_factory) -> dict[str, Path]:
     return runs
 
 
+@pytest.mark.guests
 @needs_x86
 def test_rt_guest_reports_realtime_and_every_load(rt_and_standard):
     run = rt_and_standard["debian-rt"]
@@ -90,6 +91,7 @@ def test_rt_guest_reports_realtime_and_every_load(rt_and_standard):
         assert entry["timeline"]["check"] in ("ok", "unverified")
 
 
+@pytest.mark.guests
 @needs_x86
 def test_standard_guest_is_not_realtime(rt_and_standard):
     info = read_json(rt_and_standard["debian"] / "sysinfo.json")
@@ -98,6 +100,7 @@ def test_standard_guest_is_not_realtime(rt_and_standard):
     assert "PREEMPT_RT" not in info["kernel"]["version"]
 
 
+@pytest.mark.guests
 @needs_x86
 def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
     done = rtlab(
@@ -136,6 +139,7 @@ def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_riscv
 def test_riscv64_guest(tmp_path):
     out = tmp_path / "riscv"
@@ -170,6 +174,7 @@ def initrd(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
     return path
 
 
+@pytest.mark.guests
 @needs_x86
 def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
     hang = initrd(tmp_path, {"init": "#!/bin/busybox sh\n/bin/busybox sleep 100000\n"})
@@ -191,6 +196,7 @@ def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_x86
 def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     # A guest that stops answering mid-measurement, as one whose runaway real-time threads own
@@ -233,6 +239,7 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_x86
 def test_a_guest_that_dies_keeps_the_loads_it_finished(tmp_path):
     # The second load's stress-ng crashes the guest's kernel (sysrq c): QEMU is gone, as a
@@ -252,6 +259,7 @@ def test_a_guest_that_dies_keeps_the_loads_it_finished(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_x86
 def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     out = tmp_path / "run"
@@ -274,6 +282,7 @@ def test_interrupted_guest_run_is_partial_and_the_guest_gone(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_x86
 def test_ctrl_c_before_the_guests_agent_listens_still_stops_it(tmp_path):
     """The agent's command reaches the guest over its console, and the agent sets its trap and
@@ -308,6 +317,7 @@ def test_ctrl_c_before_the_guests_agent_listens_still_stops_it(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @pytest.mark.parametrize(
     ("text", "fix"),
     [
@@ -326,10 +336,12 @@ def test_bad_guest_specs(text, fix):
     assert done.returncode == 2 and fix in done.stderr
 
 
+@pytest.mark.guests
 def test_no_guest_process_survives_the_tests():
     assert guests() == set() or os.environ.get("RTLAB_KEEP_GUESTS")
 
 
+@pytest.mark.guests
 @needs_x86
 def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
     out = tmp_path / "tuned"
@@ -358,6 +370,7 @@ def test_tune_applies_and_reverts_real_sysfs_values_in_the_guest(tmp_path):
     assert guests() == set()
 
 
+@pytest.mark.guests
 @needs_x86
 def test_a_killed_host_leaves_the_events_the_guest_streamed(tmp_path):
     # SIGKILL: no handler runs. What the guest said so far was written as it came, so the
@@ -380,6 +393,7 @@ def test_a_killed_host_leaves_the_events_the_guest_streamed(tmp_path):
     assert json.loads(done.stdout)["loads"]["cpu"]["status"] == "not-run"
 
 
+@pytest.mark.guests
 def test_the_guest_release_is_the_first_whose_index_apt_verifies(tmp_path):
     # a release the mirror does not have is refused by apt as a damaged index is; the next is taken
     from rtlab import debian
@@ -396,6 +410,7 @@ def test_the_guest_release_is_the_first_whose_index_apt_verifies(tmp_path):
         debian.Apt.first_verified(tmp_path, ("rtlab-none-a", "rtlab-none-b"), "riscv64")
 
 
+@pytest.mark.guests
 def test_one_archive_of_several_keeps_every_file_and_the_later_one_wins(tmp_path):
     def archive(files: dict[str, bytes]) -> bytes:
         buffer = io.BytesIO()

@@ -264,6 +264,7 @@ HWLAT = (
 )
 
 
+@pytest.mark.hostile
 def test_every_reader_has_a_property_test():
     assert sorted(READERS) == sorted(PROPERTIES), "a reader of outside data without its property test here"
     for name, (where, _) in READERS.items():
@@ -604,6 +605,7 @@ def _fresh(good_run: Path, tmp_path: Path) -> Path:
     return run
 
 
+@pytest.mark.hostile
 @reads("sysinfo")
 @given(data=st.data())
 @FOLDER
@@ -618,6 +620,7 @@ def test_sysinfo(good_run, tmp_path, data):
     assert _outside(tmp_path, run) == before
 
 
+@pytest.mark.hostile
 @reads("run.json")
 @given(data=st.data())
 @FOLDER
@@ -665,6 +668,7 @@ def _damage(data: st.DataObject, run: Path, outside: Path) -> None:
         path.write_bytes(b"")
 
 
+@pytest.mark.hostile
 @reads("run-folder")
 @given(data=st.data())
 @FOLDER
@@ -683,6 +687,7 @@ def test_run_folder(good_run, tmp_path, data):
     assert _outside(tmp_path, run) == before
 
 
+@pytest.mark.hostile
 @reads("archive")
 @given(data=st.data())
 @FOLDER
@@ -703,6 +708,7 @@ def test_archive(good_run, tmp_path, data):
     assert not any(p.is_symlink() for p in into.rglob("*")) if into.exists() else True
 
 
+@pytest.mark.hostile
 @reads("history-index")
 @given(data=st.data())
 @FOLDER
@@ -778,6 +784,7 @@ def _file_read(node: Any) -> str | None:
     return f"{whose + '.' if whose else ''}{name}" if reads or parses else None
 
 
+@pytest.mark.hostile
 def test_no_module_reads_a_file_around_the_boundary():
     """Every read of a file in rtlab goes through rtlab.boundary, except modules that read only
     the host's own files (HOST_FILES, each with its reason): a new reader of a run folder or a

@@ -17,7 +17,7 @@ import pytest
 from conftest import needs_root, needs_tools, processes_in, read_json, rtlab, run_args
 from rtlab.analysis.stats import PERCENTILES
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.host, needs_root, needs_tools]
 LOADS = ["idle", "cpu", "os", "memory", "storage"]
 
 

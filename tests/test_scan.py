@@ -7,9 +7,13 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from conftest import needs_root, needs_tools, processes_named, read_json, rtlab, start_rtlab, wait_for
 from rtlab.campaigns.scan import Choice, choose, rank
 from rtlab.loads import read_file
+
+pytestmark = pytest.mark.host
 
 CLASSES = "security,pipe"
 PIPE = ["fifo", "pipe", "pipeherd", "ring-pipe", "sendfile", "splice", "tee", "vm-splice"]

@@ -32,6 +32,8 @@ from rtlab.boundary.shapes import (
 from rtlab.loads import Load
 from rtlab.plan import Plan
 
+pytestmark = pytest.mark.host
+
 
 def keys(shape: Any) -> set[str]:
     return set(shape.__required_keys__ | shape.__optional_keys__)

@@ -33,6 +33,7 @@ from conftest import (
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
+    pytest.mark.host,
     needs_root,
     needs_tools,
     pytest.mark.skipif(not Path(SSHD).exists(), reason="make test installs openssh-server"),

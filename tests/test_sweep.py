@@ -49,6 +49,7 @@ def _sweep(lab: dict[str, str], out: Path, *args: str, code: int = 0) -> dict:
     return json.loads(done.stdout) if code == 0 else {"stderr": done.stderr}
 
 
+@pytest.mark.host
 def test_each_options_effect_on_the_base(lab):
     """The harmless option's build fails at first, the sweep stops; fixed, the same command
     goes on, and that variant, joining late, is judged against base runs of its own rounds."""
@@ -83,6 +84,7 @@ def test_each_options_effect_on_the_base(lab):
     assert not processes_named("spin", "cyclictest", session=True)
 
 
+@pytest.mark.host
 def test_the_option_to_blame_in_a_worse_configuration(lab):
     base = Path(lab["base"])
     bad = base / "bad.config"
@@ -102,6 +104,7 @@ def test_the_option_to_blame_in_a_worse_configuration(lab):
     assert not processes_named("spin", "cyclictest", session=True)
 
 
+@pytest.mark.host
 def test_a_sweep_whose_first_preparation_failed_goes_on(tmp_path):
     """The base's prepare command fails, before any step stands: the same command again, once
     the build is fixed, knows the folder as its own (not "--out is not empty") and measures."""
@@ -123,6 +126,7 @@ def test_a_sweep_whose_first_preparation_failed_goes_on(tmp_path):
     assert [r["name"] for r in json.loads(done.stdout)["effects"]] == ["CONFIG_HARMLESS=y"]
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("args", "said"),
     [

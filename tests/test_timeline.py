@@ -19,7 +19,7 @@ import pytest
 from conftest import event_seen, needs_root, needs_tools, read_json, rtlab, run_args, start_rtlab, wait_for
 from rtlab.results import timeline
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.host, needs_root, needs_tools]
 CPU = os.cpu_count() - 1  # the CPU the spike is injected on
 SPIN_MS = 50
 

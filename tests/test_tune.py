@@ -18,6 +18,8 @@ from rtlab.system import tune
 from rtlab.system.files import Root
 from rtlab.system.knobs import KNOBS
 
+pytestmark = pytest.mark.host
+
 ONLINE = "0-3"
 
 

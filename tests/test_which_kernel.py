@@ -26,6 +26,7 @@ from conftest import rtlab
 from rtlab.kernel import recipe
 
 pytestmark = [
+    pytest.mark.guests,
     pytest.mark.slow,
     pytest.mark.skipif(
         not recipe.DEBIAN_SOURCE.exists() or shutil.which(f"{recipe.CROSS}gcc") is None
