@@ -85,8 +85,11 @@ def _host_key(stage: Path, server: Path) -> tuple[bytes, str]:
     return key.read_bytes(), " ".join(line.split()[:2])
 
 
-def _board_archive(folder: Path, public_key: str) -> tuple[Path, str, Path]:
-    """(the board's initrd, its host key's public line, the RT kernel image)."""
+def _board_archive(
+    folder: Path, public_key: str, extra_modules: tuple[str, ...] = (), extra_step: str = ""
+) -> tuple[Path, str, Path]:
+    """(the board's initrd, its host key's public line, the RT kernel image); EXTRA_MODULES of
+    each kernel beside the NIC's, and EXTRA_STEP run before the network's (a disk board's /boot)."""
     cache = cache_dir()
     arch = machines.arch("x86_64")
     apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
@@ -108,12 +111,14 @@ def _board_archive(folder: Path, public_key: str) -> tuple[Path, str, Path]:
     w.file("etc/group", b"root:x:0:\n")
     w.file(HOST_KEY.lstrip("/"), key, 0o600)
     for meta in (machines.named_kernel(DEFAULT)[1], RT):
-        drivers = kernels.fetch_modules(apt, cache, meta, list(arch.nic_modules))
+        drivers = kernels.fetch_modules(apt, cache, meta, [*arch.nic_modules, *extra_modules])
         release = kernels.fetch_kernel(apt, cache, meta)[0].name.removeprefix("vmlinuz-")
         w.directory(f"board/{release}")
         for driver in drivers:
             w.file(f"board/{release}/{driver.name}", driver.read_bytes())
     w.file("etc/rtlab/boot.d/50-board", _step(list(arch.nic_modules)).encode(), 0o755)
+    if extra_step:
+        w.file("etc/rtlab/boot.d/40-board", extra_step.encode(), 0o755)
     w.close()
     out = folder / "board.cpio"
     out.write_bytes(server.read_bytes() + kexec_tools.read_bytes() + buffer.getvalue())
