@@ -1,0 +1,256 @@
+"""rtlab boot on a riscv64 board booted the VisionFive 2's way: OpenSBI (Debian's fw_jump), U-Boot
+(Debian's u-boot-qemu, qemu-riscv64_smode, as the kernel OpenSBI jumps to) and an extlinux.conf
+on a virtio disk, whose distro boot finds the file and boots its default entry: Debian's
+riscv64 kernel (as tests/test_board.py's riscv64 board runs it) with the board's initramfs
+(rtlab's busybox one, dropbear, the NIC's modules, a host key made once on the host).
+
+The board has no kexec-tools: rtlab carries Debian's for riscv64. It boots a Debian kernel
+package file (.deb) of riscv64 with --append words, verified, goes --back through U-Boot to the
+default entry, and a kernel that hangs comes back through the power switch (QEMU's monitor,
+system_reset) and U-Boot. The disk is made without mounting anything: sfdisk on a file, then
+mkfs.ext4 -d writing the files into the partition at its offset. It boots once per session."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import TARGET_DIR, read_json, rtlab, wait_for
+from rtlab import debian
+from rtlab.boot import image, verify
+from rtlab.cache import cache_dir
+from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
+from test_board import HOST_KEY, free_port, ssh_banner
+from test_boot import KexecBoard, _host_key, _step
+
+pytestmark = pytest.mark.boards
+
+FW_JUMP = Path("/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_jump.bin")  # Debian's opensbi
+UBOOT = Path("/usr/lib/u-boot/qemu-riscv64_smode/u-boot.bin")  # Debian's u-boot-qemu
+DEFAULT = "riscv64:debian"
+PARTITION_AT = 1 << 20  # the first partition's offset, as sfdisk puts it by default (sector 2048)
+
+
+def extlinux(append: str) -> str:
+    """The board's extlinux.conf: one entry, the default, as u-boot-menu writes them."""
+    return "\n".join(
+        [
+            "default debian",
+            "timeout 1",
+            "label debian",
+            "\tkernel /vmlinuz",
+            "\tinitrd /initrd.img",
+            f"\tappend {append}",
+            "",
+        ]
+    )
+
+
+def make_disk(out: Path, kernel: Path, initrd: Path, append: str) -> None:
+    """A disk image holding one bootable ext4 partition with extlinux/extlinux.conf, the kernel
+    and the initramfs, made without mounting: sfdisk writes the partition table into the file,
+    mkfs.ext4 -d fills the file system from a folder, at the partition's offset."""
+    stage = out.with_suffix(".stage")
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / "extlinux").mkdir(parents=True)
+    (stage / "extlinux/extlinux.conf").write_text(extlinux(append))
+    shutil.copyfile(kernel, stage / "vmlinuz")
+    shutil.copyfile(initrd, stage / "initrd.img")
+    size = kernel.stat().st_size + initrd.stat().st_size + (64 << 20)
+    size -= size % (1 << 20)
+    out.unlink(missing_ok=True)
+    with out.open("wb") as f:
+        f.truncate(size)
+    subprocess.run(["sfdisk", "-q", str(out)], input=f"start={PARTITION_AT // 512}, type=83, bootable\n",
+                   text=True, check=True)  # fmt: skip
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "boot", "-d", str(stage), "-E", f"offset={PARTITION_AT}",
+                    str(out), f"{(size - PARTITION_AT) >> 10}k"], check=True)  # fmt: skip
+    shutil.rmtree(stage)
+
+
+class UbootGuest(QemuTarget):
+    """The riscv64 guest booted by its firmware: OpenSBI as -bios, U-Boot as the payload it
+    jumps to, the kernel, initramfs and command line the guest would get from QEMU put on a
+    virtio disk instead. A reboot resets the machine (no -no-reboot), and the monitor listens
+    on MONITOR: the tests' power switch."""
+
+    monitor: Path
+    disk: Path
+
+    def _argv(self, boot, accel):  # type: ignore[no-untyped-def]
+        argv = super()._argv(boot, accel)
+        make_disk(self.disk, boot.kernel, boot.initrd, self._cmdline())
+        out: list[str] = []
+        skip = False
+        for word in argv:
+            if skip:
+                skip = False
+            elif word in ("-bios", "-kernel", "-initrd", "-append", "-monitor"):
+                skip = True
+            elif word != "-no-reboot":
+                out.append(word)
+        return [
+            *out,
+            "-bios", str(FW_JUMP), "-kernel", str(UBOOT),
+            "-drive", f"file={self.disk},format=raw,if=virtio",
+            "-monitor", f"unix:{self.monitor},server,nowait",
+        ]  # fmt: skip
+
+
+def _board_archive(folder: Path, public_key: str) -> tuple[Path, str, Path]:
+    """(the board's initrd, its host key's public line, the riscv64 linux-binary .deb that
+    holds the kernel rtlab boots). No kexec-tools: rtlab carries it."""
+    cache = cache_dir()
+    arch = machines.arch("riscv64")
+    apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
+    where = cache / "initramfs" / f"{apt.release}-{arch.debian}"
+    tools = {"dropbear": "usr/sbin/dropbear", "dropbearkey": "usr/bin/dropbearkey"}
+    server = initramfs.build_tools(apt, where / "dropbear.cpio", ["dropbear-bin"], tools)
+    # the host key is made on the host by the host's architecture's dropbearkey
+    x86 = machines.arch("x86_64")
+    host_apt = debian.Apt.first_verified(cache, x86.releases, x86.debian, x86.suites)
+    host_server = initramfs.build_tools(
+        host_apt, cache / "initramfs" / f"{host_apt.release}-{x86.debian}" / "dropbear.cpio",
+        ["dropbear-bin"], tools,
+    )  # fmt: skip
+    key, public = _host_key(folder / "dropbear", host_server)
+    meta = machines.named_kernel(DEFAULT)[1]
+    drivers = kernels.fetch_modules(apt, cache, meta, list(arch.nic_modules))
+    release = kernels.fetch_kernel(apt, cache, meta)[0].name.removeprefix("vmlinuz-")
+    # the .deb rtlab boots: the package that holds the image (linux-binary-VER from forky on)
+    package, packages = kernels.kernel_packages(apt, meta, ("linux-binary-",))
+    debs = apt.download(packages, folder / "debs")
+    deb = next((d for d in debs if d.name.startswith("linux-binary-")), None) or next(
+        d for d in debs if d.name.startswith(f"{package}_")
+    )
+    buffer = io.BytesIO()
+    w = cpio.Writer(buffer)
+    for name in ("etc", "etc/rtlab", "etc/rtlab/boot.d", "etc/dropbear", "board", f"board/{release}"):
+        w.directory(name)
+    w.directory("root/.ssh", 0o700)
+    w.file("root/.ssh/authorized_keys", public_key.encode(), 0o600)
+    w.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    w.file("etc/group", b"root:x:0:\n")
+    w.file(HOST_KEY.lstrip("/"), key, 0o600)
+    for driver in drivers:
+        w.file(f"board/{release}/{driver.name}", driver.read_bytes())
+    w.file("etc/rtlab/boot.d/50-board", _step(list(arch.nic_modules)).encode(), 0o755)
+    w.close()
+    out = folder / "board.cpio"
+    out.write_bytes(server.read_bytes() + buffer.getvalue())
+    return out, public, deb
+
+
+class UbootBoard(KexecBoard):
+    deb: Path
+    firmware_said: list[str]
+
+
+@pytest.fixture(scope="session")
+def uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
+    arch = machines.arch("riscv64")
+    tools = (arch.qemu, "sfdisk", "mkfs.ext4", "cpio", "ssh-keygen")
+    if not all(shutil.which(t) for t in tools) or not FW_JUMP.is_file() or not UBOOT.is_file():
+        pytest.skip("make test installs qemu-system-misc opensbi u-boot-qemu fdisk e2fsprogs")
+    folder = tmp_path_factory.mktemp("uboot-board")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
+    archive, public, deb = _board_archive(folder, (folder / "key.pub").read_text())
+    port = free_port()
+    guest = UbootGuest(
+        GuestSpec.parse(f"{DEFAULT},cpus=2,memory=2G,initrd={archive},ssh={port},boot-timeout=1200")
+    )
+    guest.monitor, guest.disk = folder / "monitor.sock", folder / "disk.img"
+    try:
+        board = UbootBoard(guest, port, folder / "home", "LAZY")
+        console = guest.started()
+        board.firmware_said = list(console.tail)
+        wait_for(lambda: ssh_banner(port), 300)
+        (board.home / ".ssh").mkdir(parents=True)
+        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {public}\n")
+        (board.home / ".ssh/config").write_text(
+            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
+        )
+        assert guest.boot is not None
+        board.monitor, board.initrd, board.deb = guest.monitor, guest.boot.initrd, deb
+        board.rt_image = guest.boot.kernel
+        board.default_release = board.sh("uname -r").strip()
+        yield board
+    finally:
+        guest.close()
+
+
+def _uname(board: UbootBoard) -> str:
+    wait_for(lambda: ssh_banner(board.port), 600)
+    return board.sh("uname -r").strip()
+
+
+def _back_to_default(board: UbootBoard, said: str, *extra: str) -> None:
+    """`rtlab boot --back`: through U-Boot to the default entry, rtlab's folder gone."""
+    back = rtlab("boot", "--target", "ssh://board", "--back", "--boot-timeout", "900", *extra,
+                 env=board.env, timeout=1800)  # fmt: skip
+    assert back.returncode == 0 and said in back.stdout, back.stdout + back.stderr
+    assert _uname(board) == board.default_release
+    assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")
+    assert board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo gone").strip() == "gone"
+
+
+def test_the_board_boots_its_default_entry_through_opensbi_uboot_and_extlinux(uboot_board):
+    said = "\n".join(uboot_board.firmware_said)
+    assert "OpenSBI" in said and "U-Boot" in said, said
+    assert "Found /extlinux/extlinux.conf" in said and "Starting kernel" in said, said
+    assert uboot_board.sh("command -v kexec || echo none").strip().endswith("none")
+    done = rtlab("check", "--target", "ssh://board", "--format", "json", env=uboot_board.env, timeout=600)
+    findings = {f["item"]: f for f in json.loads(done.stdout)["findings"]}
+    assert findings["boot methods"]["found"] == "kexec (carried)", findings["boot methods"]
+    assert findings["boot methods"]["status"] == "ok"
+
+
+def test_a_deb_by_carried_kexec_verified_then_back_through_uboot(uboot_board, tmp_path):
+    board = uboot_board
+    out = tmp_path / "deb"
+    done = rtlab("boot", "--target", "ssh://board", str(board.deb), "--initrd", str(board.initrd),
+                 "--append", "isolcpus=1 nohz_full=1", "--boot-timeout", "900", "--out", str(out),
+                 env=board.env, timeout=3600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("booted"), done.stdout
+    found = read_json(out / "boot.json")
+    release = image.read(board.rt_image).release
+    assert found["verdict"] in verify.GOOD and found["found"]["release"] == release, found
+    assert found["kernel"]["deb"] == str(board.deb) and found["kernel"]["package"].startswith("linux-"), found
+    assert found["kexec"].startswith("carried: kexec-tools"), found["kexec"]
+    added = [Path(p).name for p in found["files_added"]]
+    assert "kexec" in added and any(n.startswith("ld-linux-riscv64") for n in added), added
+    assert found["found"]["isolated"] == "1" and found["found"]["nohz_full"] == "1", found
+    phases = [(s["state"], s.get("seconds")) for s in found["states"]]
+    print(f"riscv64 carried-kexec boot: {found['seconds']} s, states {phases}")
+    # the board, asked over its console: the kernel rtlab booted, with the words asked
+    assert _uname(board) == release
+    cmdline = board.sh("cat /proc/cmdline").split()
+    assert "isolcpus=1" in cmdline and any(w.startswith("rtlab.boot=") for w in cmdline), cmdline
+    assert board.sh("cat /sys/devices/system/cpu/isolated").strip() == "1"
+    assert board.sh("command -v kexec || echo none").strip().endswith("none")  # nothing installed
+
+    _back_to_default(board, "back on its default kernel")
+
+
+def test_a_kernel_that_hangs_comes_back_through_the_power_switch_and_uboot(uboot_board, tmp_path):
+    board = uboot_board
+    out = tmp_path / "hang"
+    # no initramfs and no root: the kernel panics, and panic=0 keeps it there
+    done = rtlab("boot", "--target", "ssh://board", str(board.rt_image), "--append", "panic=0",
+                 "--boot-timeout", "600", "--power-cycle", board.power_cycle(), "--out", str(out),
+                 env=board.env, timeout=3600)  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    found = read_json(out / "boot.json")
+    assert found["verdict"] == verify.DID_NOT_BOOT, found
+    evidence = " ".join(found["evidence"])
+    assert f"back on its default kernel {board.default_release}" in evidence, evidence
+    assert "power-cycle" in [s["state"] for s in found["states"]]
+    assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")  # U-Boot's default entry
+    _back_to_default(board, "not a kernel rtlab booted")
