@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from rtlab import children
 from rtlab.agent.shell import quote
-from rtlab.boot import carry, kexec, verify
+from rtlab.boot import carry, grub, kexec, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
 from rtlab.boot.record import CONSOLE, DMESG, Record, default_folder
@@ -67,6 +67,9 @@ class Request:
     out: Path | None = None
     dry_run: bool = False
     accept_new_host_key: bool = False
+    method: str = "auto"  # kexec, grub, or auto: kexec where the board runs it, else its GRUB
+    make_default: bool = False  # after a verified boot, the bootloader's entry the default
+    label: str | None = None  # the bootloader's menu title
 
 
 class Board:
@@ -211,6 +214,8 @@ class Engine:
         self.before: dict[str, str] = {}
         self.holder = ""
         self.tool = carry.Tool()  # how kexec runs on the board (boot() decides)
+        self.method = "kexec"  # how this boot goes (boot() decides: _choose)
+        self.grub: grub.Probe | None = None
 
     # --- the steps ---------------------------------------------------------
 
@@ -277,6 +282,35 @@ class Engine:
         image, name, version = kernels.fetch_kernel(apt, cache, package)
         return image, {"package": name, "package_version": version, "release_of_debian": apt.release}
 
+    def _choose(self, before: dict[str, str]) -> str:
+        """--method: kexec (never the default boot touched) where the board runs kexec or rtlab
+        carries it, else the board's GRUB; one line naming the fix where neither can."""
+        r = self.r
+        kexec_ok = carry.on_board(before.get("kexec", "")) or carry.can_carry(before.get("arch", ""))
+        if r.method == "kexec" or (r.method == "auto" and kexec_ok and not r.make_default):
+            if r.make_default:
+                raise UsageError(
+                    "--make-default keeps a kernel through the board's bootloader: give --method grub"
+                )
+            return "kexec"
+        _, said = self.board.run(grub.PROBE, timeout=60)
+        probe = grub.Probe.parse(said)
+        why = probe.refusal()
+        if why is not None:
+            raise UsageError(
+                f"{r.target} cannot boot a one-shot entry of its GRUB: {why}"
+                + ("; or give --method kexec" if kexec_ok else "")
+            )
+        if probe.ours:
+            raise UsageError(
+                f"{r.target} keeps a boot of rtlab's in its GRUB ({grub.SAVED}): "
+                f"rtlab boot --target {r.target} --back first"
+            )
+        if r.dtb is not None:
+            raise UsageError("--dtb: GRUB's entries here carry no device tree; give --method kexec")
+        self.grub = probe
+        return "grub"
+
     def boot(self) -> Outcome:
         r = self.r
         for extra in (r.initrd, r.dtb):
@@ -305,19 +339,42 @@ class Engine:
             )
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         self.holder = f"boot-{stamp}"
-        files = kexec.Files(self.base, self.holder)
+        self.method = self._choose(before)
+        files: kexec.Files | grub.Entry = kexec.Files(self.base, self.holder)
         sent = {
             "kernel": r.kernel,
             **({"initrd": r.initrd} if r.initrd else {}),
             **({"dtb": r.dtb} if r.dtb else {}),
         }
         cmdline = kexec.new_cmdline(before.get("cmdline", ""), r.append, self.holder)
-        self.tool = carry.tool(before, files.folder, cache_dir())  # kexec-tools carried if the board has none
-        load = kexec.load(
-            files.path("kernel"), cmdline,
-            files.path("initrd") if r.initrd else None, files.path("dtb") if r.dtb else None, self.tool.words,
-        )  # fmt: skip
         default = untrusted.printable(before.get("uname", "?"))
+        if self.grub is not None:
+            title = grub.check_title(r.label) if r.label is not None else f"rtlab: Linux {version.release}"
+            files = grub.Entry(self.holder, title, cmdline, r.initrd is not None, self.grub.boot_on_root)
+            load = grub.add_entry()
+            if r.dry_run:
+                self.say(f"{r.target} runs {default}; its GRUB takes a one-shot entry")
+                self._step(f"take the lock: {self.base}/lock")
+                self._step(f"save {grub.GRUBENV} and {grub.CUSTOM} (bytes and SHA-256) into {grub.SAVED}")
+                self._step(
+                    f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items())
+                )
+                self._step(f"add to {grub.CUSTOM}:\n{files.menuentry()}")
+                self._step(f"set next_entry={files.id} in {grub.GRUBENV}, reboot")
+                self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
+                self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
+                if r.power_cycle:
+                    self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
+                return Outcome("dry run", ["nothing was changed"], None)
+        else:
+            self.tool = carry.tool(
+                before, files.folder, cache_dir()
+            )  # kexec-tools carried if the board has none
+            load = kexec.load(
+                files.path("kernel"), cmdline,
+                files.path("initrd") if r.initrd else None, files.path("dtb") if r.dtb else None,
+                self.tool.words,
+            )  # fmt: skip
         if r.dry_run:
             self.say(f"{r.target} runs {default}; kexec: {self.tool.said}")
             self._step(f"take the lock: {self.base}/lock")
@@ -332,7 +389,7 @@ class Engine:
             return Outcome("dry run", ["nothing was changed"], None)
         folder = r.out or default_folder(r.target, version.release)
         self.record = Record.create(
-            folder, method="kexec", target=r.target,
+            folder, method=self.method, target=r.target,
             kernel={"path": str(r.kernel), "release": version.release, "version": version.build,
                     "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"},
                     **fetched},
@@ -340,7 +397,8 @@ class Engine:
             before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
                     "boot_id": untrusted.printable(before.get("boot_id", ""))},
         )  # fmt: skip
-        self.record.set(kexec=self.tool.said)
+        if self.grub is None:
+            self.record.set(kexec=self.tool.said)
         sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
         try:
@@ -367,18 +425,20 @@ class Engine:
     def _boot(
         self,
         version: KernelVersion,
-        files: kexec.Files,
+        files: kexec.Files | grub.Entry,
         sent: dict[str, Path],
         load: str,
         console: ConsoleCapture,
     ) -> Outcome:
-        r, record = self.r, self.record
+        record = self.record
         assert record is not None
         folder = record.folder
         try:
             self._enter("lock")
             self._lock()
             self._enter("install")
+            if self.grub is not None:
+                self._save_grub()
             # each way back is known before its step runs: a stop in the middle undoes it too
             self.undo.append((f"{files.folder} removed", f"rm -rf {quote(files.folder)}"))
             self.board.must(files.make(), verify.DID_NOT_INSTALL, f"making {files.folder}")
@@ -398,20 +458,72 @@ class Engine:
             if self.tool.prepare is not None:
                 self.board.must(self.tool.prepare, verify.DID_NOT_INSTALL, f"kexec ({self.tool.said})")
             self._enter("load")
-            self.say(f"loading {version.release} with: {untrusted.printable(record.data['cmdline_asked'])}")
-            self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.unload(self.tool.words)))
-            self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
-            self._enter("execute")
-            self.board.must(kexec.execute(self.tool.words), verify.DID_NOT_BOOT, "kexec -e")
-            self.undo.clear()  # from here the way back is a reset: the default boot is untouched
-            self.board.drop()
+            if isinstance(files, grub.Entry):
+                self._once(files, load)
+            else:
+                self.say(
+                    f"loading {version.release} with: {untrusted.printable(record.data['cmdline_asked'])}"
+                )
+                self.undo.append(("the loaded kernel unloaded (kexec -u)", kexec.unload(self.tool.words)))
+                self.board.must(load, verify.DID_NOT_INSTALL, "kexec -l")
+                self._enter("execute")
+                self.board.must(kexec.execute(self.tool.words), verify.DID_NOT_BOOT, "kexec -e")
+                self.undo.clear()  # from here the way back is a reset: the default boot is untouched
+                self.board.drop()
         except Failed as e:
             undone = self._unwind()
             return Outcome(e.verdict, [str(e), *(f"undone: {u}" for u in undone)], folder)
+        return self._wait(version, files, console)
+
+    def _save_grub(self) -> None:
+        """grubenv and custom.cfg kept on the board (bytes and SHA-256) before either changes;
+        their way back (restore) known first."""
+        record, probe = self.record, self.grub
+        assert record is not None and probe is not None
+        self.undo.append((f"{grub.GRUBENV} and {grub.CUSTOM} as they were, {grub.BOOT_DIR} removed",
+                          grub.restore()))  # fmt: skip
+        said = self.board.must(
+            grub.save(), verify.DID_NOT_INSTALL, f"saving {grub.GRUBENV} into {grub.SAVED}"
+        )
+        digests = {}
+        for line in untrusted.lines(said):
+            digest, _, path = line.strip().partition("  ")
+            if len(digest) == 64 and path in (grub.GRUBENV, grub.CUSTOM):
+                digests[path] = untrusted.printable(digest)
+        record.set(grub={"saved": grub.SAVED, "sha256_before": digests,
+                         "custom_cfg_added": not probe.custom_exists})  # fmt: skip
+        record.added(grub.SAVED)
+        if not probe.custom_exists:
+            record.added(grub.CUSTOM)
+
+    def _once(self, entry: grub.Entry, add: str) -> None:
+        """The entry into custom.cfg, next_entry into grubenv, the reboot into it."""
+        record, probe = self.record, self.grub
+        assert record is not None and probe is not None
+        self.say(f"adding {entry.id} to {grub.CUSTOM}: {untrusted.printable(record.data['cmdline_asked'])}")
+        self.board.must(add, verify.DID_NOT_INSTALL, f"adding the entry to {grub.CUSTOM}",
+                        entry.menuentry().encode())  # fmt: skip
+        command, block = grub.set_once(entry, probe)
+        self.board.must(command, verify.DID_NOT_INSTALL, f"next_entry in {grub.GRUBENV}", block)
+        record.data["grub"].update(entry=entry.id, title=untrusted.printable(entry.title),
+                                   grubenv_by="grub-editenv" if probe.editenv else "rtlab")  # fmt: skip
+        record.save()
+        self._enter("execute")
+        self.board.must(kexec.reboot(), verify.DID_NOT_BOOT, "reboot")
+        # from here any reset boots the default: GRUB clears next_entry before the kernel starts
+        self.undo.clear()
+        self.board.drop()
+
+    def _wait(
+        self, version: KernelVersion, files: kexec.Files | grub.Entry, console: ConsoleCapture
+    ) -> Outcome:
+        r, record = self.r, self.record
+        assert record is not None
+        folder = record.folder
         self._enter("wait")
+        how = "rebooted into GRUB's one-shot entry" if self.grub else "kexec executed"
         self.say(
-            f"kexec executed; waiting up to {r.boot_timeout:.0f} s for {r.target} "
-            f"to answer from {version.release}"
+            f"{how}; waiting up to {r.boot_timeout:.0f} s for {r.target} to answer from {version.release}"
         )
         after = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
         if after is None:
@@ -441,9 +553,18 @@ class Engine:
         verdict = judged.verdict
         if verdict == verify.WITH_WARNINGS and not r.fail_on_warnings:
             judged.lines.append("not a failure without --fail-on-warnings")
+        if r.make_default and isinstance(files, grub.Entry):
+            if verify.failed(judged, r.fail_on_warnings):
+                judged.lines.append("not made the default: the boot was not verified")
+            else:
+                self.board.must(grub.make_default(files), verdict, f"the default in {grub.CUSTOM}")
+                record.set(made_default=files.id)
+                judged.lines.append(
+                    f"made the default: {files.id} ({grub.CUSTOM}); --back restores the board's"
+                )
         return Outcome(verdict, judged.lines, folder)
 
-    def _did_not_boot(self, files: kexec.Files, console: ConsoleCapture) -> Outcome:
+    def _did_not_boot(self, files: kexec.Files | grub.Entry, console: ConsoleCapture) -> Outcome:
         r, record = self.r, self.record
         assert record is not None
         lines = [
@@ -463,7 +584,9 @@ class Engine:
             lines.append(f"the board is back on {'its default kernel ' if on_default else ''}{running}")
             with contextlib.suppress(RunFailed, UsageError):
                 self.board.run(kexec.unlock(self.base, self.holder))
-                if self.board.run(files.remove_all())[0] == 0:
+                if isinstance(files, grub.Entry):
+                    lines.append(self._restore_grub())
+                elif self.board.run(files.remove_all())[0] == 0:
                     lines.append(f"{files.root} removed")
         else:
             lines.append(
@@ -537,6 +660,9 @@ class Engine:
             return Outcome("dry run", ["nothing was changed"], None)
         self._lock()
         lines = []
+        restored = self._restore_grub()
+        if restored:
+            lines.append(restored)
         self.board.must(
             f"{files.remove_all()}; {kexec.UNLOAD} 2>/dev/null; true",
             verify.STOPPED,
@@ -565,3 +691,17 @@ class Engine:
         with contextlib.suppress(RunFailed, UsageError):
             self.board.run(files.remove_all())
         return Outcome("back", [f"{r.target} is back on its default kernel {now}", *lines], None)
+
+    def _restore_grub(self) -> str:
+        """The board's grubenv and custom.cfg as rtlab found them, proved by their SHA-256, and
+        rtlab's folder on /boot removed; what was done in one line ("" where nothing was)."""
+        status, out = self.board.run(grub.restore(), timeout=120)
+        said = untrusted.printable(out.strip())
+        if status != 0:
+            raise RunFailed(
+                f"{grub.GRUBENV} and {grub.CUSTOM} could not be put back as they were "
+                f"(exit status {status}): {said[-300:]}; rtlab's copies are kept in {grub.SAVED}"
+            )
+        if "restored" not in said.split():
+            return ""
+        return f"{grub.GRUBENV} and {grub.CUSTOM} back byte for byte (sha256sum -c), {grub.BOOT_DIR} removed"

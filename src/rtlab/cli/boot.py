@@ -56,15 +56,36 @@ def boot(
         bool,
         typer.Option("--back", help="return the board to its default kernel and remove what rtlab added"),
     ] = False,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="kexec (the default boot never touched), grub (a one-shot entry of the board's GRUB: "
+            "next_entry), or auto: kexec where the board can, else its GRUB"
+        ),
+    ] = "auto",
+    make_default: Annotated[
+        bool,
+        typer.Option(
+            "--make-default",
+            help="after a verified boot, keep the kernel as the board's default (its bootloader's entry; "
+            "--back restores the board's own)",
+        ),
+    ] = False,
+    label: Annotated[str | None, typer.Option(help="the bootloader's menu title for the kernel")] = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
-    """Boot KERNEL on a board by kexec (its default boot never touched), verify it, or go --back."""
+    """Boot KERNEL on a board by kexec (its default boot never touched) or by its GRUB's one-shot
+    entry, verify it, or go --back."""
     from rtlab.boot import machine, verify
     from rtlab.boot.verify import cmdline_words
 
     if not target:
         raise UsageError("give the board: --target ssh://root@board")
     boot_timeout = seconds(boot_timeout, "--boot-timeout", 1, MAX_BOOT_TIMEOUT_S)
+    if method not in ("auto", "kexec", "grub"):
+        raise UsageError(f"--method {method}: give kexec, grub or auto")
+    if back and (make_default or label is not None):
+        raise UsageError("--make-default and --label go with a KERNEL to boot, not with --back")
     if back == (kernel is not None):
         raise UsageError("give a KERNEL to boot, or --back (not both)")
     image = Path(kernel) if kernel is not None else None
@@ -84,6 +105,7 @@ def boot(
         append=cmdline_words(append),
         boot_timeout=boot_timeout, power_cycle=power_cycle, console=console_cmd,
         fail_on_warnings=fail_on_warnings, out=out, dry_run=dry_run, accept_new_host_key=accept_new_host_key,
+        method=method, make_default=make_default, label=label,
     )  # fmt: skip
     engine = machine.Engine(request, lambda text: err.print(text, highlight=False))
     try:
