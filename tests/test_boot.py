@@ -10,6 +10,7 @@ The unit tests below it judge verify's logic, kexec's command line and the recor
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -151,12 +152,10 @@ class KexecBoard(Board):
         return f"{sys.executable} -c {code!r} {self.monitor}"
 
 
-@pytest.fixture(scope="session")
-def kexec_board(tmp_path_factory) -> Iterator[KexecBoard]:
-    arch = machines.arch("x86_64")
-    if not shutil.which(arch.qemu) or not shutil.which("ssh-keygen") or not shutil.which("cpio"):
-        pytest.skip(f"make test installs {machines.QEMU_PACKAGES['x86_64']}, openssh-client and cpio")
-    folder = tmp_path_factory.mktemp("kexec-board")
+@contextlib.contextmanager
+def running_kexec_board(folder: Path) -> Iterator[KexecBoard]:
+    """The x86_64 kexec board booted, its files in FOLDER, for as long as the block lasts (the
+    session's fixture, and bench/bench_boot.py)."""
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
     archive, public, rt_image = _board_archive(folder, (folder / "key.pub").read_text())
     port = free_port()
@@ -177,6 +176,15 @@ def kexec_board(tmp_path_factory) -> Iterator[KexecBoard]:
         yield board
     finally:
         guest.close()
+
+
+@pytest.fixture(scope="session")
+def kexec_board(tmp_path_factory) -> Iterator[KexecBoard]:
+    arch = machines.arch("x86_64")
+    if not shutil.which(arch.qemu) or not shutil.which("ssh-keygen") or not shutil.which("cpio"):
+        pytest.skip(f"make test installs {machines.QEMU_PACKAGES['x86_64']}, openssh-client and cpio")
+    with running_kexec_board(tmp_path_factory.mktemp("kexec-board")) as board:
+        yield board
 
 
 def _uname(board: KexecBoard) -> str:
