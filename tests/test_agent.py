@@ -16,7 +16,7 @@ import pytest
 import rtlab.agent
 from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
 from rtlab.plan import GRACE_S, Plan
-from rtlab.results.events import LOG_MARKS, Kind, parse
+from rtlab.results.events import HOST_SAID, LOG_MARKS, Kind, parse
 
 SHELLS = ["busybox-ash", "dash"]
 
@@ -264,11 +264,16 @@ def _group_alive(pgid: int) -> bool:
 
 @pytest.mark.host
 def test_every_line_kind_the_agent_prints_is_one_the_host_knows():
+    from rtlab.agent import names
+
+    generated = names.variables()
     text = "\n".join(line for line in AGENT.read_text().splitlines() if not line.lstrip().startswith("#"))
-    printed = set(re.findall(r"\bemit '?([a-z-]+)'?", text)) | set(re.findall(r"@rtlab ([a-z-]+)", text))
-    # the lines closing load.log, cyclictest.log and (level a) rtla.out
-    assert printed - set(LOG_MARKS) <= {kind.value for kind in Kind}, printed - set(LOG_MARKS)
-    assert {"load-start", "load-end", "done", "busy", "result"} <= printed
+    printed = {generated[v] for v in re.findall(r"\$(E_[A-Z_]+)", text)}
+    marks = {generated[v] for v in re.findall(r"\$(M_[A-Z_]+)", text)}
+    # the lines closing load.log, cyclictest.log, probe.log and (level a) rtla.out
+    assert marks == set(LOG_MARKS)
+    assert printed <= {kind.value for kind in Kind} - {str(k) for k in HOST_SAID}
+    assert {"load-start", "load-end", "done", "busy", "result", "probe-end", "hwlat-end"} <= printed
 
 
 def _agent_variable(name: str) -> str:
@@ -352,18 +357,84 @@ def _code_lines() -> list[str]:
             if not line.lstrip().startswith("#")]  # fmt: skip
 
 
+def _path_words(code: str, name: str) -> list[str]:
+    """NAME spelled as a path component in CODE (`$DIR/loads/`, `"$ld/segments"`), but not as one of
+    tracefs's or /proc's own files that share it ($t/trace, $tfs/trace, per_cpu/cpuN/trace,
+    /proc/interrupts): those are the kernel's, not the run folder's."""
+    word = re.escape(name)
+    found = re.findall(rf"(\S*?)/{word}(?=[/\"*\s]|$)|(?<![\w$.{{-]){word}/", code, re.MULTILINE)
+    kernel = re.compile(r"(\$\{?(t|tfs)\}?|/proc|/sys|per_cpu/cpu\$cpu|\$ROOT\S*)$")
+    return [head for head in found if not kernel.search(head.strip('"'))]
+
+
 @pytest.mark.unit
-def test_the_agent_spells_only_the_contracts_names():
-    """Each file name the agent spells in a run folder is rundir's and no option is parsed by
-    hand: a name the host does not know fails here (its event kinds: the test above)."""
-    from rtlab.results import rundir
+def test_the_agent_spells_no_run_folder_name_or_event_kind_by_hand():
+    """Every run-folder name and event kind in the agent's parts is a generated variable
+    ($F_<NAME>, $E_<KIND>, $M_<MARK>: rtlab.agent.names, from results/layout.py and
+    results/events.py): a literal one fails here, as does a line for the host written without
+    the two writers (emit, say)."""
+    from rtlab.results import layout
 
     code = "\n".join(_code_lines())
-    suffixes = "argv|json|log|out|pid|check|loads|probes|saved|mark|cgroup"
-    files = set(re.findall(rf"(?<![$\w{{.-])([a-z][a-z0-9_-]*\.(?:{suffixes}))\b", code))
-    outside = {"owner.part"}  # the lock folder's, not a run folder's
-    assert files and files - outside <= rundir.AGENT_FILES, files - outside - rundir.AGENT_FILES
+    assert "@rtlab" not in code  # the writers' prefix is generated ($EVENT_MARK)
+    writers = re.findall(r"\b(?:emit|say) +(\S+)", code)
+    assert writers and [w for w in writers if not re.fullmatch(r'"\$[A-Za-z_]+"', w)] == []
+    kinds = {k.value for k in Kind} | set(LOG_MARKS)
+    spelled = {k for k in kinds if "-" in k and re.search(rf"(?<![\w$-]){re.escape(k)}(?![\w-])", code)}
+    assert spelled == set()
+    dotted = {r.name for r in layout.TABLE if "." in r.name.strip(".")}
+    spelled = {n for n in dotted if re.search(rf"(?<![\w$.{{-]){re.escape(n)}(?![\w-])", code)}
+    suffixes = {r.name for r in layout.TABLE if r.shape is layout.Shape.SUFFIX}
+    spelled |= {s for s in suffixes if re.search(rf"{re.escape(s)}\b", code)}
+    plain = {r.name for r in layout.TABLE if "." not in r.name}
+    spelled |= {n for n in plain if _path_words(code, n)}
+    assert spelled == set()
     assert not re.search(r"^\s*--[a-z-]+\) [A-Z_]+=\$2", code, re.MULTILINE)  # the generated parser's alone
+
+
+@pytest.mark.unit
+def test_the_agents_names_are_the_tables():
+    """The two sides tied: every $F_, $E_ and $M_ the parts use is generated, with the table's
+    value, and every name the table gives the agent is used by it (the run folder's events,
+    segments/, trace/ and its captures, hwlat.trace and tracefs.* included)."""
+    from rtlab.agent import names
+    from rtlab.results import layout
+
+    generated = names.variables()
+    code = "\n".join(_code_lines())
+    used = set(re.findall(r"\$\{?([FEM]_[A-Z0-9_]+)", code))
+    assert used - set(generated) == set()
+    rows = {r.variable: r.name for r in layout.agent_rows()}
+    assert len(rows) == len(layout.agent_rows())  # one variable per row
+    assert set(rows) - used == set(), "a row the agent never uses: agent=False"
+    shipped = dict(re.findall(r"^([FEM]_[A-Z0-9_]+)='([^']*)'$", AGENT.read_text(), re.MULTILINE))
+    assert {v: shipped[v] for v in rows} == rows
+    assert {rows[v] for v in ("F_EVENTS", "F_SEGMENTS", "F_TRACE", "F_HWLAT_TRACE", "F_TRACEFS_BEFORE",
+                              "F_TRACEFS_AFTER", "F_TRACE_EVENTS")} == {
+        "events", "segments", "trace", "hwlat.trace", "tracefs.before", "tracefs.after"}  # fmt: skip
+    assert generated["E_LOAD_END"] == "load-end" and generated["M_LOAD_PROCESS"] == "load-process"
+
+
+@pytest.mark.unit
+def test_the_readmes_run_directory_is_the_tables():
+    """Each path the README's "The run directory" lists is a row of results/layout.py, in the
+    folder the README puts it in, a folder there when the README ends it with /."""
+    from rtlab.results import layout
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("\n## The run directory\n", 1)[1].split("\n#", 1)[0]
+    block = section.split("```\n", 2)[1]
+    paths = [line.split()[0] for line in block.splitlines() if line and not line.startswith(" ")]
+    assert len(paths) >= 10, paths
+    wrong = []
+    for path in paths:
+        folder, name = path.rstrip("/").rpartition("/")[::2]
+        if name.startswith("<"):  # a probe's folder: named by the probe, not the table
+            continue
+        rows = [r for r in layout.TABLE if r.name == name and (folder + "/" if folder else "") in r.where]
+        if len(rows) != 1 or rows[0].folder != path.endswith("/"):
+            wrong.append(path)
+    assert wrong == []
 
 
 @pytest.mark.unit
@@ -392,3 +463,21 @@ def test_the_generated_options_reach_the_agent_as_the_plan_says(shell):
     assert defaults == {o.variable: o.default for o in rows}
     bad = subprocess.run([*sh, "-c", script, "sh", "--secnds", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout.strip() == "died: unknown option --secnds"
+
+
+@pytest.mark.unit
+def test_cyclictests_argv_is_read_back_by_the_table_it_was_built_by(tmp_path):
+    """A run whose run.json is damaged gets its plan back from cyclictest.argv, through the flag
+    table Plan.cyclictest_argv built it with (plan.CYCLICTEST_FLAGS): the same numbers."""
+    from rtlab import store
+    from rtlab.results.rundir import RunDir
+
+    numbers = {"duration_s": 42, "interval_us": 250, "priority": 80, "histogram_us": 5000, "block_us": 50_000}
+    plan = Plan(loads=("idle",), **numbers)
+    (tmp_path / "loads/idle").mkdir(parents=True)
+    (tmp_path / "plan.loads").write_text("idle\n")
+    (tmp_path / "loads/idle/cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
+    (tmp_path / "run.json").write_text("{")
+    manifest, _, _, problems = store.read(RunDir(tmp_path))
+    assert {k: manifest["plan"][k] for k in numbers} == numbers
+    assert problems and "the plan is read from plan.loads and cyclictest.argv" in problems[0]

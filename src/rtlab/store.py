@@ -13,7 +13,7 @@ from rtlab.analysis import repeats
 from rtlab.analysis.summary import summarize
 from rtlab.boundary.shapes import Manifest, PlanJSON, Summary, Sysinfo
 from rtlab.errors import UsageError
-from rtlab.plan import Plan
+from rtlab.plan import CYCLICTEST_FLAGS, Plan
 from rtlab.results import liveness, rundir
 from rtlab.results.events import Event
 from rtlab.results.rundir import RunDir, UnreadableFile, read_json
@@ -23,27 +23,25 @@ def _plan_from_files(run: RunDir) -> PlanJSON:
     """The plan as the agent's own files hold it: the loads and cyclictest's arguments."""
     loads = run.planned_loads()
     options: dict[str, int] = {}
+    field = {flag: name for name, flag in CYCLICTEST_FLAGS.items()}  # read back by the table it was built by
     for load in loads:
         argv = run.load_dir(load) / rundir.CYCLICTEST_ARGV
         if argv.is_file():
             words = run.text(argv).split("\n")
             options = {
-                w: int(v)
+                field[w]: int(v)
                 for w, v in zip(words, words[1:], strict=False)
-                if w in _ARGV and v.isascii() and v.isdigit() and len(v) < 12
+                if w in field and v.isascii() and v.isdigit() and len(v) < 12
             }
             break
     return Plan(
         loads=tuple(loads),
-        duration_s=options.get("-D", 0),
-        interval_us=options.get("-i", 0),
-        priority=options.get("-p", 0),
-        histogram_us=options.get("-h", 0),
-        block_us=options.get("-o", 0) * options.get("-i", 0),
+        duration_s=options.get("duration_s", 0),
+        interval_us=options.get("interval_us", 0),
+        priority=options.get("priority", 0),
+        histogram_us=options.get("histogram_us", 0),
+        block_us=options.get("block_samples", 0) * options.get("interval_us", 0),
     ).to_json()
-
-
-_ARGV = ("-D", "-i", "-p", "-h", "-o")
 
 
 def read(run: RunDir) -> tuple[Manifest, Sysinfo | None, list[Event], list[str]]:

@@ -1,6 +1,7 @@
 """The POSIX sh agent that runs on every target, shipped as one script: assembled from its
-parts (parts/*.sh, in name order), with the constants it shares with the host (constants.py) and
-its `run` options (contract.py) generated after the first part."""
+parts (parts/*.sh, in name order), with the constants it shares with the host (constants.py), its
+`run` options (contract.py) and the run folder's names and event kinds (names.py) generated after
+the first part."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from rtlab.agent import constants, contract
+from rtlab.agent import constants, contract, names
 
 
 @cache
@@ -22,7 +23,7 @@ def script() -> bytes:
         key=lambda p: p.name,
     )
     texts = [p.read_text(encoding="utf-8") for p in parts]
-    return "".join([texts[0], constants.part(), contract.part(), *texts[1:]]).encode()
+    return "".join([texts[0], constants.part(), contract.part(), names.part(), *texts[1:]]).encode()
 
 
 def script_path() -> Path:

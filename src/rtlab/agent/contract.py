@@ -1,12 +1,13 @@
 """The contract between the host and the agent for `agent.sh run DIR [options]`, written once:
-each option says the plan's value it carries, the agent's variable that receives it and the
-agent's default. The host builds the command line from this table (`argv`), and the agent's
-option parsing and defaults are generated from it (`part`), so that neither side can spell
-an option the other does not know. The run folder's file names are rundir.py's; the event
-kinds are results/events.py's Kind (tests/test_agent.py checks the agent's spellings of both).
+each option is named after the Plan's field it carries (duration_s: the agent's --duration
+and $DURATION_S), with the agent's default. The host builds the command line from this
+table (`argv`), and the agent's option parsing and defaults are generated from it (`part`),
+so that neither side can spell an option the other does not know. The run folder's file
+names (results/layout.py) and the event kinds (results/events.py's Kind) reach the agent the
+same way (agent/names.py).
 
-Adding a run option: a row here (the flag, the agent's variable and default, the plan's value,
-or None when the plan leaves it out), then its use in the agent's parts.
+Adding a run option: a row here (the Plan's field, the agent's default, the plan's value, or
+None when the plan leaves it out), then its use in the agent's parts as $FIELD.
 """
 
 from __future__ import annotations
@@ -24,12 +25,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Option:
-    flag: str  # agent.sh run's option
-    variable: str  # the agent's shell variable that holds it
+    name: str  # the Plan's field it carries (or the agent's own setting): one name all the way
     default: str  # the agent's value when the option is not given
     value: Callable[[Plan], str | None] | None  # from the plan; None (or a None value): not given
     about: str
     switch: bool = False  # an option without a value: given, its variable is 1
+
+    @property
+    def flag(self) -> str:
+        """agent.sh run's option: the name, its unit suffix left out (duration_s: --duration)."""
+        return "--" + self.name.removesuffix("_s").replace("_", "-")
+
+    @property
+    def variable(self) -> str:
+        """The agent's shell variable that holds it: the name (duration_s: DURATION_S)."""
+        return self.name.upper()
 
 
 def _if(given: object, value: str) -> str | None:
@@ -41,26 +51,24 @@ def _options() -> tuple[Option, ...]:
     from rtlab.plan import GRACE_S
 
     return (
-        Option("--seconds", "SECS", "0", lambda p: str(p.duration_s), "how long each load is measured"),
-        Option("--settle", "SETTLE", "0", lambda p: str(p.settle_s), "how long a load runs before measuring"),
-        Option("--governor", "GOVERNOR", "performance", lambda p: p.governor, "cpufreq's governor, or keep"),
-        Option("--grace", "GRACE", str(GRACE_S), lambda p: str(GRACE_S),
+        Option("duration_s", "0", lambda p: str(p.duration_s), "how long each load is measured"),
+        Option("settle_s", "0", lambda p: str(p.settle_s), "how long a load runs before measuring"),
+        Option("governor", "performance", lambda p: p.governor, "cpufreq's governor, or keep"),
+        Option("grace_s", str(GRACE_S), lambda p: str(GRACE_S),
                "seconds past its planned end before a tool is killed"),
-        Option("--segment", "SEGMENT", "0", lambda p: _if(p.segment_s, str(p.segment_s)),
+        Option("segment_s", "0", lambda p: _if(p.segment_s, str(p.segment_s)),
                "a new cyclictest every this many seconds (0: one)"),
-        Option("--idle-after-boot", "IDLE_AFTER_BOOT", "0",
-               lambda p: _if(p.idle_after_boot_s, str(p.idle_after_boot_s)),
+        Option("idle_after_boot_s", "0", lambda p: _if(p.idle_after_boot_s, str(p.idle_after_boot_s)),
                "wait until the system has been up this long"),
-        Option("--trace-seconds", "TRACE_SECS", "0", lambda p: _if(p.trace_us, str(p.trace_s)),
+        Option("trace_s", "0", lambda p: _if(p.trace_us, str(p.trace_s)),
                "the trace pass's length per load (0: none)"),
-        Option("--trace-us", "TRACE_US", "0", lambda p: _if(p.trace_us, str(p.trace_us)),
-               "a wake-up this late is traced"),
-        Option("--trace-spikes", "TRACE_SPIKES", str(DEFAULT_TRACE_SPIKES),
-               lambda p: _if(p.trace_us, str(p.trace_spikes)), "at most this many traced spikes per load"),
-        Option("--trace-level", "TRACE_LEVEL", "auto", lambda p: _if(p.trace_us, p.trace_level),
+        Option("trace_us", "0", lambda p: _if(p.trace_us, str(p.trace_us)), "a wake-up this late is traced"),
+        Option("trace_spikes", str(DEFAULT_TRACE_SPIKES), lambda p: _if(p.trace_us, str(p.trace_spikes)),
+               "at most this many traced spikes per load"),
+        Option("trace_level", "auto", lambda p: _if(p.trace_us, p.trace_level),
                "rtla, tracefs or neither (a, b, c), or the best the target has"),
-        Option("--cgroup", "CGROUP", "", None, "the cpuset partition cyclictest joins (given by tuning)"),
-        Option("--stream-results", "STREAM", "0", None,
+        Option("cgroup", "", None, "the cpuset partition cyclictest joins (given by tuning)"),
+        Option("stream_results", "0", None,
                "each finished load's files on stdout (a target that cannot copy them back)", switch=True),
     )  # fmt: skip
 

@@ -50,10 +50,10 @@ class Kind(StrEnum):
     GUEST_DIED = "guest-died"
 
 
-# Lines the agent appends to a tool's own log (load.log, cyclictest.log, rtla.out), not to the
-# events: how the load's process ended (rundir reads it), how long its preparation took, the
-# tools' exit status.
-LOG_MARKS = ("load-process", "load-prepared", "cyclictest", "rtla")
+# Lines the agent appends to a tool's own log (load.log, cyclictest.log, probe.log, rtla.out),
+# not to the events: how the load's process ended (rundir reads it), how long its preparation
+# took, the tools' exit status.
+LOG_MARKS = ("load-process", "load-prepared", "cyclictest", "probe", "rtla")
 
 # How a run ended as only the host saw it: never in the target's own events file.
 HOST_SAID = frozenset({Kind.HOST_TIMEOUT, Kind.CONNECTION_LOST, Kind.GUEST_TIMEOUT, Kind.GUEST_DIED})

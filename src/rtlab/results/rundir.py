@@ -1,13 +1,6 @@
-"""The run directory: raw results, written atomically, never edited by analysis.
-
-    RUN/run.json                      manifest (plan, target, times, status per load)
-    RUN/sysinfo.json                  what the agent found on the target
-    RUN/events                        the agent's progress lines
-    RUN/loads/<load>/cyclictest.json  exactly as cyclictest wrote it
-    RUN/loads/<load>/load.log         the load's output (stress-ng's or a command's) and exit status
-    RUN/loads/<load>/<probe>/         another probe under the same load (--probe: oslat, ...)
-    RUN/summary.json                  the statistics, derived from the above
-    RUN/deadline.json                 --deadline history: each load's limit in force, and its source
+"""The run directory: raw results, written atomically, never edited by analysis. Its files
+and folders, each with its shape, writer and meaning, are the table in layout.py (the
+README's "The run directory" shows them); this module reads and writes them.
 
 run.json is rewritten (atomically) as the run goes, so a run whose host died
 still says how far it got: status `running` then means it never finished.
@@ -33,53 +26,19 @@ from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
 from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import valid_name
-from rtlab.results import cyclictest, events, probes, timeline
+from rtlab.results import cyclictest, events, layout, probes, timeline
 
 SCHEMA = "rtlab.run/1"
-# The layout's names, for every module that reads or writes a run (the docstring's map).
-MANIFEST = "run.json"
-SYSINFO = "sysinfo.json"
-EVENTS = "events"
-SUMMARY = "summary.json"
-TUNING = "tuning.json"  # --tune: what was changed and put back
-CONSOLE = "console.log"  # a QEMU guest's whole console
-COLLECT_ERROR = "collect-error.txt"  # why the results could not (all) be brought home
-PLAN_LOADS = "plan.loads"
-PLAN_PROBES = "plan.probes"  # with --probe: the other probes, in order
-LOADS = "loads"  # a folder per load
-CYCLICTEST_ARGV = "cyclictest.argv"
-LOAD_ARGV = "load.argv"
-LOAD_CHECK = "load.check"
-LOAD_PREPARE_ARGV = "load.prepare.argv"  # a load's preparation, run to its end before it starts
-LOAD_LOG = "load.log"
-TRACE_ARGV = "trace.argv"
-RTLA_ARGV = "rtla.argv"
-PROBE_ARGV = "probe.argv"  # loads/<load>/<probe>/, with --probe
-DEADLINE = "deadline.json"  # --deadline history: the limits a run was judged by, and their source
-HWLAT_FOLDER = "hwlat"  # rtlab run --hwlat-gate: the hwlat pass before measuring (hwlat.py)
-# The agent's own bookkeeping in a run folder (its pid, what it changed, each tool's process
-# group and a load's marks), which `agent.sh stop` reads after an agent that died.
-AGENT_PID = "agent.pid"
-GOVERNORS_SAVED = "governors.saved"
-TRACEFS_SAVED = "tracefs.saved"
-LOAD_PID, LOAD_MARK, LOAD_CGROUP = "load.pid", "load.mark", "load.cgroup"
-LOAD_PREPARE_PID = "load.prepare.pid"
-CYCLICTEST_PID, CYCLICTEST_LOG = "cyclictest.pid", "cyclictest.log"
-PROBE_PID, PROBE_OUT, PROBE_JSON = "probe.pid", probes.OUT, probes.JSON
-RTLA_PID, RTLA_OUT = "rtla.pid", "rtla.out"
-# What the agent reads from a run folder (the plan); everything else in it the agent writes.
-# What only the host writes in a run: a board's copy of a run folder never replaces them.
-HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS, DEADLINE)
-PLAN_FILES = (
-    PLAN_LOADS, PLAN_PROBES, CYCLICTEST_ARGV, LOAD_ARGV, LOAD_CHECK, LOAD_PREPARE_ARGV, TRACE_ARGV,
-    RTLA_ARGV, PROBE_ARGV,
-)  # fmt: skip
-# Every file name the agent spells in a run folder: tests/test_agent.py fails on one not here.
-AGENT_FILES = frozenset((
-    *PLAN_FILES, EVENTS, LOAD_LOG, AGENT_PID, GOVERNORS_SAVED, TRACEFS_SAVED, LOAD_PID, LOAD_PREPARE_PID,
-    LOAD_MARK, LOAD_CGROUP, cyclictest.FILE, timeline.FILE, CYCLICTEST_PID, CYCLICTEST_LOG, PROBE_PID,
-    PROBE_OUT, PROBE_JSON, RTLA_PID, RTLA_OUT,
-))  # fmt: skip
+# The table's names (layout.py), for every module that reads or writes a run.
+MANIFEST, SYSINFO, EVENTS, SUMMARY = layout.MANIFEST, layout.SYSINFO, layout.EVENTS, layout.SUMMARY
+TUNING, CONSOLE, COLLECT_ERROR = layout.TUNING, layout.CONSOLE, layout.COLLECT_ERROR
+DEADLINE, PLAN_LOADS, PLAN_PROBES = layout.DEADLINE, layout.PLAN_LOADS, layout.PLAN_PROBES
+LOADS, HWLAT_FOLDER, CYCLICTEST_ARGV = layout.LOADS, layout.HWLAT_FOLDER, layout.CYCLICTEST_ARGV
+LOAD_ARGV, LOAD_CHECK, LOAD_PREPARE_ARGV = layout.LOAD_ARGV, layout.LOAD_CHECK, layout.LOAD_PREPARE_ARGV
+TRACE_ARGV, RTLA_ARGV, PROBE_ARGV = layout.TRACE_ARGV, layout.RTLA_ARGV, layout.PROBE_ARGV
+LOAD_LOG, HOST_FILES, PLAN_FILES = layout.LOAD_LOG, layout.HOST_FILES, layout.PLAN_FILES
+# Every file name the agent spells in a run folder.
+AGENT_FILES = layout.AGENT_NAMES
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -25,28 +25,9 @@
 # folder made with mkdir, atomic everywhere; its `owner` file says "PID START DIR"). A lock
 # whose owner is gone, or whose PID now belongs to a process started at another time, is stale.
 #
-# Layout of DIR read by `run`:
-#   DIR/plan.loads                  load names, one per line, in order
-#   DIR/plan.probes                 with --probe: the other probes' names, one per line, in order
-#   DIR/loads/L/cyclictest.argv     cyclictest arguments, one per line
-#   DIR/loads/L/load.argv           the load's command (stress-ng or any), one argument a line
-#                                   (absent: idle)
-#   DIR/loads/L/load.prepare.argv   the load's preparation, run to its end (within PREPARE_LIMIT
-#                                   seconds) before the load starts, unmeasured (absent: none)
-#   DIR/loads/L/load.check          how the load is checked: alive, or oom-kill (the kernel's OOM
-#                                   killer must kill during the load: oom_kill in /proc/vmstat)
-# and written by `run`:
-#   DIR/events                      the @rtlab lines below, one per line
-#   DIR/loads/L/cyclictest.json     cyclictest's own JSON, renamed into place only when
-#                                   cyclictest exited 0 (otherwise left as cyclictest.json.part)
-#   DIR/loads/L/cyclictest.out      cyclictest's standard output as it printed it: the
-#                                   oscilloscope lines (-v -o) and the spike list (--spike)
-#   DIR/loads/L/cyclictest.log      cyclictest's standard error, then its exit status
-#   DIR/loads/L/segments/NNN/...    with --segment: cyclictest's three files for each segment
-#   DIR/loads/L/P/probe.*           with --probe: probe P's argv (read), .out, .log and .json
-#   DIR/loads/L/load.log            the load's output, then its exit status
-#   DIR/loads/L/*.pid               the process groups of cyclictest and the load
-#   DIR/governors.saved             "value path" lines; present while governors are changed
+# The run folder DIR: its files (the plan the host writes, what `run` writes) are the table in
+# rtlab.results.layout, each with its shape and meaning; the agent spells them as the generated
+# $F_<NAME> variables (and event kinds as $E_<KIND>), never by hand.
 #
 # Progress lines (stdout and DIR/events):
 #   @rtlab clock t=UPTIME wall=EPOCH_SECONDS          (once, first: ties uptime to the wall clock)
@@ -67,7 +48,7 @@
 # and on stdout only, with --stream-results (targets that cannot copy files back later):
 #   @rtlab result load=L, base64 lines of loads/L as a gzipped tar, @rtlab result-end load=L
 #
-# A measurement never outlives its plan: cyclictest that has not ended GRACE seconds
+# A measurement never outlives its plan: cyclictest that has not ended GRACE_S seconds
 # (default 30) after its planned end, or that ignores SIGTERM for STOP_GRACE seconds, is
 # killed with its process group; so is a load that ignores SIGTERM. A load whose
 # process ends before cyclictest does is stopped at once and failed: it measured no load.
@@ -93,17 +74,6 @@ LOAD_DIR=
 GOVSAVE=
 LOCK=
 TRACESAVE=
-
-# Every event carries t=, seconds since boot (/proc/uptime, which busybox boards have too):
-# the clock the host places phases and cyclictest's spikes on (CLOCK_MONOTONIC, the same
-# clock unless the system was suspended while measuring).
-emit() {
-	kind=$1
-	shift
-	read -r up _ </proc/uptime 2>/dev/null || up=
-	printf '@rtlab %s t=%s %s\n' "$kind" "$up" "$*"
-	if [ -n "$EVENTS" ]; then printf '@rtlab %s t=%s %s\n' "$kind" "$up" "$*" >>"$EVENTS"; fi
-}
 
 die() {
 	printf 'rtlab agent: %s\n' "$*" >&2

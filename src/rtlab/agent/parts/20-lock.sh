@@ -44,14 +44,14 @@ lock_take() {
 		if [ -n "$holder" ] || [ $tries -ge 3 ]; then
 			# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
 			set -- $holder
-			emit busy pid="${1:-?}" run="${2##*/}"
+			emit "$E_BUSY" pid="${1:-?}" run="${2##*/}"
 			return 1
 		fi
 		mv "$lock" "$lock.stale.$$" 2>/dev/null && rm -rf "$lock.stale.$$"
 		tries=$((tries + 1))
 	done
-	printf '%s %s %s\n' "$$" "$(proc_start $$)" "$DIR" >"$lock/owner.part" &&
-		mv "$lock/owner.part" "$lock/owner"
+	printf '%s %s %s\n' "$$" "$(proc_start $$)" "$DIR" >"$lock/owner$F_PART" &&
+		mv "$lock/owner$F_PART" "$lock/owner"
 	LOCK=$lock
 }
 

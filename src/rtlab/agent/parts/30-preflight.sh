@@ -12,7 +12,7 @@ cmd_preflight() {
 	ok=0
 	for program in $AGENT_NEEDS; do
 		if ! command -v "$program" >/dev/null 2>&1; then
-			printf '@rtlab missing name=%s need=agent\n' "$program"
+			say "$E_MISSING" name="$program" need=agent
 			ok=1
 		fi
 	done
@@ -21,17 +21,17 @@ cmd_preflight() {
 	if [ -n "$holder" ]; then
 		# shellcheck disable=SC2086 # "PID DIR" split into its two words on purpose
 		set -- $holder
-		printf '@rtlab busy run=%s pid=%s\n' "${2##*/}" "$1"
+		say "$E_BUSY" run="${2##*/}" pid="$1"
 		return 1
 	fi
 	if [ -n "$runs" ]; then
 		mkdir -p "$runs" 2>/dev/null
-		printf '@rtlab space kb=%s\n' "$(df -k "$runs" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+		say "$E_SPACE" kb="$(df -k "$runs" 2>/dev/null | awk 'NR == 2 { print $4 }')"
 	fi
 	if command -v cyclictest >/dev/null 2>&1; then
-		printf '@rtlab tool name=cyclictest version=%s\n' "$(tool_version cyclictest)"
+		say "$E_TOOL" name=cyclictest version="$(tool_version cyclictest)"
 	else
-		printf '@rtlab missing name=cyclictest\n'
+		say "$E_MISSING" name=cyclictest
 		ok=1
 	fi
 	for program in "$@"; do
@@ -40,34 +40,34 @@ cmd_preflight() {
 		case $program in
 		*-tracer)
 			grep -qw "${program%-tracer}" "$(tracefs_dir)/available_tracers" 2>/dev/null ||
-				{ printf '@rtlab missing name=%s\n' "$program"; ok=1; }
+				{ say "$E_MISSING" name="$program"; ok=1; }
 			continue
 			;;
 		tracefs:*)
-			[ -e "$(tracefs_dir)/${program#tracefs:}" ] || { printf '@rtlab missing name=%s\n' "$program"; ok=1; }
+			[ -e "$(tracefs_dir)/${program#tracefs:}" ] || { say "$E_MISSING" name="$program"; ok=1; }
 			continue
 			;;
 		esac
 		if command -v "$program" >/dev/null 2>&1; then
-			printf '@rtlab tool name=%s version=%s\n' "$program" "$(tool_version "$program")"
+			say "$E_TOOL" name="$program" version="$(tool_version "$program")"
 		else
-			printf '@rtlab missing name=%s\n' "$program"
+			say "$E_MISSING" name="$program"
 			ok=1
 		fi
 		# oslat reads a cycle counter it knows on a few architectures only; elsewhere (riscv64)
 		# every call prints why and exits 0, having measured nothing
 		if [ "$program" = oslat ] && said=$(oslat --version 2>&1 | first_line) &&
 			case $said in *"not yet supported"*) true ;; *) false ;; esac; then
-			printf '@rtlab unsupported name=oslat arch=%s reason=%s\n' "$(uname -m)" "$said"
+			say "$E_UNSUPPORTED" name=oslat arch="$(uname -m)" reason="$said"
 			ok=1
 		fi
 	done
 	[ $ok = 0 ] || return 1
 	# Two loops are enough to learn whether SCHED_FIFO and mlockall are allowed.
 	if out=$(cyclictest -m -p "$prio" -i 1000 -l 2 -q 2>&1); then
-		printf '@rtlab privileges status=ok\n'
+		say "$E_PRIVILEGES" status=ok
 	else
-		printf '@rtlab privileges status=denied reason=%s\n' "$(printf '%s' "$out" | tr '\n' ' ')"
+		say "$E_PRIVILEGES" status=denied reason="$(printf '%s' "$out" | tr '\n' ' ')"
 		return 1
 	fi
 }

@@ -3,26 +3,26 @@
 governors_set() {
 	want=$1
 	if [ "$want" = keep ]; then
-		emit governor status=kept
+		emit "$E_GOVERNOR" status=kept
 		return 0
 	fi
-	: >"$GOVSAVE.part"
+	: >"$GOVSAVE$F_PART"
 	for f in "$ROOT"/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
 		[ -f "$f" ] || continue
-		printf '%s %s\n' "$(cat "$f")" "$f" >>"$GOVSAVE.part"
+		printf '%s %s\n' "$(cat "$f")" "$f" >>"$GOVSAVE$F_PART"
 	done
-	if [ ! -s "$GOVSAVE.part" ]; then
-		rm -f "$GOVSAVE.part"
-		emit governor status=unavailable
+	if [ ! -s "$GOVSAVE$F_PART" ]; then
+		rm -f "$GOVSAVE$F_PART"
+		emit "$E_GOVERNOR" status=unavailable
 		return 0
 	fi
 	# Saved before anything changes, so a crash can always be undone.
-	mv "$GOVSAVE.part" "$GOVSAVE"
+	mv "$GOVSAVE$F_PART" "$GOVSAVE"
 	status='set'
 	while read -r _old path; do
 		printf '%s\n' "$want" >"$path" 2>/dev/null || status=failed
 	done <"$GOVSAVE"
-	emit governor status=$status
+	emit "$E_GOVERNOR" status=$status
 }
 
 governors_restore() {

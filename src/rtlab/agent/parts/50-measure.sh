@@ -84,8 +84,8 @@ exit_text() {
 # quoted for an event's reason: one line, no control character, and no `=` (a load's output
 # must not add fields such as "load=idle status=complete" to the event it is copied into).
 last_words() {
-	line=$(grep -i -E 'error|fail|must|invalid|cannot|denied' "$1" 2>/dev/null | grep -v '^@rtlab' | tail -n 1)
-	[ -n "$line" ] || line=$(grep -v '^@rtlab' "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1)
+	line=$(grep -i -E 'error|fail|must|invalid|cannot|denied' "$1" 2>/dev/null | grep -v "^$EVENT_MARK" | tail -n 1)
+	[ -n "$line" ] || line=$(grep -v "^$EVENT_MARK" "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1)
 	printf '%s' "$line" | tr -d '\000-\037' | tr '=' ':' | cut -c1-200
 }
 
@@ -98,7 +98,7 @@ oom_kills() {
 # The load's program as the user wrote it (stress-ng, or the command after taskset -c CPUS):
 # named in reasons, and the name (comm) its process has.
 load_program() {
-	sed -n '1{/^taskset$/!{p;q;};};4p' "$1/load.argv"
+	sed -n '1{/^taskset$/!{p;q;};};4p' "$1/$F_LOAD_ARGV"
 }
 
 # Every process of a load, even one that left its process group (a daemon: setsid, a double
@@ -121,10 +121,10 @@ load_cgroup() {
 # The PIDs of what is left of the load in folder $1 (zombies aside: they are only waiting to
 # be reaped): its cgroup's, else those with its mark.
 load_members() {
-	if [ -f "$1/load.cgroup" ]; then
-		pids=$(cat "$(cat "$1/load.cgroup")/cgroup.procs" 2>/dev/null)
-	elif [ -f "$1/load.mark" ]; then
-		mark="RTLAB_LOAD=$(cat "$1/load.mark")"
+	if [ -f "$1/$F_LOAD_CGROUP" ]; then
+		pids=$(cat "$(cat "$1/$F_LOAD_CGROUP")/cgroup.procs" 2>/dev/null)
+	elif [ -f "$1/$F_LOAD_MARK" ]; then
+		mark="RTLAB_LOAD=$(cat "$1/$F_LOAD_MARK")"
 		pids=
 		for env in /proc/[0-9]*/environ; do
 			if tr '\000' '\n' <"$env" 2>/dev/null | grep -qxF "$mark"; then
@@ -166,9 +166,9 @@ load_sweep() {
 		n=$((n + 1))
 		pids=$(load_members "$1")
 	done
-	if [ -f "$1/load.cgroup" ]; then
+	if [ -f "$1/$F_LOAD_CGROUP" ]; then
 		n=0 # the cgroup can be removed once its last process is reaped
-		while ! rmdir "$(cat "$1/load.cgroup")" 2>/dev/null && [ $n -lt 20 ]; do
+		while ! rmdir "$(cat "$1/$F_LOAD_CGROUP")" 2>/dev/null && [ $n -lt 20 ]; do
 			sleep "$FINE_NAP"
 			n=$((n + 1))
 		done
@@ -180,39 +180,39 @@ load_sweep() {
 # fails, or outlasts PREPARE_LIMIT seconds, sets REASON and the load is not started.
 load_prepare() {
 	ld=$1
-	[ -f "$ld/load.prepare.argv" ] || return 0
+	[ -f "$ld/$F_LOAD_PREPARE_ARGV" ] || return 0
 	(
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
-		cd "$ld" && run_argv load.prepare.argv $NORMAL $SETSID
-	) >"$ld/load.log" 2>&1 &
+		cd "$ld" && run_argv "$F_LOAD_PREPARE_ARGV" $NORMAL $SETSID
+	) >"$ld/$F_LOAD_LOG" 2>&1 &
 	pid=$!
-	echo "$pid" >"$ld/load.prepare.pid" # `agent.sh stop` ends it after an agent that died
+	echo "$pid" >"$ld/$F_LOAD_PREPARE_PID" # `agent.sh stop` ends it after an agent that died
 	since=$(now_s)
 	while alive "$pid" && [ $STOP = 0 ] && [ $(($(now_s) - since)) -lt "$PREPARE_LIMIT" ]; do sleep 1; done
 	if alive "$pid"; then
 		signal_group KILL "$pid"
 		wait_pid "$pid"
-		rm -f "$ld/load.prepare.pid"
+		rm -f "$ld/$F_LOAD_PREPARE_PID"
 		[ $STOP = 1 ] || REASON="the load's preparation did not end within $PREPARE_LIMIT s"
 		return 1
 	fi
 	wait_pid "$pid"
-	rm -f "$ld/load.prepare.pid"
+	rm -f "$ld/$F_LOAD_PREPARE_PID"
 	if [ "$WAIT_RC" != 0 ]; then
-		REASON="the load's preparation: $(exit_text "$(sed -n 1p "$ld/load.prepare.argv")" "$WAIT_RC"): $(last_words "$ld/load.log")"
+		REASON="the load's preparation: $(exit_text "$(sed -n 1p "$ld/$F_LOAD_PREPARE_ARGV")" "$WAIT_RC"): $(last_words "$ld/$F_LOAD_LOG")"
 		return 1
 	fi
-	printf '@rtlab load-prepared seconds=%s\n' "$(($(now_s) - since))" >>"$ld/load.log"
+	say "$M_LOAD_PREPARED" seconds="$(($(now_s) - since))" >>"$ld/$F_LOAD_LOG"
 }
 
 load_start() {
 	ld=$1
 	LOAD_PROGRAM=$(load_program "$ld")
 	OOM_BEFORE=$(oom_kills)
-	rm -f "$ld/load.cgroup"
+	rm -f "$ld/$F_LOAD_CGROUP"
 	LOAD_CG=$(load_cgroup)
-	if [ -n "$LOAD_CG" ]; then echo "$LOAD_CG" >"$ld/load.cgroup"; fi
-	echo "$$:$ld" >"$ld/load.mark"
+	if [ -n "$LOAD_CG" ]; then echo "$LOAD_CG" >"$ld/$F_LOAD_CGROUP"; fi
+	echo "$$:$ld" >"$ld/$F_LOAD_MARK"
 	# The load may be the OOM killer's victim; the agent and cyclictest may not (see above).
 	(
 		echo 0 >/proc/self/oom_score_adj 2>/dev/null
@@ -222,11 +222,11 @@ load_start() {
 		RTLAB_LOAD="$$:$ld"
 		export RTLAB_LOAD
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
-		cd "$ld" && run_argv load.argv $NORMAL $SETSID
-	) >>"$ld/load.log" 2>&1 &
+		cd "$ld" && run_argv "$F_LOAD_ARGV" $NORMAL $SETSID
+	) >>"$ld/$F_LOAD_LOG" 2>&1 &
 	STRESS_PID=$!
 	LOAD_DIR=$ld
-	echo "$STRESS_PID" >"$ld/load.pid"
+	echo "$STRESS_PID" >"$ld/$F_LOAD_PID"
 }
 
 # Ends the load: SIGTERM to its group, SIGKILL to what is left after STOP_GRACE seconds, then
@@ -248,8 +248,8 @@ load_stop() {
 	after=$(oom_kills)
 	kills=-
 	if [ "$after" != - ] && [ "$OOM_BEFORE" != - ]; then kills=$((after - OOM_BEFORE)); fi
-	printf '@rtlab load-process exit=%s running_at_end=%s oom_kills=%s left=%s term_ignored=%s\n' \
-		"$WAIT_RC" "$running" "$kills" "${LOAD_LEFT:--}" "$ignored" >>"$ld/load.log"
+	say "$M_LOAD_PROCESS" exit="$WAIT_RC" running_at_end="$running" oom_kills="$kills" left="${LOAD_LEFT:--}" \
+		term_ignored="$ignored" >>"$ld/$F_LOAD_LOG"
 	STRESS_PID=
 	LOAD_OOM_KILLS=$kills
 }
@@ -302,38 +302,44 @@ resources_emit() {
 	power=-
 	if [ "$POWER_N" -gt 0 ]; then power=$((POWER_UW_SUM / POWER_N / 1000)); fi
 	total=$(awk '/^MemTotal:/ { print $2 }' "$ROOT/proc/meminfo" 2>/dev/null)
-	emit resources load="$1" mem_total_kb="${total:--}" mem_available_min_kb="$MEM_AVAILABLE_MIN" \
+	emit "$E_RESOURCES" load="$1" mem_total_kb="${total:--}" mem_available_min_kb="$MEM_AVAILABLE_MIN" \
 		mem_free_min_kb="$MEM_FREE_MIN" cyclictest_hwm_kb="$CT_HWM" power_mw="$power" \
 		power_sources="$(echo "$POWER_FILES" | wc -w)"
 }
 
-# measure DIR SECONDS LOAD_LOG [PROBE]: runs cyclictest in DIR (its cyclictest.argv; the load's
-# folder, or a segment's), or with PROBE the command of DIR/probe.argv (program first, its files
-# then named probe.*), for SECONDS while watching it, the load (whose log is LOAD_LOG) and the
+# measure DIR SECONDS LOAD_LOG [PROBE]: runs cyclictest in DIR (its $F_CYCLICTEST_ARGV; the load's
+# folder, or a segment's), or with PROBE the command of DIR/$F_PROBE_ARGV (program first, its files
+# then the probe's), for SECONDS while watching it, the load (whose log is LOAD_LOG) and the
 # clock. Sets REASON when the measurement cannot be vouched for.
 measure() {
 	mf=$1
-	msecs=$2
+	duration_s=$2
 	slog=$3
 	tool=${4:-cyclictest}
-	stem=cyclictest
-	[ "$tool" = cyclictest ] || stem=probe
+	# the tool's files in DIR: cyclictest's, or a probe's
+	if [ "$tool" = cyclictest ]; then
+		m_argv=$F_CYCLICTEST_ARGV m_json=$F_CYCLICTEST_JSON m_out=$F_CYCLICTEST_OUT
+		m_log=$F_CYCLICTEST_LOG m_pid=$F_CYCLICTEST_PID m_mark=$M_CYCLICTEST
+	else
+		m_argv=$F_PROBE_ARGV m_json=$F_PROBE_JSON m_out=$F_PROBE_OUT
+		m_log=$F_PROBE_LOG m_pid=$F_PROBE_PID m_mark=$M_PROBE
+	fi
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
 		cd "$mf" || exit 1
 		# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
-		if [ $stem = cyclictest ]; then
-			run_argv cyclictest.argv $NORMAL $SETSID cyclictest --json=cyclictest.json.part
+		if [ "$tool" = cyclictest ]; then
+			run_argv "$m_argv" $NORMAL $SETSID cyclictest --json="$m_json$F_PART"
 		else
 			# $_ in its environment names the tool's file: svsematest keys its semaphore by
 			# ftok() of the file $_ (else argv[0]) names, which a bare name is not
-			p0=$(command -v "$(sed -n 1p probe.argv)") || p0=
-			run_argv probe.argv $NORMAL $SETSID ${p0:+env "_=$p0"}
+			p0=$(command -v "$(sed -n 1p "$m_argv")") || p0=
+			run_argv "$m_argv" $NORMAL $SETSID ${p0:+env "_=$p0"}
 		fi
-	) >"$mf/$stem.out" 2>"$mf/$stem.log" &
+	) >"$mf/$m_out" 2>"$mf/$m_log" &
 	CT_PID=$!
-	echo "$CT_PID" >"$mf/$stem.pid"
+	echo "$CT_PID" >"$mf/$m_pid"
 	start=$(now_s)
 	stop_sent=
 	killed=
@@ -343,8 +349,8 @@ measure() {
 			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
 			kill -TERM "$CT_PID" 2>/dev/null
 			stop_sent=$t
-		elif [ -z "$REASON" ] && [ "$t" -ge $((msecs + GRACE)) ]; then
-			REASON="no result ${GRACE} s after its planned end: $tool was killed"
+		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + GRACE_S)) ]; then
+			REASON="no result ${GRACE_S} s after its planned end: $tool was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
 		fi
@@ -357,82 +363,81 @@ measure() {
 		fi
 		# A second's sleep: the watch costs one wake-up a second. Near the planned end it looks
 		# ten times a second (where sleep takes fractions), so the end is stamped within 0.1 s.
-		if [ "$t" -ge $((msecs - 1)) ]; then nap $FINE_NAP; else nap 1; fi
+		if [ "$t" -ge $((duration_s - 1)) ]; then nap $FINE_NAP; else nap 1; fi
 	done
 	wait_pid "$CT_PID"
 	CT_PID=
 	rc=$WAIT_RC
 	# Whatever the tool started goes with it.
-	signal_group KILL "$(cat "$mf/$stem.pid")"
-	printf '@rtlab %s exit=%s\n' "$stem" "$rc" >>"$mf/$stem.log"
-	if [ "$rc" = 0 ] && [ -s "$mf/$stem.json.part" ]; then
-		mv "$mf/$stem.json.part" "$mf/$stem.json"
+	signal_group KILL "$(cat "$mf/$m_pid")"
+	say "$m_mark" exit="$rc" >>"$mf/$m_log"
+	if [ "$rc" = 0 ] && [ -s "$mf/$m_json$F_PART" ]; then
+		mv "$mf/$m_json$F_PART" "$mf/$m_json"
 	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then
 		# Told to stop before it had set up its own SIGTERM handler: nothing was measured.
 		REASON="stopped before $tool had measured anything"
-	elif [ -z "$REASON" ] && [ "$rc" = 0 ] && [ $stem = probe ] && [ ! -e "$mf/$stem.json.part" ]; then
+	elif [ -z "$REASON" ] && [ "$rc" = 0 ] && [ "$tool" != cyclictest ] && [ ! -e "$mf/$m_json$F_PART" ]; then
 		: # a probe whose result is what it printed (rtla): read and checked on the host
 	elif [ -z "$REASON" ] && [ "$rc" = 0 ]; then
-		REASON="$tool exited with status 0 but its JSON is missing or empty ($stem.json.part)"
+		REASON="$tool exited with status 0 but its JSON is missing or empty ($m_json$F_PART)"
 	elif [ -z "$REASON" ]; then
 		REASON="$(exit_text "$tool" "$rc")"
-		words=$(last_words "$mf/$stem.log")
+		words=$(last_words "$mf/$m_log")
 		if [ -n "$words" ]; then REASON="$REASON: $words"; fi
 	fi
 }
 
 # The probes besides cyclictest (rtlab run --probe), one after another under the same load in
-# the order of DIR/plan.probes, each in loads/L/PROBE/ with its command in probe.argv. A probe
-# that fails says why in its own event; the load's result is cyclictest's.
+# the order of DIR/$F_PLAN_PROBES, each in loads/L/PROBE/ with its command in $F_PROBE_ARGV. A
+# probe that fails says why in its own event; the load's result is cyclictest's.
 run_probes() {
-	probes=$(cat "$DIR/plan.probes" 2>/dev/null)
+	probes=$(cat "$DIR/$F_PLAN_PROBES" 2>/dev/null)
 	for probe in $probes; do
 		pd=$1/$probe
-		[ -f "$pd/probe.argv" ] || continue
+		[ -f "$pd/$F_PROBE_ARGV" ] || continue
 		[ $STOP = 0 ] || return 0
 		saved=$REASON
 		REASON=
-		rm -f "$pd/probe.json" "$pd/probe.json.part"
-		emit probe-start load="$2" probe="$probe" seconds="$SECS"
-		measure "$pd" "$SECS" "$1/load.log" "$probe"
+		rm -f "$pd/$F_PROBE_JSON" "$pd/$F_PROBE_JSON$F_PART"
+		emit "$E_PROBE_START" load="$2" probe="$probe" seconds="$DURATION_S"
+		measure "$pd" "$DURATION_S" "$1/$F_LOAD_LOG" "$probe"
 		if [ -n "$REASON" ]; then
-			emit probe-end load="$2" probe="$probe" status=failed reason="$REASON"
+			emit "$E_PROBE_END" load="$2" probe="$probe" status=failed reason="$REASON"
 		elif [ $STOP = 1 ]; then
-			emit probe-end load="$2" probe="$probe" status=partial
+			emit "$E_PROBE_END" load="$2" probe="$probe" status=partial
 		else
-			emit probe-end load="$2" probe="$probe" status=complete
+			emit "$E_PROBE_END" load="$2" probe="$probe" status=complete
 		fi
 		REASON=$saved
 	done
 }
 
-# Soak runs: the measurement as back-to-back cyclictest runs of SEGMENT seconds, each whole
-# on its own in loads/L/segments/NNN/ (its own JSON, output and log), so a target that dies
+# Soak runs: the measurement as back-to-back cyclictest runs of SEGMENT_S seconds, each whole
+# on its own in loads/L/$F_SEGMENTS/NNN/ (its own JSON, output and log), so a target that dies
 # loses at most the segment it was in. The gap between two segments is in their events.
 measure_segments() {
 	ld=$1
 	done_s=0
 	n=0
-	while [ $STOP = 0 ] && [ -z "$REASON" ] && [ "$done_s" -lt "$SECS" ]; do
+	while [ $STOP = 0 ] && [ -z "$REASON" ] && [ "$done_s" -lt "$DURATION_S" ]; do
 		n=$((n + 1))
-		secs=$((SECS - done_s))
-		[ "$secs" -le "$SEGMENT" ] || secs=$SEGMENT
-		sd=$ld/segments/$(printf %03d "$n")
+		segment_s=$((DURATION_S - done_s))
+		[ "$segment_s" -le "$SEGMENT_S" ] || segment_s=$SEGMENT_S
+		sd=$ld/$F_SEGMENTS/$(printf %03d "$n")
 		mkdir -p "$sd"
-		# The load's arguments, then the segment's own duration (cyclictest takes the last -D).
-		{ cat "$ld/cyclictest.argv"; printf '%s\n%s\n' -D "$secs"; } >"$sd/cyclictest.argv"
-		emit segment-start load="$2" n="$n" seconds="$secs"
-		measure "$sd" "$secs" "$ld/load.log"
-		if [ -f "$sd/cyclictest.json" ]; then
-			emit segment-end load="$2" n="$n" status=complete
+		# The load's arguments, then the segment's own duration (cyclictest takes the last one).
+		{ cat "$ld/$F_CYCLICTEST_ARGV"; ct_duration "$segment_s"; } >"$sd/$F_CYCLICTEST_ARGV"
+		emit "$E_SEGMENT_START" load="$2" n="$n" seconds="$segment_s"
+		measure "$sd" "$segment_s" "$ld/$F_LOAD_LOG"
+		if [ -f "$sd/$F_CYCLICTEST_JSON" ]; then
+			emit "$E_SEGMENT_END" load="$2" n="$n" status=complete
 		else
-			emit segment-end load="$2" n="$n" status=failed
+			emit "$E_SEGMENT_END" load="$2" n="$n" status=failed
 		fi
-		done_s=$((done_s + secs))
+		done_s=$((done_s + segment_s))
 	done
 	# The load's result is its segments: complete when each of them is.
 	if [ -z "$REASON" ] && [ $STOP = 0 ]; then
-		: >"$ld/segments/complete"
+		: >"$ld/$F_SEGMENTS/$F_SEGMENTS_COMPLETE"
 	fi
 }
-

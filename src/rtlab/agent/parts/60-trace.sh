@@ -42,7 +42,7 @@ tracefs_state() {
 }
 
 tracefs_save() {
-	tracefs_state "$1" >"$TRACESAVE.part" && mv "$TRACESAVE.part" "$TRACESAVE"
+	tracefs_state "$1" >"$TRACESAVE$F_PART" && mv "$TRACESAVE$F_PART" "$TRACESAVE"
 }
 
 tracefs_restore() {
@@ -75,7 +75,7 @@ tracefs_setup() {
 	: >"$t/set_event"
 	for e in $TRACE_EVENTS; do
 		if echo "$e" >>"$t/set_event" 2>/dev/null; then echo "$e"; fi
-	done >"$2/events"
+	done >"$2/$F_TRACE_EVENTS"
 	if echo mono >"$t/trace_clock" 2>/dev/null; then echo mono; else sed -n 's/.*\[\(.*\)\].*/\1/p' "$t/trace_clock"; fi
 }
 
@@ -97,29 +97,29 @@ rtla_ready() {
 		rtla timerlat top --help 2>&1 | grep -q -- '--aa-only'
 }
 
-# Runs `rtla timerlat top --aa-only US` in folder $1 (its rtla.argv) for $2 seconds, in its
+# Runs `rtla timerlat top --aa-only US` in folder $1 (its $F_RTLA_ARGV) for $2 seconds, in its
 # own process group, watched like cyclictest: stopped with SIGINT (rtla then restores what it
-# set) on a signal, killed GRACE seconds past its end. HIT is set to the uptime at which its
+# set) on a signal, killed GRACE_S seconds past its end. HIT is set to the uptime at which its
 # output first said it hit the threshold (rtla itself looks once a second).
 rtla_run() {
 	rf=$1
-	rsecs=$2
+	rtla_s=$2
 	HIT=
 	# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
-	(cd "$rf" && run_argv rtla.argv $NORMAL $SETSID rtla) >"$rf/rtla.out" 2>&1 &
+	(cd "$rf" && run_argv "$F_RTLA_ARGV" $NORMAL $SETSID rtla) >"$rf/$F_RTLA_OUT" 2>&1 &
 	CT_PID=$!
-	echo "$CT_PID" >"$rf/rtla.pid"
+	echo "$CT_PID" >"$rf/$F_RTLA_PID"
 	rstart=$(now_s)
 	sent=
 	while alive "$CT_PID"; do
-		if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/rtla.out" 2>/dev/null; then
+		if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/$F_RTLA_OUT" 2>/dev/null; then
 			read -r HIT _ </proc/uptime
 		fi
 		t=$(($(now_s) - rstart))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
-			REASON="$LOAD_PROGRAM ended during the trace pass: $(last_words "$ld/load.log")"
+			REASON="$LOAD_PROGRAM ended during the trace pass: $(last_words "$ld/$F_LOAD_LOG")"
 		fi
-		if [ -z "$sent" ] && { [ $STOP = 1 ] || [ -n "$REASON" ] || [ "$t" -ge $((rsecs + GRACE)) ]; }; then
+		if [ -z "$sent" ] && { [ $STOP = 1 ] || [ -n "$REASON" ] || [ "$t" -ge $((rtla_s + GRACE_S)) ]; }; then
 			signal_group INT "$CT_PID"
 			sent=$t
 		elif [ -n "$sent" ] && [ $((t - sent)) -ge $STOP_GRACE ]; then
@@ -129,8 +129,8 @@ rtla_run() {
 	done
 	wait_pid "$CT_PID"
 	CT_PID=
-	printf '@rtlab rtla exit=%s\n' "$WAIT_RC" >>"$rf/rtla.out"
-	if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/rtla.out"; then read -r HIT _ </proc/uptime; fi
+	say "$M_RTLA" exit="$WAIT_RC" >>"$rf/$F_RTLA_OUT"
+	if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/$F_RTLA_OUT"; then read -r HIT _ </proc/uptime; fi
 }
 
 # The next capture's folder under $1, numbered from 001.
@@ -153,7 +153,7 @@ next_capture() {
 trace_pass() {
 	ld=$1
 	name=$2
-	td=$ld/trace
+	td=$ld/$F_TRACE
 	rm -rf "$td"
 	mkdir -p "$td"
 	tfs=$(tracefs_dir) || tfs=
@@ -171,67 +171,67 @@ trace_pass() {
 	spikes=0
 	pass_start=$(now_s)
 	if [ $level = c ]; then
-		emit trace-start load="$name" level=c seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock=uptime asked="$TRACE_LEVEL"
+		emit "$E_TRACE_START" load="$name" level=c seconds="$TRACE_S" threshold_us="$TRACE_US" clock=uptime asked="$TRACE_LEVEL"
 		next_capture "$td"
-		{ cat "$ld/trace.argv"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000 -D "$TRACE_SECS"; } >"$cf/cyclictest.argv"
-		irq_sampler >"$cf/interrupts" &
+		{ cat "$ld/$F_TRACE_ARGV"; printf '%s\n' "--spike=$TRACE_US" --spike-nodes=1000; ct_duration "$TRACE_S"; } >"$cf/$F_CYCLICTEST_ARGV"
+		irq_sampler >"$cf/$F_INTERRUPTS" &
 		sampler=$!
-		measure "$cf" "$TRACE_SECS" "$ld/load.log"
+		measure "$cf" "$TRACE_S" "$ld/$F_LOAD_LOG"
 		kill "$sampler" 2>/dev/null
 		wait "$sampler" 2>/dev/null
-		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/cyclictest.out" 2>/dev/null | first_line)
+		spikes=$(sed -n 's/^spikes = \([0-9]*\).*/\1/p' "$cf/$F_CYCLICTEST_OUT" 2>/dev/null | first_line)
 	else
 		tracefs_save "$tfs"
-		cp "$TRACESAVE" "$td/tracefs.before"
+		cp "$TRACESAVE" "$td/$F_TRACEFS_BEFORE"
 		if [ $level = b ]; then clock=$(tracefs_setup "$tfs" "$td"); else clock=uptime; fi
-		emit trace-start load="$name" level=$level seconds="$TRACE_SECS" threshold_us="$TRACE_US" clock="$clock" asked="$TRACE_LEVEL"
+		emit "$E_TRACE_START" load="$name" level=$level seconds="$TRACE_S" threshold_us="$TRACE_US" clock="$clock" asked="$TRACE_LEVEL"
 		while [ $STOP = 0 ] && [ -z "$REASON" ] && [ $spikes -lt "$TRACE_SPIKES" ]; do
-			left=$((TRACE_SECS - ($(now_s) - pass_start)))
+			left=$((TRACE_S - ($(now_s) - pass_start)))
 			[ $left -ge 1 ] || break
 			next_capture "$td"
 			if [ $level = a ]; then
-				{ cat "$ld/rtla.argv"; printf '%s\n' --aa-only "$TRACE_US" -d "${left}s"; } >"$cf/rtla.argv"
+				{ cat "$ld/$F_RTLA_ARGV"; printf '%s\n' --aa-only "$TRACE_US" -d "${left}s"; } >"$cf/$F_RTLA_ARGV"
 				rtla_run "$cf" "$left"
 				[ -n "$HIT" ] || break
-				cpu=$(sed -n 's/^## CPU \([0-9]*\) hit stop tracing.*/\1/p' "$cf/rtla.out" | first_line)
+				cpu=$(sed -n 's/^## CPU \([0-9]*\) hit stop tracing.*/\1/p' "$cf/$F_RTLA_OUT" | first_line)
 				spikes=$((spikes + 1))
-				emit trace-spike load="$name" n="$n" cpu="${cpu:-?}" hit="$HIT"
+				emit "$E_TRACE_SPIKE" load="$name" n="$n" cpu="${cpu:-?}" hit="$HIT"
 				continue
 			fi
-			{ cat "$ld/trace.argv"; printf '%s\n' -b "$TRACE_US" --tracemark -D "$left"; } >"$cf/cyclictest.argv"
+			{ cat "$ld/$F_TRACE_ARGV"; printf '%s\n' -b "$TRACE_US" --tracemark; ct_duration "$left"; } >"$cf/$F_CYCLICTEST_ARGV"
 			: >"$tfs/trace"
 			echo 1 >"$tfs/tracing_on"
-			measure "$cf" "$left" "$ld/load.log"
+			measure "$cf" "$left" "$ld/$F_LOAD_LOG"
 			echo 0 >"$tfs/tracing_on"
-			grep -q '^# Break thread' "$cf/cyclictest.out" 2>/dev/null || break
+			grep -q '^# Break thread' "$cf/$F_CYCLICTEST_OUT" 2>/dev/null || break
 			cpu=$(sed -n 's/.*\[0*\([0-9][0-9]*\)\].*tracing_mark_write: hit latency.*/\1/p' "$tfs/trace" | first_line)
 			if [ -n "$cpu" ] && [ -r "$tfs/per_cpu/cpu$cpu/trace" ]; then
 				if command -v gzip >/dev/null 2>&1; then
-					gzip -c "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu.trace.gz"
+					gzip -c "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu$F_CPU_TRACE.gz"
 				else
-					cat "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu.trace"
+					cat "$tfs/per_cpu/cpu$cpu/trace" >"$cf/cpu$cpu$F_CPU_TRACE"
 				fi
 			fi
 			spikes=$((spikes + 1))
-			emit trace-spike load="$name" n="$n" cpu="${cpu:-?}"
+			emit "$E_TRACE_SPIKE" load="$name" n="$n" cpu="${cpu:-?}"
 		done
 		tracefs_restore
-		tracefs_state "$tfs" >"$td/tracefs.after"
+		tracefs_state "$tfs" >"$td/$F_TRACEFS_AFTER"
 	fi
 	if [ -n "$REASON" ]; then
-		emit trace-end load="$name" spikes="${spikes:-0}" reason="$REASON"
+		emit "$E_TRACE_END" load="$name" spikes="${spikes:-0}" reason="$REASON"
 	else
-		emit trace-end load="$name" spikes="${spikes:-0}"
+		emit "$E_TRACE_END" load="$name" spikes="${spikes:-0}"
 	fi
 	REASON=$saved_reason
 }
 
 # The load folder as a gzipped tar in base64, for targets that cannot fetch files later.
 stream_result() {
-	[ $STREAM = 1 ] || return 0
-	printf '@rtlab result load=%s\n' "$1"
-	(cd "$DIR" && tar -cf - "loads/$1" 2>/dev/null | gzip | base64)
-	printf '@rtlab result-end load=%s\n' "$1"
+	[ $STREAM_RESULTS = 1 ] || return 0
+	say "$E_RESULT" load="$1"
+	(cd "$DIR" && tar -cf - "$F_LOADS/$1" 2>/dev/null | gzip | base64)
+	say "$E_RESULT_END" load="$1"
 }
 
 # Ends what is still running, and waits for it: nothing outlives the agent.
@@ -247,7 +247,7 @@ cleanup() {
 	fi
 	governors_restore
 	tracefs_restore
-	if [ -n "${DIR:-}" ]; then rm -f "$DIR/agent.pid"; fi
+	if [ -n "${DIR:-}" ]; then rm -f "$DIR/$F_AGENT_PID"; fi
 	lock_release
 }
 

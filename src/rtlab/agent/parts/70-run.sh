@@ -2,42 +2,42 @@
 
 run_load() {
 	name=$1
-	ld=$DIR/loads/$name
+	ld=$DIR/$F_LOADS/$name
 	REASON=
-	[ -f "$ld/cyclictest.argv" ] || {
-		emit load-end load="$name" status=failed reason=no plan for this load
+	[ -f "$ld/$F_CYCLICTEST_ARGV" ] || {
+		emit "$E_LOAD_END" load="$name" status=failed reason=no plan for this load
 		return 1
 	}
-	emit load-start load="$name" seconds="$SECS"
-	rm -rf "$ld/cyclictest.json" "$ld/cyclictest.json.part" "$ld/segments"
-	rm -f "$ld/load.log"
-	if [ -f "$ld/load.argv" ] && load_prepare "$ld" && [ $STOP = 0 ]; then
+	emit "$E_LOAD_START" load="$name" seconds="$DURATION_S"
+	rm -rf "$ld/${F_CYCLICTEST_JSON:?}" "$ld/$F_CYCLICTEST_JSON${F_PART:?}" "$ld/${F_SEGMENTS:?}"
+	rm -f "$ld/$F_LOAD_LOG"
+	if [ -f "$ld/$F_LOAD_ARGV" ] && load_prepare "$ld" && [ $STOP = 0 ]; then
 		load_start "$ld"
-		pause "$SETTLE"
+		pause "$SETTLE_S"
 		if ! alive "$STRESS_PID"; then
 			wait_pid "$STRESS_PID"
-			REASON="$(exit_text "$LOAD_PROGRAM" "$WAIT_RC") before measuring: $(last_words "$ld/load.log")"
+			REASON="$(exit_text "$LOAD_PROGRAM" "$WAIT_RC") before measuring: $(last_words "$ld/$F_LOAD_LOG")"
 		fi
 	fi
 	if [ $STOP = 0 ] && [ -z "$REASON" ]; then
-		emit measure-start load="$name"
+		emit "$E_MEASURE_START" load="$name"
 		resources_reset
-		if [ "$SEGMENT" -gt 0 ] 2>/dev/null; then
+		if [ "$SEGMENT_S" -gt 0 ] 2>/dev/null; then
 			measure_segments "$ld" "$name"
 		else
-			measure "$ld" "$SECS" "$ld/load.log"
+			measure "$ld" "$DURATION_S" "$ld/$F_LOAD_LOG"
 		fi
-		emit measure-end load="$name"
+		emit "$E_MEASURE_END" load="$name"
 		resources_emit "$name"
 		if [ $STOP = 0 ] && [ -z "$REASON" ]; then run_probes "$ld" "$name"; fi
-		if [ "$TRACE_SECS" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
+		if [ "$TRACE_S" -gt 0 ] && [ $STOP = 0 ] && [ -z "$REASON" ]; then
 			trace_pass "$ld" "$name"
 		fi
 	fi
 	LOAD_OOM_KILLS=
 	load_stop "$ld"
-	rm -rf "$ld/scratch"
-	if [ -z "$REASON" ] && [ $STOP = 0 ] && [ "$(cat "$ld/load.check" 2>/dev/null)" = oom-kill ]; then
+	rm -rf "$ld/${F_SCRATCH:?}"
+	if [ -z "$REASON" ] && [ $STOP = 0 ] && [ "$(cat "$ld/$F_LOAD_CHECK" 2>/dev/null)" = oom-kill ]; then
 		if [ "$LOAD_OOM_KILLS" = - ]; then
 			REASON="an oom-kill load cannot be checked here: /proc/vmstat has no oom_kill (kernel 4.13 or later has)"
 		elif [ "${LOAD_OOM_KILLS:-0}" -lt 1 ]; then
@@ -46,7 +46,7 @@ run_load() {
 	fi
 	if [ -n "$REASON" ]; then
 		status=failed
-	elif [ -f "$ld/cyclictest.json" ] || [ -f "$ld/segments/complete" ]; then
+	elif [ -f "$ld/$F_CYCLICTEST_JSON" ] || [ -f "$ld/$F_SEGMENTS/$F_SEGMENTS_COMPLETE" ]; then
 		if [ $STOP = 1 ]; then status=partial; else status=complete; fi
 	elif [ $STOP = 1 ] && load_result "$ld"; then
 		status=partial # stopped between or during segments: those done are kept
@@ -55,9 +55,9 @@ run_load() {
 		REASON="stopped before measuring"
 	fi
 	if [ -n "$REASON" ]; then
-		emit load-end load="$name" status=$status reason="$REASON"
+		emit "$E_LOAD_END" load="$name" status=$status reason="$REASON"
 	else
-		emit load-end load="$name" status=$status
+		emit "$E_LOAD_END" load="$name" status=$status
 	fi
 	stream_result "$name"
 	[ $status = complete ]
@@ -65,7 +65,7 @@ run_load() {
 
 # Whether the load folder $1 (or a segment of it) holds a cyclictest result.
 load_result() {
-	for f in "$1"/cyclictest.json "$1"/segments/*/cyclictest.json; do
+	for f in "$1/$F_CYCLICTEST_JSON" "$1/$F_SEGMENTS"/*/"$F_CYCLICTEST_JSON"; do
 		[ -f "$f" ] && return 0
 	done
 	return 1
@@ -73,19 +73,19 @@ load_result() {
 
 # Whether any load of the run does.
 any_result() {
-	for d in "$DIR"/loads/*; do
+	for d in "$DIR/$F_LOADS"/*; do
 		load_result "$d" && return 0
 	done
 	return 1
 }
 
 # The StarFive study leaves a board idle a few minutes after boot before measuring: wait
-# until the system has been up IDLE_AFTER_BOOT seconds.
+# until the system has been up IDLE_AFTER_BOOT_S seconds.
 idle_after_boot() {
-	[ "${IDLE_AFTER_BOOT:-0}" -gt 0 ] 2>/dev/null || return 0
+	[ "${IDLE_AFTER_BOOT_S:-0}" -gt 0 ] 2>/dev/null || return 0
 	up=$(now_s)
-	emit boot-idle up="$up" until="$IDLE_AFTER_BOOT" # said even when the system is up long enough
-	while [ $STOP = 0 ] && [ "$(now_s)" -lt "$IDLE_AFTER_BOOT" ]; do nap 1; done
+	emit "$E_BOOT_IDLE" up="$up" until="$IDLE_AFTER_BOOT_S" # said even when the system is up long enough
+	while [ $STOP = 0 ] && [ "$(now_s)" -lt "$IDLE_AFTER_BOOT_S" ]; do nap 1; done
 }
 
 cmd_run() {
@@ -93,19 +93,19 @@ cmd_run() {
 	DIR=$1
 	shift
 	run_options "$@"
-	[ -f "$DIR/plan.loads" ] || die "$DIR/plan.loads is missing"
-	EVENTS=$DIR/events
-	GOVSAVE=$DIR/governors.saved
-	TRACESAVE=$DIR/tracefs.saved
+	[ -f "$DIR/$F_PLAN_LOADS" ] || die "$DIR/$F_PLAN_LOADS is missing"
+	EVENTS=$DIR/$F_EVENTS
+	GOVSAVE=$DIR/$F_GOVERNORS_SAVED
+	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	trap on_signal INT TERM HUP
 	trap cleanup EXIT
 	if ! lock_take; then
-		emit 'done' status=failed reason=another rtlab run is measuring on this system
+		emit "$E_DONE" status=failed reason=another rtlab run is measuring on this system
 		exit 1
 	fi
-	echo $$ >"$DIR/agent.pid"
+	echo $$ >"$DIR/$F_AGENT_PID"
 
-	emit clock wall="$(date +%s)"
+	emit "$E_CLOCK" wall="$(date +%s)"
 	echo -1000 >/proc/self/oom_score_adj 2>/dev/null
 	watch_at_fifo
 	idle_after_boot
@@ -117,15 +117,15 @@ cmd_run() {
 		[ $STOP = 0 ] || break
 		ran=$((ran + 1))
 		if run_load "$load"; then complete=$((complete + 1)); fi
-	done <"$DIR/plan.loads"
+	done <"$DIR/$F_PLAN_LOADS"
 	governors_restore
 
 	if [ $complete -gt 0 ] && [ $complete = "$ran" ] && [ $STOP = 0 ]; then
-		emit 'done' status=complete
+		emit "$E_DONE" status=complete
 	elif any_result; then
-		emit 'done' status=partial
+		emit "$E_DONE" status=partial
 	else
-		emit 'done' status=failed
+		emit "$E_DONE" status=failed
 	fi
 }
 
@@ -135,8 +135,8 @@ cmd_run() {
 cmd_stop() {
 	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
 	DIR=$1
-	if [ -f "$DIR/agent.pid" ]; then
-		pid=$(cat "$DIR/agent.pid")
+	if [ -f "$DIR/$F_AGENT_PID" ]; then
+		pid=$(cat "$DIR/$F_AGENT_PID")
 		kill -TERM "$pid" 2>/dev/null
 		n=0
 		while alive "$pid" && [ $n -lt 60 ]; do
@@ -145,21 +145,21 @@ cmd_stop() {
 		done
 	fi
 	left=
-	for f in "$DIR"/loads/*/cyclictest.pid "$DIR"/loads/*/segments/*/cyclictest.pid \
-		"$DIR"/loads/*/trace/*/cyclictest.pid "$DIR"/loads/*/trace/*/rtla.pid "$DIR"/loads/*/load.pid \
-		"$DIR"/loads/*/load.prepare.pid \
-		"$DIR"/loads/*/*/probe.pid; do
+	lds=$DIR/$F_LOADS
+	for f in "$lds"/*/"$F_CYCLICTEST_PID" "$lds"/*/"$F_SEGMENTS"/*/"$F_CYCLICTEST_PID" \
+		"$lds"/*/"$F_TRACE"/*/"$F_CYCLICTEST_PID" "$lds"/*/"$F_TRACE"/*/"$F_RTLA_PID" "$lds"/*/"$F_LOAD_PID" \
+		"$lds"/*/"$F_LOAD_PREPARE_PID" \
+		"$lds"/*/*/"$F_PROBE_PID"; do
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
-		tool=${f##*/}
-		tool=${tool%.pid}
-		if [ "$tool" = load ]; then
-			tool=$(load_program "${f%/*}")
-		elif [ "$tool" = load.prepare ]; then
-			tool=$(sed -n 1p "${f%/*}/load.prepare.argv")
-		elif [ "$tool" = probe ]; then
-			tool=$(sed -n 1p "${f%/*}/probe.argv")
-		fi
+		# the program its group is led by: the pid file's own tool, or the load's or probe's argv
+		case ${f##*/} in
+		"$F_LOAD_PID") tool=$(load_program "${f%/*}") ;;
+		"$F_LOAD_PREPARE_PID") tool=$(sed -n 1p "${f%/*}/$F_LOAD_PREPARE_ARGV") ;;
+		"$F_PROBE_PID") tool=$(sed -n 1p "${f%/*}/$F_PROBE_ARGV") ;;
+		"$F_RTLA_PID") tool=rtla ;;
+		*) tool=cyclictest ;;
+		esac
 		if [ "$tool" != "${tool%/*}" ] || [ "${#tool}" -gt 15 ]; then
 			tool=${tool##*/}
 			tool=$(printf %.15s "$tool") # the kernel keeps 15 characters of a name
@@ -187,13 +187,13 @@ cmd_stop() {
 		done
 	done
 	# and what a load left outside its group (its cgroup, or its mark)
-	for ld in "$DIR"/loads/*; do
-		if [ -f "$ld/load.cgroup" ] || [ -f "$ld/load.mark" ]; then STOP_GRACE=0 load_sweep "$ld"; fi
+	for ld in "$DIR/$F_LOADS"/*; do
+		if [ -f "$ld/$F_LOAD_CGROUP" ] || [ -f "$ld/$F_LOAD_MARK" ]; then STOP_GRACE=0 load_sweep "$ld"; fi
 	done
 	# An agent that died hard left its saved governors behind: put them back.
-	GOVSAVE=$DIR/governors.saved
+	GOVSAVE=$DIR/$F_GOVERNORS_SAVED
 	governors_restore
-	TRACESAVE=$DIR/tracefs.saved
+	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	tracefs_restore
 }
 
@@ -207,18 +207,18 @@ cmd_hwlat() {
 	mkdir -p "$DIR" || die "cannot make $DIR"
 	tfs=$(tracefs_dir) || tfs=
 	if [ -z "$tfs" ] || ! grep -q hwlat "$tfs/available_tracers" 2>/dev/null; then
-		emit trace-end spikes=0 reason=no hwlat tracer: a kernel with CONFIG_HWLAT_TRACER=y and tracefs mounted
+		emit "$E_TRACE_END" spikes=0 reason=no hwlat tracer: a kernel with CONFIG_HWLAT_TRACER=y and tracefs mounted
 		return 1
 	fi
 	trap on_signal INT TERM HUP
 	trap cleanup EXIT
 	if ! lock_take; then
-		emit trace-end spikes=0 reason=another rtlab run is measuring on this system
+		emit "$E_TRACE_END" spikes=0 reason=another rtlab run is measuring on this system
 		return 1
 	fi
-	TRACESAVE=$DIR/tracefs.saved
+	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	tracefs_save "$tfs"
-	cp "$TRACESAVE" "$DIR/tracefs.before"
+	cp "$TRACESAVE" "$DIR/$F_TRACEFS_BEFORE"
 	echo 0 >"$tfs/tracing_on"
 	echo nop >"$tfs/current_tracer"
 	: >"$tfs/trace"
@@ -228,19 +228,19 @@ cmd_hwlat() {
 	# x86 guests have the hypervisor CPU flag; Xen and others name themselves in sysfs
 	vm=no
 	if grep -qw hypervisor "$ROOT/proc/cpuinfo" 2>/dev/null || [ -s "$ROOT/sys/hypervisor/type" ]; then vm=yes; fi
-	emit trace-start level=hwlat seconds="$2" threshold_us="$3" hypervisor=$vm
+	emit "$E_TRACE_START" level=hwlat seconds="$2" threshold_us="$3" hypervisor=$vm
 	echo 1 >"$tfs/tracing_on"
 	pause "$2"
 	echo 0 >"$tfs/tracing_on"
-	cat "$tfs/trace" >"$DIR/hwlat.trace"
+	cat "$tfs/trace" >"$DIR/$F_HWLAT_TRACE"
 	tracefs_restore
-	tracefs_state "$tfs" >"$DIR/tracefs.after"
-	emit trace-end spikes="$(grep -c 'inner/outer' "$DIR/hwlat.trace")"
-	for f in hwlat.trace tracefs.before tracefs.after; do
-		printf '@rtlab hwlat-file name=%s\n' "$f"
+	tracefs_state "$tfs" >"$DIR/$F_TRACEFS_AFTER"
+	emit "$E_TRACE_END" spikes="$(grep -c 'inner/outer' "$DIR/$F_HWLAT_TRACE")"
+	for f in "$F_HWLAT_TRACE" "$F_TRACEFS_BEFORE" "$F_TRACEFS_AFTER"; do
+		say "$E_HWLAT_FILE" name="$f"
 		cat "$DIR/$f"
 	done
-	printf '@rtlab hwlat-end\n'
+	say "$E_HWLAT_END"
 }
 
 cmd_file() {

@@ -3,16 +3,16 @@
 # stress-ng's stressors on this system: all of them, then those of each CLASS asked for.
 cmd_stressors() {
 	if ! command -v stress-ng >/dev/null 2>&1; then
-		printf '@rtlab missing name=stress-ng\n'
+		say "$E_MISSING" name=stress-ng
 		return 1
 	fi
-	printf '@rtlab stressors class=all names=%s\n' "$(stress-ng --stressors 2>/dev/null | tr -s ' \n' ',,' | sed 's/^,//; s/,$//')"
+	say "$E_STRESSORS" class=all names="$(stress-ng --stressors 2>/dev/null | tr -s ' \n' ',,' | sed 's/^,//; s/,$//')"
 	for class in "$@"; do
 		line=$(stress-ng --class "$class?" 2>&1 | sed -n 's/^class .* stressors: *//p')
 		if [ -n "$line" ]; then
-			printf '@rtlab stressors class=%s names=%s\n' "$class" "$(printf '%s' "$line" | tr -s ' ' ',')"
+			say "$E_STRESSORS" class="$class" names="$(printf '%s' "$line" | tr -s ' ' ',')"
 		else
-			printf '@rtlab stressors class=%s names=\n' "$class"
+			say "$E_STRESSORS" class="$class" names=
 		fi
 	done
 }

@@ -8,7 +8,7 @@ cmd_lava_report() {
 	[ $# -ge 1 ] || die "usage: agent.sh lava-report DIR [DEADLINE_US [REFUSED]]"
 	DIR=$1
 	deadline=${2:-0}
-	holder=$(sed -n 's/^@rtlab busy \(t=[0-9.]* \)\{0,1\}\(.*\)$/\2/p' "$DIR/events" 2>/dev/null | first_line)
+	holder=$(sed -n "s/^$EVENT_MARK $E_BUSY \\(t=[0-9.]* \\)\\{0,1\\}\\(.*\\)\$/\\2/p" "$DIR/$F_EVENTS" 2>/dev/null | first_line)
 	if [ -n "$holder" ]; then
 		lava_call lava-test-case board-busy --result fail
 		why="rtlab: the board is busy, nothing was measured: another rtlab run holds its lock ($holder)"
@@ -17,15 +17,15 @@ cmd_lava_report() {
 	while read -r load; do
 		[ -n "$load" ] || continue
 		# the fields in the order emit writes them: a reason (free text, last) never matches
-		status=$(sed -n "s/^@rtlab load-end t=[0-9.]* load=$load status=\([a-z-]*\)\( .*\)\{0,1\}$/\1/p" "$DIR/events" 2>/dev/null | tail -n 1)
+		status=$(sed -n "s/^$EVENT_MARK $E_LOAD_END t=[0-9.]* load=$load status=\([a-z-]*\)\( .*\)\{0,1\}$/\1/p" "$DIR/$F_EVENTS" 2>/dev/null | tail -n 1)
 		lava_call lava-test-set start "$load"
 		if [ "$status" = complete ]; then result=pass; else result=fail; fi
 		lava_call lava-test-case "$load" --result "$result"
 		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON,
 		# the load's own or its segments' (a soak run) taken together
-		ld=$DIR/loads/$load
-		limit=$(sed -n '/^-h$/{n;p;}' "$ld/cyclictest.argv" 2>/dev/null | first_line)
-		if [ -f "$ld/cyclictest.json" ]; then set -- "$ld/cyclictest.json"; else set -- "$ld"/segments/*/cyclictest.json; fi
+		ld=$DIR/$F_LOADS/$load
+		limit=$(sed -n "/^$CT_HISTOGRAM_FLAG\$/{n;p;}" "$ld/$F_CYCLICTEST_ARGV" 2>/dev/null | first_line)
+		if [ -f "$ld/$F_CYCLICTEST_JSON" ]; then set -- "$ld/$F_CYCLICTEST_JSON"; else set -- "$ld/$F_SEGMENTS"/*/"$F_CYCLICTEST_JSON"; fi
 		for f in "$@"; do
 			if [ -f "$f" ]; then tr -d ' \n\t' <"$f" && echo; fi
 		done | lava_latencies "${limit:-0}" |
@@ -41,7 +41,7 @@ cmd_lava_report() {
 				[ "$p9999" = - ] || lava_call lava-test-case "$load.cpu$cpu-p99.99-latency" --result "$result" --measurement "$p9999" --units us
 			done
 		lava_call lava-test-set stop
-	done <"$DIR/plan.loads"
+	done <"$DIR/$F_PLAN_LOADS"
 }
 
 # cyclictest's JSON, one document a line with whitespace removed (several: a soak run's
