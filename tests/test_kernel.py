@@ -88,7 +88,7 @@ def test_twin_diff_separates_model_derived_and_other():
 
 
 needs_source = pytest.mark.skipif(
-    not recipe.DEBIAN_SOURCE.exists() or shutil.which(f"{recipe.CROSS}gcc") is None,
+    not recipe.DEBIAN_SOURCE.exists() or shutil.which(f"{recipe.ARCHES['riscv64'].cross}gcc") is None,
     reason="make test installs linux-source-6.12 and gcc-riscv64-linux-gnu",
 )
 

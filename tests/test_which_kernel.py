@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.guests,
     pytest.mark.slow,
     pytest.mark.skipif(
-        not recipe.DEBIAN_SOURCE.exists() or shutil.which(f"{recipe.CROSS}gcc") is None
+        not recipe.DEBIAN_SOURCE.exists() or shutil.which(f"{recipe.ARCHES['riscv64'].cross}gcc") is None
         or not shutil.which("qemu-system-riscv64"),
         reason="make test installs linux-source-6.12, gcc-riscv64-linux-gnu and qemu-system-misc",
     ),

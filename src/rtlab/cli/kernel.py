@@ -1,4 +1,4 @@
-"""rtlab kernel: RT kernel config fragments, builds and their verification (RISC-V first)."""
+"""rtlab kernel: RT kernel config fragments, builds and their verification (riscv64, arm64)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,19 @@ from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
 from rtlab.units import read_user_file
 
-app = typer.Typer(help="RT kernels: config fragments, builds and their verification (RISC-V first).")
-Board = Annotated[str, typer.Option(help="visionfive2 or qemu-virt")]
+app = typer.Typer(help="RT kernels: config fragments, builds and their verification (riscv64, arm64).")
+Board = Annotated[str, typer.Option(help="visionfive2, qemu-virt (riscv64), rb5 or qemu-virt-arm64 (arm64)")]
 Preempt = Annotated[str, typer.Option(help="rt (PREEMPT_RT) or lowlatency (its CONFIG_PREEMPT twin)")]
 Tick = Annotated[str, typer.Option(help="periodic (the study's) or nohz-full")]
-Debug = Annotated[bool, typer.Option("--debug", help="the lock and atomic-sleep checks (not for measuring)")]
-Base = Annotated[str, typer.Option(help="small (riscv defconfig trimmed for measuring) or defconfig")]
+Debug = Annotated[
+    bool,
+    typer.Option(
+        "--debug", help="the Linaro talk's test kernel: lockdep, atomic-sleep checks, KASAN (not to measure)"
+    ),
+]
+Base = Annotated[
+    str, typer.Option(help="small (the architecture's defconfig trimmed for measuring) or defconfig")
+]
 
 
 @app.command("fragments")
@@ -82,7 +89,8 @@ def kernel_build(
         bool, typer.Option("--config-only", help="merge and check the config, no build")
     ] = False,
 ) -> None:
-    """Cross-build the kernel (riscv64): defconfig + fragments, every option checked, Image + dtbs."""
+    """Cross-build the board's kernel (riscv64 or arm64): defconfig + fragments, every option checked,
+    Image + the board's dtbs."""
     from rtlab.cache import cache_dir
     from rtlab.kernel import recipe
 
@@ -107,7 +115,7 @@ def kernel_build(
         f"({manifest['seconds']} s; log in {output / 'build.log'})",
         highlight=False,
     )
-    if preempt == "rt" and not manifest["source"]["lazy_preemption"]:
+    if preempt == "rt" and not manifest["source"]["lazy_preemption"] and request.arch.kernel == "riscv":
         err.print(
             "no lazy preemption in this source: riscv gets it from Debian's 6.12 RT series "
             "(--rt-patches debian) or from linux 6.13",

@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from rtlab.errors import UsageError
 from rtlab.system.kernel import parse_config
 
+
+@dataclass(frozen=True)
+class Board:
+    arch: str  # the kernel's architecture, as `uname -m` and rtlab's QEMU targets name it
+    fragments: tuple[str, ...]  # the board's own, after the model's
+    dtbs: tuple[str, ...] = ()  # device trees built for it, under arch/<arch>/boot/dts/
+
+
 BOARDS = {
-    # the board, and qemu-virt so that the same Image also boots in qemu-system-riscv64
-    "visionfive2": ("visionfive2", "qemu-virt"),
-    "qemu-virt": ("qemu-virt",),
+    # each board with its QEMU twin's fragment, so that the same Image also boots in qemu-system-*
+    "visionfive2": Board(
+        "riscv64",
+        ("visionfive2", "qemu-virt"),
+        tuple(f"starfive/jh7110-starfive-visionfive-2-v1.{rev}.dtb" for rev in ("2a", "3b")),
+    ),
+    "qemu-virt": Board("riscv64", ("qemu-virt",)),
+    # the Linaro talk's Qualcomm RB5 (QRB5165, SM8250)
+    "rb5": Board("arm64", ("rb5", "qemu-virt-arm64"), ("qcom/qrb5165-rb5.dtb",)),
+    "qemu-virt-arm64": Board("arm64", ("qemu-virt-arm64",)),
 }
 PREEMPT = ("rt", "lowlatency")
 TICKS = {"periodic": "tick-periodic", "nohz-full": "tick-nohz-full"}
-# what the fragments are merged onto: riscv's defconfig trimmed by small.config, or all of it
+# what the fragments are merged onto: the architecture's defconfig trimmed by its small
+# fragment (SMALL), or all of it
 BASES = ("small", "defconfig")
+SMALL = {"riscv64": "small", "arm64": "small-arm64"}
 
 
 def path(name: str) -> Path:
@@ -41,19 +59,21 @@ def select(
     ):
         if value not in allowed:
             raise UsageError(f"unknown {what} {value!r}: choose from {', '.join(allowed)}")
-    trim = ["small"] if base == "small" else []
+    trim = [SMALL[BOARDS[board].arch]] if base == "small" else []
     model = [preempt, "lazy"] if lazy and preempt == "rt" else [preempt]
-    return [*trim, *model, TICKS[tick], *BOARDS[board], "tracing", "rt-debug" if debug else "measurement"]
+    own = BOARDS[board].fragments
+    return [*trim, *model, TICKS[tick], *own, "tracing", "rt-debug" if debug else "measurement"]
 
 
-def source_has_lazy(tree: Path) -> bool:
-    """Whether the tree offers lazy preemption on riscv (mainline 6.13+, or the 6.12 RT series)."""
+def source_has_lazy(tree: Path, arch: str = "riscv") -> bool:
+    """Whether the tree offers lazy preemption on ARCH (the kernel's name for it; riscv:
+    mainline 6.13+, or the 6.12 RT series)."""
     try:
         preempt = (tree / "kernel/Kconfig.preempt").read_text()
-        riscv = (tree / "arch/riscv/Kconfig").read_text()
+        kconfig = (tree / "arch" / arch / "Kconfig").read_text()
     except OSError:
         return False
-    return bool(re.search(r"^config PREEMPT_LAZY$", preempt, re.M)) and "ARCH_HAS_PREEMPT_LAZY" in riscv
+    return bool(re.search(r"^config PREEMPT_LAZY$", preempt, re.M)) and "ARCH_HAS_PREEMPT_LAZY" in kconfig
 
 
 def requested(paths: list[Path]) -> dict[str, str]:

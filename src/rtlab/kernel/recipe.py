@@ -31,19 +31,25 @@ from rtlab.results.rundir import write_json
 from rtlab.system.kernel import parse_config
 
 DEBIAN_SOURCE = Path("/usr/src/linux-source-6.12.tar.xz")
-ARCH = "riscv"
-CROSS = "riscv64-linux-gnu-"
-IMAGE = "arch/riscv/boot/Image"
-DTB_DIR = "arch/riscv/boot/dts/starfive"
-TOOLS = {
-    "make": "make",
-    "flex": "flex",
-    "bison": "bison",
-    "bc": "bc",
-    "patch": "patch",
-    "xz": "xz-utils",
-    f"{CROSS}gcc": "gcc-riscv64-linux-gnu",
+
+
+@dataclass(frozen=True)
+class Arch:
+    """How the kernel is cross-built for one architecture (named as `uname -m` and rtlab's
+    QEMU targets name it)."""
+
+    kernel: str  # the kernel's ARCH=
+    cross: str  # CROSS_COMPILE=
+    gcc_package: str  # Debian's cross compiler
+    image: str  # what `make Image` leaves in the build folder: an uncompressed Image, which
+    # QEMU's -kernel, U-Boot's booti and kexec all take
+
+
+ARCHES = {
+    "riscv64": Arch("riscv", "riscv64-linux-gnu-", "gcc-riscv64-linux-gnu", "arch/riscv/boot/Image"),
+    "arm64": Arch("arm64", "aarch64-linux-gnu-", "gcc-aarch64-linux-gnu", "arch/arm64/boot/Image"),
 }
+TOOLS = {"make": "make", "flex": "flex", "bison": "bison", "bc": "bc", "patch": "patch", "xz": "xz-utils"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,10 @@ class Request:
     base: str = "small"
     extra: tuple[Path, ...] = ()  # the user's own fragments, merged last
     rt_patches: str | None = None  # see patches.resolve
+
+    @property
+    def arch(self) -> Arch:
+        return ARCHES[fragments.BOARDS[self.board].arch]
 
     def names(self, lazy: bool = False) -> list[str]:
         return fragments.select(self.board, self.preempt, self.tick, self.debug, self.base, lazy)
@@ -70,8 +80,9 @@ class Request:
         return f"{self.board}-{self.preempt}-{self.tick}{debug}{base}"
 
 
-def check_tools() -> None:
-    missing = sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None})
+def check_tools(arch: Arch) -> None:
+    tools = {**TOOLS, f"{arch.cross}gcc": arch.gcc_package}
+    missing = sorted({pkg for tool, pkg in tools.items() if shutil.which(tool) is None})
     if missing:
         raise UsageError(f"kernel builds need {', '.join(missing)}: apt-get install {' '.join(missing)}")
 
@@ -120,8 +131,8 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def _make(tree: Path, build: Path, *targets: str, log: Path, jobs: int | None = None) -> None:
-    argv = ["make", "-C", str(tree), f"O={build}", f"ARCH={ARCH}", f"CROSS_COMPILE={CROSS}"]
+def _make(tree: Path, build: Path, arch: Arch, *targets: str, log: Path, jobs: int | None = None) -> None:
+    argv = ["make", "-C", str(tree), f"O={build}", f"ARCH={arch.kernel}", f"CROSS_COMPILE={arch.cross}"]
     argv += [f"-j{jobs}"] if jobs else []
     with log.open("a") as f:
         f.write(untrusted.one_line(f"$ {' '.join(argv + list(targets))}") + "\n")
@@ -140,10 +151,11 @@ def last_errors(log: Path, lines: int = 15) -> str:
 def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool = False) -> None:
     """defconfig + fragments (merge_config.sh) + olddefconfig, every requested option checked."""
     build.mkdir(parents=True, exist_ok=True)
-    _make(tree, build, "defconfig", log=log)
+    arch = request.arch
+    _make(tree, build, arch, "defconfig", log=log)
     wanted = request.fragment_paths(lazy)
     paths = [str(p) for p in wanted]
-    env = {**os.environ, "ARCH": ARCH, "CROSS_COMPILE": CROSS}
+    env = {**os.environ, "ARCH": arch.kernel, "CROSS_COMPILE": arch.cross}
     with log.open("a") as f:
         merge = [
             str(tree / "scripts/kconfig/merge_config.sh"),
@@ -158,7 +170,7 @@ def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool =
         done = children.run(merge, cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise RunFailed(f"merge_config.sh failed:\n{last_errors(log)}")
-    _make(tree, build, "olddefconfig", log=log)
+    _make(tree, build, arch, "olddefconfig", log=log)
     actual = parse_config((build / ".config").read_text())
     # The user's own fragments (a sweep's variant) must be kept whole; an option of rtlab's
     # that they overrule (CONFIG_PROVE_LOCKING=y selects the DEBUG_SPINLOCK a measurement
@@ -190,14 +202,15 @@ def build(
     The objects go into OBJECTS, else into the cache's build folder of the board and model."""
     if given_source is not None and request.rt_patches:
         raise UsageError("--rt-patches patches Debian's source: apply them to your --source tree yourself")
-    check_tools()
+    arch = request.arch
+    check_tools(arch)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
     log.write_text("")
     phase("source")
     series = patches.resolve(request.rt_patches, cache) if request.rt_patches else None
     tree = source(cache, given_source, series, log, phase)
-    lazy = fragments.source_has_lazy(tree)
+    lazy = fragments.source_has_lazy(tree, arch.kernel)
     # a patched tree's objects never share a folder with the plain tree's
     build_dir = objects or cache / "kernel-build" / (
         request.slug + (f"-rt-{series.digest}" if series else "")
@@ -209,19 +222,22 @@ def build(
     outputs = [out / ".config"]
     if not config_only:
         phase("build")
-        _make(tree, build_dir, "Image", "dtbs", log=log, jobs=jobs or os.cpu_count())
-        shutil.copy2(build_dir / IMAGE, out / "Image")
+        # the board's own device trees only: all of an architecture's take longer than its Image
+        dtbs = fragments.BOARDS[request.board].dtbs
+        _make(tree, build_dir, arch, "Image", *dtbs, log=log, jobs=jobs or os.cpu_count())
+        shutil.copy2(build_dir / arch.image, out / "Image")
         outputs.append(out / "Image")
-        dtbs = sorted((build_dir / DTB_DIR).glob("jh7110-*.dtb"))
         if dtbs:
             (out / "dtbs").mkdir(exist_ok=True)
-            for dtb in dtbs:
-                shutil.copy2(dtb, out / "dtbs" / dtb.name)
-                outputs.append(out / "dtbs" / dtb.name)
+        for dtb in dtbs:
+            built = build_dir / "arch" / arch.kernel / "boot/dts" / dtb
+            shutil.copy2(built, out / "dtbs" / built.name)
+            outputs.append(out / "dtbs" / built.name)
     manifest = {
         "schema": "rtlab.kernel-build/1",
         "request": {
             "board": request.board,
+            "arch": fragments.BOARDS[request.board].arch,
             "preempt": request.preempt,
             "tick": request.tick,
             "debug": request.debug,
@@ -236,7 +252,7 @@ def build(
             "lazy_preemption": lazy,
         },
         "fragments": {p.name: _sha256(p) for p in request.fragment_paths(lazy)},
-        "compiler": _compiler(),
+        "compiler": _compiler(arch),
         "seconds": round(time.monotonic() - started, 1),
         "outputs": {p.relative_to(out).as_posix(): _sha256(p) for p in outputs},
     }
@@ -255,6 +271,6 @@ def _kernel_version(tree: Path, build: Path) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def _compiler() -> str:
-    done = children.run([f"{CROSS}gcc", "--version"], capture_output=True, text=True)
+def _compiler(arch: Arch) -> str:
+    done = children.run([f"{arch.cross}gcc", "--version"], capture_output=True, text=True)
     return (untrusted.lines(done.stdout) or ["unknown"])[0]

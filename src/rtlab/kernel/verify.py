@@ -1,6 +1,6 @@
-"""The StarFive study's Appendix A checks on a kernel config, and the twin comparison:
-the RT kernel and its low-latency twin must differ in the preemption model only.
-Pure functions over parsed configs."""
+"""The StarFive study's Appendix A checks on a kernel config (with, on arm64, the Linaro
+talk's), and the twin comparison: the RT kernel and its low-latency twin must differ in the
+preemption model only. Pure functions over parsed configs."""
 
 from __future__ import annotations
 
@@ -27,6 +27,19 @@ DERIVED_FROM_RT = {
     "CONFIG_DEBUG_RWSEMS": "lib/Kconfig.debug: depends on !PREEMPT_RT",
     "CONFIG_DEBUG_VM_IRQSOFF": "lib/Kconfig.debug: def_bool DEBUG_VM && !PREEMPT_RT",
     "CONFIG_UNINLINE_SPIN_UNLOCK": "kernel/Kconfig.preempt: selected by PREEMPT_BUILD (CONFIG_PREEMPT)",
+    # arm64's defconfig turns on transparent huge pages and NUMA balancing, which PREEMPT_RT
+    # turns off, and with them what follows from them
+    "CONFIG_TRANSPARENT_HUGEPAGE": "mm/Kconfig: depends on !PREEMPT_RT",
+    "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS": "mm/Kconfig: a choice of TRANSPARENT_HUGEPAGE",
+    "CONFIG_THP_SWAP": "mm/Kconfig: depends on TRANSPARENT_HUGEPAGE",
+    "CONFIG_ARCH_SUPPORTS_HUGE_PFNMAP": "mm/Kconfig: depends on TRANSPARENT_HUGEPAGE",
+    "CONFIG_ARCH_SUPPORTS_PMD_PFNMAP": "mm/Kconfig: depends on ARCH_SUPPORTS_HUGE_PFNMAP",
+    "CONFIG_ARCH_ENABLE_THP_MIGRATION": "arch/arm64/Kconfig: selected if TRANSPARENT_HUGEPAGE",
+    "CONFIG_ARCH_WANT_PMD_MKWRITE": "arch/Kconfig: def_bool TRANSPARENT_HUGEPAGE || ...",
+    "CONFIG_ARM64_CONTPTE": "arch/arm64/Kconfig: depends on TRANSPARENT_HUGEPAGE",
+    "CONFIG_NUMA_BALANCING": "init/Kconfig: depends on !PREEMPT_RT",
+    "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED": "init/Kconfig: depends on NUMA_BALANCING",
+    "CONFIG_LEDS_TRIGGER_CPU": "drivers/leds/trigger/Kconfig: depends on !PREEMPT_RT",
 }
 
 
@@ -54,11 +67,28 @@ def checks(options: dict[str, str], expect: str | None = None) -> list[Check]:
          if k.startswith("CONFIG_CPU_FREQ_DEFAULT_GOV_") and v == "y"),
         "none",
     )  # fmt: skip
-    return [
+    found_checks = [
         Check("preemption model", found == want, found, want),
         Check("HZ", options.get("CONFIG_HZ") == "1000", options.get("CONFIG_HZ", "unset"), "1000"),
         Check("default governor", governor == "PERFORMANCE", governor, "PERFORMANCE"),
     ]
+    if options.get("CONFIG_ARM64") == "y":
+        found_checks += [
+            Check(item, options.get(option) == "y", options.get(option, "n"), "y")
+            for item, option in ARM64_CHECKS.items()
+        ]
+    return found_checks
+
+
+# The Linaro talk's build configuration for its arm64 board, beyond Appendix A: cpusets to
+# isolate the RT CPUs, and the tracers that evaluate and debug latency (timerlat, hwlat,
+# the wake-up latency tracer)
+ARM64_CHECKS = {
+    "cpusets": "CONFIG_CPUSETS",
+    "timerlat tracer": "CONFIG_TIMERLAT_TRACER",
+    "hwlat tracer": "CONFIG_HWLAT_TRACER",
+    "wake-up latency tracer": "CONFIG_SCHED_TRACER",
+}
 
 
 Diff = dict[str, tuple[str, str]]
