@@ -16,6 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,13 @@ def measured_run(
     return out
 
 
+@pytest.fixture(scope="session")
+def idle_cpu_run(tmp_path_factory) -> Path:
+    """One real run of idle and cpu (2 s each) for the session's tests that only read it
+    (test_faults' report cases, test_export's documents); a test that damages it copies it."""
+    return measured_run(tmp_path_factory, "idle-cpu", duration="2s")
+
+
 def wait_for(predicate: Any, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
@@ -282,6 +290,82 @@ def stop_groups(started: list[subprocess.Popen[Any]]) -> None:
             proc.wait()
 
 
+# --- this machine as an SSH board (test_ssh, test_monitor, test_lava, test_labgrid, ...) ------
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+@dataclass
+class Board:
+    """Debian's sshd on a loopback port as an SSH board: this machine, a throwaway host key."""
+
+    port: int
+    home: Path
+    keys: Path
+    sshd: subprocess.Popen[bytes]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "SSH_AUTH_SOCK": ""}
+
+    def fingerprint(self) -> str:
+        out = subprocess.run(
+            ["ssh-keygen", "-lf", str(self.keys / "host_key.pub")], capture_output=True, text=True
+        )
+        return out.stdout.split()[1]
+
+
+def keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# One sshd for the whole session (each file that measures over it used to start its own): the
+# tests connect, measure and leave, and each checks only the processes it started itself.
+@pytest.fixture(scope="session")
+def board(tmp_path_factory) -> Iterator[Board]:
+    keys = tmp_path_factory.mktemp("sshd")
+    keygen(keys / "host_key")
+    keygen(keys / "user_key")
+    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
+    port = free_port()
+    (keys / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys}/host_key\nPidFile {keys}/sshd.pid\n"
+        f"AuthorizedKeysFile {keys}/authorized_keys\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        # a board's shell runs no startup file of this machine's root: bash sources ~/.bashrc
+        # for a command from sshd only as a top-level shell, and SHLVL=1 makes it a nested one
+        "SetEnv SHLVL=1\n"
+        # scp (LAVA's deploy to ssh) speaks SFTP
+        "Subsystem sftp /usr/lib/openssh/sftp-server\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "sshd did not start"
+            time.sleep(0.1)
+    home = keys / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/config").write_text(
+        f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {keys}/user_key\n"
+    )
+    algorithm, blob = (keys / "host_key.pub").read_text().split()[:2]
+    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {algorithm} {blob}\n")
+    yield Board(port, home, keys, sshd)
+    sshd.terminate()
+    sshd.wait()
+
+
 PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)), None)
 
 
@@ -334,9 +418,10 @@ def victim(tmp_path) -> Iterator[Path]:
     assert digest(path) == before and path.is_file() and not path.is_symlink()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def good_run(tmp_path_factory) -> Path:
-    """A short real run (1 s idle), copied by each test that damages it."""
+    """A short real run (1 s idle), copied by each test that damages it: one for the session
+    (test_hostile, test_boundary, test_readers read it), as no test writes into it."""
     out = tmp_path_factory.mktemp("hostile") / "good"
     done = rtlab("run", "--loads", "idle", "--duration", "1s", "--settle", "0s", "--out", str(out))
     if done.returncode != 0:

@@ -17,15 +17,15 @@ import kcidb_io
 import pytest
 import requests
 
-from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
+from conftest import needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
 from test_ssh import free_port
 
 pytestmark = [pytest.mark.farm, needs_root, needs_tools]
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory) -> Path:
-    return measured_run(tmp_path_factory, "export", duration="2s")
+def measured(idle_cpu_run) -> Path:
+    return idle_cpu_run
 
 
 def export(*args: str) -> dict:

@@ -29,7 +29,6 @@ from conftest import (
     commands_left,
     event_seen,
     fake_sysfs,
-    measured_run,
     needs_root,
     needs_tools,
     processes_named,
@@ -408,8 +407,8 @@ def test_read_only_folder_and_out_under_a_file(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    return measured_run(tmp_path_factory, "finished")
+def finished(idle_cpu_run) -> Path:
+    return idle_cpu_run
 
 
 def test_report_into_a_missing_folder_is_one_line(finished, tmp_path):

@@ -33,7 +33,6 @@ from rtlab.farm import server as lava_server
 from rtlab.plan import Plan
 from rtlab.results import events
 from rtlab.results.rundir import RunDir, append_line, write_note
-from test_ssh import board  # noqa: F401  (the loopback sshd)
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red
 

@@ -27,7 +27,7 @@ from conftest import (
     wait_for,
 )
 from test_lava_server import wait_port
-from test_ssh import board, free_port, remote_of  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
+from test_ssh import free_port, remote_of
 
 pytestmark = pytest.mark.farm
 

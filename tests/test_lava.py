@@ -28,7 +28,6 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
-from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 LAVA_RUN = shutil.which("lava-run")
 needs_lava = pytest.mark.skipif(LAVA_RUN is None, reason="make test installs lava-dispatcher")

@@ -20,7 +20,7 @@ import requests
 
 from conftest import PG_BIN, needs_root, needs_tools, postgres, processes_named, read_json, rtlab, stop_groups
 from test_lava import make_job
-from test_ssh import board, free_port  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
+from test_ssh import free_port
 
 pytestmark = pytest.mark.farm
 

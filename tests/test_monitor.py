@@ -29,7 +29,6 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
-from test_ssh import board  # noqa: F401  (the fixture: Debian's sshd on a loopback port)
 
 pytestmark = [pytest.mark.host, needs_root, needs_tools]
 

@@ -55,7 +55,7 @@ def rt_and_standard(tmp_path_factory) -> dict[str, Path]:
     for kernel in ("debian-rt", "debian"):
         out = base / kernel
         done = rtlab(
-            "run", "--target", f"qemu:{kernel}", "--duration", "2s", "--settle", "1s", "--out", str(out)
+            "run", "--target", f"qemu:{kernel}", "--duration", "2s", "--settle", "0s", "--out", str(out)
         )
         assert done.returncode == 0, done.stderr
         runs[kernel] = out

@@ -9,18 +9,18 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from conftest import (
+    SSHD,
     TARGET_DIR,
     event_seen,
+    free_port,
+    keygen,
     needs_root,
     needs_tools,
     processes_in,
@@ -31,7 +31,6 @@ from conftest import (
     wait_for,
 )
 
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
     pytest.mark.host,
     needs_root,
@@ -45,73 +44,6 @@ def remote_of(out: Path) -> Path:
     """The run's folder on the board, once run.json names it."""
     wait_for(lambda: (out / "run.json").exists() and "remote" in (out / "run.json").read_text())
     return Path(read_json(out / "run.json")["remote"])
-
-
-@dataclass
-class Board:
-    port: int
-    home: Path
-    keys: Path
-    sshd: subprocess.Popen[bytes]
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {"HOME": str(self.home), "SSH_AUTH_SOCK": ""}
-
-    def fingerprint(self) -> str:
-        out = subprocess.run(
-            ["ssh-keygen", "-lf", str(self.keys / "host_key.pub")], capture_output=True, text=True
-        )
-        return out.stdout.split()[1]
-
-
-def keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def board(tmp_path_factory) -> Board:
-    keys = tmp_path_factory.mktemp("sshd")
-    keygen(keys / "host_key")
-    keygen(keys / "user_key")
-    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
-    port = free_port()
-    (keys / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys}/host_key\nPidFile {keys}/sshd.pid\n"
-        f"AuthorizedKeysFile {keys}/authorized_keys\nPermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        # a board's shell runs no startup file of this machine's root: bash sources ~/.bashrc
-        # for a command from sshd only as a top-level shell, and SHLVL=1 makes it a nested one
-        "SetEnv SHLVL=1\n"
-        # scp (LAVA's deploy to ssh) speaks SFTP
-        "Subsystem sftp /usr/lib/openssh/sftp-server\n"
-    )
-    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "sshd did not start"
-            time.sleep(0.1)
-    home = keys / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh/config").write_text(
-        f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {keys}/user_key\n"
-    )
-    algorithm, blob = (keys / "host_key.pub").read_text().split()[:2]
-    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {algorithm} {blob}\n")
-    yield Board(port, home, keys, sshd)
-    sshd.terminate()
-    sshd.wait()
 
 
 def descendants(root: int) -> list[int]:

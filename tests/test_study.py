@@ -24,7 +24,7 @@ STUDY = """
 [study]
 name = "two-by-two"
 loads = ["idle", "cpu60"]
-duration = "4s"
+duration = "2s"
 settle = "0s"
 
 [targets]
@@ -41,7 +41,7 @@ boot = "nowatchdog skew_tick=1"
 
 def test_a_study_file_names_its_cells_and_folders():
     study = parse(STUDY, Path("s.toml"))
-    assert study.options == {"loads": "idle,cpu60", "duration": "4s", "settle": "0s"}
+    assert study.options == {"loads": "idle,cpu60", "duration": "2s", "settle": "0s"}
     assert study.stages[1] == Stage("tuned", True, "1", None, "nowatchdog skew_tick=1")
     cells = study.cells()
     assert [(c.folder, study.label(c)) for c in cells] == [
@@ -111,7 +111,7 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
         said.append(line)
         if line.startswith("idle 1/2") and any(s.startswith("[2/4] Real-time / tuned:") for s in said):
             break
-    time.sleep(1.5)  # into the 4 s measurement (the line comes as the load starts)
+    time.sleep(0.5)  # into the 2 s measurement (the line comes as the load starts)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=180)
     stderr = "".join(said) + stderr
