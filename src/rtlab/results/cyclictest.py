@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from rtlab.boundary import untrusted, values
+from rtlab.results import layout
 
-FILE = "cyclictest.json"
+FILE = layout.CYCLICTEST_JSON
 # cyclictest's whole file, stopped before any thread had taken a sample (the agent's stop came
 # after cyclictest had set up its own SIGTERM handler, or a starved target never woke it)
 NOTHING_MEASURED = f"{FILE}: no thread measured a sample"

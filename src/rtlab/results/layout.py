@@ -138,6 +138,7 @@ PROBE_LOG = _row("probe.log", S.TEXT, A, (PROBE,), "the probe's standard error, 
 PROBE_JSON = _row("probe.json", S.JSON, A, (PROBE,), "the probe's JSON (rt-tests tools)", agent=True)
 PROBE_PID = _row("probe.pid", S.PID, A, (PROBE,), "the probe's process group", agent=True)
 HWLAT_TRACE = _row("hwlat.trace", S.TEXT, A, (HWLAT,), "the hwlat tracer's trace", agent=True)
+HWLAT_JSON = _row("hwlat.json", S.JSON, H, (HWLAT,), "the gaps the hwlat tracer found, and tracefs's changes")
 # fmt: on
 del S, H, A
 

@@ -47,6 +47,7 @@ from typing import Any
 
 from rtlab.boundary import untrusted, values
 from rtlab.boundary.untrusted import printable
+from rtlab.results import layout
 from rtlab.results.cyclictest import ThreadResult
 
 MAX_THREADS = 4096
@@ -98,7 +99,7 @@ MIGRATE_LOOP_MS = 120
 
 # cyclictest always measures first: every report, verdict and history reads it
 # the files a probe's output is read from, in loads/<load>/<probe>/
-OUT, JSON = "probe.out", "probe.json"
+OUT, JSON = layout.PROBE_OUT, layout.PROBE_JSON
 
 PROBES: dict[str, Probe] = {
     "oslat": Probe("oslat", "oslat", JSON),

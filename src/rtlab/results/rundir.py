@@ -307,7 +307,7 @@ class RunDir:
         linked = paths.link_along(self.path, folder)
         if linked is not None:
             raise UnreadableFile(f"{linked} is a link: rtlab reads no links in a run")
-        segments = paths.numbered(folder / "segments")
+        segments = paths.numbered(folder / layout.SEGMENTS)
         if segments and not path.is_file():
             parts = []
             for n, segment in segments:
@@ -332,11 +332,11 @@ class RunDir:
                 data = cyclictest.read(path, self.path)
             except cyclictest.InvalidResult as e:
                 problem = str(e)
-        elif (folder / f"{cyclictest.FILE}.part").is_file():
-            problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {cyclictest.FILE}.part)"
+        elif (folder / (part_name := f"{cyclictest.FILE}{layout.PART}")).is_file():
+            problem = f"cyclictest did not finish writing {cyclictest.FILE} (kept as {part_name})"
         stress_end = None
         words = text = ""
-        log = next((f for f in (folder / LOAD_LOG, folder / "stress.log") if f.is_file()), None)
+        log = next((f for f in (folder / LOAD_LOG, folder / layout.OLD_NAMES[LOAD_LOG]) if f.is_file()), None)
         if log is not None:
             text = self.text(log, LOG_BYTES)
             ends = _STRESS_END.findall(text)
@@ -344,19 +344,20 @@ class RunDir:
                 stress_end = dict(f.partition("=")[::2] for f in ends[-1].split())
             errors = [line for line in _STRESS_ERROR.findall(text) if not line.startswith("@rtlab")]
             words = errors[-1].strip()[:200] if errors else ""
-        argv_file = next((f for f in (folder / LOAD_ARGV, folder / "stress.argv") if f.is_file()), None)
+        argvs = (folder / LOAD_ARGV, folder / layout.OLD_NAMES[LOAD_ARGV])
+        argv_file = next((f for f in argvs if f.is_file()), None)
         argv = tuple(self.text(argv_file).split("\n")[:-1]) if argv_file else ()
         stressed = argv_file is not None
         if not segments:
             whole = timeline.read(folder, self.path)
             verbose = [(0, whole)] if whole is not None else []
-        events_file = folder / "trace" / "events"
+        events_file = folder / layout.TRACE_FOLDER / layout.TRACE_EVENTS
         trace_events = tuple(self.text(events_file).split()) if events_file.is_file() else ()
         check_file = folder / LOAD_CHECK
         check = self.text(check_file).strip() if check_file.is_file() else "alive"
         return RawLoad(
             data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
-            trace_events, self._traces(folder / "trace"), self._probes(folder),
+            trace_events, self._traces(folder / layout.TRACE_FOLDER), self._probes(folder),
         )  # fmt: skip
 
     def _probe_order(self) -> list[str]:
@@ -400,7 +401,7 @@ class RunDir:
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
         found = []
         for n, capture in paths.numbered(folder):
-            path = next(iter(sorted(capture.glob("cpu*.trace*"))), None)
+            path = next(iter(sorted(capture.glob(f"cpu*{layout.CPU_TRACE}*"))), None)
             text = None
             if path is not None:
                 try:
@@ -411,8 +412,8 @@ class RunDir:
                     text = raw.decode("utf-8", errors="replace") if len(raw) <= TRACE_BYTES else None
                 except (untrusted.Damaged, OSError, EOFError, zlib.error):
                     text = None  # cut off, or too large: the capture says it explains nothing
-            counters = capture / "interrupts"
-            rtla = capture / "rtla.out"
+            counters = capture / layout.INTERRUPTS
+            rtla = capture / layout.RTLA_OUT
             kept = path or (rtla if rtla.is_file() else None)  # the raw record of the capture
             found.append(
                 TraceCapture(

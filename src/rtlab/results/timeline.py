@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtlab.boundary import untrusted
+from rtlab.results import layout
 
-FILE = "cyclictest.out"
+FILE = layout.CYCLICTEST_OUT
 
 # (numbers as C's printf gives them: 20 digits at most; longer ones are garbled lines)
 _BLOCK = re.compile(r"^\s*(\d{1,20}):\s*(\d{1,20}):\s*(-?\d{1,20})\s*$")

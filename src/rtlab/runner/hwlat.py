@@ -14,7 +14,7 @@ from typing import Any
 
 from rtlab.boundary import paths, untrusted
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import ftrace
+from rtlab.results import ftrace, layout
 from rtlab.results.events import Kind, parse
 from rtlab.results.rundir import write_atomic, write_json
 from rtlab.system import cpus
@@ -22,7 +22,7 @@ from rtlab.targets.base import Target, target_dir
 
 SCHEMA = "rtlab.hwlat/1"
 # The files the agent prints back (agent.sh hwlat): the only names that become files here.
-FILES = ("hwlat.trace", "tracefs.before", "tracefs.after")
+FILES = (layout.HWLAT_TRACE, layout.TRACEFS_BEFORE, layout.TRACEFS_AFTER)
 VM_NOTE = (
     "measured inside a virtual machine: the gaps include the hypervisor's and the host's, "
     "not only this hardware's; run hwlat on the board itself"
@@ -49,12 +49,12 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
         files = _files(text)
     except untrusted.Damaged as e:
         raise RunFailed(f"hwlat on {target.name}: {e}: nothing was written") from None
-    if status != 0 or "hwlat.trace" not in files:
+    if status != 0 or layout.HWLAT_TRACE not in files:
         raise RunFailed(f"hwlat on {target.name} did not finish (status {status})")
     out.mkdir(parents=True, exist_ok=True)
     for name, body in files.items():
         write_atomic(out / name, body)
-    samples = ftrace.parse_hwlat(files["hwlat.trace"])
+    samples = ftrace.parse_hwlat(files[layout.HWLAT_TRACE])
     vm = start.get("hypervisor") == "yes" or target.describe().get("kind") == "qemu"
     doc = {
         "schema": SCHEMA,
@@ -67,10 +67,10 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
         "max_us": max((max(s.inner_us, s.outer_us) for s in samples), default=None),
         "samples": [asdict(s) for s in samples],
         "tracefs_changes": ftrace.tracefs_changes(
-            files.get("tracefs.before", ""), files.get("tracefs.after", "")
+            files.get(layout.TRACEFS_BEFORE, ""), files.get(layout.TRACEFS_AFTER, "")
         ),
     }
-    write_json(out / "hwlat.json", doc)
+    write_json(out / layout.HWLAT_JSON, doc)
     return doc
 
 
