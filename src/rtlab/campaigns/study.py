@@ -18,17 +18,31 @@ the comparison of every run, one column group each.
     tune = true                           # rtlab tune for the run, reverted after
     rt-cpus = "1"
     [stages.isolated]
-    boot = "isolcpus=1 nohz_full=1"       # kernel parameters: appended to a qemu target's
+    boot = "isolcpus=1 nohz_full=1"       # kernel parameters: appended to a qemu target's;
+                                          # a board (ssh://) is booted with them by rtlab
+On a board, kernels are an axis of their own, each booted by rtlab (rtlab.boot.ensure),
+verified before its cells are measured (the kernel, /proc/cmdline, what took effect), and
+the board back on its default kernel at the end; cells that share a kernel and command line
+share a boot:
+
+    [kernels]                             # label = a path, a linux-image .deb, a Debian
+    RT = "linux-image-rt-amd64"           # metapackage, or "default" (the board's own)
+    Standard = "out/mainline/bzImage"
+    [boot]                                # how rtlab boots the board (rtlab boot's options)
+    initrd = "board.cpio"
+    power-cycle = "relay-cycle vf2"
+    boot-timeout = "300"
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rtlab.boot.ensure import DEFAULT, Want, split_append
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
@@ -45,7 +59,8 @@ STANDING = ("complete", "partial")  # a run's statuses a resumed study keeps
 RUN_OPTIONS = ("preset", *OPTION)
 STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)
 STAGE_KEYS = ("tune", "rt-cpus", "loads-on", "boot", "about")
-_TOP = ("study", "targets", "stages")
+BOOT_KEYS = ("initrd", "dtb", "power-cycle", "boot-timeout", "console")
+_TOP = ("study", "targets", "stages", "kernels", "boot")
 
 
 @dataclass(frozen=True)
@@ -65,10 +80,20 @@ class Cell:
     target: str  # its label
     spec: str  # what rtlab run --target gets, boot parameters included
     stage: Stage
+    kernel: tuple[str, str] | None = None  # (label, kernel) that rtlab boots on the board
 
     @property
     def folder(self) -> str:
-        return f"runs/{slug(self.target)}/{slug(self.stage.name)}"
+        middle = f"{slug(self.kernel[0])}/" if self.kernel else ""
+        return f"runs/{slug(self.target)}/{middle}{slug(self.stage.name)}"
+
+    @property
+    def on_board(self) -> bool:
+        """Whether rtlab boots the board for this cell (a kernel, or boot parameters)."""
+        return self.spec.startswith("ssh://") and (self.kernel is not None or bool(self.stage.boot))
+
+    def want(self) -> Want:
+        return Want(self.kernel[1] if self.kernel else DEFAULT, split_append(self.stage.boot))
 
 
 @dataclass(frozen=True)
@@ -80,30 +105,47 @@ class Study:
     deadline: str | None
     targets: tuple[tuple[str, str], ...]  # (label, target), in order
     stages: tuple[Stage, ...]
+    kernels: tuple[tuple[str, str], ...] = ()  # (label, kernel) booted on a board, in order
+    boot: Mapping[str, str] = field(default_factory=dict)  # BOOT_KEYS, as text
 
     def cells(self) -> list[Cell]:
-        """Every target in every stage: a target's stages one after another."""
+        """Every target in every stage (and with [kernels], every kernel): a target's stages
+        one after another."""
+        kernels: tuple[tuple[str, str] | None, ...] = self.kernels or (None,)
         return [
-            Cell(label, with_boot(spec, stage.boot), stage)
+            Cell(label, with_boot(spec, stage.boot), stage, kernel)
             for label, spec in self.targets
+            for kernel in kernels
             for stage in self.stages
         ]
 
+    def order(self) -> list[Cell]:
+        """The cells in the order they are measured: the file's, except that cells that need
+        the same boot of the same board follow one another (one boot for them all)."""
+        groups: dict[tuple[str, Want | None], list[Cell]] = {}
+        for cell in self.cells():
+            groups.setdefault((cell.spec, cell.want() if cell.on_board else None), []).append(cell)
+        return [cell for group in groups.values() for cell in group]
+
     def label(self, cell: Cell) -> str:
         """The cell's column in the report: only what differs between cells."""
-        parts = [cell.target] * (len(self.targets) > 1) + [cell.stage.name] * (len(self.stages) > 1)
+        parts = (
+            [cell.target] * (len(self.targets) > 1)
+            + [cell.kernel[0] if cell.kernel else ""] * (len(self.kernels) > 1)
+            + [cell.stage.name] * (len(self.stages) > 1)
+        )
         return " / ".join(parts) or cell.target
 
 
 def with_boot(spec: str, boot: str) -> str:
-    """A target booted with extra kernel parameters: only a qemu guest can be (a board is
-    booted by its own boot loader; make it a target of its own once booted so)."""
-    if not boot:
+    """A target booted with extra kernel parameters: a qemu guest's are appended to its spec;
+    a board (ssh://) is booted with them by rtlab (the spec unchanged); this machine cannot be."""
+    if not boot or spec.startswith("ssh://"):
         return spec
     if not spec.startswith("qemu:"):
         raise UsageError(
-            f"boot parameters ({boot}) go only to qemu: targets, not {spec}: boot the board with "
-            "them and give it as a target of its own"
+            f"boot parameters ({boot}) go to qemu: and ssh:// targets, not {spec}: boot the board with "
+            "them and give it as a target of its own, or give it as ssh://"
         )
     if "," in boot:
         raise UsageError(
@@ -189,6 +231,20 @@ def parse(text: str, source: Path) -> Study:
     if loads_file is not None and not isinstance(loads_file, str):
         raise UsageError(f'{source}: loads-file = "PATH" (relative to the study file)')
     deadline = head.get("deadline")
+    kernels = _table(doc, "kernels", source)
+    for label, kernel in kernels.items():
+        if not isinstance(kernel, str) or not kernel.strip():
+            raise UsageError(f'{source}: [kernels] {label} = "PATH", "linux-image-rt-amd64" or "{DEFAULT}"')
+    if kernels and not all(spec.startswith("ssh://") for spec in targets.values()):
+        raise UsageError(
+            f"{source}: [kernels] are booted by rtlab on a board: every target must be ssh://..., "
+            "or give a qemu target its kernel as qemu:kernel=PATH"
+        )
+    if len({slug(k) for k in kernels}) < len(kernels):
+        raise UsageError(f"{source}: two kernels share a folder name: rename one")
+    boot = _table(doc, "boot", source)
+    _unknown(boot, BOOT_KEYS, f"{source}: [boot]")
+    boot_texts = {k: _text(v, f"{source}: [boot] {k}") for k, v in boot.items()}
     study = Study(
         name=str(head.get("name") or source.stem),
         source=source,
@@ -197,6 +253,8 @@ def parse(text: str, source: Path) -> Study:
         deadline=_text(deadline, f"{source}: [study] deadline") if deadline is not None else None,
         targets=tuple(targets.items()),
         stages=stages or (Stage("none"),),
+        kernels=tuple((label, kernel.strip()) for label, kernel in kernels.items()),
+        boot=boot_texts,
     )
     study.cells()  # boot parameters on a board are refused here, before anything runs
     return study
@@ -213,15 +271,16 @@ def read(path: Path) -> Study:
 def run(
     study: Study,
     out: Path,
-    measure: Callable[[Cell, Path], tuple[str, str, bool]],
+    measure: Callable[[Cell, Path], tuple[str, str, bool, dict[str, Any]]],
     say: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Runs each cell not yet measured; `measure(cell, folder)` runs one and returns its
-    status, why, and whether a signal came (RunFailed: it failed). Returns the study.json it
+    """Runs each cell not yet measured (in Study.order); `measure(cell, folder)` runs one and
+    returns its status, why, whether a signal came (RunFailed: it failed), and what else its
+    entry keeps (the kernel and command line a board was verified on). Returns the study.json it
     wrote. Complete and partial runs stand; a failed one, or one cut off, is measured again."""
     path = out / FILE
     before: dict[str, Any] = read_index(path) if path.is_file() else {}
-    cells = {cell.folder: cell for cell in study.cells()}
+    cells = {cell.folder: cell for cell in study.order()}
     if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
         raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")
     out.mkdir(parents=True, exist_ok=True)
@@ -229,19 +288,20 @@ def run(
     doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": runs}
 
     def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
-        status, reason, interrupted = measure(cells[step.key], folder)
-        return {"status": status, "reason": reason}, interrupted
+        status, reason, interrupted, extra = measure(cells[step.key], folder)
+        return {"status": status, "reason": reason, **extra}, interrupted
 
     steps = [
         campaign.Step(
             key, key, study.label(cell), cell.spec,
-            {"target": cell.target, "spec": cell.spec, "stage": cell.stage.name},
+            {"target": cell.target, "spec": cell.spec, "stage": cell.stage.name,
+             **({"kernel": cell.kernel[0]} if cell.kernel else {})},
         )
         for key, cell in cells.items()
     ]  # fmt: skip
     save = lambda: write_json(path, doc)  # noqa: E731
     campaign.run(campaign.Campaign(out, "study", steps, _stands, save), runs, one, say)
-    doc["runs"] = {key: runs[key] for key in cells}  # in the study's order
+    doc["runs"] = {c.folder: runs[c.folder] for c in study.cells() if c.folder in runs}  # the file's order
     write_json(path, doc)
     return doc
 

@@ -23,6 +23,7 @@ from rtlab.units import format_duration, parse_latency
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
+    from rtlab.boot.ensure import Session
     from rtlab.campaigns.study import Study
 
 
@@ -194,6 +195,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
     """Every cell of the study not yet measured, then all of them compared with the first."""
     from rtlab import store
     from rtlab.analysis.verdicts import Margin
+    from rtlab.boot.ensure import Refused
     from rtlab.campaigns import study as studies
     from rtlab.cli.reports import judge
     from rtlab.progress import RunProgress
@@ -218,17 +220,39 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
         f"(about {format_duration(len(cells) * base.measuring_seconds())} of measuring)"
     )
 
-    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool]:
+    sessions = _sessions(it, folder, accept)
+
+    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool, dict[str, object]]:
         plan = plans[cell.stage.name]
+        on = None
+        if cell.on_board:
+            # the board on the cell's kernel and command line, verified, before it is measured
+            try:
+                on = sessions[cell.spec].ensure(cell.want())
+            except Refused as e:
+                say(f"refused: {e}")
+                return "refused", str(e), False, {"refused": e.lines}
+            say(f"verified: {on.release}: " + "; ".join(on.evidence[1:] or on.evidence))
         with RunProgress(plan, err) as progress:
             outcome = execute(
                 plan, open_target(cell.spec, accept), out=where, name=f"{it.name} {it.label(cell)}",
                 on_event=progress,
             )  # fmt: skip
         status = outcome.summary["status"]
-        return status, "" if status == "complete" else f"see {where}/events", outcome.interrupted
+        reason = "" if status == "complete" else f"see {where}/events"
+        if on is not None and not outcome.interrupted:
+            changed = sessions[cell.spec].still(on)
+            if changed is not None:
+                status, reason = "failed", changed
+        return status, reason, outcome.interrupted, ({"board": on.fields()} if on else {})
 
-    doc = studies.run(it, folder, measure, say)
+    try:
+        doc = studies.run(it, folder, measure, say)
+    finally:
+        for session in sessions.values():
+            said = session.close()
+            if said is not None and not said.startswith("back"):
+                say(said)
     measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / rundir.MANIFEST).is_file()]
     summaries = [store.summary(path) for _, path in measured]
     labels = [it.label(c) for c, _ in measured]
@@ -247,6 +271,36 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
         failed = [f"{r['target']} / {r['stage']}" for r in doc["runs"].values() if r["status"] != "complete"]
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
+
+
+def _sessions(it: Study, folder: Path, accept: bool) -> dict[str, Session]:
+    """A hold on each board whose cells rtlab boots (the study's [boot] options), by target."""
+    from rtlab.boot.ensure import Session, Setup
+    from rtlab.bounds import MAX_BOOT_TIMEOUT_S
+    from rtlab.units import seconds
+
+    boot = dict(it.boot)
+    timeout = 300.0
+    if "boot-timeout" in boot:
+        try:
+            timeout = float(boot["boot-timeout"].removesuffix("s"))
+        except ValueError:
+            raise UsageError(f'{it.source}: [boot] boot-timeout = "300" (seconds)') from None
+        timeout = seconds(timeout, "[boot] boot-timeout", 1, MAX_BOOT_TIMEOUT_S)
+    files = {k: it.source.parent / boot[k] for k in ("initrd", "dtb") if k in boot}
+    for key, path in files.items():
+        if not path.is_file():
+            raise UsageError(f"{it.source}: [boot] {key} = {path}: no such file (relative to the study file)")
+    sessions: dict[str, Session] = {}
+    for cell in it.cells():
+        if cell.on_board and cell.spec not in sessions:
+            setup = Setup(
+                target=cell.spec, initrd=files.get("initrd"), dtb=files.get("dtb"), boot_timeout=timeout,
+                power_cycle=boot.get("power-cycle"), console=boot.get("console"),
+                accept_new_host_key=accept, boots=folder / "boots",
+            )  # fmt: skip
+            sessions[cell.spec] = Session(setup, say)
+    return sessions
 
 
 def register(app: typer.Typer) -> None:

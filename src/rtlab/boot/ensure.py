@@ -1,0 +1,357 @@
+"""A board on the kernel and command line a measurement names, booted only when it does not
+run them already, verified before anything is measured, and back on its default kernel at
+the end (rtlab study, rtlab compare --kernel, rtlab bisect and sweep on a board).
+
+    session = Session(Setup(target="ssh://root@vf2", initrd=...), say)
+    try:
+        on = session.ensure(Want("linux-image-rt-amd64", ("isolcpus=1", "nohz_full=1")))
+        ... measure; session.still(on) ...
+    finally:
+        session.close()          # the board back on its default kernel (also after Ctrl-C)
+
+Every boot goes through the engine (machine.py): its lock, its record, its way back. What a
+board runs is judged from what it says, never from what rtlab remembers: a campaign killed
+in the middle of a boot and started again finds the board on whatever kernel came up, and
+boots again unless that kernel and command line are exactly the ones asked for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rtlab.boot import kexec, machine, verify
+from rtlab.boot.image import KernelVersion
+from rtlab.boot.image import read as read_version
+from rtlab.boundary import untrusted
+from rtlab.cache import cache_dir
+from rtlab.errors import RunFailed, UsageError
+
+DEFAULT = "default"  # the board's own kernel, as its bootloader boots it
+# a Debian kernel metapackage as apt takes it (rtlab boot's KERNEL spells it so too)
+PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
+# parameters whose effect the kernel shows somewhere rtlab reads after the boot
+IRQ_AFFINITY = "/proc/irq/default_smp_affinity"
+
+
+@dataclass(frozen=True)
+class Want:
+    """A kernel (DEFAULT, an image's path, a linux-image .deb, or a Debian metapackage) and the
+    arguments added to the board's command line."""
+
+    kernel: str = DEFAULT
+    append: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> str:
+        return f"{self.kernel}" + (f" with {' '.join(self.append)}" if self.append else "")
+
+
+@dataclass
+class Setup:
+    """How the engine boots this board (rtlab boot's options of the same names)."""
+
+    target: str
+    initrd: Path | None = None
+    dtb: Path | None = None
+    boot_timeout: float = 300.0
+    power_cycle: str | None = None
+    console: str | None = None
+    accept_new_host_key: bool = False
+    boots: Path | None = None  # where each boot's record goes (default: the engine's boots/)
+
+
+@dataclass
+class On:
+    """What the board was verified to run: the measurement's kernel and command line."""
+
+    want: Want
+    release: str
+    version: str  # /proc/version
+    cmdline: str
+    boot_id: str
+    evidence: list[str]
+    record: Path | None = None  # the boot's record, when this boot was rtlab's
+
+    def fields(self) -> dict[str, object]:
+        """What a run's index keeps of it."""
+        return {
+            "kernel": self.want.kernel, "append": " ".join(self.want.append),
+            "release": self.release, "version": self.version, "cmdline": self.cmdline,
+            "boot_id": self.boot_id, "verified": self.evidence,
+            **({"boot_record": str(self.record)} if self.record else {}),
+        }  # fmt: skip
+
+
+class Refused(RunFailed):
+    """The board does not run what was asked, or a parameter did not take effect: the evidence."""
+
+    def __init__(self, want: Want, lines: list[str], record: Path | None = None):
+        self.want, self.lines, self.record = want, lines, record
+        where = f" (record: {record})" if record else ""
+        super().__init__(f"{want.said}: " + "; ".join(lines) + where)
+
+
+def split_append(text: str) -> tuple[str, ...]:
+    return tuple(verify.cmdline_words(text))
+
+
+def _mask_cpus(text: str) -> set[int]:
+    """/proc/irq/default_smp_affinity ("3", "00000000,00000002") as a set of CPUs."""
+    value = int(text.strip().replace(",", "") or "0", 16)
+    return {cpu for cpu in range(value.bit_length()) if value >> cpu & 1}
+
+
+def took_effect(append: tuple[str, ...], report: dict[str, str]) -> list[str]:
+    """Problems with what APPEND asks that the kernel's own files contradict, beyond verify's
+    isolcpus and nohz_full: irqaffinity against the default IRQ affinity ([] when none)."""
+    problems = []
+    for argument in append:
+        key, eq, value = argument.partition("=")
+        if key != "irqaffinity" or not eq:
+            continue
+        shown = report.get("irqaffinity", "@none")
+        if shown == "@none":
+            problems.append(f"{argument}: the kernel has no {IRQ_AFFINITY} to show it took effect")
+            continue
+        try:
+            wanted, got = verify.cpu_set(value), _mask_cpus(shown)
+        except ValueError:
+            problems.append(f"{argument}: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}")
+            continue
+        if wanted != got:
+            problems.append(
+                f"{argument} did not take effect: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}"
+            )
+    return problems
+
+
+class Session:
+    """One campaign's hold on a board: ensure() before each measurement, close() at the end."""
+
+    def __init__(self, setup: Setup, say: Callable[[str], None]):
+        self.setup = setup
+        self.say = say
+        self.board = machine.Board(setup.target, setup.accept_new_host_key)
+        self._images: dict[str, tuple[Path, KernelVersion]] = {}
+        self.booted = False  # whether this session changed the board's kernel
+        self.boots = 0
+
+    # --- what the board runs -------------------------------------------------
+
+    def report(self) -> dict[str, str]:
+        _, out = self.board.run(kexec.report(dmesg=False), timeout=60)
+        found = kexec.parse_report(out)
+        _, mask = self.board.run(f"cat {IRQ_AFFINITY} 2>/dev/null || echo @none", timeout=60)
+        found["irqaffinity"] = mask.strip()[:200] or "@none"
+        return found
+
+    def _answering(self) -> dict[str, str]:
+        """The board's report once it answers: a campaign started again while it boots waits."""
+        try:
+            return self.report()
+        except (RunFailed, UsageError):
+            self.say(f"{self.setup.target} does not answer: waiting up to {self.setup.boot_timeout:.0f} s")
+            found = self.board.new_boot("", self.setup.boot_timeout)
+            if found is None:
+                raise RunFailed(
+                    f"{self.setup.target} did not answer within {self.setup.boot_timeout:.0f} s "
+                    f"({self.board.last_error})"
+                ) from None
+            return self.report()
+
+    def image(self, kernel: str, arch: str) -> tuple[Path, KernelVersion]:
+        """KERNEL as an image on the host and its version: a path, a .deb's image, a package's."""
+        if kernel in self._images:
+            return self._images[kernel]
+        path = Path(kernel)
+        if path.suffix == ".deb" and path.is_file():
+            from rtlab.boot import package
+
+            path, _ = package.kernel_of(path, arch, self.setup.target, cache_dir())
+        elif not path.is_file():
+            if not PACKAGE.fullmatch(kernel):
+                raise UsageError(
+                    f"kernel {kernel} does not exist: give the path of a bzImage or Image, a linux-image "
+                    f".deb, a Debian kernel metapackage such as linux-image-rt-amd64, or {DEFAULT}"
+                )
+            path = self._fetch(kernel, arch)
+        found = (path, read_version(path))
+        self._images[kernel] = found
+        return found
+
+    def _fetch(self, package: str, arch_name: str) -> Path:
+        from rtlab import debian
+        from rtlab.targets.qemu import kernels, machines
+
+        arch = machines.ARCHES.get(arch_name)
+        if arch is None:
+            raise UsageError(
+                f"{self.setup.target} is {untrusted.printable(arch_name)}: rtlab fetches Debian kernels "
+                f"for {', '.join(machines.ARCHES)} only; give the image's path"
+            )
+        cache = cache_dir()
+        apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
+        image, name, version = kernels.fetch_kernel(apt, cache, package)
+        self.say(f"{package} for {arch_name}: {name} {version}")
+        return image
+
+    def _runs(self, want: Want, found: dict[str, str]) -> bool:
+        """Whether the board, as FOUND, runs WANT already: the kernel, and the command line
+        rtlab would give it (its default one when rtlab booted nothing, else exactly the
+        one asked: no argument of another cell's left over)."""
+        words = verify.cmdline_words(found.get("cmdline", ""))
+        ours = any(w.startswith(f"{kexec.MARK}=") for w in words)
+        if want.kernel == DEFAULT:
+            return not ours and all(a in words for a in want.append)
+        _, version = self.image(want.kernel, found.get("arch", ""))
+        if not version.matches(found.get("uname", ""), found.get("version", "")):
+            return False
+        if not ours:
+            return all(a in words for a in want.append)
+        # a kernel rtlab booted stands only for the boot this session made for WANT: one
+        # booted for another cell, or before a restart, may carry arguments WANT has not
+        return self._last_asked == (want, found.get("boot_id"))
+
+    _last_asked: tuple[Want, str | None] | None = None
+
+    # --- the changes -----------------------------------------------------------
+
+    def _engine(self, **extra: object) -> machine.Engine:
+        s = self.setup
+        request = machine.Request(
+            target=s.target, initrd=s.initrd, dtb=s.dtb, boot_timeout=s.boot_timeout,
+            power_cycle=s.power_cycle, console=s.console, accept_new_host_key=s.accept_new_host_key,
+            method="kexec" if s.initrd or s.dtb else "auto", **extra,  # type: ignore[arg-type]
+        )  # fmt: skip
+        return machine.Engine(request, self.say)
+
+    def back(self) -> str:
+        engine = self._engine()
+        try:
+            outcome = engine.back()
+        finally:
+            engine.board.drop()
+        self.board.drop()
+        return outcome.line
+
+    def ensure(self, want: Want) -> On:
+        """The board on WANT, verified: booted when it runs anything else (first back to its
+        default when it runs a kernel rtlab booted). Refused (the evidence) when the kernel
+        does not boot, another one runs, or an argument did not take effect."""
+        found = self._answering()
+        record: Path | None = None
+        if not self._runs(want, found):
+            if f"{kexec.MARK}=" in found.get("cmdline", ""):
+                self.say(f"{self.setup.target}: back to its default kernel first")
+                self.say(self.back())
+                found = self.report()
+            if not self._runs(want, found):
+                if want.kernel == DEFAULT:
+                    raise Refused(want, [
+                        f"the board's default kernel runs without {' '.join(want.append)}: rtlab boots it "
+                        "with arguments only from its image: give its path (or package) instead of default"
+                    ])  # fmt: skip
+                path, version = self.image(want.kernel, found.get("arch", ""))
+                record = self._boot(want, path)
+                found = self.report()
+        return self._verified(want, found, record)
+
+    def _boot(self, want: Want, path: Path) -> Path | None:
+        s = self.setup
+        out = None
+        if s.boots is not None:
+            s.boots.mkdir(parents=True, exist_ok=True)
+            out = s.boots / f"{len(list(s.boots.iterdir())) + 1:03d}"
+        engine = self._engine(kernel=path, append=list(want.append), out=out)
+        self.say(f"booting {want.said} on {s.target}")
+        self.booted = True
+        try:
+            outcome = engine.boot()
+        except machine.Failed as e:
+            raise Refused(want, [f"{e.verdict}: {e}"]) from None
+        finally:
+            engine.board.drop()
+            self.board.drop()
+        self.boots += 1
+        if outcome.verdict not in verify.GOOD:
+            raise Refused(want, [outcome.verdict, *outcome.lines], outcome.folder)
+        found = self.report()
+        self._last_asked = (want, found.get("boot_id"))
+        return outcome.folder
+
+    def _verified(self, want: Want, found: dict[str, str], record: Path | None) -> On:
+        release = untrusted.printable(found.get("uname", ""))
+        version = untrusted.printable(found.get("version", ""))
+        cmdline = untrusted.printable(found.get("cmdline", ""))
+        if want.kernel == DEFAULT:
+            # the board's own kernel: nothing to hold it against but the command line's words
+            expected = KernelVersion(found.get("uname", "").strip(), found.get("version", "").strip())
+        else:
+            expected = self.image(want.kernel, found.get("arch", ""))[1]
+        judged = verify.judge(
+            expected, list(want.append),
+            verify.Found(
+                uname_r=found.get("uname", ""), proc_version=found.get("version", ""),
+                cmdline=found.get("cmdline", ""),
+                isolated=None if found.get("isolated") == "@none" else found.get("isolated", ""),
+                nohz_full=None if found.get("nohz_full") == "@none" else found.get("nohz_full", ""),
+            ),
+        )  # fmt: skip
+        problems = took_effect(want.append, found)
+        if judged.verdict not in verify.GOOD or problems:
+            raise Refused(want, [judged.verdict, *judged.lines, *problems], record)
+        lines = list(judged.lines)
+        lines += [f"{a} took effect ({IRQ_AFFINITY})" for a in want.append if a.startswith("irqaffinity=")]
+        return On(
+            want, release, version, cmdline, untrusted.printable(found.get("boot_id", "")), lines, record
+        )
+
+    def still(self, on: On) -> str | None:
+        """After a measurement: None when the board still runs the boot ON was verified on,
+        else what happened (a watchdog's reset puts it on its default kernel mid-run)."""
+        try:
+            found = self._answering()
+        except RunFailed as e:
+            return str(e)
+        now = untrusted.printable(found.get("boot_id", ""))
+        if now != on.boot_id:
+            return (
+                f"the board rebooted during the measurement: it runs "
+                f"{untrusted.printable(found.get('uname', '?'))} (boot {now}), not boot {on.boot_id}"
+            )
+        return None
+
+    def close(self) -> str | None:
+        """The board back on its default kernel when it runs one rtlab booted; what was done."""
+        try:
+            found = self._answering()
+        except RunFailed as e:
+            return f"{self.setup.target} did not answer: {e}; rtlab boot --target {self.setup.target} --back"
+        finally:
+            self.board.drop()
+        if f"{kexec.MARK}=" not in found.get("cmdline", ""):
+            return None
+        self.say(f"{self.setup.target}: back to its default kernel")
+        line = self.back()
+        self.say(line)
+        return line
+
+
+@dataclass
+class Cells:
+    """Keys of measurements grouped by the boot they need, in first-seen order: the cells that
+    share a kernel and command line are measured on one boot."""
+
+    order: list[tuple[Want, list[str]]] = field(default_factory=list)
+
+    def add(self, want: Want, key: str) -> None:
+        for have, keys in self.order:
+            if have == want:
+                keys.append(key)
+                return
+        self.order.append((want, [key]))
+
+    def keys(self) -> list[str]:
+        return [k for _, keys in self.order for k in keys]

@@ -1,0 +1,193 @@
+"""Campaigns that change a board's kernel: rtlab study with a kernel axis and boot parameters,
+each cell booted by rtlab (boot/ensure.py), verified, measured, the board back on its default
+kernel at the end; a study killed while a kernel boots and resumed.
+
+The board is tests/test_boot.py's x86_64 kexec board (Debian's standard kernel its default,
+Debian's RT kernel fetched for it). The unit tests below it judge ensure's decisions from
+what a board says, without one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import test_boot
+from conftest import read_json, rtlab, start_rtlab, wait_for
+from rtlab.boot import ensure
+from rtlab.boot.image import KernelVersion
+from rtlab.campaigns.study import parse
+from rtlab.errors import UsageError
+from test_boot import RT, KexecBoard, _uname
+
+kexec_board = test_boot.kexec_board  # the board test_boot.py boots, its fixture here too
+
+STANDARD = "linux-image-amd64"  # what the board's default kernel is built from
+ISOLATED = "isolcpus=1 nohz_full=1 rcu_nocbs=1"
+
+
+def _study(folder: Path, board: KexecBoard, kernels: dict[str, str], stages: str) -> Path:
+    path = folder / "study.toml"
+    listed = "\n".join(f'{label} = "{kernel}"' for label, kernel in kernels.items())
+    path.write_text(
+        f'[study]\nname = "kernels"\nloads = ["idle"]\nduration = "3s"\nsettle = "0s"\n'
+        f'[targets]\nBoard = "ssh://board"\n[kernels]\n{listed}\n{stages}'
+        f'[boot]\ninitrd = "{board.initrd}"\nboot-timeout = "240"\npower-cycle = "{board.power_cycle()}"\n'
+    )
+    return path
+
+
+def _run_kernel(run: Path) -> dict[str, str]:
+    return read_json(run / "sysinfo.json")["kernel"]
+
+
+@pytest.mark.boards
+@pytest.mark.slow
+def test_a_study_of_kernels_by_boot_parameters_on_a_board(kexec_board, tmp_path):
+    board = kexec_board
+    stages = f'[stages.none]\n[stages.isolated]\nboot = "{ISOLATED}"\n'
+    study = _study(tmp_path, board, {"RT": RT, "Standard": STANDARD}, stages)
+    out = tmp_path / "out"
+    done = rtlab("study", str(study), "--out", str(out), env=board.env, timeout=3600)
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    doc = read_json(out / "study.json")
+    assert list(doc["runs"]) == [
+        "runs/Board/RT/none", "runs/Board/RT/isolated",
+        "runs/Board/Standard/none", "runs/Board/Standard/isolated",
+    ]  # fmt: skip
+    for key, entry in doc["runs"].items():
+        assert entry["status"] == "complete", (key, entry)
+        kernel = _run_kernel(out / key)
+        rt = "/RT/" in key
+        # each run measured the kernel its cell names, with the cell's command line in effect
+        assert ("PREEMPT_RT" in kernel["version"]) == rt, (key, kernel)
+        assert entry["board"]["release"] == kernel["release"], entry
+        words = kernel["cmdline"].split()
+        isolated = key.endswith("isolated")
+        assert all((w in words) == isolated for w in ISOLATED.split()), (key, words)
+        if isolated:
+            assert any("/sys/devices/system/cpu/isolated: 1" in line for line in entry["board"]["verified"])
+    # the standard kernel's plain cell needed no boot: the board's own kernel, as it booted
+    assert "rtlab.boot=" not in _run_kernel(out / "runs/Board/Standard/none")["cmdline"]
+    assert len(list((out / "boots").iterdir())) == 3  # RT, RT isolated, Standard isolated
+    report = (out / "report.md").read_text()
+    for label in ("RT / none", "RT / isolated", "Standard / none", "Standard / isolated"):
+        assert label in report, report
+    assert _uname(board) == board.default_release
+    assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")
+
+
+@pytest.mark.boards
+@pytest.mark.slow
+def test_a_study_killed_while_a_kernel_boots_resumes_without_measuring_twice(kexec_board, tmp_path):
+    board = kexec_board
+    study = _study(tmp_path, board, {"Standard": STANDARD, "RT": RT}, "")
+    out = tmp_path / "out"
+    proc = start_rtlab("study", str(study), "--out", str(out), env=board.env)
+
+    def booting() -> bool:
+        for record in (out / "boots").glob("*/boot.json"):
+            states = json.loads(record.read_text()).get("states", [])
+            if states and states[-1]["state"] == "wait":
+                return True
+        return False
+
+    try:
+        wait_for(booting, 1200)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    first = read_json(out / "study.json")["runs"]
+    assert list(first) == ["runs/Board/Standard/none"], first
+    started = read_json(out / "runs/Board/Standard/none/run.json")["started"]
+    time.sleep(1)
+    done = rtlab("study", str(study), "--out", str(out), env=board.env, timeout=3600)
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert "resuming: 1 of 2 runs already measured" in done.stderr, done.stderr
+    runs = read_json(out / "study.json")["runs"]
+    assert [e["status"] for e in runs.values()] == ["complete", "complete"], runs
+    # the standard cell is the one measured before the kill, the RT one on the RT kernel
+    assert read_json(out / "runs/Board/Standard/none/run.json")["started"] == started
+    assert "PREEMPT_RT" in _run_kernel(out / "runs/Board/RT/none")["version"]
+    assert "PREEMPT_RT" not in _run_kernel(out / "runs/Board/Standard/none")["version"]
+    assert not list((out / "runs/Board").glob("*/*.interrupted-*"))
+    assert _uname(board) == board.default_release
+
+
+# --- ensure's decisions, without a board ------------------------------------------------
+
+
+RT_VERSION = KernelVersion("6.1.0-50-rt-amd64", "#1 SMP PREEMPT_RT Debian 6.1.176-1 (2026-07-02)")
+
+
+class _Session(ensure.Session):
+    def __init__(self) -> None:
+        super().__init__(ensure.Setup("ssh://b"), lambda _: None)
+        self._images["rt"] = (Path("rt"), RT_VERSION)
+
+
+def _report(cmdline: str, uname: str = RT_VERSION.release, boot_id: str = "b1", **more: str) -> dict:
+    return {"uname": uname, "version": f"Linux version {uname} (x@y) {RT_VERSION.build}",
+            "cmdline": cmdline, "boot_id": boot_id, "arch": "x86_64", **more}  # fmt: skip
+
+
+@pytest.mark.unit
+def test_a_board_runs_what_a_cell_wants_only_when_its_kernel_and_command_line_are_exact():
+    s = _Session()
+    plain, iso = ensure.Want("rt"), ensure.Want("rt", ("isolcpus=1",))
+    # a kernel the board's bootloader started (no mark): its own command line counts
+    assert s._runs(plain, _report("root=/dev/sda"))
+    assert s._runs(iso, _report("root=/dev/sda isolcpus=1"))
+    assert not s._runs(iso, _report("root=/dev/sda"))
+    assert not s._runs(plain, _report("root=/dev/sda", uname="6.1.0-50-amd64"))
+    # one rtlab booted stands only for the boot this session made for that cell
+    booted = _report("root=/dev/sda isolcpus=1 rtlab.boot=boot-1")
+    assert not s._runs(iso, booted)
+    s._last_asked = (iso, "b1")
+    assert s._runs(iso, booted) and not s._runs(plain, booted)
+    assert not s._runs(iso, {**booted, "boot_id": "b2"})
+    # the default kernel: any kernel the bootloader started, never one of rtlab's
+    assert s._runs(ensure.Want(), _report("root=/dev/sda"))
+    assert not s._runs(ensure.Want(), booted)
+
+
+@pytest.mark.unit
+def test_a_parameter_that_did_not_take_effect_is_refused_with_the_evidence():
+    s = _Session()
+    want = ensure.Want("rt", ("isolcpus=1", "irqaffinity=0"))
+    ok = _report("isolcpus=1 irqaffinity=0", isolated="1", nohz_full="@none", irqaffinity="1")
+    on = s._verified(want, ok, None)
+    assert on.release == RT_VERSION.release and any("isolated: 1" in line for line in on.evidence)
+    with pytest.raises(ensure.Refused, match="isolcpus=1 did not take effect: .*isolated says ''"):
+        s._verified(want, {**ok, "isolated": ""}, None)
+    with pytest.raises(ensure.Refused, match="irqaffinity=0 did not take effect: .* says '3'"):
+        s._verified(want, {**ok, "irqaffinity": "3"}, None)
+    with pytest.raises(ensure.Refused, match="booted another kernel"):
+        s._verified(want, {**ok, "uname": "6.1.0-50-amd64"}, None)
+    assert ensure._mask_cpus("00000000,00000006") == {1, 2}
+
+
+@pytest.mark.unit
+def test_a_study_with_kernels_orders_cells_by_boot_and_names_them(tmp_path):
+    text = (
+        '[targets]\nBoard = "ssh://root@vf2"\n[kernels]\nRT = "out/rt/bzImage"\nMainline = "default"\n'
+        '[stages.none]\n[stages.isolated]\nboot = "isolcpus=1"\n[stages.tuned]\ntune = true\nrt-cpus = "1"\n'
+    )
+    study = parse(text, tmp_path / "s.toml")
+    assert [c.folder for c in study.cells()][:3] == [
+        "runs/Board/RT/none", "runs/Board/RT/isolated", "runs/Board/RT/tuned",
+    ]  # fmt: skip
+    # the cells of one boot follow one another: none and tuned share the RT kernel's plain boot
+    order = [study.label(c) for c in study.order()]
+    assert order == ["RT / none", "RT / tuned", "RT / isolated",
+                     "Mainline / none", "Mainline / tuned", "Mainline / isolated"]  # fmt: skip
+    assert study.cells()[1].want() == ensure.Want("out/rt/bzImage", ("isolcpus=1",))
+    for bad, says in (
+        ('[targets]\nA = "qemu:debian"\n[kernels]\nRT = "x"\n', "every target must be ssh://"),
+        ('[targets]\nA = "ssh://b"\n[boot]\ninitrd2 = "x"\n', "unknown key initrd2"),
+    ):
+        with pytest.raises(UsageError, match=says):
+            parse(bad, tmp_path / "s.toml")
