@@ -3,9 +3,10 @@ kernel, rtlab's busybox initramfs, Debian's dropbear as its SSH server, a forwar
 measured over SSH as a VisionFive 2 on a desk would be: check, a whole campaign with segments
 and traces, a connection cut mid-run and `rtlab collect`, tune and revert.
 
-Two boards: an x86_64 one with Debian's PREEMPT_RT kernel, and a riscv64 one (qemu-system-riscv64
+Three boards: an x86_64 one with Debian's PREEMPT_RT kernel, a riscv64 one (qemu-system-riscv64
 `virt`, the JH-7110's architecture) with Debian's riscv64 kernel and userland of the newest
-release whose riscv64 index verifies, each measured over ssh://.
+release whose riscv64 index verifies, and an arm64 one (qemu-system-aarch64 `virt`, the RB5's
+architecture) with Debian bookworm's arm64 PREEMPT_RT kernel, each measured over ssh://.
 
 The guest's serial console is the bench's own line to the board (as a UART is on a desk): the
 tests read the board's files and cut its connections through it, never through SSH.
@@ -37,7 +38,11 @@ pytestmark = [
     pytest.mark.skipif(not shutil.which("ssh-keygen"), reason="make test installs openssh-client"),
 ]
 # architecture -> the Debian kernel its board boots, and that kernel's preemption model
-BOARDS = {"x86_64": ("debian-rt", "PREEMPT_RT"), "riscv64": ("riscv64:debian", "LAZY")}
+BOARDS = {
+    "x86_64": ("debian-rt", "PREEMPT_RT"),
+    "riscv64": ("riscv64:debian", "LAZY"),
+    "arm64": ("arm64:debian-rt", "PREEMPT_RT"),
+}
 LOADS = "idle,cpu,os,memory,storage"
 HOST_KEY = "/etc/dropbear/dropbear_ed25519_host_key"
 
