@@ -149,9 +149,8 @@ OLD_NAMES = {LOAD_LOG: "stress.log", LOAD_ARGV: "stress.argv"}
 HOST_FILES = (MANIFEST, SUMMARY, COLLECT_ERROR, CONSOLE, PLAN_LOADS, DEADLINE)
 # The plan's files, which the agent reads.
 PLAN_FILES = tuple(r.name for r in TABLE if r.writer is Writer.HOST and r.agent and not r.folder)
-# Every name the agent spells.
-AGENT_NAMES = frozenset(r.name for r in TABLE if r.agent)
 
 
 def agent_rows() -> list[Row]:
+    """The rows the agent spells, each given to it as its shell variable (rtlab.agent.names)."""
     return [r for r in TABLE if r.agent]

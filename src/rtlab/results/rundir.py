@@ -37,8 +37,6 @@ LOADS, HWLAT_FOLDER, CYCLICTEST_ARGV = layout.LOADS, layout.HWLAT_FOLDER, layout
 LOAD_ARGV, LOAD_CHECK, LOAD_PREPARE_ARGV = layout.LOAD_ARGV, layout.LOAD_CHECK, layout.LOAD_PREPARE_ARGV
 TRACE_ARGV, RTLA_ARGV, PROBE_ARGV = layout.TRACE_ARGV, layout.RTLA_ARGV, layout.PROBE_ARGV
 LOAD_LOG, HOST_FILES, PLAN_FILES = layout.LOAD_LOG, layout.HOST_FILES, layout.PLAN_FILES
-# Every file name the agent spells in a run folder.
-AGENT_FILES = layout.AGENT_NAMES
 
 
 def write_atomic(path: Path, text: str) -> None:
