@@ -31,11 +31,12 @@ ISOLATED = "isolcpus=1 nohz_full=1 rcu_nocbs=1"
 
 def _study(folder: Path, board: KexecBoard, kernels: dict[str, str], stages: str) -> Path:
     path = folder / "study.toml"
-    listed = "\n".join(f'{label} = "{kernel}"' for label, kernel in kernels.items())
+    listed = "\n".join(f"{label} = {json.dumps(kernel)}" for label, kernel in kernels.items())
     path.write_text(
         f'[study]\nname = "kernels"\nloads = ["idle"]\nduration = "3s"\nsettle = "0s"\n'
         f'[targets]\nBoard = "ssh://board"\n[kernels]\n{listed}\n{stages}'
-        f'[boot]\ninitrd = "{board.initrd}"\nboot-timeout = "240"\npower-cycle = "{board.power_cycle()}"\n'
+        f'[boot]\ninitrd = {json.dumps(str(board.initrd))}\nboot-timeout = "240"\n'
+        f"power-cycle = {json.dumps(board.power_cycle())}\n"
     )
     return path
 
@@ -191,3 +192,51 @@ def test_a_study_with_kernels_orders_cells_by_boot_and_names_them(tmp_path):
     ):
         with pytest.raises(UsageError, match=says):
             parse(bad, tmp_path / "s.toml")
+
+
+@pytest.mark.boards
+@pytest.mark.slow
+def test_compare_two_kernels_on_a_board_alternates_them(kexec_board, tmp_path):
+    board = kexec_board
+    out = tmp_path / "cmp"
+    done = rtlab("compare", "--target", "ssh://board", "--kernel", RT, "--kernel", STANDARD, "--repeat", "2",
+                 "--labels", "RT,Standard", "--loads", "idle", "--duration", "3s", "--settle", "0s",
+                 "--initrd", str(board.initrd), "--boot-timeout", "240", "--power-cycle", board.power_cycle(),
+                 "--out", str(out), env=board.env, timeout=3600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    runs = read_json(out / "kernels.json")["runs"]
+    # A B B A, each run on the kernel it names (verified before, and read back from the run)
+    assert list(runs) == ["RT/repeat-1", "Standard/repeat-1", "Standard/repeat-2", "RT/repeat-2"], runs
+    for key, entry in runs.items():
+        assert entry["status"] == "complete", (key, entry)
+        kernel = _run_kernel(out / key)
+        assert ("PREEMPT_RT" in kernel["version"]) == key.startswith("RT/"), (key, kernel)
+    # the standard kernel's two runs on one boot, the board's own; the RT kernel's on two boots
+    assert runs["Standard/repeat-1"]["board"]["boot_id"] == runs["Standard/repeat-2"]["board"]["boot_id"]
+    assert len(list((out / "boots").iterdir())) == 2
+    assert "RT" in done.stdout and "Standard" in done.stdout  # compare's table and verdicts
+    assert _uname(board) == board.default_release
+
+
+@pytest.mark.unit
+def test_kernels_alternate_so_a_drifting_board_weighs_on_each_alike():
+    from rtlab.campaigns.kernels import Side, order
+
+    a, b = Side("A", ensure.Want("a")), Side("B", ensure.Want("b"))
+    assert [(s.label, k) for s, k in order([a, b], 4)] == [
+        ("A", 1), ("B", 1), ("B", 2), ("A", 2), ("A", 3), ("B", 3), ("B", 4), ("A", 4),
+    ]  # fmt: skip
+    assert ensure.label_of("linux-image-rt-amd64") == "linux-image-rt-amd64"
+
+
+@pytest.mark.unit
+def test_compare_of_kernels_refuses_what_it_cannot_measure_in_one_line(tmp_path):
+    for args, says in (
+        (["--kernel", "a", "--kernel", "b"], "give --target ssh://"),
+        (["--target", "qemu:debian", "--kernel", "a", "--kernel", "b"], "give --target ssh://"),
+        (["--target", "ssh://b", "--kernel", "a"], "give two kernels or more"),
+        (["--target", "ssh://b", "--kernel", "a", "--kernel", "b", "--labels", "x"], "1 labels for 2"),
+        (["--target", "ssh://b", "--repeat", "2", str(tmp_path), str(tmp_path)], "go with --kernel"),
+    ):
+        done = rtlab("compare", *args)
+        assert done.returncode == 2 and says in done.stderr, (args, done.stderr)

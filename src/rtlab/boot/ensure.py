@@ -127,6 +127,28 @@ def took_effect(append: tuple[str, ...], report: dict[str, str]) -> list[str]:
     return problems
 
 
+# where a kernel's image is in a folder: rtlab kernel build's out/, or a built tree
+IMAGES = ("Image", "bzImage", "arch/x86/boot/bzImage", "arch/riscv/boot/Image", "arch/arm64/boot/Image")
+
+
+def in_folder(folder: Path) -> Path:
+    """The kernel image in FOLDER (rtlab kernel build's output folder, or a built tree)."""
+    for name in IMAGES:
+        if (folder / name).is_file():
+            return folder / name
+    raise UsageError(f"{folder} holds no kernel image ({', '.join(IMAGES)}): give the image's path")
+
+
+def label_of(kernel: str) -> str:
+    """A kernel's name in a table: a folder's or a file's name, a package's own."""
+    path = Path(kernel)
+    if PACKAGE.fullmatch(kernel) and not path.exists():
+        return kernel
+    if path.name in IMAGES:  # out/rt/bzImage is rt
+        return path.resolve().parent.name
+    return path.name or kernel
+
+
 class Session:
     """One campaign's hold on a board: ensure() before each measurement, close() at the end."""
 
@@ -166,6 +188,8 @@ class Session:
         if kernel in self._images:
             return self._images[kernel]
         path = Path(kernel)
+        if path.is_dir():
+            path = in_folder(path)
         if path.suffix == ".deb" and path.is_file():
             from rtlab.boot import package
 

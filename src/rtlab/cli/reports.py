@@ -13,7 +13,7 @@ from rtlab.boundary import untrusted
 from rtlab.bounds import MAX_HORIZON_S, MAX_MARGIN_PERCENT
 from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import baseline_of as history_baseline
-from rtlab.cli.options import Deadline, Figures, Format, Series, shown_name
+from rtlab.cli.options import AcceptKey, Deadline, Figures, Format, Preset, Series, run_options, shown_name
 from rtlab.cli.present import present
 from rtlab.cli.screen import Output, console, emit, err
 from rtlab.errors import UsageError
@@ -41,8 +41,13 @@ def report_(
     present([summary], [label], fmt, output, deadline, figures_dir, series=series)
 
 
+KERNEL_PANEL = "A board's kernels (--target ssh://... --kernel A --kernel B)"
+
+
+@run_options(panel="Run options, with --kernel")
 def compare(
-    runs: Annotated[list[Path], typer.Argument(metavar="RUN_A RUN_B ...")],
+    options: dict[str, str],
+    runs: Annotated[list[Path] | None, typer.Argument(metavar="RUN_A RUN_B ...")] = None,
     labels: Annotated[
         str | None,
         typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline", callback=shown_name),
@@ -67,13 +72,96 @@ def compare(
         typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),
     ] = None,
     db: HistoryDb = None,
+    target: Annotated[
+        str | None,
+        typer.Option(help="with --kernel: the board, ssh://[user@]host", rich_help_panel=KERNEL_PANEL),
+    ] = None,
+    kernels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kernel",
+            help="a kernel to boot and measure on --target (twice or more): an image, "
+            "a build folder, a linux-image .deb, a Debian metapackage, or default",
+            rich_help_panel=KERNEL_PANEL,
+        ),
+    ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=100,
+            help="with --kernel: runs per kernel, alternating A B B A",
+            rich_help_panel=KERNEL_PANEL,
+        ),
+    ] = 1,
+    append: Annotated[
+        str,
+        typer.Option(
+            help="with --kernel: arguments added to each kernel's command line", rich_help_panel=KERNEL_PANEL
+        ),
+    ] = "",
+    initrd: Annotated[
+        Path | None,
+        typer.Option(help="with --kernel: an initramfs for each kernel", rich_help_panel=KERNEL_PANEL),
+    ] = None,
+    dtb: Annotated[
+        Path | None,
+        typer.Option(help="with --kernel: a device tree for each kernel", rich_help_panel=KERNEL_PANEL),
+    ] = None,
+    boot_timeout: Annotated[
+        float,
+        typer.Option(
+            help="with --kernel: seconds a boot has to answer over SSH", rich_help_panel=KERNEL_PANEL
+        ),
+    ] = 300.0,
+    power_cycle: Annotated[
+        str | None,
+        typer.Option(help="with --kernel: a command that resets the board", rich_help_panel=KERNEL_PANEL),
+    ] = None,
+    console_cmd: Annotated[
+        str | None,
+        typer.Option(
+            "--console",
+            help="with --kernel: a command printing the board's serial console",
+            rich_help_panel=KERNEL_PANEL,
+        ),
+    ] = None,
+    preset_name: Preset = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="with --kernel: the comparison's folder (default results/<date>-kernels); again: resume",
+            rich_help_panel=KERNEL_PANEL,
+        ),
+    ] = None,
+    accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
-    the first run, whether each difference is real: better, worse, same or unknown."""
+    the first run, whether each difference is real: better, worse, same or unknown. With
+    --target ssh://B --kernel A --kernel B: each kernel booted on the board by rtlab, verified,
+    measured (--repeat N: A B B A ...), the board back on its default kernel at the end."""
     from rtlab import store
     from rtlab.report import verdict_table
 
     report.renderer(fmt)
+    runs = list(runs or [])
+    if kernels:
+        if runs or baseline is not None:
+            raise UsageError("give saved RUNs, or --target and --kernel to measure (not both)")
+        runs, measured = _kernels(
+            options, target, kernels, repeat, append, initrd, dtb, boot_timeout, power_cycle, console_cmd,
+            preset_name, out, accept_new_host_key, labels,
+        )  # fmt: skip
+        labels = ",".join(measured)
+    elif (
+        target is not None
+        or options
+        or repeat != 1
+        or preset_name is not None
+        or out is not None
+        or (append or initrd or dtb or power_cycle or console_cmd or boot_timeout != 300.0)
+    ):
+        raise UsageError("--target, --repeat, --out, boot and run options go with --kernel A --kernel B")
     if baseline is not None:
         runs = [history_baseline(baseline, db), *runs]
     if len(runs) < 2:
@@ -94,6 +182,80 @@ def compare(
         emit(verdict_table.junit(compared, names[0], strict), junit)
     if gate:
         _gate(compared, strict)
+
+
+def _kernels(
+    options: dict[str, str], target: str | None, kernels: list[str], n: int, append: str,
+    initrd: Path | None, dtb: Path | None, boot_timeout: float, power_cycle: str | None,
+    console_cmd: str | None, preset_name: str | None, out: Path | None, accept: bool, labels: str | None,
+) -> tuple[list[Path], list[str]]:  # fmt: skip
+    """Each kernel booted on TARGET, verified, measured N times in A B B A order (campaigns/
+    kernels.py); the board back on its default kernel at the end. The folders and labels."""
+    from datetime import datetime
+
+    from rtlab.boot.ensure import Refused, Session, Setup, Want, label_of, split_append
+    from rtlab.bounds import MAX_BOOT_TIMEOUT_S
+    from rtlab.campaigns import kernels as campaign
+    from rtlab.cli.options import plan_of
+    from rtlab.errors import RunFailed
+    from rtlab.progress import RunProgress
+    from rtlab.runner import execute
+    from rtlab.targets import open_target
+    from rtlab.units import seconds
+
+    if target is None or not target.startswith("ssh://"):
+        raise UsageError("--kernel boots each kernel on a board: give --target ssh://root@board")
+    if len(kernels) < 2:
+        raise UsageError("give two kernels or more: --kernel A --kernel B")
+    names = [label_of(k) for k in kernels]
+    if labels is not None:
+        names = [label.strip() for label in labels.split(",")]
+        if len(names) != len(kernels):
+            raise UsageError(
+                f"--labels has {len(names)} labels for {len(kernels)} kernels: give one per kernel"
+            )
+    for extra in (initrd, dtb):
+        if extra is not None and not extra.is_file():
+            raise UsageError(f"{extra} does not exist")
+    plan = plan_of(preset_name, None, options)
+    timeout = seconds(boot_timeout, "--boot-timeout", 1, MAX_BOOT_TIMEOUT_S)
+    folder = out or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-kernels"
+    sides = [campaign.Side(n, Want(k, split_append(append))) for n, k in zip(names, kernels, strict=True)]
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False)
+
+    setup = Setup(target=target, initrd=initrd, dtb=dtb, boot_timeout=timeout, power_cycle=power_cycle,
+                  console=console_cmd, accept_new_host_key=accept, boots=folder / "boots")  # fmt: skip
+    session = Session(setup, say)
+
+    def measure(side: campaign.Side, where: Path) -> tuple[dict[str, Any], bool]:
+        try:
+            on = session.ensure(side.want)
+        except Refused as e:  # never measured as if it ran: the comparison cannot go on
+            raise RunFailed(f"refused: {e}") from None
+        say(f"verified: {on.release}: " + "; ".join(on.evidence))
+        with RunProgress(plan, err) as progress:
+            outcome = execute(plan, open_target(target, accept), out=where, name=f"{side.label} {where.name}",
+                              on_event=progress)  # fmt: skip
+        status = outcome.summary["status"]
+        reason = "" if status == "complete" else f"see {where}/events"
+        changed = None if outcome.interrupted else session.still(on)
+        if changed is not None:
+            status, reason = "failed", changed
+        return {"status": status, "reason": reason, "board": on.fields()}, outcome.interrupted
+
+    try:
+        doc = campaign.run(sides, n, target, folder, measure, say)
+    finally:
+        said = session.close()
+        if said is not None:
+            say(said)
+    failed = [f"{k}: {e.get('reason')}" for k, e in doc["runs"].items() if e.get("status") != "complete"]
+    if failed:
+        raise RunFailed(f"not every run completed: {'; '.join(failed)} (see {folder}/{campaign.FILE})")
+    say(f"runs saved in {folder}")
+    return [folder / s.folder for s in sides], names
 
 
 def judge(

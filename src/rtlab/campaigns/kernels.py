@@ -1,0 +1,99 @@
+"""rtlab compare --target ssh://B --kernel A --kernel B: the seed's Table 5-1 on one board,
+each kernel booted by rtlab (boot/ensure.py), verified, measured, and the board back on its
+default kernel at the end.
+
+With --repeat N the kernels alternate, A B B A A B ...: each repeat goes forward or backward
+through them, so a board that drifts over a night (temperature, a slow leak) weighs on every
+kernel alike instead of deciding the verdict. A kernel measured twice in a row is measured on
+one boot. Each kernel's runs are a --repeat campaign of their own (OUT/<label>/repeat-K and
+its repeats.json), so compare reads them as it reads any; OUT/kernels.json is the index, its
+entries in the order measured, rewritten after each, and the same command again goes on
+where an interrupted one stopped, measuring nothing twice and nothing on another kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtlab.analysis import repeats as repeated
+from rtlab.boot.ensure import Want
+from rtlab.campaigns import loop as campaign
+from rtlab.errors import UsageError
+from rtlab.names import slug
+from rtlab.results.rundir import read_index, write_json
+
+SCHEMA = "rtlab.kernels/1"
+FILE = "kernels.json"
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    want: Want
+
+    @property
+    def folder(self) -> str:
+        return slug(self.label)
+
+
+def order(sides: list[Side], n: int) -> list[tuple[Side, int]]:
+    """(side, repeat) in the order measured: forward in odd repeats, backward in even ones."""
+    return [(side, k) for k in range(1, n + 1) for side in (sides if k % 2 else sides[::-1])]
+
+
+def run(
+    sides: list[Side],
+    n: int,
+    target: str,
+    out: Path,
+    measure: Callable[[Side, Path], tuple[dict[str, Any], bool]],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Every (side, repeat) not yet measured, in order(); `measure(side, folder)` boots,
+    verifies and measures one and returns its entry and whether a signal came."""
+    if len({s.folder for s in sides}) < len(sides):
+        raise UsageError("two kernels have the same label: give --labels A,B")
+    index = out / FILE
+    asked = {
+        "target": target,
+        "n": n,
+        "sides": [[s.label, s.want.kernel, " ".join(s.want.append)] for s in sides],
+    }
+    before: dict[str, Any] = read_index(index) if index.is_file() else {}
+    if before and {k: before.get(k) for k in asked} != asked:
+        raise UsageError(
+            f"{out} holds another comparison ({before.get('n')} repeats of "
+            f"{', '.join(str(s[1]) for s in before.get('sides', []))} on {before.get('target')}): "
+            "give the same command, or another --out"
+        )
+    if not before and out.exists() and any(out.iterdir()):
+        raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
+    out.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, Any] = dict(before.get("runs", {}))
+    doc: dict[str, Any] = {"schema": SCHEMA, **asked, "runs": runs}
+    by_label = {s.label: s for s in sides}
+
+    def save() -> None:
+        write_json(index, doc)
+        for side in sides:  # each side a --repeat campaign compare reads
+            mine = {str(k): runs[f"{side.folder}/{repeated.folder(k)}"]
+                    for k in range(1, n + 1) if f"{side.folder}/{repeated.folder(k)}" in runs}  # fmt: skip
+            (out / side.folder).mkdir(exist_ok=True)
+            write_json(out / side.folder / repeated.FILE, {"schema": repeated.SCHEMA, "n": n, "runs": mine})
+
+    steps = [
+        campaign.Step(f"{side.folder}/{repeated.folder(k)}", f"{side.folder}/{repeated.folder(k)}",
+                      f"{side.label} (repeat {k} of {n})", side.want.said, {"label": side.label, "repeat": k})
+        for side, k in order(sides, n)
+    ]  # fmt: skip
+    save()  # at once: a host killed during the first boot leaves a comparison to resume
+
+    def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+        return measure(by_label[step.fields["label"]], folder)
+
+    stands = lambda entry: entry.get("status") == "complete"  # noqa: E731
+    campaign.run(campaign.Campaign(out, "command", steps, stands, save), runs, one, say)
+    save()
+    return doc
