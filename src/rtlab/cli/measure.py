@@ -26,6 +26,7 @@ from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
+from rtlab.results import layout
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 TRACE_DURATION = "30s"  # rtlab trace's measurement per load, then a trace pass as long
@@ -172,7 +173,7 @@ def _hwlat(
     if rt_cpus is not None:
         cpus.parse_list(rt_cpus)
     folder = out_dir(out) or Path("results") / f"{datetime.now():%Y%m%d-%H%M%S}-hwlat"
-    if (folder / "hwlat.json").exists():
+    if (folder / layout.HWLAT_JSON).exists():
         raise UsageError(f"{folder} already holds an hwlat pass: choose another --out")
     tgt = open_target(target, accept)
     try:

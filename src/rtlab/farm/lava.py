@@ -37,7 +37,7 @@ from rtlab.boundary.shapes import Manifest, TargetJSON
 from rtlab.errors import RunFailed, UsageError
 from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
-from rtlab.results import events, rundir
+from rtlab.results import events, layout, rundir
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files
 from rtlab.runner.record import new_manifest
@@ -55,7 +55,7 @@ REFUSED_FILE = "refused"  # lava-report writes why the run did not measure (a bu
 LOG_BYTES = 256 << 20
 LOG_LINE_CHARS = 1 << 20
 ERROR_CHARS = 300  # of the job's error message, kept in the run's reason
-IMPORT_FILE = "lava-import.json"  # the bundle's uid and the console lines skipped inside it
+IMPORT_FILE = layout.LAVA_IMPORT  # the bundle's uid and the console lines skipped inside it
 
 
 def read_base(path: Path) -> dict[str, Any]:
@@ -159,9 +159,9 @@ def job(base: dict[str, Any], plan: Plan, name: str, deadline_us: int | None) ->
         f"export RTLAB_TARGET_DIR={quote(base_dir)}; R={quote(remote)}",
         'rm -rf "$R" && mkdir -p "$R" && cd "$R"',
         f"echo {quote(bundle)} | base64 -d | tar -xzf -",
-        "sh ./agent.sh sysinfo > run/sysinfo.json 2> run/sysinfo.log || true",
+        f"sh ./agent.sh sysinfo > run/{layout.SYSINFO} 2> run/{layout.SYSINFO_LOG} || true",
         # measured with nothing on the console: output there adds latency
-        f'status=0; sh ./agent.sh run "$R/run" {agent_args} > run/agent.out 2>&1 || status=$?; '
+        f'status=0; sh ./agent.sh run "$R/run" {agent_args} > run/{layout.AGENT_OUT} 2>&1 || status=$?; '
         'echo rtlab agent exit "$status"',
         f'sh ./agent.sh lava-report "$R/run" {quote(deadline_us or 0)} "$R"/{quote(REFUSED_FILE)}',
         # the kernel's messages kept off the console while the bundle prints (an emulated
@@ -368,7 +368,7 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
         theirs = untrusted.printable(str(said))[:20]
         why = f"the bundle of uid {found.uid} holds the run of uid {theirs}, not this job's"
         raise RunFailed(f"{why}: nothing was imported")
-    write_json(run.path / "lava-results.json", found.results)
+    write_json(run.path / layout.LAVA_RESULTS, found.results)
     write_json(run.path / IMPORT_FILE, {"uid": found.uid, "console_lines_skipped": found.noise})
     if problem is None:
         return conclude(run, collected=now())
@@ -410,7 +410,7 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
     manifest["loads"] = {load: {"status": "failed", "reason": reason} for load in plan.loads}
     out.mkdir(parents=True, exist_ok=True)
     run = RunDir(out)
-    write_json(run.path / "lava-results.json", results)
+    write_json(run.path / layout.LAVA_RESULTS, results)
     ends = "".join(
         events.line(events.Kind.LOAD_END, load=load, status="failed", reason=reason) for load in plan.loads
     )

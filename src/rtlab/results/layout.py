@@ -82,6 +82,11 @@ PLAN_LOADS = _row("plan.loads", S.LINES, H, (RUN,), "the loads' names, in order"
 PLAN_PROBES = _row("plan.probes", S.LINES, H, (RUN,), "--probe: the other probes, in order", agent=True)
 LOADS = _row("loads", S.FOLDER, H, (RUN,), "a folder per load", agent=True)
 HWLAT_FOLDER = _row("hwlat", S.FOLDER, H, (RUN,), "--hwlat-gate: the hwlat pass before measuring")
+# -- a board's run, a board farm's (rtlab lava job, then lava import)
+AGENT_OUT = _row("agent.out", S.TEXT, H, (RUN,), "what a detached agent printed (a board's, a LAVA job's)")
+SYSINFO_LOG = _row("sysinfo.log", S.TEXT, H, (RUN,), "a LAVA job's: agent.sh sysinfo's standard error")
+LAVA_RESULTS = _row("lava-results.json", S.JSON, H, (RUN,), "lava import: the job's results, as LAVA said")
+LAVA_IMPORT = _row("lava-import.json", S.JSON, H, (RUN,), "lava import: bundle uid, console lines skipped")
 AGENT_PID = _row("agent.pid", S.PID, A, (RUN,), "the agent, for agent.sh stop", agent=True)
 GOVERNORS_SAVED = _row("governors.saved", S.TEXT, A, (RUN,), "the governors to put back, while changed",
                        agent=True)
@@ -111,7 +116,8 @@ LOAD_MARK = _row("load.mark", S.TEXT, A, (LOAD,), "the mark (RTLAB_LOAD) the loa
                  agent=True)
 LOAD_CGROUP = _row("load.cgroup", S.TEXT, A, (LOAD,), "the load's cgroup, where the target has one",
                    agent=True)
-SCRATCH = _row("scratch", S.FOLDER, A, (LOAD,), "a load's own working folder, removed after it", agent=True)
+SCRATCH = _row("scratch", S.FOLDER, H, (LOAD,), "a load's own working folder, removed after the load",
+               agent=True)
 PART = _row(".part", S.SUFFIX, A, (RUN, LOAD, SEGMENT, CAPTURE, PROBE),
             "a file being written (a tool's JSON: renamed without it only when the tool exited 0)",
             agent=True)

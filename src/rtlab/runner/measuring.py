@@ -14,7 +14,7 @@ from rtlab.boundary.shapes import Manifest, Sysinfo
 from rtlab.errors import RunFailed
 from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
 from rtlab.results import events as ev
-from rtlab.results import rundir
+from rtlab.results import layout, rundir
 from rtlab.results.rundir import HWLAT_FOLDER, RunDir, append_line
 from rtlab.runner import hwlat
 from rtlab.runner.preflight import Busy
@@ -39,13 +39,14 @@ def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
         if plan.trace_us:
             (folder / rundir.TRACE_ARGV).write_text("\n".join(plan.trace_argv()) + "\n")
             (folder / rundir.RTLA_ARGV).write_text("\n".join(plan.rtla_argv()) + "\n")
-        argv = plan.load_argv(load, scratch=f"{remote}/loads/{load}/scratch")
+        scratch = f"{remote}/{layout.LOADS}/{load}/{layout.SCRATCH}"
+        argv = plan.load_argv(load, scratch=scratch)
         if argv is not None:
             if plan.load(load).scratch and plan.storage_dir is None:
-                (folder / "scratch").mkdir(exist_ok=True)
+                (folder / layout.SCRATCH).mkdir(exist_ok=True)
             (folder / rundir.LOAD_ARGV).write_text("\n".join(argv) + "\n")
             (folder / rundir.LOAD_CHECK).write_text(plan.load(load).check + "\n")
-        prepare = plan.load_prepare_argv(load, scratch=f"{remote}/loads/{load}/scratch")
+        prepare = plan.load_prepare_argv(load, scratch=scratch)
         if prepare is not None:
             (folder / rundir.LOAD_PREPARE_ARGV).write_text("\n".join(prepare) + "\n")
 

@@ -33,7 +33,7 @@ from rtlab.agent import script
 from rtlab.boundary import unpack, untrusted
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import rundir
+from rtlab.results import layout, rundir
 from rtlab.results.events import Event, Kind, line
 from rtlab.results.events import parse as parse_event
 from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
@@ -270,12 +270,12 @@ class SshTarget:
         # `;`, not `&&`: only the agent goes to the background, so this session ends at once
         # instead of waiting, with its output pipe, for the whole measurement.
         _, out = await self._sh(
-            f"cd {q} || exit 1; : > events; {agent} > agent.out 2>&1 < /dev/null & echo $!"
+            f"cd {q} || exit 1; : > {rundir.EVENTS}; {agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo $!"
         )
         pid = untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"]
         # The events as the agent appends them, until it ends: with or without its `done` line.
         follow = (
-            f"cd {q} && {{ tail -n +1 -f events & t=$!; "
+            f"cd {q} && {{ tail -n +1 -f {rundir.EVENTS} & t=$!; "
             f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
         )
         done = False
