@@ -463,6 +463,10 @@ def test_the_generated_options_reach_the_agent_as_the_plan_says(shell):
     assert defaults == {o.variable: o.default for o in rows}
     bad = subprocess.run([*sh, "-c", script, "sh", "--secnds", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout.strip() == "died: unknown option --secnds"
+    # one name from the command line to the agent: each option the plan gives is a Plan field's
+    from_plan = {o.name for o in rows if o.value} - {"grace_s"}  # grace_s: plan.GRACE_S, a constant
+    assert from_plan <= set(Plan.__dataclass_fields__), from_plan - set(Plan.__dataclass_fields__)
+    assert [o.flag for o in rows][:2] == ["--duration", "--settle"] and rows[0].variable == "DURATION_S"
 
 
 @pytest.mark.unit
