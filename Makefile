@@ -33,8 +33,10 @@ RUN_ARGS ?= --duration 10s
 # the example studies whole. TESTS narrows both halves of `make test` (a -m expression).
 TESTS ?= not slow
 # The groups that measure nothing and boot nothing (tests/conftest.py: PARALLEL_GROUPS) run on
-# every CPU; the others measure or boot, and run alone, one at a time, after them.
+# every CPU; the others measure or boot, and run alone, one at a time, after them. A file's
+# tests stay on one worker (loadfile), so a file's shared runs are made once, not once a worker.
 PARALLEL := unit or hostile
+XDIST := -n auto --dist loadfile
 
 .PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
 
@@ -98,13 +100,13 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint test-setup
-	$(BIN)/pytest -q --durations=30 -n auto -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
+	$(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
 	$(BIN)/pytest -q --durations=30 -m "($(TESTS)) and not ($(PARALLEL))" && exit $$first
 	@$(MAKE) --no-print-directory test-newest
 
 # The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).
 test-fast: setup
-	$(BIN)/pytest -q -n auto -m unit -p no:cacheprovider
+	$(BIN)/pytest -q $(XDIST) -m unit -p no:cacheprovider
 
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
