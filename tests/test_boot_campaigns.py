@@ -240,3 +240,48 @@ def test_compare_of_kernels_refuses_what_it_cannot_measure_in_one_line(tmp_path)
     ):
         done = rtlab("compare", *args)
         assert done.returncode == 2 and says in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.unit
+def test_a_revision_whose_kernel_does_not_boot_is_skipped_with_its_record(tmp_path):
+    from rtlab.bisect.board import Boots
+    from rtlab.bisect.measured import READY, SKIPPED, Settings, Subject, Subjects
+
+    class Board:  # ensure's answers, as a board that boots one kernel and not the other gives them
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+            self.say = lambda _: None
+
+        def ensure(self, want: ensure.Want) -> ensure.On:
+            self.asked.append(want.kernel)
+            if "broken" in want.kernel:
+                raise ensure.Refused(
+                    want, ["did not boot", "no answer over SSH within 300 s"], tmp_path / "b1"
+                )
+            return ensure.On(want, "6.12.0-rt", "#1 PREEMPT_RT", "", "b", ["running 6.12.0-rt"])
+
+    board = Board()
+    boots = Boots(board, lambda s: tmp_path / s.folder, lambda s: tmp_path / s.folder / "kernel/Image")  # type: ignore[arg-type]
+    measured: list[str] = []
+
+    def measure(where: Path, name: str, s: Subject) -> str:
+        boots.before(s)
+        measured.append(s.key)
+        raise RuntimeError("measured")  # the good revision got this far: booted, verified
+
+    prepared: dict[str, str] = {}
+    lab = Subjects(tmp_path, measure, lambda s: READY, lambda _: None, prepared, lambda: None, Settings())
+    lab.boot = boots.boot
+    broken, good = Subject("bbb", "revs/002-broken", "bbb"), Subject("ggg", "revs/003-good", "ggg")
+    assert lab.ensure(broken, 1) is False
+    assert prepared == {"bbb": SKIPPED} and measured == []
+    log = (tmp_path / "revs/002-broken/prepare.log").read_text()
+    assert "skipped (125)" in log and "no answer over SSH" in log and str(tmp_path / "b1") in log
+    with pytest.raises(RuntimeError, match="measured"):
+        lab.ensure(good, 1)
+    assert prepared["ggg"] == READY and measured == ["ggg"]
+    assert (
+        board.asked
+        == [str(tmp_path / "revs/002-broken/kernel/Image")]
+        + [str(tmp_path / "revs/003-good/kernel/Image")] * 2
+    )

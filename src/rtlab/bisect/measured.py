@@ -69,6 +69,7 @@ class Subjects:
         self.current: str | None = None  # the subject last prepared: measured without preparing again
         self.summaries: dict[tuple[str, int], Summary] = {}
         self.asked: dict[str, int] = {}  # runs of a subject asked for so far: the ones judged
+        self.boot: Prepare | None = None  # on a board: a prepared subject's kernel booted (bisect/board.py)
 
     def folder(self, s: Subject) -> Path:
         return self.out / s.folder
@@ -113,6 +114,8 @@ class Subjects:
         self.folder(s).mkdir(parents=True, exist_ok=True)
         self.current = None
         said = self.prepare(s)
+        if said == READY and self.boot is not None:
+            said = self.boot(s)  # a kernel that does not boot is skipped, as a build that fails
         self.prepared[s.key] = said
         self.save()
         self.current = s.key if said == READY else None

@@ -4,7 +4,8 @@ same command again goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,14 +20,30 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
+    from rtlab.bisect.board import Boots
     from rtlab.bisect.builds import KernelBuild
-    from rtlab.bisect.measured import Settings, Subject
+    from rtlab.bisect.measured import Settings, Subject, Subjects
     from rtlab.plan import Plan
 
 Prepare = Annotated[
     str | None,
     typer.Option(help="run before each is measured (sh -c): exit 0 measure it, 125 skip it, else stop"),
 ]
+BOARD_PANEL = "A board (--target ssh://... with --kernel-build)"
+BoardInitrd = Annotated[
+    Path | None,
+    typer.Option(help="an initramfs for each kernel booted on the board", rich_help_panel=BOARD_PANEL),
+]
+BoardTimeout = Annotated[
+    float,
+    typer.Option(help="seconds a kernel has to answer over SSH after its boot", rich_help_panel=BOARD_PANEL),
+]
+BoardPowerCycle = Annotated[
+    str | None, typer.Option(help="a command that resets the board when a kernel does not come back",
+                             rich_help_panel=BOARD_PANEL),
+]  # fmt: skip
+
+
 JudgeOn = Annotated[
     str | None, typer.Option("--judge-on", help="only these loads decide, e.g. cpu,os (default: every load)")
 ]
@@ -192,6 +209,9 @@ def bisect(
     output: Output = None,
     accept_new_host_key: AcceptKey = False,
     keep_build: KeepBuild = False,
+    initrd: BoardInitrd = None,
+    boot_timeout: BoardTimeout = 300.0,
+    power_cycle: BoardPowerCycle = None,
 ) -> None:
     """Which commit made it worse: binary search of a git range, each revision checked out in a
     worktree of rtlab's own, prepared (your command, or rtlab's kernel build), measured with the
@@ -206,11 +226,17 @@ def bisect(
     doc = drive.index(tree, good, bad, prepare, target, common.doc())
     folder = _folder(out, drive.INDEX, doc, drive.SAME)
     measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    boots = _board(
+        target, folder, common.kernel_build, initrd, boot_timeout, power_cycle, accept_new_host_key
+    )
     _claim(folder, drive.INDEX, doc)
     revisions = drive.revisions_of(doc)
-    drive.Bisection(
-        folder, tree, revisions, prepare, common.kernel_build, common.settings, measure, say, doc, keep_build
-    ).run()
+    search = drive.Bisection(
+        folder, tree, revisions, prepare, common.kernel_build, common.settings,
+        _booted(measure, boots), say, doc, keep_build,
+    )  # fmt: skip
+    with _on_board(search.lab, boots):
+        search.run()
     _save_and_show(folder, doc, bisect_table.markdown(doc), bisect_table.html(doc), fmt, output,
                    lambda: (bisect_table.build(doc), bisect_table.conclusion(doc)))  # fmt: skip
 
@@ -253,6 +279,9 @@ def sweep(
     fmt: FormatOption = "table",
     output: Output = None,
     accept_new_host_key: AcceptKey = False,
+    initrd: BoardInitrd = None,
+    boot_timeout: BoardTimeout = 300.0,
+    power_cycle: BoardPowerCycle = None,
 ) -> None:
     """Which kernel option: each --option or --fragment on top of the base, measured in rounds
     with the base and judged against it (a table of verdicts, effects and intervals per load);
@@ -286,10 +315,14 @@ def sweep(
     }  # fmt: skip
     folder = _folder(out, sweeps.INDEX, doc, sweeps.SAME)
     measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
+    boots = _board(
+        target, folder, common.kernel_build, initrd, boot_timeout, power_cycle, accept_new_host_key
+    )
     _claim(folder, sweeps.INDEX, doc)
     made = _variant_preparer(folder, prepare, common.kernel_build, source)
-    run = sweeps.Sweep(folder, start, made, common.settings, measure, say, doc)
-    run.bisect(bad) if bad is not None else run.effects(wanted)
+    run = sweeps.Sweep(folder, start, made, common.settings, _booted(measure, boots), say, doc)
+    with _on_board(run.lab, boots):
+        run.bisect(bad) if bad is not None else run.effects(wanted)
     _save_and_show(folder, doc, sweep_table.markdown(doc), sweep_table.html(doc), fmt, output,
                    lambda: (sweep_table.build(doc), sweep_table.conclusion(doc)))  # fmt: skip
 
@@ -331,6 +364,58 @@ def _save_and_show(folder: Path, doc: dict[str, Any], md: str, html: str, fmt: s
         emit(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", output)
     else:
         emit(html if fmt == "html" else md, output)
+
+
+def _board(target: str, folder: Path, how: KernelBuild | None, initrd: Path | None, boot_timeout: float,
+           power_cycle: str | None, accept: bool) -> Boots | None:  # fmt: skip
+    """On a board (ssh:// with --kernel-build): each subject's built kernel booted by rtlab
+    before it is measured (bisect/board.py); None elsewhere."""
+    from rtlab.bisect import builds
+    from rtlab.bisect.board import Boots
+    from rtlab.boot.ensure import Session, Setup
+    from rtlab.bounds import MAX_BOOT_TIMEOUT_S
+    from rtlab.units import seconds
+
+    if not target.startswith("ssh://") or how is None:
+        if initrd is not None or power_cycle is not None or boot_timeout != 300.0:
+            raise UsageError(
+                "--initrd, --boot-timeout and --power-cycle go with --target ssh://... and --kernel-build"
+            )
+        return None
+    if initrd is not None and not initrd.is_file():
+        raise UsageError(f"--initrd {initrd} does not exist")
+    timeout = seconds(boot_timeout, "--boot-timeout", 1, MAX_BOOT_TIMEOUT_S)
+    setup = Setup(target=target, initrd=initrd, boot_timeout=timeout, power_cycle=power_cycle,
+                  accept_new_host_key=accept, boots=folder / "boots")  # fmt: skip
+    return Boots(Session(setup, say), lambda s: folder / s.folder, lambda s: builds.kernel(folder / s.folder))
+
+
+def _booted(measure: Callable[..., str], boots: Boots | None) -> Callable[..., str]:
+    """MEASURE, on a board after its subject's kernel is verified again."""
+    if boots is None:
+        return measure
+
+    def on_board(where: Path, name: str, subject: Subject) -> str:
+        boots.before(subject)
+        return measure(where, name, subject)
+
+    return on_board
+
+
+@contextlib.contextmanager
+def _on_board(lab: Subjects, boots: Boots | None) -> Iterator[None]:
+    """The subjects booted as they are prepared, and the board back on its default kernel at
+    the end (after Ctrl-C too)."""
+    if boots is None:
+        yield
+        return
+    lab.boot = boots.boot
+    try:
+        yield
+    finally:
+        said = boots.session.close()
+        if said:
+            say(said)
 
 
 def register(app: typer.Typer) -> None:

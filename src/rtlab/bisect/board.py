@@ -1,0 +1,47 @@
+"""A bisection's or a sweep's subjects on a board (--target ssh://... with --kernel-build):
+each subject's kernel, once built, booted by rtlab (boot/ensure.py) and verified before any
+run of it is measured; a kernel that does not boot, or boots without what was asked, is
+skipped as a build that fails is (git bisect's 125), its evidence in the subject's
+prepare.log and the boot's record, and the search goes on. Before each run the board is
+checked again (booted again when a reset put it on its default kernel), and at the end it is
+back on its default kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rtlab.bisect.measured import READY, SKIPPED, Subject
+from rtlab.boot.ensure import Refused, Session, Want
+from rtlab.boundary import untrusted
+from rtlab.errors import RunFailed
+
+
+class Boots:
+    def __init__(self, session: Session, folder: Callable[[Subject], Path], kernel: Callable[[Subject], Path],
+                 append: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.session, self.folder, self.kernel, self.append = session, folder, kernel, append
+
+    def want(self, s: Subject) -> Want:
+        return Want(str(self.kernel(s)), self.append)
+
+    def boot(self, s: Subject) -> str:
+        """S's kernel on the board, verified: READY, or SKIPPED with why in its prepare.log."""
+        try:
+            on = self.session.ensure(self.want(s))
+        except Refused as e:
+            with open(self.folder(s) / "prepare.log", "a", encoding="utf-8") as log:
+                log.write(
+                    untrusted.each_one_line(f"the kernel did not boot as asked, skipped (125): {e}") + "\n"
+                )
+            self.session.say(f"  {s.label}: skipped, its kernel did not boot as asked: {e}")
+            return SKIPPED
+        self.session.say(f"  {s.label}: verified, {on.release}")
+        return READY
+
+    def before(self, s: Subject) -> None:
+        """Before a run of S: the board still (or again) on S's kernel."""
+        try:
+            self.session.ensure(self.want(s))
+        except Refused as e:
+            raise RunFailed(f"{s.label}: {e}") from None
