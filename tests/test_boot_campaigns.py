@@ -73,7 +73,9 @@ def test_a_study_of_kernels_by_boot_parameters_on_a_board(kexec_board, tmp_path)
             assert any("/sys/devices/system/cpu/isolated: 1" in line for line in entry["board"]["verified"])
     # the standard kernel's plain cell needed no boot: the board's own kernel, as it booted
     assert "rtlab.boot=" not in _run_kernel(out / "runs/Board/Standard/none")["cmdline"]
-    assert len(list((out / "boots").iterdir())) == 3  # RT, RT isolated, Standard isolated
+    assert (
+        len([p for p in (out / "boots").iterdir() if p.is_dir()]) == 3
+    )  # RT, RT isolated, Standard isolated
     report = (out / "report.md").read_text()
     for label in ("RT / none", "RT / isolated", "Standard / none", "Standard / isolated"):
         assert label in report, report
@@ -213,7 +215,7 @@ def test_compare_two_kernels_on_a_board_alternates_them(kexec_board, tmp_path):
         assert ("PREEMPT_RT" in kernel["version"]) == key.startswith("RT/"), (key, kernel)
     # the standard kernel's two runs on one boot, the board's own; the RT kernel's on two boots
     assert runs["Standard/repeat-1"]["board"]["boot_id"] == runs["Standard/repeat-2"]["board"]["boot_id"]
-    assert len(list((out / "boots").iterdir())) == 2
+    assert len([p for p in (out / "boots").iterdir() if p.is_dir()]) == 2
     assert "RT" in done.stdout and "Standard" in done.stdout  # compare's table and verdicts
     assert _uname(board) == board.default_release
 
@@ -285,3 +287,20 @@ def test_a_revision_whose_kernel_does_not_boot_is_skipped_with_its_record(tmp_pa
         == [str(tmp_path / "revs/002-broken/kernel/Image")]
         + [str(tmp_path / "revs/003-good/kernel/Image")] * 2
     )
+
+
+@pytest.mark.unit
+def test_a_restarted_campaign_trusts_only_the_boot_it_verified(tmp_path):
+    first = ensure.Session(ensure.Setup("ssh://b", boots=tmp_path), lambda _: None)
+    iso = ensure.Want("rt", ("isolcpus=1",))
+    first._images["rt"] = (Path("rt"), RT_VERSION)
+    booted = _report("root=/dev/sda isolcpus=1 rtlab.boot=boot-1", isolated="1", nohz_full="@none")
+    first._verified(iso, booted, None)
+    again = ensure.Session(ensure.Setup("ssh://b", boots=tmp_path), lambda _: None)
+    again._images["rt"] = (Path("rt"), RT_VERSION)
+    assert again._runs(iso, booted)  # the same boot: nothing booted again
+    assert not again._runs(iso, {**booted, "boot_id": "b2"})  # the board rebooted meanwhile
+    (tmp_path / ensure.LAST).write_text('{"kernel": "rt", "append": "isolcpus=1", "boot_id": "b1"}')
+    damaged = ensure.Session(ensure.Setup("ssh://b", boots=tmp_path), lambda _: None)
+    damaged._images["rt"] = (Path("rt"), RT_VERSION)
+    assert not damaged._runs(iso, booted)

@@ -27,7 +27,9 @@ from rtlab.boot.image import read as read_version
 from rtlab.boundary import untrusted
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
+from rtlab.results.rundir import read_index, write_json
 
+LAST = "last.json"  # in the campaign's boots folder: the boot last verified, for a restart
 DEFAULT = "default"  # the board's own kernel, as its bootloader boots it
 # a Debian kernel metapackage as apt takes it (rtlab boot's KERNEL spells it so too)
 PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
@@ -159,6 +161,7 @@ class Session:
         self._images: dict[str, tuple[Path, KernelVersion]] = {}
         self.booted = False  # whether this session changed the board's kernel
         self.boots = 0
+        self._last_asked = self._remembered()
 
     # --- what the board runs -------------------------------------------------
 
@@ -238,7 +241,28 @@ class Session:
         # booted for another cell, or before a restart, may carry arguments WANT has not
         return self._last_asked == (want, found.get("boot_id"))
 
-    _last_asked: tuple[Want, str | None] | None = None
+    def _remembered(self) -> tuple[Want, str | None] | None:
+        """The last boot this campaign verified, as BOOTS/last.json keeps it: a campaign started
+        again finds the board still in that boot (the same boot id) and boots nothing."""
+        if self.setup.boots is None or not (self.setup.boots / LAST).is_file():
+            return None
+        try:
+            doc = read_index(self.setup.boots / LAST)
+            kernel, append, boot_id = doc["kernel"], doc["append"], doc["boot_id"]
+        except (UsageError, KeyError):
+            return None  # not trusted: the board is booted again
+        if not (isinstance(kernel, str) and isinstance(boot_id, str) and isinstance(append, list)):
+            return None
+        if not all(isinstance(a, str) for a in append):
+            return None
+        return Want(kernel, tuple(append)), boot_id
+
+    def _remember(self, want: Want, boot_id: str | None) -> None:
+        self._last_asked = (want, boot_id)
+        if self.setup.boots is not None:
+            self.setup.boots.mkdir(parents=True, exist_ok=True)
+            doc = {"kernel": want.kernel, "append": list(want.append), "boot_id": boot_id}
+            write_json(self.setup.boots / LAST, doc)
 
     # --- the changes -----------------------------------------------------------
 
@@ -287,7 +311,7 @@ class Session:
         out = None
         if s.boots is not None:
             s.boots.mkdir(parents=True, exist_ok=True)
-            out = s.boots / f"{len(list(s.boots.iterdir())) + 1:03d}"
+            out = s.boots / f"{sum(1 for p in s.boots.iterdir() if p.is_dir()) + 1:03d}"
         engine = self._engine(kernel=path, append=list(want.append), out=out)
         self.say(f"booting {want.said} on {s.target}")
         self.booted = True
@@ -301,8 +325,6 @@ class Session:
         self.boots += 1
         if outcome.verdict not in verify.GOOD:
             raise Refused(want, [outcome.verdict, *outcome.lines], outcome.folder)
-        found = self.report()
-        self._last_asked = (want, found.get("boot_id"))
         return outcome.folder
 
     def _verified(self, want: Want, found: dict[str, str], record: Path | None) -> On:
@@ -328,9 +350,10 @@ class Session:
             raise Refused(want, [judged.verdict, *judged.lines, *problems], record)
         lines = list(judged.lines)
         lines += [f"{a} took effect ({IRQ_AFFINITY})" for a in want.append if a.startswith("irqaffinity=")]
-        return On(
-            want, release, version, cmdline, untrusted.printable(found.get("boot_id", "")), lines, record
-        )
+        if f"{kexec.MARK}=" in found.get("cmdline", ""):
+            self._remember(want, found.get("boot_id"))  # verified: this boot stands for WANT
+        boot_id = untrusted.printable(found.get("boot_id", ""))
+        return On(want, release, version, cmdline, boot_id, lines, record)
 
     def still(self, on: On) -> str | None:
         """After a measurement: None when the board still runs the boot ON was verified on,

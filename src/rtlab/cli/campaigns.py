@@ -215,7 +215,9 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
     for cell in cells:
         open_target(cell.spec, accept).close()  # a bad target is found before any run
     say(
-        f"study {it.name}: {len(it.targets)} targets x {len(it.stages)} stages x {len(base.loads)} loads, "
+        f"study {it.name}: {len(it.targets)} targets x "
+        + (f"{len(it.kernels)} kernels x " if it.kernels else "")
+        + f"{len(it.stages)} stages x {len(base.loads)} loads, "
         f"{format_duration(base.duration_s)} each "
         f"(about {format_duration(len(cells) * base.measuring_seconds())} of measuring)"
     )
