@@ -12,7 +12,7 @@ real board's. The board boots once for the whole session."""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_json, wait_for
+from conftest import read_json, rtlab, wait_for
 from rtlab.boot import image, verify
-from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, machines
 from test_board import free_port, ssh_banner
 from test_boot import DEFAULT, KexecBoard, ResettableGuest, _board_archive
@@ -116,20 +115,37 @@ def make_disk(folder: Path, kernel: Path, initrd: Path, release: str, cmdline: s
 
 
 class DiskGuest(ResettableGuest):
-    """The board: no -kernel, the firmware boots its disk."""
+    """The board: no -kernel, the firmware boots its disk; its serial console also into
+    CONSOLE_LOG, which a bench's `--console` command reads as it would a UART."""
 
     disk: Path
+    console_log: Path
 
     def _argv(self, boot, accel):  # type: ignore[no-untyped-def]
         argv = super()._argv(boot, accel)
         for option in ("-kernel", "-initrd", "-append"):
             at = argv.index(option)
             del argv[at : at + 2]
+        at = argv.index("-serial")
+        argv[at : at + 2] = ["-chardev", f"stdio,id=uart,signal=off,logfile={self.console_log}",
+                             "-serial", "chardev:uart"]  # fmt: skip
         return [*argv, "-drive", f"file={self.disk},format=raw,if=virtio"]
 
 
 class DiskBoard(KexecBoard):
     disk: Path
+    console_log: Path
+
+    def sh(self, command: str, timeout: float = 60) -> str:
+        """As Board.sh; what GRUB and the kernel print on the same console after a reset is
+        none of the command's output: the command's own lines are marked and kept."""
+        marked = f"said=$({command}) || exit $?; printf '%s\\n' \"$said\" | sed 's/^/@| /'"
+        said = super().sh(marked, timeout).split("\n")
+        return "\n".join(line[3:] for line in said if line.startswith("@| "))
+
+    def console(self) -> str:
+        """--console: the board's serial console from now on."""
+        return f"tail -n0 -F {self.console_log}"
 
     def boot_digests(self) -> str:
         """Every file under /boot with its SHA-256, as the board's console lists them."""
@@ -162,6 +178,7 @@ def disk_board(tmp_path_factory) -> Iterator[DiskBoard]:
     port = free_port()
     guest = DiskGuest(GuestSpec.parse(f"{DEFAULT},cpus=2,memory=2G,initrd={archive},ssh={port}"))
     guest.monitor = folder / "monitor.sock"
+    guest.console_log = folder / "console.log"
     kernel, _ = guest._kernel()
     initrd = folder / "initrd.img"
     shutil.move(guest._initrd(kernel), initrd)
@@ -177,6 +194,7 @@ def disk_board(tmp_path_factory) -> Iterator[DiskBoard]:
             f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
         )
         board.monitor, board.initrd, board.rt_image, board.disk = guest.monitor, initrd, rt_image, guest.disk
+        board.console_log = guest.console_log
         board.default_release = board.sh("uname -r").strip()
         yield board
     finally:
@@ -184,14 +202,149 @@ def disk_board(tmp_path_factory) -> Iterator[DiskBoard]:
 
 
 def _uname(board: DiskBoard) -> str:
+    """The board's kernel, asked over its console once it answers over SSH."""
     wait_for(lambda: ssh_banner(board.port), 180)
     return board.sh("uname -r").strip()
 
 
-def test_the_board_boots_its_default_kernel_from_its_disk(disk_board):
-    board = disk_board
-    assert board.default_release == image.read(board.rt_image).release.replace("-rt", "") or True
-    assert "BOOT_IMAGE=/vmlinuz-" in board.sh("cat /proc/cmdline")
-    assert "grubenv" in board.sh("ls /boot/grub")
-    print(board.boot_digests())
-    _ = (hashlib, read_json, verify, cache_dir)
+@pytest.fixture
+def disk(disk_board) -> Iterator[DiskBoard]:
+    """The board, with its /boot's files and their digests as they were before the test: the
+    test's rtlab --back leaves them so, byte for byte (checked after it)."""
+    before = disk_board.boot_digests()
+    yield disk_board
+    assert disk_board.boot_digests() == before
+
+
+def _boot(
+    board: DiskBoard, out: Path, *args: str, kernel: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return rtlab("boot", "--target", "ssh://board", str(kernel or board.rt_image),
+                 "--initrd", str(board.initrd), "--boot-timeout", "240", "--out", str(out), *args,
+                 env=board.env, timeout=900)  # fmt: skip
+
+
+def _back(board: DiskBoard, said: str, *extra: str) -> None:
+    back = rtlab("boot", "--target", "ssh://board", "--back", "--boot-timeout", "240", *extra,
+                 env=board.env, timeout=900)  # fmt: skip
+    assert back.returncode == 0 and said in back.stdout, back.stdout + back.stderr
+    assert _uname(board) == board.default_release
+    assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+
+
+def test_check_names_the_boards_grub(disk):
+    done = rtlab("check", "--target", "ssh://board", "--format", "json", env=disk.env)
+    findings = {f["item"]: f for f in json.loads(done.stdout)["findings"]}
+    assert "grubenv" in findings["boot methods"]["found"].split(", "), findings["boot methods"]
+
+
+def test_debian_rt_kernel_by_grubs_one_shot_then_back_byte_for_byte(disk, tmp_path):
+    board = disk
+    # the user's kernel under a path, and with a menu title, of spaces and quotes
+    odd = tmp_path / 'my kernel\'s "rt" build'
+    odd.mkdir()
+    kernel = odd / "vmlinuz rt"
+    shutil.copyfile(board.rt_image, kernel)
+    title = "RT kernel 'one shot' \"test\" $(reboot)"
+    out = tmp_path / "grub"
+    done = _boot(board, out, "--method", "grub", "--append", "isolcpus=1 nohz_full=1", "--label", title,
+                 "--console", board.console(), kernel=kernel)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("booted"), done.stdout
+    rt = image.read(board.rt_image)
+    found = read_json(out / "boot.json")
+    assert found["method"] == "grub" and found["verdict"] in verify.GOOD, found
+    assert found["kernel"]["path"] == str(kernel)
+    assert found["found"]["release"] == rt.release and "PREEMPT_RT" in found["found"]["version"]
+    assert found["found"]["isolated"] == "1" and found["found"]["nohz_full"] == "1", found
+    assert [s["state"] for s in found["states"]] == ["lock", "install", "load", "execute", "wait", "verify"]
+    # every file it added on the board is named, and the digests of the two it changes
+    assert set(found["files_added"]) >= {"/boot/rtlab/saved", "/boot/grub/custom.cfg"}, found["files_added"]
+    assert any(p.startswith("/boot/rtlab/boot-") and p.endswith("/kernel") for p in found["files_added"])
+    grubenv_before = board.sh("sha256sum /boot/rtlab/saved/grubenv").split()[0]
+    assert found["grub"]["sha256_before"] == {"/boot/grub/grubenv": grubenv_before}, found["grub"]
+    # the board, asked over its console: the RT kernel, CPU 1 isolated, booted by GRUB's entry
+    assert _uname(board) == rt.release
+    assert board.sh("cat /sys/devices/system/cpu/isolated").strip() == "1"
+    cmdline = board.sh("cat /proc/cmdline")
+    assert "BOOT_IMAGE=/rtlab/boot-" in cmdline and "isolcpus=1" in cmdline.split(), cmdline
+    # GRUB consumed the one-shot: the next reset boots the default
+    assert "next_entry=\n" in board.sh("cat /boot/grub/grubenv") + "\n"
+    # GRUB read the title as given: it names the entry it boots on the board's console
+    console = (out / "console.log").read_text()
+    assert f"Booting `{title}'" in console, console[-2000:]
+    phases = [(s["state"], s.get("seconds")) for s in found["states"]]
+    print(f"GRUB one-shot boot: {found['seconds']} s, states {phases}")
+    _back(board, "back on its default kernel")
+
+
+def test_debian_rt_kernel_by_kexec_leaves_the_disk_untouched(disk, tmp_path):
+    board = disk
+    out = tmp_path / "kexec"
+    done = _boot(board, out, "--append", "isolcpus=1 nohz_full=1")  # auto: kexec, which the board has
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = read_json(out / "boot.json")
+    assert found["method"] == "kexec" and found["found"]["isolated"] == "1", found
+    assert not [p for p in found["files_added"] if p.startswith("/boot/")], found["files_added"]
+    _back(board, "back on its default kernel")
+
+
+def test_a_kernel_that_hangs_comes_back_on_the_default_through_the_power_cycle(disk, tmp_path):
+    board = disk
+    out = tmp_path / "hang"
+    # no init and panic=0: the kernel stops in its panic, and only a reset ends it
+    done = _boot(board, out, "--method", "grub", "--append", "panic=0 rdinit=/nonexistent root=/dev/nothing",
+                 "--boot-timeout", "60", "--power-cycle", board.power_cycle(),
+                 "--console", board.console())  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(said) == 1 and said[0].startswith("rtlab: did not boot: no answer over SSH"), done.stderr
+    found = read_json(out / "boot.json")
+    evidence = " ".join(found["evidence"])
+    assert found["verdict"] == verify.DID_NOT_BOOT and "power-cycle" in [s["state"] for s in found["states"]]
+    # GRUB had consumed its one-shot: the reset booted the default kernel
+    assert f"back on its default kernel {board.default_release}" in evidence, evidence
+    assert "Kernel panic - not syncing" in evidence, evidence  # the board's console, in the verdict
+    assert "back byte for byte" in evidence, evidence  # grubenv and custom.cfg put back at once
+    assert _uname(board) == board.default_release
+    assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+
+
+def test_a_kernel_that_panics_and_reboots_itself_comes_back_on_the_default(disk, tmp_path):
+    board = disk
+    out = tmp_path / "panic"
+    done = _boot(board, out, "--method", "grub", "--append", "panic=1 rdinit=/nonexistent root=/dev/nothing",
+                 "--console", board.console())  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    found = read_json(out / "boot.json")
+    assert found["verdict"] == verify.ANOTHER_KERNEL, found
+    assert "came back on its default kernel" in " ".join(found["evidence"])
+    assert "Kernel panic - not syncing" in (out / "console.log").read_text()
+    _back(board, "not a kernel rtlab booted")
+
+
+def test_make_default_keeps_the_kernel_across_a_reset_then_back(disk, tmp_path):
+    board = disk
+    out = tmp_path / "default"
+    done = _boot(board, out, "--method", "grub", "--make-default")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "made the default" in done.stderr, done.stderr
+    rt = image.read(board.rt_image)
+    assert read_json(out / "boot.json")["made_default"].startswith("rtlab-boot-")
+    # a power cycle: the board comes back on the kernel now its default
+    subprocess.run(["sh", "-c", board.power_cycle()], check=True)
+    wait_for(lambda: not ssh_banner(board.port), 60)
+    assert _uname(board) == rt.release
+    _back(board, "back on its default kernel")
+
+
+def test_grub_refused_where_the_board_has_none_in_one_line(disk, tmp_path):
+    board = disk
+    board.sh("mv /boot/grub/grubenv /boot/grubenv.aside")
+    try:
+        done = _boot(board, tmp_path / "none", "--method", "grub")
+    finally:
+        board.sh("mv /boot/grubenv.aside /boot/grub/grubenv")
+    assert done.returncode == 2, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(said) == 1 and "/boot/grub/grubenv" in said[0] and "--method kexec" in said[0], done.stderr

@@ -38,38 +38,67 @@ ENV_HEADER = b"# GRUB Environment Block\n"
 ENV_MAX_VARIABLES = 64
 
 
-def parse_env(data: bytes) -> dict[str, str]:
-    """A grubenv block (from the board: untrusted) as its variables, in order; ValueError
-    naming what is wrong. GRUB escapes a backslash and a newline in a value with a backslash."""
+def _lines(data: bytes) -> list[tuple[str, str | None]]:
+    """A grubenv block (from the board: untrusted) as its lines in order: (comment, None) for a
+    line of GRUB's own such as Debian's "# WARNING: ...", (name, value) for a variable; ValueError
+    naming what is wrong. As GRUB reads it: a line that starts with '#' is a comment, the '#'
+    padding after the last line is none; a backslash escapes the next character of a value."""
     if len(data) != ENV_SIZE or not data.startswith(ENV_HEADER):
         raise ValueError(f"not a GRUB environment block ({len(data)} bytes, {ENV_SIZE} with its header)")
-    values: dict[str, str] = {}
     body = data[len(ENV_HEADER) :].decode("ascii", "replace")
+    found: list[tuple[str, str | None]] = []
     at = 0
-    while at < len(body) and body[at] != "#":
+    while at < len(body):
+        if body[at] == "#":
+            newline = body.find("\n", at)
+            if newline < 0:  # the padding, to the block's end
+                if body[at:].strip("#"):
+                    raise ValueError("the GRUB environment block holds text after its padding")
+                break
+            found.append((body[at:newline], None))
+            at = newline + 1
+            continue
         line: list[str] = []
         while at < len(body) and body[at] != "\n":
             if body[at] == "\\" and at + 1 < len(body):
                 at += 1
             line.append(body[at])
             at += 1
+        if at >= len(body):
+            raise ValueError("the GRUB environment block's last variable has no end of line")
         at += 1
         name, eq, value = "".join(line).partition("=")
-        if not eq or not name or len(values) >= ENV_MAX_VARIABLES:
+        if not eq or not name or len(found) >= ENV_MAX_VARIABLES:
             raise ValueError(
                 f"a line of the GRUB environment block is no variable: {untrusted.printable(name)}"
             )
-        values[name] = value
-    if body[at:].strip("#"):
-        raise ValueError("the GRUB environment block holds text after its padding")
-    return values
+        found.append((name, value))
+    return found
 
 
-def format_env(values: dict[str, str]) -> bytes:
-    """VALUES as GRUB's 1024-byte block, padded with '#' as grub-editenv pads it."""
+def parse_env(data: bytes) -> dict[str, str]:
+    """A grubenv block's variables (the last of a name wins, as in GRUB)."""
+    return {name: value for name, value in _lines(data) if value is not None}
+
+
+def set_variable(data: bytes, name: str, value: str) -> bytes:
+    """DATA with NAME=VALUE, every other line kept where it is (GRUB's comments too): the
+    variable replaced where it is, else added after the last line, as grub-editenv does."""
+    lines = _lines(data)
+    if name in (n for n, v in lines if v is not None):
+        lines = [(n, value if n == name and v is not None else v) for n, v in lines]
+    else:
+        lines.append((name, value))
+    return format_env(lines)
+
+
+def format_env(lines: list[tuple[str, str | None]]) -> bytes:
+    """LINES as GRUB's 1024-byte block, padded with '#' as grub-editenv pads it."""
     text = "".join(
-        f"{k}={v.replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + chr(10))}\n"
-        for k, v in values.items()
+        f"{n}\n"
+        if v is None
+        else f"{n}={v.replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + chr(10))}\n"
+        for n, v in lines
     )
     data = ENV_HEADER + text.encode("ascii")
     if len(data) > ENV_SIZE:
@@ -230,14 +259,13 @@ def set_once(entry: Entry, probe: Probe) -> tuple[str, bytes | None]:
     (sent on standard input) written over the file's bytes in place, as GRUB's save_env does."""
     if probe.editenv:
         return f"grub-editenv {quote(GRUBENV)} set next_entry={quote(entry.id)} && sync", None
-    values = parse_env(probe.env)
-    values["next_entry"] = entry.id
+    block = set_variable(probe.env, "next_entry", entry.id)
     new = quote(f"{SAVED}/grubenv.new")
     command = (
         f"cat > {new} && dd if={new} of={quote(GRUBENV)} bs={ENV_SIZE} count=1 conv=notrunc 2>/dev/null "
         "&& sync"
     )
-    return command, format_env(values)
+    return command, block
 
 
 def make_default(entry: Entry) -> str:
