@@ -120,6 +120,29 @@ def test_a_study_killed_while_a_kernel_boots_resumes_without_measuring_twice(kex
     assert _uname(board) == board.default_release
 
 
+@pytest.mark.boards
+@pytest.mark.slow
+def test_tune_boot_parameters_dry_run_apply_and_revert(kexec_board):
+    board = kexec_board
+    common = ("tune", "--target", "ssh://board", "--boot", "isolcpus=1 nohz_full=1", "--kernel", RT,
+              "--initrd", str(board.initrd), "--boot-timeout", "240",
+              "--power-cycle", board.power_cycle())  # fmt: skip
+    dry = rtlab(*common, env=board.env, timeout=600)
+    assert dry.returncode == 0, dry.stdout + dry.stderr[-3000:]
+    assert "would load: kexec -l" in dry.stderr and "nohz_full=1 rtlab.boot=" in dry.stderr, dry.stderr
+    assert _uname(board) == board.default_release
+    applied = rtlab(*common, "--apply", env=board.env, timeout=1200)
+    assert applied.returncode == 0, applied.stdout + applied.stderr[-3000:]
+    assert "/sys/devices/system/cpu/isolated: 1" in applied.stdout, applied.stdout
+    assert "PREEMPT_RT" in board.sh("cat /proc/version")
+    assert board.sh("cat /sys/devices/system/cpu/isolated").strip() == "1"
+    reverted = rtlab("tune", "--target", "ssh://board", "--boot", "", "--revert", "--boot-timeout", "240",
+                     env=board.env, timeout=1200)  # fmt: skip
+    assert reverted.returncode == 0, reverted.stdout + reverted.stderr[-3000:]
+    assert "back on its default kernel" in reverted.stdout, reverted.stdout
+    assert _uname(board) == board.default_release
+
+
 # --- ensure's decisions, without a board ------------------------------------------------
 
 
