@@ -14,6 +14,7 @@ import pytest
 
 from conftest import processes_named, read_json, rtlab, run_args
 from rtlab.errors import UsageError
+from rtlab.system.clusters import clusters
 from rtlab.targets.qemu import GuestSpec
 
 needs_arm64 = pytest.mark.skipif(
@@ -48,6 +49,10 @@ def test_the_rt_guest_runs_debians_preempt_rt_arm64_kernel(runs):
     assert "PREEMPT_RT" in info["kernel"]["version"] and info["kernel"]["realtime"] == "1"
     assert info["derived"]["preemption"]["model"] == "PREEMPT_RT"
     assert info["config"]["options"]["CONFIG_PREEMPT_RT"] == "y"  # the package's own config
+    # every vCPU is the Cortex-A72 asked for, all one kind: no clusters, so none of the
+    # per-cluster rows a heterogeneous SoC such as the RB5's gets
+    assert {core["type"] for core in info["cpus"]["cores"].values()} == {"0x41:0xd08"}
+    assert clusters(info["cpus"]) == []
     target = read_json(runs["RT"] / "run.json")["target"]
     assert target["arch"] == "aarch64" and target["release"] == "bookworm"
     assert target["kernel"]["package"].endswith("-rt-arm64"), target["kernel"]
