@@ -45,6 +45,7 @@ needs_riscv = pytest.mark.skipif(
 
 def guests() -> set[int]:
     names = ("qemu-system-x86", "qemu-system-x86_64", "qemu-system-riscv64", "qemu-system-ris")
+    names += ("qemu-system-aarch64", "qemu-system-aar")  # arm64 guests (tests/test_arm64.py)
     return processes_named(*names, session=True)
 
 
