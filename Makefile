@@ -111,7 +111,7 @@ test-fast: setup
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
 	echo "unit tests on $$($(NEWEST_PYTHON) --version)"; \
-	$(MAKE) --no-print-directory .venv-newest/bin/pytest && .venv-newest/bin/pytest -q -m unit -p no:cacheprovider
+	$(MAKE) --no-print-directory .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m unit -p no:cacheprovider
 
 # rebuilt, as .venv is, when the project's dependencies change
 .venv-newest/bin/pytest: pyproject.toml

@@ -96,7 +96,7 @@ def test_a_run_with_a_constant_axis_is_not_refused():
     assert all(c.passed for c in checks) and all(c.p_value == 1.0 for c in checks)
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_compare_names_the_family_in_its_json(tmp_path):
     a, b = (write_run(tmp_path, seed, 0.1, seconds=SECONDS) for seed in (1, 2))
     done = rtlab("compare", str(a), str(b), "--format", "json")
@@ -107,7 +107,7 @@ def test_compare_names_the_family_in_its_json(tmp_path):
     assert gate["series"] == 2 and gate["refused"] == []  # a 120 s run: 119 blocks, gated
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_history_confirms_a_planted_regression_across_5_and_3_runs(tmp_path):
     """Five i.i.d. runs, then three whose tail is twice as frequent: the change point is
     confirmed by compare (its gate passes the eight stationary runs) and the gate closes, at

@@ -38,7 +38,7 @@ def by_item(findings):
     return {f.item: f for f in findings}
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_mainline_rt_kernel_without_the_realtime_file_is_ready():
     findings = by_item(audit(facts("Linux 6.12.0 #1 SMP PREEMPT_RT", RT_CONFIG)))
     assert findings["preemption model"].status == "ok"
@@ -47,7 +47,7 @@ def test_mainline_rt_kernel_without_the_realtime_file_is_ready():
     assert verdict(list(findings.values()))
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_non_rt_kernel_fails_with_the_fix():
     findings = audit(facts("Linux 6.12.0 #1 SMP PREEMPT", "CONFIG_PREEMPT=y\nCONFIG_HZ=250\n"))
     model = by_item(findings)["preemption model"]
@@ -56,7 +56,7 @@ def test_non_rt_kernel_fails_with_the_fix():
     assert not verdict(findings)
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_debug_options_and_runtime_problems_are_flagged():
     findings = by_item(audit(facts("PREEMPT_RT", RT_CONFIG + "CONFIG_PROVE_LOCKING=y\nCONFIG_KASAN=y\n")))
     assert findings["PROVE_LOCKING"].status == "warn"
@@ -66,7 +66,7 @@ def test_debug_options_and_runtime_problems_are_flagged():
     assert findings["governors"].status == "warn"
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_cmdline_advice_names_the_rt_cpus():
     findings = by_item(
         audit(facts("PREEMPT_RT", RT_CONFIG, cmdline="skew_tick=1 nohz_full=2-3"), rt_cpus="2-3")
@@ -76,7 +76,7 @@ def test_cmdline_advice_names_the_rt_cpus():
     assert "intel_idle.max_cstate" not in findings  # riscv64: no Intel idle driver
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_irqaffinity_advice_names_the_housekeeping_cpus():
     info = facts("PREEMPT_RT", RT_CONFIG)
     info["cpus"]["online"] = "0-3"
@@ -84,7 +84,7 @@ def test_irqaffinity_advice_names_the_housekeeping_cpus():
     assert advice.startswith("irqaffinity=0-1:"), advice
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_each_runtime_knob_is_judged_by_its_own_class():
     info = facts("PREEMPT_RT", RT_CONFIG)
     info["runtime"]["files"].update(
@@ -105,7 +105,7 @@ def test_each_runtime_knob_is_judged_by_its_own_class():
     )
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_check_with_a_config_file(tmp_path):
     config = tmp_path / "config"
     config.write_text(RT_CONFIG + "# CONFIG_PROVE_LOCKING is not set\n")

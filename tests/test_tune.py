@@ -18,7 +18,7 @@ from rtlab.system import tune
 from rtlab.system.files import Root
 from rtlab.system.knobs import KNOBS
 
-pytestmark = pytest.mark.host
+pytestmark = pytest.mark.unit  # a fake /sys and /proc: nothing measured
 
 ONLINE = "0-3"
 

@@ -26,7 +26,7 @@ def worst(run, *args: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.host
+@pytest.mark.unit
 @pytest.mark.parametrize("xi", [-0.15, 0.2])
 def test_the_interval_covers_the_true_quantile(xi, tmp_path):
     result = worst(write_run(tmp_path, seed=1, xi=xi))["loads"]["idle"]["merged"]
@@ -50,7 +50,7 @@ def test_the_interval_covers_the_true_quantile(xi, tmp_path):
     assert expected == sorted(expected)  # the longer the run, the higher its maximum
 
 
-@pytest.mark.host
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "breaks, caught",
     [
@@ -68,7 +68,7 @@ def test_broken_assumptions_are_refused_with_the_check(breaks, caught, tmp_path)
     assert failed and all(c["p_value"] < 0.05 for c in result["checks"] if not c["passed"])
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_a_run_too_short_for_gev_blocks_says_so(tmp_path):
     # about 150 tail samples in 10 minutes: a GPD fits, but blocks holding 3 each would be
     # fewer than 50, so the GEV cross-check is not made, and the report says why
@@ -79,7 +79,7 @@ def test_a_run_too_short_for_gev_blocks_says_so(tmp_path):
     assert "gev-cross-check" not in [c["name"] for c in result["checks"]]
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_run_length_guidance():
     # p = 1e-9 at 200 µs: ln(20)/p samples, about 166 hours per CPU
     guide = run_length(1e-9, 3_000_000, 200)
@@ -87,7 +87,7 @@ def test_run_length_guidance():
     assert guide["hours_needed"] == pytest.approx(166.4, abs=0.1)
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_table_and_refusal_for_a_load_without_data(tmp_path):
     run = write_run(tmp_path, seed=1, xi=0.2)
     done = rtlab("worst", str(run))
@@ -97,7 +97,7 @@ def test_table_and_refusal_for_a_load_without_data(tmp_path):
     assert bad.returncode == 2 and "not a probability" in bad.stderr
 
 
-@pytest.mark.host
+@pytest.mark.unit
 def test_time_series_tests_agree_with_statsmodels():
     from statsmodels.stats.diagnostic import acorr_ljungbox
     from statsmodels.tsa.stattools import kpss
