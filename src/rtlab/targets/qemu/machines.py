@@ -86,6 +86,8 @@ ARCHES = {
     # and the core of the boards at hand (the RB5's Kryo 585 big cores descend from it).
     # Its NIC is virtio on PCI, as riscv64's: the ECAM host bridge is built in, the virtio PCI
     # transport and the net driver are modules in Debian's arm64 kernels, loaded in order.
+    # The interrupt controller is the newest the accelerator has (gic-version=max): `virt`'s
+    # default GICv2 takes 8 CPUs at most, and KVM on a GICv3 host may have no GICv2 to offer.
     # Debian's arm64 /boot/vmlinuz is the Image itself, uncompressed; QEMU 7.2 (bookworm's)
     # also boots a gzip'd Image.gz of one's own with -kernel, so neither is unpacked here.
     "aarch64": Arch(
@@ -93,7 +95,7 @@ ARCHES = {
         "arm64",
         ("bookworm",),
         "qemu-system-aarch64",
-        ("-machine", "virt"),
+        ("-machine", "virt,gic-version=max"),
         "ttyAMA0",
         "virtio-net-pci",
         VIRTIO_NET_PCI_MODULES,
