@@ -49,22 +49,36 @@ GROUPS = ("unit", "hostile", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile")
 
 
+RULE = (
+    f"every test carries exactly one group marker of {', '.join(GROUPS)} (pytestmark = "
+    "pytest.mark.GROUP in its file, or @pytest.mark.GROUP on the test; pyproject.toml says what "
+    "each means)"
+)
+MISGROUPED = pytest.StashKey[str]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test with no group marker, or two, stops the session before anything runs, naming its
-    file and test: `-m` would otherwise leave it out of every group, unseen."""
-    wrong = []
+    file and test: `-m` would otherwise leave it out of every group, unseen. A pytest-xdist
+    worker cannot stop the session with a message (it is lost in the worker's crash report):
+    there the test is put in every group, so each `-m` of a group selects it, and it fails."""
+    wrong = {}
     for item in items:
         groups = sorted({m.name for m in item.iter_markers() if m.name in GROUPS})
         if len(groups) != 1:
-            said = "no group marker" if not groups else f"group markers {', '.join(groups)}"
-            wrong.append(f"  {item.nodeid}: {said}")
-    if wrong:
-        raise pytest.UsageError(
-            f"every test carries exactly one group marker of {', '.join(GROUPS)} (pytestmark = "
-            "pytest.mark.GROUP in its file, or @pytest.mark.GROUP on the test; pyproject.toml "
-            "says what each means):\n" + "\n".join(wrong)
-        )
+            wrong[item] = "no group marker" if not groups else f"group markers {', '.join(groups)}"
+    if wrong and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(f"{RULE}:\n" + "\n".join(f"  {i.nodeid}: {w}" for i, w in wrong.items()))
+    for item, said in wrong.items():
+        item.stash[MISGROUPED] = said
+        for group in GROUPS:
+            item.add_marker(group)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if MISGROUPED in item.stash:
+        pytest.fail(f"{item.nodeid}: {item.stash[MISGROUPED]}: {RULE}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
