@@ -29,6 +29,7 @@ from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 from test_boot import KexecBoard, _host_key, _step
+from test_boot_carry import BANNER, _deb
 
 pytestmark = pytest.mark.boards
 
@@ -246,6 +247,17 @@ def test_a_deb_by_carried_kexec_verified_then_back_through_uboot(uboot_board, tm
     assert board.sh("command -v kexec || echo none").strip().endswith("none")  # nothing installed
 
     _back_to_default(board, "back on its default kernel")
+
+
+def test_a_deb_of_another_architecture_is_one_line_naming_the_boards(uboot_board, tmp_path):
+    amd64 = _deb(tmp_path, "amd64", {"boot/vmlinuz-6.12.9-rt-test": BANNER})
+    done = rtlab("boot", "--target", "ssh://board", str(amd64), "--out", str(tmp_path / "b"),
+                 env=uboot_board.env, timeout=600)  # fmt: skip
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert done.returncode == 2 and len(said) == 1, done.stderr
+    assert "is a amd64 package and ssh://board is riscv64" in said[0], said
+    assert not (tmp_path / "b").exists()
+    assert uboot_board.sh(f"test -e {TARGET_DIR}/boot && echo left || echo none").strip() == "none"
 
 
 @pytest.mark.slow  # a wait for the hung kernel, the reset and U-Boot's boot: ~5 minutes more
