@@ -122,6 +122,23 @@ def test_a_study_killed_while_a_kernel_boots_resumes_without_measuring_twice(kex
 
 @pytest.mark.boards
 @pytest.mark.slow
+def test_a_cell_whose_parameter_did_not_take_effect_is_refused_not_measured(kexec_board, tmp_path):
+    board = kexec_board
+    # CPU 5 on a board of 2: the kernel boots, lists no isolated CPU, and says so
+    study = _study(tmp_path, board, {"RT": RT}, '[stages.isolated]\nboot = "isolcpus=5"\n')
+    out = tmp_path / "out"
+    done = rtlab("study", str(study), "--out", str(out), env=board.env, timeout=3600)
+    assert done.returncode == 3, done.stdout + done.stderr[-4000:]
+    assert "not every run completed: Board / RT / isolated (refused)" in done.stderr, done.stderr
+    entry = read_json(out / "study.json")["runs"]["runs/Board/RT/isolated"]
+    assert entry["status"] == "refused", entry
+    assert any("isolcpus=5 did not take effect" in line for line in entry["refused"]), entry
+    assert not (out / "runs/Board/RT/isolated").exists()  # nothing measured as if it had
+    assert _uname(board) == board.default_release
+
+
+@pytest.mark.boards
+@pytest.mark.slow
 def test_tune_boot_parameters_dry_run_apply_and_revert(kexec_board):
     board = kexec_board
     common = ("tune", "--target", "ssh://board", "--boot", "isolcpus=1 nohz_full=1", "--kernel", RT,

@@ -270,7 +270,11 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
         if compared:
             console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
     finally:
-        failed = [f"{r['target']} / {r['stage']}" for r in doc["runs"].values() if r["status"] != "complete"]
+        failed = [
+            " / ".join(str(r[k]) for k in ("target", "kernel", "stage") if k in r) + f" ({r['status']})"
+            for r in doc["runs"].values()
+            if r["status"] != "complete"
+        ]
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
