@@ -3,13 +3,16 @@ tests/test_boot.py (booted once, as its session fixture boots it), each cycle a 
 PREEMPT_RT kernel verified, then --back to the default kernel, with the boot's own phases from
 its record (boot.json: lock, install, load, execute, wait, verify).
 
-A method is a parameter: BENCH_BOOT_METHODS=kexec (the default) or a comma-separated list of
-what `rtlab boot --method` takes; one rtlab does not know is said and left out. BENCH_BOOT_CYCLES
-cycles each (3). Prints each cycle, then per method and phase the mean and the spread (sample
-standard deviation, min and max)."""
+A method is a parameter: BENCH_BOOT_METHODS, a comma-separated list of what `rtlab boot
+--method` takes. BENCH_BOOT_BOARD=disk takes tests/test_boot_disk.py's board instead (SeaBIOS,
+GRUB and /boot on its disk, kexec-tools too), where kexec and GRUB's one-shot entry are timed
+on the same board (its default methods: kexec,grub). BENCH_BOOT_CYCLES cycles each (3).
+Prints each cycle, then per method and phase the mean and the spread (sample standard
+deviation, min and max)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -24,7 +28,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_boot import KexecBoard, running_kexec_board  # noqa: E402
 
 CYCLES = int(os.environ.get("BENCH_BOOT_CYCLES", "3"))
-METHODS = [m for m in os.environ.get("BENCH_BOOT_METHODS", "kexec").split(",") if m]
+BOARD = os.environ.get("BENCH_BOOT_BOARD", "kexec")
+METHODS = [
+    m
+    for m in os.environ.get("BENCH_BOOT_METHODS", "kexec,grub" if BOARD == "disk" else "kexec").split(",")
+    if m
+]
+
+
+class _Folders:
+    """What the disk board's session fixture asks of pytest's tmp_path_factory."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def mktemp(self, name: str) -> Path:
+        folder = self.root / name
+        folder.mkdir()
+        return folder
+
+
+@contextlib.contextmanager
+def running_board(folder: Path) -> Iterator[KexecBoard]:
+    if BOARD != "disk":
+        with running_kexec_board(folder) as board:
+            yield board
+        return
+    import test_boot_disk
+
+    # the session fixture's own function, run as pytest runs it: the board up, then closed
+    steps = test_boot_disk.disk_board.__wrapped__(_Folders(folder))
+    try:
+        yield next(steps)
+    finally:
+        steps.close()
 
 
 def rtlab(board: KexecBoard, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +105,7 @@ def main() -> None:
         print(f"{left}: this rtlab boot has no --method; left out")
     with tempfile.TemporaryDirectory(prefix="bench-boot-") as folder:
         began = time.monotonic()
-        with running_kexec_board(Path(folder)) as board:
+        with running_board(Path(folder)) as board:
             print(f"board up in {time.monotonic() - began:.0f} s, default kernel {board.default_release}")
             results: dict[str, list[dict[str, float]]] = {}
             for method in methods:
