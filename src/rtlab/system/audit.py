@@ -151,14 +151,19 @@ def _boot_methods(sysinfo: Mapping[str, Any]) -> list[Finding]:
     if "kexec" not in words and machine and carry.can_carry(machine):
         words.insert(0, "kexec (carried)")  # rtlab boot brings Debian's kexec-tools for it
     kexec = "kexec" in words or "kexec (carried)" in words
+    grub = "grubenv" in words  # GRUB's environment block: its one-shot next_entry (--method grub)
     found = ", ".join(words) if words else "none"
     if kexec and "kexec" not in words:
         advice = "no kexec-tools here: rtlab boot carries Debian's for this architecture"
     elif kexec:
         advice = "rtlab boot --target ... KERNEL boots by kexec (the default boot untouched)"
+    elif grub:
+        advice = "rtlab boot --method grub boots a one-shot entry of GRUB (the default boot untouched)"
     else:
-        advice = "no kexec: install kexec-tools for rtlab boot (bootloader one-shot entries: not yet)"
-    return [Finding("runtime", "boot methods", "ok" if kexec else "info", found, advice)]
+        advice = "no kexec and no GRUB environment block: install kexec-tools for rtlab boot"
+    if kexec and grub:
+        advice += "; --method grub: GRUB's one-shot entry"
+    return [Finding("runtime", "boot methods", "ok" if kexec or grub else "info", found, advice)]
 
 
 def tracing_levels(sysinfo: Mapping[str, Any]) -> list[Finding]:
