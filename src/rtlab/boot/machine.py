@@ -298,7 +298,8 @@ class Engine:
         why = probe.refusal()
         if why is not None:
             raise UsageError(
-                f"{r.target} cannot boot a one-shot entry of its GRUB: {why}"
+                f"{r.target} {'has no kexec rtlab can run, and ' if r.method == 'auto' else ''}"
+                f"cannot boot a one-shot entry of its GRUB: {why}"
                 + ("; or give --method kexec" if kexec_ok else "")
             )
         if probe.ours:
@@ -543,6 +544,11 @@ class Engine:
         judged = verify.judge(version, r.append, found)
         if judged.verdict == verify.ANOTHER_KERNEL and f"{kexec.MARK}=" not in found.cmdline:
             judged.lines.append("it came back on its default kernel (a reset during the boot?)")
+            if isinstance(files, grub.Entry):  # GRUB spent the one-shot: its files put back now
+                try:
+                    judged.lines.append(self._restore_grub() or "nothing of rtlab's left in GRUB")
+                except RunFailed as e:
+                    judged.lines.append(str(e))
         record.set(
             cmdline_found=untrusted.printable(found.cmdline),
             found={"release": untrusted.printable(found.uname_r),
@@ -654,6 +660,9 @@ class Engine:
         files = kexec.Files(self.base, "-")
         self.holder = f"back-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
         if r.dry_run:
+            self._step(
+                f"put back {grub.GRUBENV} and {grub.CUSTOM} from {grub.SAVED} if a boot saved them there"
+            )
             self._step(f"remove {files.root} and unload any loaded kernel ({kexec.UNLOAD})")
             self._step(f"reboot {r.target} (it runs {running}, booted by rtlab)" if on_ours
                        else f"leave {r.target} on {running}: no kernel of rtlab's runs")  # fmt: skip
