@@ -129,7 +129,10 @@ def test_a_cell_whose_parameter_did_not_take_effect_is_refused_not_measured(kexe
     out = tmp_path / "out"
     done = rtlab("study", str(study), "--out", str(out), env=board.env, timeout=3600)
     assert done.returncode == 3, done.stdout + done.stderr[-4000:]
-    assert "not every run completed: Board / RT / isolated (refused)" in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert said == [f"rtlab: no run was measured: Board / RT / isolated (refused) (see {out}/study.json)"], (
+        said
+    )
     entry = read_json(out / "study.json")["runs"]["runs/Board/RT/isolated"]
     assert entry["status"] == "refused", entry
     assert any("isolcpus=5 did not take effect" in line for line in entry["refused"]), entry

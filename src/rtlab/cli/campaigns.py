@@ -256,6 +256,13 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
             if said is not None and not said.startswith("back"):
                 say(said)
     measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / rundir.MANIFEST).is_file()]
+    failed = [
+        " / ".join(str(r[k]) for k in ("target", "kernel", "stage") if k in r) + f" ({r['status']})"
+        for r in doc["runs"].values()
+        if r["status"] != "complete"
+    ]
+    if not measured:  # every cell refused (or failed before a run began): no report to write
+        raise RunFailed(f"no run was measured: {', '.join(failed)} (see {folder}/study.json)")
     summaries = [store.summary(path) for _, path in measured]
     labels = [it.label(c) for c, _ in measured]
     deadline_us = parse_latency(it.deadline) if it.deadline else None
@@ -270,11 +277,6 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
         if compared:
             console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
     finally:
-        failed = [
-            " / ".join(str(r[k]) for k in ("target", "kernel", "stage") if k in r) + f" ({r['status']})"
-            for r in doc["runs"].values()
-            if r["status"] != "complete"
-        ]
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
 
