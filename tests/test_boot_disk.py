@@ -285,6 +285,14 @@ def test_debian_rt_kernel_by_grubs_one_shot_then_back_byte_for_byte(disk, tmp_pa
     _back(board, "back on its default kernel")
 
 
+def test_a_dry_run_by_grub_prints_the_entry_and_changes_nothing(disk, tmp_path):
+    done = _boot(disk, tmp_path / "dry", "--method", "grub", "--label", 'it\'s "RT"', "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "would add to /boot/grub/custom.cfg:" in done.stderr, done.stderr
+    assert "menuentry 'it'\"'\"'s \"RT\"' --id rtlab-boot-" in done.stderr, done.stderr
+    assert "would set next_entry=rtlab-boot-" in done.stderr and not (tmp_path / "dry").exists()
+
+
 def test_debian_rt_kernel_by_kexec_leaves_the_disk_untouched(disk, tmp_path):
     board = disk
     out = tmp_path / "kexec"
