@@ -669,7 +669,11 @@ class Engine:
             return Outcome("dry run", ["nothing was changed"], None)
         self._lock()
         lines = []
-        restored = self._restore_grub()
+        try:
+            restored = self._restore_grub()
+        except RunFailed:
+            self._unwind()  # the lock released: the saved copies stay for another --back
+            raise
         if restored:
             lines.append(restored)
         self.board.must(
