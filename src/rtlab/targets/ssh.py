@@ -201,8 +201,10 @@ class SshTarget:
         return int(done.exit_status if done.exit_status is not None else 255), out
 
     def _run_sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
-        loop, _ = self._conn_ready()
         try:
+            # the connection's own first command (the agent's copy) may time out too: a board
+            # that answers SSH while it still boots is slow, and a poller must see RunFailed
+            loop, _ = self._conn_ready()
             return loop.run(self._sh(command, data, timeout))
         except (OSError, asyncssh.Error, TimeoutError) as e:
             raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
