@@ -763,6 +763,8 @@ HOST_FILES = {
     "targets/qemu/initramfs.py": "the host's programs and libraries, for the guest's initramfs",
     "targets/qemu/kernels.py": "Debian's kernel packages on the host",
     "targets/ssh.py": "the user's known_hosts",
+    "boot/carry.py": "rtlab's own cache of the kexec-tools it carries to a board",
+    "boot/package.py": "the image taken from the user's kernel package, unpacked with a size bound",
 }
 _PARSERS = ("json", "yaml", "tomllib", "pickle")
 

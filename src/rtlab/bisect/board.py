@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rtlab.bisect.measured import READY, SKIPPED, Subject
 from rtlab.boot.ensure import Refused, Session, Want
-from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed
+from rtlab.results.rundir import append_line
 
 
 class Boots:
@@ -30,10 +30,9 @@ class Boots:
         try:
             on = self.session.ensure(self.want(s))
         except Refused as e:
-            with open(self.folder(s) / "prepare.log", "a", encoding="utf-8") as log:
-                log.write(
-                    untrusted.each_one_line(f"the kernel did not boot as asked, skipped (125): {e}") + "\n"
-                )
+            append_line(
+                self.folder(s) / "prepare.log", f"the kernel did not boot as asked, skipped (125): {e}"
+            )
             self.session.say(f"  {s.label}: skipped, its kernel did not boot as asked: {e}")
             return SKIPPED
         self.session.say(f"  {s.label}: verified, {on.release}")
