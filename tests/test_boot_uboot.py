@@ -8,10 +8,13 @@ The board has no kexec-tools: rtlab carries Debian's for riscv64. It boots a Deb
 package file (.deb) of riscv64 with --append words, verified, goes --back through U-Boot to the
 default entry, and a kernel that hangs comes back through the power switch (QEMU's monitor,
 system_reset) and U-Boot. The disk is made without mounting anything: sfdisk on a file, then
-mkfs.ext4 -d writing the files into the partition at its offset. It boots once per session."""
+mkfs.ext4 -d writing the files into the partition at its offset. It boots once per session.
+running_uboot_board makes the board for an architecture's firmware and kernels: the arm64 board
+of tests/test_boot_uboot_arm64.py is this one, started by U-Boot's qemu_arm64."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -36,6 +39,8 @@ pytestmark = pytest.mark.boards
 FW_JUMP = Path("/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_jump.bin")  # Debian's opensbi
 UBOOT = Path("/usr/lib/u-boot/qemu-riscv64_smode/u-boot.bin")  # Debian's u-boot-qemu
 DEFAULT = "riscv64:debian"
+# what QEMU starts instead of the kernel: OpenSBI as -bios, which jumps to U-Boot (-kernel)
+FIRMWARE = ("-bios", str(FW_JUMP), "-kernel", str(UBOOT))
 PARTITION_AT = 1 << 20  # the first partition's offset, as sfdisk puts it by default (sector 2048)
 
 
@@ -80,10 +85,12 @@ class UbootGuest(QemuTarget):
     """The riscv64 guest booted by its firmware: OpenSBI as -bios, U-Boot as the payload it
     jumps to, the kernel, initramfs and command line the guest would get from QEMU put on a
     virtio disk instead. A reboot resets the machine (no -no-reboot), and the monitor listens
-    on MONITOR: the tests' power switch."""
+    on MONITOR: the tests' power switch. FIRMWARE is QEMU's words for the board's firmware
+    (arm64's U-Boot is -bios alone, as riscv64's OpenSBI is)."""
 
     monitor: Path
     disk: Path
+    firmware: tuple[str, ...]
 
     def _argv(self, boot, accel):  # type: ignore[no-untyped-def]
         argv = super()._argv(boot, accel)
@@ -99,17 +106,20 @@ class UbootGuest(QemuTarget):
                 out.append(word)
         return [
             *out,
-            "-bios", str(FW_JUMP), "-kernel", str(UBOOT),
+            *self.firmware,
             "-drive", f"file={self.disk},format=raw,if=virtio",
             "-monitor", f"unix:{self.monitor},server,nowait",
         ]  # fmt: skip
 
 
-def _board_archive(folder: Path, public_key: str) -> tuple[Path, str, Path]:
-    """(the board's initrd, its host key's public line, the riscv64 linux-binary .deb that
-    holds the kernel rtlab boots). No kexec-tools: rtlab carries it."""
+def _board_archive(folder: Path, public_key: str, default: str, booted: str) -> tuple[Path, str, Path, Path]:
+    """(the board's initrd, its host key's public line, the .deb of BOOTED (a Debian kernel
+    metapackage) that holds the kernel rtlab boots, that kernel's image), for the board whose
+    default kernel is DEFAULT (a guest kernel's name). No kexec-tools: rtlab carries it. The
+    NIC's modules of both kernels are in the initrd, each under /board/RELEASE: a kexec'd
+    kernel is given the same initrd and loads its own build of them."""
     cache = cache_dir()
-    arch = machines.arch("riscv64")
+    arch, meta = machines.named_kernel(default)
     apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
     where = cache / "initramfs" / f"{apt.release}-{arch.debian}"
     tools = {"dropbear": "usr/sbin/dropbear", "dropbearkey": "usr/bin/dropbearkey"}
@@ -122,31 +132,36 @@ def _board_archive(folder: Path, public_key: str) -> tuple[Path, str, Path]:
         ["dropbear-bin"], tools,
     )  # fmt: skip
     key, public = _host_key(folder / "dropbear", host_server)
-    meta = machines.named_kernel(DEFAULT)[1]
-    drivers = kernels.fetch_modules(apt, cache, meta, list(arch.nic_modules))
-    release = kernels.fetch_kernel(apt, cache, meta)[0].name.removeprefix("vmlinuz-")
+    drivers: dict[str, list[Path]] = {}
+    for each in dict.fromkeys((meta, booted)):
+        release = kernels.fetch_kernel(apt, cache, each)[0].name.removeprefix("vmlinuz-")
+        drivers[release] = kernels.fetch_modules(apt, cache, each, list(arch.nic_modules))
+    rt_image = kernels.fetch_kernel(apt, cache, booted)[0]
     # the .deb rtlab boots: the package that holds the image (linux-binary-VER from forky on)
-    package, packages = kernels.kernel_packages(apt, meta, ("linux-binary-",))
+    package, packages = kernels.kernel_packages(apt, booted, ("linux-binary-",))
     debs = apt.download(packages, folder / "debs")
     deb = next((d for d in debs if d.name.startswith("linux-binary-")), None) or next(
         d for d in debs if d.name.startswith(f"{package}_")
     )
     buffer = io.BytesIO()
     w = cpio.Writer(buffer)
-    for name in ("etc", "etc/rtlab", "etc/rtlab/boot.d", "etc/dropbear", "board", f"board/{release}"):
+    for name in ("etc", "etc/rtlab", "etc/rtlab/boot.d", "etc/dropbear", "board"):
         w.directory(name)
+    for release in drivers:
+        w.directory(f"board/{release}")
     w.directory("root/.ssh", 0o700)
     w.file("root/.ssh/authorized_keys", public_key.encode(), 0o600)
     w.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     w.file("etc/group", b"root:x:0:\n")
     w.file(HOST_KEY.lstrip("/"), key, 0o600)
-    for driver in drivers:
-        w.file(f"board/{release}/{driver.name}", driver.read_bytes())
+    for release, files in drivers.items():
+        for driver in files:
+            w.file(f"board/{release}/{driver.name}", driver.read_bytes())
     w.file("etc/rtlab/boot.d/50-board", _step(list(arch.nic_modules)).encode(), 0o755)
     w.close()
     out = folder / "board.cpio"
     out.write_bytes(server.read_bytes() + buffer.getvalue())
-    return out, public, deb
+    return out, public, deb, rt_image
 
 
 class UbootBoard(KexecBoard):
@@ -162,20 +177,25 @@ class UbootBoard(KexecBoard):
         return "\n".join(line for line in said if not re.match(r"\[ *\d+\.\d+\] ", line))
 
 
-@pytest.fixture(scope="session")
-def uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
-    arch = machines.arch("riscv64")
+@contextlib.contextmanager
+def running_uboot_board(
+    folder: Path, default: str, booted: str, firmware: tuple[str, ...]
+) -> Iterator[UbootBoard]:
+    """A board booted through FIRMWARE (QEMU's words for it) and U-Boot's extlinux.conf into
+    DEFAULT (a guest kernel's name), with BOOTED's .deb at hand, for as long as the block lasts;
+    skipped when a tool or a firmware file is missing."""
+    arch = machines.named_kernel(default)[0]
     tools = (arch.qemu, "sfdisk", "mkfs.ext4", "cpio", "ssh-keygen")
-    if not all(shutil.which(t) for t in tools) or not FW_JUMP.is_file() or not UBOOT.is_file():
-        pytest.skip("make test installs qemu-system-misc opensbi u-boot-qemu fdisk e2fsprogs")
-    folder = tmp_path_factory.mktemp("uboot-board")
+    files = [Path(w) for w in firmware if w.startswith("/")]
+    if not all(shutil.which(t) for t in tools) or not all(f.is_file() for f in files):
+        pytest.skip(f"make test installs {machines.QEMU_PACKAGES[arch.name]} u-boot-qemu fdisk e2fsprogs")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
-    archive, public, deb = _board_archive(folder, (folder / "key.pub").read_text())
+    archive, public, deb, rt_image = _board_archive(folder, (folder / "key.pub").read_text(), default, booted)
     port = free_port()
     guest = UbootGuest(
-        GuestSpec.parse(f"{DEFAULT},cpus=2,memory=2G,initrd={archive},ssh={port},boot-timeout=1200")
+        GuestSpec.parse(f"{default},cpus=2,memory=2G,initrd={archive},ssh={port},boot-timeout=1200")
     )
-    guest.monitor, guest.disk = folder / "monitor.sock", folder / "disk.img"
+    guest.monitor, guest.disk, guest.firmware = folder / "monitor.sock", folder / "disk.img", firmware
     try:
         board = UbootBoard(guest, port, folder / "home", "LAZY")
         console = guest.started()
@@ -188,11 +208,19 @@ def uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
         )
         assert guest.boot is not None
         board.monitor, board.initrd, board.deb = guest.monitor, guest.boot.initrd, deb
-        board.rt_image = guest.boot.kernel
+        board.rt_image = rt_image
         board.default_release = board.sh("uname -r").strip()
         yield board
     finally:
         guest.close()
+
+
+@pytest.fixture(scope="session")
+def uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
+    # the kernel rtlab boots is the default's own package: Debian builds no riscv64 PREEMPT_RT
+    booted = machines.named_kernel(DEFAULT)[1]
+    with running_uboot_board(tmp_path_factory.mktemp("uboot-board"), DEFAULT, booted, FIRMWARE) as board:
+        yield board
 
 
 def _uname(board: UbootBoard) -> str:
