@@ -142,7 +142,7 @@ def test_a_cell_whose_parameter_did_not_take_effect_is_refused_not_measured(kexe
 
 @pytest.mark.boards
 @pytest.mark.slow
-def test_tune_boot_parameters_dry_run_apply_and_revert(kexec_board):
+def test_tune_boot_parameters_dry_run_apply_and_revert(kexec_board, tmp_path):
     board = kexec_board
     common = ("tune", "--target", "ssh://board", "--boot", "isolcpus=1 nohz_full=1", "--kernel", RT,
               "--initrd", str(board.initrd), "--boot-timeout", "240",
@@ -151,13 +151,15 @@ def test_tune_boot_parameters_dry_run_apply_and_revert(kexec_board):
     assert dry.returncode == 0, dry.stdout + dry.stderr[-3000:]
     assert "would load: kexec -l" in dry.stderr and "nohz_full=1 rtlab.boot=" in dry.stderr, dry.stderr
     assert _uname(board) == board.default_release
-    applied = rtlab(*common, "--apply", env=board.env, timeout=1200)
+    # the boots' records go where rtlab runs (boots/), as rtlab boot's do: here, the test's folder
+    applied = rtlab(*common, "--apply", env=board.env, timeout=1200, cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr[-3000:]
     assert "/sys/devices/system/cpu/isolated: 1" in applied.stdout, applied.stdout
     assert "PREEMPT_RT" in board.sh("cat /proc/version")
     assert board.sh("cat /sys/devices/system/cpu/isolated").strip() == "1"
     reverted = rtlab("tune", "--target", "ssh://board", "--boot", "", "--revert", "--boot-timeout", "240",
-                     env=board.env, timeout=1200)  # fmt: skip
+                     env=board.env, timeout=1200, cwd=tmp_path)  # fmt: skip
+    assert any((tmp_path / "boots").iterdir())  # the boots were recorded, in the test's folder
     assert reverted.returncode == 0, reverted.stdout + reverted.stderr[-3000:]
     assert "back on its default kernel" in reverted.stdout, reverted.stdout
     assert _uname(board) == board.default_release
