@@ -87,6 +87,15 @@ class Board:
     def events(self, remote: str) -> str:
         return self.sh(f"cat {shlex.quote(remote)}/events 2>/dev/null || true")
 
+    def trust(self, host_key: str, identity: Path) -> None:
+        """The tests' ~/.ssh: the board's host key (`ALGORITHM BLOB`) as known, and `board` the
+        name of the forwarded port, logged into as root with IDENTITY."""
+        (self.home / ".ssh").mkdir(parents=True)
+        (self.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{self.port} {host_key}\n")
+        (self.home / ".ssh/config").write_text(
+            f"Host board\n  HostName 127.0.0.1\n  Port {self.port}\n  User root\n  IdentityFile {identity}\n"
+        )
+
 
 def board_archive(folder: Path, public_key: str, arch: machines.Arch, kernel: str) -> Path:
     """The user initrd that turns rtlab's guest into a board: dropbear and its libraries,
@@ -146,11 +155,7 @@ def board(request, tmp_path_factory) -> Iterator[Board]:
         wait_for(lambda: ssh_banner(port), 120)
         # the host key as the board's console shows it, as one reads it off a UART
         key = next(w for w in board.sh(f"dropbearkey -y -f {HOST_KEY}").split("\n") if w.startswith("ssh-"))
-        (board.home / ".ssh").mkdir(parents=True)
-        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(key.split()[:2])}\n")
-        (board.home / ".ssh/config").write_text(
-            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
-        )
+        board.trust(" ".join(key.split()[:2]), folder / "key")
         yield board
     finally:
         guest.close()

@@ -165,11 +165,7 @@ def running_kexec_board(folder: Path) -> Iterator[KexecBoard]:
         board = KexecBoard(guest, port, folder / "home", "PREEMPT_DYNAMIC")
         guest.started()
         wait_for(lambda: ssh_banner(port), 120)
-        (board.home / ".ssh").mkdir(parents=True)
-        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {public}\n")
-        (board.home / ".ssh/config").write_text(
-            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
-        )
+        board.trust(public, folder / "key")
         assert guest.boot is not None
         board.monitor, board.initrd, board.rt_image = guest.monitor, guest.boot.initrd, rt_image
         board.default_release = board.sh("uname -r").strip()

@@ -191,11 +191,7 @@ def disk_board(tmp_path_factory) -> Iterator[DiskBoard]:
         board = DiskBoard(guest, port, folder / "home", "PREEMPT_DYNAMIC")
         guest.started()
         wait_for(lambda: ssh_banner(port), 120)
-        (board.home / ".ssh").mkdir(parents=True)
-        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {public}\n")
-        (board.home / ".ssh/config").write_text(
-            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
-        )
+        board.trust(public, folder / "key")
         board.monitor, board.initrd, board.rt_image, board.disk = guest.monitor, initrd, rt_image, guest.disk
         board.console_log = guest.console_log
         board.default_release = board.sh("uname -r").strip()

@@ -201,11 +201,7 @@ def running_uboot_board(
         console = guest.started()
         board.firmware_said = list(console.tail)
         wait_for(lambda: ssh_banner(port), 300)
-        (board.home / ".ssh").mkdir(parents=True)
-        (board.home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{port} {public}\n")
-        (board.home / ".ssh/config").write_text(
-            f"Host board\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {folder}/key\n"
-        )
+        board.trust(public, folder / "key")
         assert guest.boot is not None
         board.monitor, board.initrd, board.deb = guest.monitor, guest.boot.initrd, deb
         board.rt_image = rt_image
