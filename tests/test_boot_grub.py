@@ -93,3 +93,81 @@ def test_the_entry_is_grub_script_whatever_its_title_and_command_line(tmp_path):
     assert "linux /boot/rtlab/boot-1/kernel ro" in on_root.menuentry() and "initrd" not in on_root.menuentry()
     with pytest.raises(UsageError):
         grub.check_title("two\nlines")
+
+
+def _on(tmp: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """A command of grub.py's run on TMP's /boot instead of the board's."""
+    local = command.replace("/boot/", f"{tmp}/boot/")
+    return subprocess.run(["sh", "-c", local], capture_output=True, text=True, timeout=60)
+
+
+def _boot(tmp: Path) -> tuple[Path, Path]:
+    (tmp / "boot" / "grub").mkdir(parents=True)
+    env, custom = tmp / "boot/grub/grubenv", tmp / "boot/grub/custom.cfg"
+    env.write_bytes(grub.set_variable(grub.format_env([]), "saved_entry", "debian"))
+    custom.write_text("# the board's own\n")
+    return env, custom
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(not shutil.which("sha256sum"), reason="coreutils")
+def test_grub_files_are_put_back_byte_for_byte(tmp_path):
+    env, custom = _boot(tmp_path)
+    before = env.read_bytes(), custom.read_bytes()
+    saved = _on(tmp_path, grub.save())
+    assert saved.returncode == 0, saved.stderr
+    custom.write_text(before[1].decode() + "menuentry x {\n}\n")
+    env.write_bytes(grub.set_variable(before[0], "next_entry", "rtlab-boot-1"))
+    back = _on(tmp_path, grub.restore())
+    assert back.returncode == 0 and "restored" in back.stdout, back
+    assert (env.read_bytes(), custom.read_bytes()) == before
+    assert not (tmp_path / "boot/rtlab").exists()
+
+
+@pytest.mark.unit
+def test_a_save_cut_short_writes_nothing_back_and_leaves_no_mark(tmp_path):
+    # a full /boot: the saved folder made, its copy of grubenv cut short, no digests taken;
+    # nothing of GRUB's was changed yet, and the way back must not write the cut copy over it
+    env, custom = _boot(tmp_path)
+    before = env.read_bytes(), custom.read_bytes()
+    saved = tmp_path / "boot/rtlab/saved"
+    saved.mkdir(parents=True)
+    (saved / "grubenv").write_bytes(before[0][:100])
+    (saved / "SHA256SUMS.part").write_text("")
+    back = _on(tmp_path, grub.restore())
+    assert back.returncode == 0 and "nothing" in back.stdout, back
+    assert (env.read_bytes(), custom.read_bytes()) == before
+    assert not (tmp_path / "boot/rtlab").exists()  # the next boot is not refused for it
+
+
+@pytest.mark.unit
+def test_a_grubenv_with_bytes_beyond_ascii_is_written_back_as_it_was():
+    block = grub.format_env([("saved_entry", "Debian\xe9")])  # a title's UTF-8, byte by byte
+    once = grub.set_variable(block, "next_entry", "rtlab-boot-1")
+    assert b"saved_entry=Debian\xe9\n" in once
+    assert grub.set_variable(once, "next_entry", "").count(b"\xe9") == 1
+
+
+@pytest.mark.unit
+def test_a_grubenv_too_full_for_next_entry_fails_before_anything_changes():
+    from rtlab.boot import machine
+
+    class Board:
+        ran: list[str] = []
+
+        def must(self, command, *args, **kwargs):
+            self.ran.append(command)
+            return ""
+
+    class Record:
+        data = {"cmdline_asked": "ro", "grub": {}}
+
+    full = grub.format_env([("filler", "x" * 980)])
+    hexed = " ".join(f"{b:02x}" for b in full)
+    engine = machine.Engine.__new__(machine.Engine)
+    engine.board, engine.record, engine.say = Board(), Record(), lambda line: None
+    engine.grub = grub.Probe.parse(f"once=yes\ncustom=yes\n@@grubenv\n{hexed}\n")
+    entry = grub.Entry("boot-20261127-000000", "t", "ro", False, True)
+    with pytest.raises(machine.Failed, match="next_entry"):
+        engine._once(entry, grub.add_entry())
+    assert Board.ran == []  # custom.cfg untouched: the engine's undo has nothing left behind

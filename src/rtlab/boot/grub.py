@@ -45,7 +45,7 @@ def _lines(data: bytes) -> list[tuple[str, str | None]]:
     padding after the last line is none; a backslash escapes the next character of a value."""
     if len(data) != ENV_SIZE or not data.startswith(ENV_HEADER):
         raise ValueError(f"not a GRUB environment block ({len(data)} bytes, {ENV_SIZE} with its header)")
-    body = data[len(ENV_HEADER) :].decode("ascii", "replace")
+    body = data[len(ENV_HEADER) :].decode("latin-1")  # byte for byte: written back as it was
     found: list[tuple[str, str | None]] = []
     at = 0
     while at < len(body):
@@ -100,7 +100,10 @@ def format_env(lines: list[tuple[str, str | None]]) -> bytes:
         else f"{n}={v.replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + chr(10))}\n"
         for n, v in lines
     )
-    data = ENV_HEADER + text.encode("ascii")
+    try:
+        data = ENV_HEADER + text.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError("the GRUB environment would hold a character that is no byte") from None
     if len(data) > ENV_SIZE:
         raise ValueError(f"the GRUB environment would take {len(data)} bytes, more than its {ENV_SIZE}")
     return data + b"#" * (ENV_SIZE - len(data))
@@ -234,14 +237,15 @@ class Entry:
 def save() -> str:
     """The board's grubenv and custom.cfg kept in SAVED with their SHA-256 (custom.cfg's absence
     kept as a mark), before anything is changed; the digests printed for the record. SAVED
-    made without -p: one left by an earlier boot is refused."""
+    made without -p: one left by an earlier boot is refused. SHA256SUMS is put in place last,
+    whole: without it the copies may be cut short (a full /boot) and nothing was changed yet."""
     s = quote(SAVED)
     return (
         f"mkdir -p {quote(BOOT_DIR)} && mkdir {s} && cp -p {quote(GRUBENV)} {s}/grubenv && "
         f"if [ -e {quote(CUSTOM)} ]; then cp -p {quote(CUSTOM)} {s}/custom.cfg && "
-        f"sha256sum {quote(GRUBENV)} {quote(CUSTOM)} > {s}/SHA256SUMS; "
-        f"else : > {s}/custom.cfg.absent && sha256sum {quote(GRUBENV)} > {s}/SHA256SUMS; fi && "
-        f"sync && cat {s}/SHA256SUMS"
+        f"sha256sum {quote(GRUBENV)} {quote(CUSTOM)} > {s}/SHA256SUMS.part; "
+        f"else : > {s}/custom.cfg.absent && sha256sum {quote(GRUBENV)} > {s}/SHA256SUMS.part; fi && "
+        f"sync && mv {s}/SHA256SUMS.part {s}/SHA256SUMS && sync && cat {s}/SHA256SUMS"
     )
 
 
@@ -276,10 +280,12 @@ def restore() -> str:
     """The way back: grubenv and custom.cfg as saved (written over in place, the same files),
     proved by sha256sum -c against the digests taken before anything changed; then BOOT_DIR
     removed. Exit 5 if a digest differs (BOOT_DIR kept, with the saved copies). Prints
-    `restored` and what it checked, or `nothing` where no boot of rtlab's changed GRUB."""
+    `restored` and what it checked, or `nothing` where no boot of rtlab's changed GRUB: SAVED
+    without SHA256SUMS is a save cut short, before anything changed, and no copy of it is
+    written over the board's files."""
     s = quote(SAVED)
     return (
-        f"if [ -d {s} ]; then "
+        f"if [ -f {s}/SHA256SUMS ]; then "
         f"if [ -f {s}/grubenv ]; then cat {s}/grubenv > {quote(GRUBENV)}; fi; "
         f"if [ -e {s}/custom.cfg.absent ]; then rm -f {quote(CUSTOM)}; "
         f"elif [ -f {s}/custom.cfg ]; then cat {s}/custom.cfg > {quote(CUSTOM)}; fi; "

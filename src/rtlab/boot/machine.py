@@ -501,10 +501,13 @@ class Engine:
         """The entry into custom.cfg, next_entry into grubenv, the reboot into it."""
         record, probe = self.record, self.grub
         assert record is not None and probe is not None
+        try:  # before anything changes: a grubenv too full for next_entry is a Failed, undone
+            command, block = grub.set_once(entry, probe)
+        except ValueError as e:
+            raise Failed(verify.DID_NOT_INSTALL, f"next_entry in {grub.GRUBENV}: {e}") from None
         self.say(f"adding {entry.id} to {grub.CUSTOM}: {untrusted.printable(record.data['cmdline_asked'])}")
         self.board.must(add, verify.DID_NOT_INSTALL, f"adding the entry to {grub.CUSTOM}",
                         entry.menuentry().encode())  # fmt: skip
-        command, block = grub.set_once(entry, probe)
         self.board.must(command, verify.DID_NOT_INSTALL, f"next_entry in {grub.GRUBENV}", block)
         record.data["grub"].update(entry=entry.id, title=untrusted.printable(entry.title),
                                    grubenv_by="grub-editenv" if probe.editenv else "rtlab")  # fmt: skip
