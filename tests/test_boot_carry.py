@@ -111,3 +111,24 @@ def test_a_deb_for_another_architecture_or_without_an_image_is_one_line(tmp_path
         package.kernel_of(junk, "riscv64", "ssh://vf2", tmp_path / "cache")
     with pytest.raises(UsageError, match="give the kernel image's path"):
         package.kernel_of(amd64, "mips", "ssh://vf2", tmp_path / "cache")
+
+
+@pytest.mark.unit
+def test_a_packages_damaged_gzip_image_is_one_line_and_no_file(tmp_path):
+    import gzip
+
+    whole = gzip.compress(b"\0" * 8192 + BANNER)
+    for name, data in (("cut", whole[: len(whole) // 2]), ("bad", whole[:10] + b"\xff" * 64)):
+        path = tmp_path / f"vmlinuz-{name}"
+        path.write_bytes(data)
+        with pytest.raises(UsageError, match="damaged gzip"):
+            package._gunzipped(path)
+        assert not path.exists()
+
+
+@pytest.mark.unit
+def test_an_image_member_named_xz_is_not_taken():
+    # kernels._extract unpacks a member named *.xz without a bound: an image is never one
+    assert package._image_name("boot/vmlinuz-6.12.9.xz", "vmlinuz-6.12.9.xz") is None
+    assert package._image_name("usr/lib/modules/6.12.xz/vmlinuz", "vmlinuz") is None
+    assert package._image_name("boot/vmlinuz-6.12.9", "vmlinuz-6.12.9") == "vmlinuz-6.12.9"

@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 from rtlab import children
@@ -59,8 +60,8 @@ def _image_name(name: str, base: str) -> str | None:
     if found is None:
         return None
     kind, release = (found.group(1), found.group(2)) if found.group(1) else ("vmlinuz", found.group(3))
-    if not _RELEASE.fullmatch(release) or ".." in release:
-        return None
+    if not _RELEASE.fullmatch(release) or ".." in release or release.endswith(".xz"):
+        return None  # a .xz member would be unpacked by kernels._extract without a bound
     return f"{kind}-{release}"
 
 
@@ -114,11 +115,17 @@ def _gunzipped(path: Path) -> Path:
     with path.open("rb") as f:
         if f.read(2) != b"\x1f\x8b":
             return path
-    with gzip.open(path, "rb") as src, writing(path) as part, part.open("wb") as out:
-        copied = 0
-        while chunk := src.read(1 << 20):
-            copied += len(chunk)
-            if copied > _MAX_GUNZIPPED:
-                raise UsageError(f"{path.name} unpacks to more than any kernel image: not a kernel")
-            out.write(chunk)
+    try:
+        with gzip.open(path, "rb") as src, writing(path) as part, part.open("wb") as out:
+            copied = 0
+            while chunk := src.read(1 << 20):
+                copied += len(chunk)
+                if copied > _MAX_GUNZIPPED:
+                    raise UsageError(f"{path.name} unpacks to more than any kernel image: not a kernel")
+                out.write(chunk)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # the package's, cut short or damaged
+        path.unlink(missing_ok=True)
+        raise UsageError(
+            f"{path.name} in the package is a damaged gzip ({untrusted.printable(str(e))}): give a whole .deb"
+        ) from None
     return path
