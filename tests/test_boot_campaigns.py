@@ -349,3 +349,32 @@ def test_a_restarted_campaign_trusts_only_the_boot_it_verified(tmp_path):
     damaged = ensure.Session(ensure.Setup("ssh://b", boots=tmp_path), lambda _: None)
     damaged._images["rt"] = (Path("rt"), RT_VERSION)
     assert not damaged._runs(iso, booted)
+
+
+@pytest.mark.unit
+def test_a_board_reset_to_its_default_has_what_a_boot_left_put_back_before_the_next_and_at_the_end():
+    # a GRUB board's one-shot boot, then a reset (a watchdog) during the measurement: the board
+    # runs its default kernel, but GRUB's files still hold rtlab's entry and its saved copies
+    events: list[str] = []
+    default = _report("root=/dev/sda", uname="6.1.0-50-amd64", boot_id="b2")
+    rt = _report("root=/dev/sda rtlab.boot=boot-2", boot_id="b3", isolated="@none", nohz_full="@none")
+    reports = [default, rt, default]
+
+    class Reset(_Session):
+        def report(self) -> dict:
+            events.append("report")
+            return reports.pop(0)
+
+        def back(self) -> str:
+            events.append("back")
+            return "back: put back"
+
+        def _boot(self, want: ensure.Want, path: Path) -> Path | None:
+            events.append("boot")
+            return None
+
+    s = Reset()
+    s.booted = True
+    s.ensure(ensure.Want("rt"))
+    assert events == ["report", "back", "boot", "report"]
+    assert s.close() == "back: put back" and events[-2:] == ["report", "back"]

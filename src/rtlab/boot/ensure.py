@@ -295,6 +295,10 @@ class Session:
                 self.say(f"{self.setup.target}: back to its default kernel first")
                 self.say(self.back())
                 found = self.report()
+            elif self.booted:
+                # a reset put the board back on its default kernel: what a boot of this session
+                # left (GRUB's files, which a new boot would refuse to change again) put back
+                self.back()
             if not self._runs(want, found):
                 if want.kernel == DEFAULT:
                     raise Refused(want, [
@@ -379,6 +383,8 @@ class Session:
         finally:
             self.board.drop()
         if f"{kexec.MARK}=" not in found.get("cmdline", ""):
+            if self.booted:  # a reset put it on its default: what a boot of this session left put back
+                return self.back()
             return None
         self.say(f"{self.setup.target}: back to its default kernel")
         line = self.back()
