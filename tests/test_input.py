@@ -103,6 +103,23 @@ def test_bad_option_is_one_line_and_exit_2(args, fix, tmp_path):
 
 
 @pytest.mark.hostile
+@pytest.mark.parametrize("option", ["--junit", "--output"])
+def test_an_output_file_that_cannot_be_written_is_refused_before_anything_runs(option, good_run, tmp_path):
+    """-o and --junit are checked while the command line is read: a folder of that name, or a
+    missing folder, is one line, with nothing compared or printed first."""
+    (tmp_path / "taken").mkdir()
+    for path, said in (
+        (tmp_path / "taken", "it is a folder"),
+        (tmp_path / "no/x.xml", "its folder does not exist"),
+    ):
+        done = rtlab("compare", option, str(path), str(good_run), str(good_run))
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"rtlab: cannot write {path}: {said}"), lines
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.hostile
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from rtlab.cli.screen import out_file
 from rtlab.plan import OPTION, OPTIONS, Plan
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -146,7 +147,9 @@ LoadsFile = Annotated[
     Path | None,
     typer.Option(help="a TOML file of loads of your own (stress-ng lists or any command): docs/loads.md"),
 ]
-Junit = Annotated[Path | None, typer.Option(help="also write JUnit XML (one test case per load) here")]
+Junit = Annotated[
+    Path | None, typer.Option(help="also write JUnit XML (one test case per load) here", callback=out_file)
+]
 History = Annotated[
     bool,
     typer.Option("--history", help="also add the result to the history store (default with RTLAB_HISTORY=1)"),

@@ -15,7 +15,7 @@ from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import baseline_of as history_baseline
 from rtlab.cli.options import AcceptKey, Deadline, Figures, Format, Preset, Series, run_options, shown_name
 from rtlab.cli.present import present
-from rtlab.cli.screen import Output, console, emit, err
+from rtlab.cli.screen import Output, console, emit, err, out_file
 from rtlab.errors import UsageError
 from rtlab.units import parse_duration, parse_latency, parse_percentage, probability, shown
 
@@ -66,7 +66,9 @@ def compare(
     strict: Annotated[
         bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")
     ] = False,
-    junit: Annotated[Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load")] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load", callback=out_file)
+    ] = None,
     baseline: Annotated[
         str | None,
         typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),

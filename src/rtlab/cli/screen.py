@@ -27,7 +27,24 @@ class _Console(Console):
 console = _Console(markup=False)
 err = _Console(stderr=True, markup=False, soft_wrap=True)  # one message, one line
 
-Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file")]
+
+def out_file(value: Path | None) -> Path | None:
+    """A file the command writes (-o, --junit), checked while the command line is read: a
+    folder of that name, or no folder to hold it, is refused before anything is measured,
+    compared or printed (as `emit` would refuse it, but at the end)."""
+    if value is None:
+        return None
+    shown = untrusted.printable(str(value))
+    if not str(value).strip():
+        raise UsageError("the output file's name is empty: give a path, or leave the option out")
+    if value.is_dir():
+        raise UsageError(f"cannot write {shown}: it is a folder: choose a file's name")
+    if not value.parent.is_dir():
+        raise UsageError(f"cannot write {shown}: its folder does not exist: create it first")
+    return value
+
+
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="write to this file", callback=out_file)]
 
 
 def emit(text: str, output: Path | None) -> None:
