@@ -378,3 +378,13 @@ def test_a_board_reset_to_its_default_has_what_a_boot_left_put_back_before_the_n
     s.ensure(ensure.Want("rt"))
     assert events == ["report", "back", "boot", "report"]
     assert s.close() == "back: put back" and events[-2:] == ["report", "back"]
+
+
+@pytest.mark.unit
+def test_a_label_of_dots_names_no_folder_outside_the_comparison():
+    from rtlab.campaigns import kernels
+    from rtlab.names import slug
+
+    # --labels ..,x: the first side's runs and repeats.json went to --out's parent
+    assert [kernels.Side(label, ensure.Want()).folder for label in ("..", ".", "./..")] == ["_", "_", "._.."]
+    assert slug("a..b") == "a..b"

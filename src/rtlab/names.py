@@ -9,4 +9,5 @@ _OTHER = re.compile(r"[^\w.-]+")  # \w: letters (any script), digits and _
 
 
 def slug(text: str) -> str:
-    return _OTHER.sub("_", text).strip("_") or "_"
+    name = _OTHER.sub("_", text).strip("_")
+    return "_" if name in ("", ".", "..") else name  # never this folder or the one above it
