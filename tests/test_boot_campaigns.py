@@ -388,3 +388,25 @@ def test_a_label_of_dots_names_no_folder_outside_the_comparison():
     # --labels ..,x: the first side's runs and repeats.json went to --out's parent
     assert [kernels.Side(label, ensure.Want()).folder for label in ("..", ".", "./..")] == ["_", "_", "._.."]
     assert slug("a..b") == "a..b"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        {"runs": "ab"},
+        {"runs": {"a/repeat-1": 1}},
+        {"n": "x\n\x1b[31m", "target": ["t"], "sides": [[]]},
+    ],
+)
+def test_a_damaged_kernels_index_is_one_line(tmp_path, damaged):
+    import json
+
+    from rtlab.campaigns import kernels
+
+    sides = [kernels.Side("a", ensure.Want("A")), kernels.Side("b", ensure.Want("B"))]
+    asked = {"target": "ssh://b", "n": 1, "sides": [["a", "A", ""], ["b", "B", ""]]}
+    (tmp_path / kernels.FILE).write_text(json.dumps({**asked, **damaged}))
+    with pytest.raises(UsageError) as e:
+        kernels.run(sides, 1, "ssh://b", tmp_path, lambda side, where: ({}, False), lambda _: None)
+    assert "\n" not in str(e.value) and "\x1b" not in str(e.value)

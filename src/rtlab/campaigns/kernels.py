@@ -19,6 +19,7 @@ from typing import Any
 
 from rtlab.analysis import repeats as repeated
 from rtlab.boot.ensure import Want
+from rtlab.boundary import untrusted
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
@@ -64,14 +65,16 @@ def run(
     before: dict[str, Any] = read_index(index) if index.is_file() else {}
     if before and {k: before.get(k) for k in asked} != asked:
         raise UsageError(
-            f"{out} holds another comparison ({before.get('n')} repeats of "
-            f"{', '.join(str(s[1]) for s in before.get('sides', []))} on {before.get('target')}): "
-            "give the same command, or another --out"
+            f"{out} holds another comparison ({untrusted.printable(str(before.get('n')))[:20]} repeats "
+            f"on {untrusted.printable(str(before.get('target')))[:200]}): give the same command, or another --out"
         )
+    kept = before.get("runs", {})
+    if not isinstance(kept, dict) or not all(isinstance(e, dict) for e in kept.values()):
+        raise UsageError(f"damaged {index}: its runs are not rtlab's: move {out} aside, or give another --out")
     if not before and out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
     out.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, Any] = dict(before.get("runs", {}))
+    runs: dict[str, Any] = dict(kept)
     doc: dict[str, Any] = {"schema": SCHEMA, **asked, "runs": runs}
     by_label = {s.label: s for s in sides}
 
