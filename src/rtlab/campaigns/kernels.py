@@ -66,11 +66,14 @@ def run(
     if before and {k: before.get(k) for k in asked} != asked:
         raise UsageError(
             f"{out} holds another comparison ({untrusted.printable(str(before.get('n')))[:20]} repeats "
-            f"on {untrusted.printable(str(before.get('target')))[:200]}): give the same command, or another --out"
+            f"on {untrusted.printable(str(before.get('target')))[:200]}): "
+            "give the same command, or another --out"
         )
     kept = before.get("runs", {})
     if not isinstance(kept, dict) or not all(isinstance(e, dict) for e in kept.values()):
-        raise UsageError(f"damaged {index}: its runs are not rtlab's: move {out} aside, or give another --out")
+        raise UsageError(
+            f"damaged {index}: its runs are not rtlab's: move {out} aside, or give another --out"
+        )
     if not before and out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
     out.mkdir(parents=True, exist_ok=True)
