@@ -410,3 +410,27 @@ def test_a_damaged_kernels_index_is_one_line(tmp_path, damaged):
     with pytest.raises(UsageError) as e:
         kernels.run(sides, 1, "ssh://b", tmp_path, lambda side, where: ({}, False), lambda _: None)
     assert "\n" not in str(e.value) and "\x1b" not in str(e.value)
+
+
+@pytest.mark.unit
+def test_a_resumed_study_whose_kernel_changed_in_its_file_measures_the_cell_again(tmp_path):
+    from rtlab.campaigns import study as studies
+
+    head = '[study]\nname = "k"\n[targets]\nBoard = "ssh://root@vf2"\n[stages.none]\n'
+    measured: list[str] = []
+
+    def measure(cell, where):
+        measured.append(cell.folder)
+        where.mkdir(parents=True)
+        want = cell.want()
+        return "complete", "", False, {"board": {"kernel": want.kernel, "append": " ".join(want.append)}}
+
+    first = parse(head + '[kernels]\nRT = "out/rt/bzImage"\n', tmp_path / "s.toml")
+    studies.run(first, tmp_path / "out", measure, lambda _: None)
+    studies.run(first, tmp_path / "out", measure, lambda _: None)  # the same file: nothing again
+    assert measured == ["runs/Board/RT/none"]
+    edited = parse(head + '[kernels]\nRT = "out/rt2/bzImage"\n', tmp_path / "s.toml")
+    doc = studies.run(edited, tmp_path / "out", measure, lambda _: None)
+    assert measured == ["runs/Board/RT/none"] * 2
+    assert doc["runs"]["runs/Board/RT/none"]["board"]["kernel"] == "out/rt2/bzImage"
+    assert (tmp_path / "out/runs/Board/RT/none.interrupted-1").is_dir()  # the first kept beside

@@ -284,7 +284,8 @@ def run(
     if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
         raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    runs = {key: entry for key, entry in before.get("runs", {}).items() if key in cells}
+    runs = {key: entry for key, entry in before.get("runs", {}).items() if key in cells and
+            _measured_as_asked(cells[key], entry)}  # fmt: skip
     doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": runs}
 
     def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
@@ -304,6 +305,22 @@ def run(
     doc["runs"] = {c.folder: runs[c.folder] for c in study.cells() if c.folder in runs}  # the file's order
     write_json(path, doc)
     return doc
+
+
+def _measured_as_asked(cell: Cell, entry: Any) -> bool:
+    """Whether a resumed study's ENTRY was measured as CELL asks now: a cell on a board, on the
+    kernel and boot parameters the study file names for it (a file edited between the two
+    commands is measured again, its earlier run kept beside, never shown as the new kernel's)."""
+    if not isinstance(entry, dict):
+        return False
+    if not cell.on_board:
+        return True
+    board, want = entry.get("board"), cell.want()
+    return (
+        isinstance(board, dict)
+        and board.get("kernel") == want.kernel
+        and board.get("append") == " ".join(want.append)
+    )
 
 
 def _stands(entry: dict[str, Any]) -> bool:
