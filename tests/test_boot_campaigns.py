@@ -17,7 +17,7 @@ import pytest
 
 import test_boot
 from conftest import read_json, rtlab, start_rtlab, wait_for
-from rtlab.boot import ensure
+from rtlab.boot import ensure, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.campaigns.study import parse
 from rtlab.errors import UsageError
@@ -434,3 +434,27 @@ def test_a_resumed_study_whose_kernel_changed_in_its_file_measures_the_cell_agai
     assert measured == ["runs/Board/RT/none"] * 2
     assert doc["runs"]["runs/Board/RT/none"]["board"]["kernel"] == "out/rt2/bzImage"
     assert (tmp_path / "out/runs/Board/RT/none.interrupted-1").is_dir()  # the first kept beside
+
+
+@pytest.mark.unit
+def test_a_boots_record_goes_to_a_new_folder_when_an_earlier_one_was_removed(tmp_path):
+    from rtlab.boot import machine
+
+    outs: list[Path] = []
+
+    class Engine:
+        board = type("B", (), {"drop": lambda self: None})()
+
+        def boot(self) -> machine.Outcome:
+            return machine.Outcome(verify.BOOTED, [], None)
+
+    class Recorded(_Session):
+        def _engine(self, **extra: object) -> Engine:  # type: ignore[override]
+            outs.append(extra["out"])  # type: ignore[arg-type]
+            return Engine()
+
+    s = Recorded()
+    s.setup.boots = tmp_path
+    (tmp_path / "002").mkdir()  # 001 removed by hand
+    s._boot(ensure.Want("rt"), Path("rt"))
+    assert outs == [tmp_path / "003"]

@@ -315,7 +315,10 @@ class Session:
         out = None
         if s.boots is not None:
             s.boots.mkdir(parents=True, exist_ok=True)
-            out = s.boots / f"{sum(1 for p in s.boots.iterdir() if p.is_dir()) + 1:03d}"
+            n = sum(1 for p in s.boots.iterdir() if p.is_dir()) + 1
+            while (s.boots / f"{n:03d}").exists():  # a record removed by hand: never another's folder
+                n += 1
+            out = s.boots / f"{n:03d}"
         engine = self._engine(kernel=path, append=list(want.append), out=out)
         self.say(f"booting {want.said} on {s.target}")
         self.booted = True
