@@ -132,3 +132,26 @@ def test_an_image_member_named_xz_is_not_taken():
     assert package._image_name("boot/vmlinuz-6.12.9.xz", "vmlinuz-6.12.9.xz") is None
     assert package._image_name("usr/lib/modules/6.12.xz/vmlinuz", "vmlinuz") is None
     assert package._image_name("boot/vmlinuz-6.12.9", "vmlinuz-6.12.9") == "vmlinuz-6.12.9"
+
+
+@pytest.mark.unit
+def test_a_cached_kexec_is_taken_only_whole_and_without_links(tmp_path):
+    from rtlab.cache import record
+
+    folder = tmp_path / "carry"
+    folder.mkdir()
+    for name in ("kexec", "ld-linux.so.2"):
+        (folder / name).write_bytes(b"\x7fELF")
+    record(folder, [folder / "kexec", folder / "ld-linux.so.2"])
+    (folder / "VERSION").write_text("1:2.0.25-1 bookworm ld-linux.so.2\n")
+    assert carry._cached(folder) is not None
+    (tmp_path / "host-file").write_bytes(b"\x7fELF")
+    (folder / "kexec").unlink()
+    (folder / "kexec").symlink_to(tmp_path / "host-file")  # as large as the listed one
+    assert carry._cached(folder) is None
+    (folder / "kexec").unlink()
+    (folder / "kexec").write_bytes(b"\x7fELF")
+    (tmp_path / "v").write_text("1:2.0.25-1 bookworm ld-linux.so.2\n")
+    (folder / "VERSION").unlink()
+    (folder / "VERSION").symlink_to(tmp_path / "v")
+    assert carry._cached(folder) is None

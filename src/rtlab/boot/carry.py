@@ -99,11 +99,15 @@ def fetch(machine: str, cache: Path) -> tuple[dict[str, Path], str, str, str]:
 
 def _cached(folder: Path) -> tuple[dict[str, Path], str, str] | None:
     """(files, loader, version) of a whole cached copy, else None."""
-    try:
-        version, _release, loader = (folder / _VERSION).read_text().split()
+    try:  # a cache is read back as any outside file: no link, a cap
+        version, _release, loader = untrusted.read_text(folder / _VERSION, 4096).split()
     except (OSError, ValueError):
         return None
-    files = {p.name: p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")}
+    files = {
+        p.name: p
+        for p in folder.iterdir()
+        if p.is_file() and not p.is_symlink() and not p.name.startswith(".")
+    }
     files.pop(_VERSION, None)
     if PROGRAM not in files or loader not in files or not all(whole(p) for p in files.values()):
         return None
@@ -125,7 +129,7 @@ def tool(report: dict[str, str], folder: str, cache: Path) -> Tool:
         words=words,
         files=dict(sorted(files.items())),
         prepare=f"chmod 0755 {quote(loader_path)} && {check}",
-        said=f"carried: {PACKAGE} {version} of Debian {release}",
+        said=f"carried: {PACKAGE} {untrusted.printable(version)} of Debian {release}",
     )
 
 
