@@ -171,3 +171,35 @@ def test_a_grubenv_too_full_for_next_entry_fails_before_anything_changes():
     with pytest.raises(machine.Failed, match="next_entry"):
         engine._once(entry, grub.add_entry())
     assert Board.ran == []  # custom.cfg untouched: the engine's undo has nothing left behind
+
+
+@pytest.mark.unit
+def test_a_grub_boot_that_did_not_come_back_says_when_grubs_files_could_not_be_put_back(tmp_path):
+    from rtlab.boot import machine
+
+    class Board:
+        last_error = "timed out"
+
+        def new_boot(self, old, timeout):
+            return {"uname": "6.1.0-default", "cmdline": "ro", "boot_id": "b2"}
+
+        def run(self, command, data=None, timeout=120):
+            if "SHA256SUMS" in command:  # grub.restore(): a digest differs
+                return 5, "sha256sum: WARNING: 1 computed checksum did NOT match"
+            return 0, ""
+
+    class Record:
+        folder = tmp_path
+
+        def state(self, name):
+            pass
+
+    engine = machine.Engine.__new__(machine.Engine)
+    engine.r = machine.Request(target="ssh://b", power_cycle="relay", boot_timeout=1)
+    engine.board, engine.record, engine.say = Board(), Record(), lambda line: None
+    engine.before, engine.base, engine.holder = {"boot_id": "b1"}, "/tmp/rtlab", "boot-1"
+    engine._power_cycle = lambda: "--power-cycle exited with 0"
+    console = type("C", (), {"tail": lambda self: []})()
+    outcome = engine._did_not_boot(grub.Entry("boot-1", "t", "ro", False, True), console)
+    said = " | ".join(outcome.lines)
+    assert "could not be put back" in said and "--back" in said, said

@@ -593,10 +593,13 @@ class Engine:
             lines.append(f"the board is back on {'its default kernel ' if on_default else ''}{running}")
             with contextlib.suppress(RunFailed, UsageError):
                 self.board.run(kexec.unlock(self.base, self.holder))
+            try:
                 if isinstance(files, grub.Entry):
-                    lines.append(self._restore_grub())
+                    lines.append(self._restore_grub() or "nothing of rtlab's left in GRUB")
                 elif self.board.run(files.remove_all())[0] == 0:
                     lines.append(f"{files.root} removed")
+            except (RunFailed, UsageError) as e:  # said, with the way to finish it
+                lines.append(f"{untrusted.printable(str(e))}: rtlab boot --target {r.target} --back")
         else:
             lines.append(
                 "the board did not come back: it runs neither kernel rtlab can reach"
