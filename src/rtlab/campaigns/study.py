@@ -313,7 +313,7 @@ def _measured_as_asked(cell: Cell, entry: Any) -> bool:
     commands is measured again, its earlier run kept beside, never shown as the new kernel's)."""
     if not isinstance(entry, dict):
         return False
-    if not cell.on_board:
+    if not cell.on_board or not _stands(entry):  # one that does not stand is measured again anyway
         return True
     board, want = entry.get("board"), cell.want()
     return (
