@@ -203,3 +203,21 @@ def test_a_grub_boot_that_did_not_come_back_says_when_grubs_files_could_not_be_p
     outcome = engine._did_not_boot(grub.Entry("boot-1", "t", "ro", False, True), console)
     said = " | ".join(outcome.lines)
     assert "could not be put back" in said and "--back" in said, said
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("state", ["execute", "wait", "verify"])
+def test_ctrl_c_after_grubs_one_shot_was_set_names_the_way_back(state):
+    from rtlab.boot import machine
+    from rtlab.boot.image import KernelVersion
+
+    class Board:
+        def new_boot(self, old, timeout):
+            return None  # not yet answering
+
+    engine = machine.Engine.__new__(machine.Engine)
+    engine.r = machine.Request(target="ssh://b")
+    engine.board, engine.before, engine.state = Board(), {"uname": "6.1.0-default", "boot_id": "b1"}, state
+    engine.grub = grub.Probe.parse("once=yes\ncustom=yes\n@@grubenv\n")
+    line = engine._stopped(KernelVersion("6.12.0-rt", "#1")).line
+    assert "--back puts them back" in line and "\n" not in line, line

@@ -610,12 +610,23 @@ class Engine:
         return Outcome(verify.DID_NOT_BOOT, lines, record.folder)
 
     def _stopped(self, version: KernelVersion) -> Outcome:
-        """Ctrl-C: the board left on a known kernel, and which said."""
-        default = untrusted.printable(self.before.get("uname", "?"))
+        """Ctrl-C: the board left on a known kernel, and which said (and, by GRUB, that its
+        files keep rtlab's entry until --back)."""
         if self.state in ("connect", "lock", "install", "load"):
+            default = untrusted.printable(self.before.get("uname", "?"))
             undone = self._unwind()
             said = [f"the kernel did not change: {self.r.target} runs {default}"]
             return Outcome(verify.STOPPED, [*said, *(f"undone: {u}" for u in undone)], None)
+        outcome = self._stopped_booting(version)
+        if self.grub is not None:  # in the first line: the one Stopped shows
+            outcome.lines[0] += (
+                f"; {grub.CUSTOM} and {grub.GRUBENV} keep rtlab's entry: "
+                f"rtlab boot --target {self.r.target} --back puts them back"
+            )
+        return outcome
+
+    def _stopped_booting(self, version: KernelVersion) -> Outcome:
+        default = untrusted.printable(self.before.get("uname", "?"))
         if self.state == "verify":
             return Outcome(
                 verify.STOPPED, [f"{self.r.target} runs {version.release} (it was being verified)"], None
