@@ -458,3 +458,13 @@ def test_a_boots_record_goes_to_a_new_folder_when_an_earlier_one_was_removed(tmp
     (tmp_path / "002").mkdir()  # 001 removed by hand
     s._boot(ensure.Want("rt"), Path("rt"))
     assert outs == [tmp_path / "003"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("label", ["boots", "kernels.json"])
+def test_a_kernels_label_that_names_the_comparisons_own_files_is_refused(tmp_path, label):
+    from rtlab.campaigns import kernels
+
+    sides = [kernels.Side(label, ensure.Want("A")), kernels.Side("b", ensure.Want("B"))]
+    with pytest.raises(UsageError, match="comparison's own"):
+        kernels.run(sides, 1, "ssh://b", tmp_path, lambda side, where: ({}, False), lambda _: None)

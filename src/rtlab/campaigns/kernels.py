@@ -27,6 +27,7 @@ from rtlab.results.rundir import read_index, write_json
 
 SCHEMA = "rtlab.kernels/1"
 FILE = "kernels.json"
+OWN = (FILE, "boots")  # OUT's own names, never a kernel's folder (boots: each boot's record)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ def run(
     verifies and measures one and returns its entry and whether a signal came."""
     if len({s.folder for s in sides}) < len(sides):
         raise UsageError("two kernels have the same label: give --labels A,B")
+    for side in sides:
+        if side.folder in OWN:
+            raise UsageError(f"--labels: {side.label} names the comparison's own {side.folder}: give another")
     index = out / FILE
     asked = {
         "target": target,
