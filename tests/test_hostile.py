@@ -719,6 +719,28 @@ def test_a_guests_hostile_results_are_refused_and_the_good_ones_kept(good_run, t
 
 
 @pytest.mark.hostile
+def test_a_board_that_prints_without_end_is_refused_past_the_cap(board, monkeypatch):  # noqa: F811
+    """One shell command's output (every boot step and check goes through it) is read as it
+    comes and refused past the cap, never held whole: here a board printing 5 MB against a
+    1 MB cap, and what is under the cap comes back whole, stdout then stderr."""
+    from rtlab.errors import RunFailed
+    from rtlab.targets import ssh
+
+    for name, value in board.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(ssh, "SHELL_OUTPUT_CAP", 1 << 20)
+    target = ssh.SshTarget("ssh://board")
+    try:
+        status, said = target.shell("printf out; printf err >&2; exit 3")
+        assert (status, said) == (3, b"outerr")
+        with pytest.raises(RunFailed, match="printed more than 1048576 bytes: refused"):
+            target.shell("head -c 5000000 /dev/zero")
+        assert target.shell("echo still")[1] == b"still\n"  # the connection is still usable
+    finally:
+        target.close()
+
+
+@pytest.mark.hostile
 @pytest.mark.parametrize("case", ["link", "huge"])
 def test_collect_from_a_hostile_board_refuses_and_keeps_the_run(board, tmp_path, victim, case):  # noqa: F811
     if not shutil.which("cyclictest"):

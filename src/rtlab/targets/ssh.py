@@ -41,6 +41,9 @@ from rtlab.system.files import AgentFiles
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 
 T = TypeVar("T")
+# What one shell command on a board may print (stdout and stderr together): far more than any
+# step reads back (a boot's report with dmesg is under a megabyte), far less than a host's memory
+SHELL_OUTPUT_CAP = 64 << 20
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -62,12 +65,6 @@ def known_hosts_files(host: str, port: int | None) -> list[Path]:
     if isinstance(files, list) and files:
         return [Path(str(f)).expanduser() for f in files]
     return [Path("~/.ssh/known_hosts").expanduser()]
-
-
-def _as_bytes(data: bytes | str | None) -> bytes:
-    if data is None:
-        return b""
-    return data if isinstance(data, bytes) else data.encode()
 
 
 class _Loop:
@@ -195,10 +192,35 @@ class SshTarget:
         )
 
     async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+        """COMMAND's exit status and its stdout then stderr, read as they come and refused past
+        SHELL_OUTPUT_CAP bytes together: what a board prints is never held whole unread."""
+        return await asyncio.wait_for(self._bounded(command, data), timeout)
+
+    async def _bounded(self, command: str, data: bytes | None) -> tuple[int, bytes]:
         assert self._conn is not None
-        done = await self._conn.run(command, input=data, encoding=None, timeout=timeout)
-        out = _as_bytes(done.stdout) + _as_bytes(done.stderr)
-        return int(done.exit_status if done.exit_status is not None else 255), out
+        async with self._conn.create_process(command, encoding=None) as proc:
+            if data is not None:
+                proc.stdin.write(data)
+            proc.stdin.write_eof()
+            got = 0
+
+            async def drain(stream: Any) -> bytes:
+                nonlocal got
+                said = bytearray()
+                while chunk := await stream.read(1 << 16):
+                    got += len(chunk)
+                    if got > SHELL_OUTPUT_CAP:
+                        proc.kill()
+                        raise RunFailed(
+                            f"{self.name}: `{untrusted.printable(command[:60])}` printed more than "
+                            f"{SHELL_OUTPUT_CAP} bytes: refused"
+                        )
+                    said += chunk
+                return bytes(said)
+
+            out, err = await asyncio.gather(drain(proc.stdout), drain(proc.stderr))
+            done = await proc.wait()
+        return int(done.exit_status if done.exit_status is not None else 255), out + err
 
     def _run_sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
         try:
