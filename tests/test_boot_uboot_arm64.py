@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_json, rtlab
-from rtlab.boot import image, verify
-from test_boot_uboot import UbootBoard, _back_to_default, _uname, running_uboot_board
+from rtlab.boot import image
+from test_boot_uboot import UbootBoard, _back_to_default, boot_deb_by_carried_kexec, running_uboot_board
 
 pytestmark = pytest.mark.boards
 
@@ -47,30 +46,9 @@ def test_the_board_boots_debians_arm64_kernel_through_uboot_and_extlinux(arm64_u
 
 def test_debians_rt_kernel_by_carried_kexec_verified_then_back_through_uboot(arm64_uboot_board, tmp_path):
     board = arm64_uboot_board
-    out = tmp_path / "rt"
-    done = rtlab("boot", "--target", "ssh://board", str(board.deb), "--initrd", str(board.initrd),
-                 "--append", "isolcpus=1 nohz_full=1", "--boot-timeout", "900", "--out", str(out),
-                 env=board.env, timeout=3600)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("booted"), done.stdout
-    found = read_json(out / "boot.json")
-    release = image.read(board.rt_image).release
-    assert release.endswith("-rt-arm64"), release
-    assert found["verdict"] in verify.GOOD and found["found"]["release"] == release, found
-    assert found["kernel"]["deb"] == str(board.deb), found
-    assert found["kexec"].startswith("carried: kexec-tools"), found["kexec"]
-    added = [Path(p).name for p in found["files_added"]]
-    assert "kexec" in added and any(n.startswith("ld-linux-aarch64") for n in added), added
-    assert found["found"]["isolated"] == "1" and found["found"]["nohz_full"] == "1", found
-    phases = [(s["state"], s.get("seconds")) for s in found["states"]]
-    print(f"arm64 carried-kexec boot: {found['seconds']} s, states {phases}")
-    # the board, asked over its console: the RT kernel, with the words asked
-    assert _uname(board) == release
+    assert image.read(board.rt_image).release.endswith("-rt-arm64")
+    boot_deb_by_carried_kexec(board, tmp_path / "rt", "ld-linux-aarch64")
     assert "PREEMPT_RT" in board.sh("uname -v"), board.sh("uname -v")
-    cmdline = board.sh("cat /proc/cmdline").split()
-    assert "nohz_full=1" in cmdline and any(w.startswith("rtlab.boot=") for w in cmdline), cmdline
-    assert board.sh("cat /sys/devices/system/cpu/isolated").strip() == "1"
-    assert board.sh("command -v kexec || echo none").strip().endswith("none")  # nothing installed
 
     _back_to_default(board, "back on its default kernel")
     assert "PREEMPT_RT" not in board.sh("uname -v")
