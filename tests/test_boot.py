@@ -4,7 +4,7 @@ The board is an x86_64 QEMU machine reached over SSH as tests/test_board.py make
 (Debian's standard kernel, rtlab's busybox initramfs, Debian's dropbear), with three things
 a board has and that guest has not: kexec-tools, a host key that survives a reboot (made once
 on the host and carried in the initrd), and a reset that reboots instead of ending QEMU, with
-the monitor on a socket as the power switch. It boots once for the whole session.
+the monitor on a socket as the power switch. It boots once, for the tests of this file.
 
 The unit tests below it judge verify's logic, kexec's command line and the record."""
 
@@ -174,7 +174,9 @@ def running_kexec_board(folder: Path) -> Iterator[KexecBoard]:
         guest.close()
 
 
-@pytest.fixture(scope="session")
+# the board is booted once for the file that uses it and ends with it: a guest left running
+# until the session ends would be counted by the files that check that no guest survives them
+@pytest.fixture(scope="module")
 def kexec_board(tmp_path_factory) -> Iterator[KexecBoard]:
     arch = machines.arch("x86_64")
     if not shutil.which(arch.qemu) or not shutil.which("ssh-keygen") or not shutil.which("cpio"):

@@ -8,7 +8,7 @@ an ext4 image by mkfs.ext4 -d, the partition table by sfdisk on the image file, 
 and a core.img of grub-mkimage written into the MBR and the sectors after it (what grub-install
 does on a disk). The board's Linux mounts that /boot (its initramfs loads the virtio disk and
 ext4 modules of the kernel that runs, as the NIC's), so rtlab edits it over SSH as it would a
-real board's. The board boots once for the whole session."""
+real board's. The board boots once, for the tests of this file."""
 
 from __future__ import annotations
 
@@ -167,7 +167,9 @@ def _mount_step() -> str:
     )
 
 
-@pytest.fixture(scope="session")
+# the board is booted once for the file that uses it and ends with it: a guest left running
+# until the session ends would be counted by the files that check that no guest survives them
+@pytest.fixture(scope="module")
 def disk_board(tmp_path_factory) -> Iterator[DiskBoard]:
     arch = machines.arch("x86_64")
     tools = (arch.qemu, "ssh-keygen", "cpio", "grub-mkimage", "grub-editenv", "mkfs.ext4", "sfdisk")

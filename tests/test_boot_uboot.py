@@ -8,7 +8,7 @@ The board has no kexec-tools: rtlab carries Debian's for riscv64. It boots a Deb
 package file (.deb) of riscv64 with --append words, verified, goes --back through U-Boot to the
 default entry, and a kernel that hangs comes back through the power switch (QEMU's monitor,
 system_reset) and U-Boot. The disk is made without mounting anything: sfdisk on a file, then
-mkfs.ext4 -d writing the files into the partition at its offset. It boots once per session.
+mkfs.ext4 -d writing the files into the partition at its offset. It boots once, for the tests of this file.
 running_uboot_board makes the board for an architecture's firmware and kernels: the arm64 board
 of tests/test_boot_uboot_arm64.py is this one, started by U-Boot's qemu_arm64."""
 
@@ -212,7 +212,9 @@ def running_uboot_board(
         guest.close()
 
 
-@pytest.fixture(scope="session")
+# the board is booted once for the file that uses it and ends with it: a guest left running
+# until the session ends would be counted by the files that check that no guest survives them
+@pytest.fixture(scope="module")
 def uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
     # the kernel rtlab boots is the default's own package: Debian builds no riscv64 PREEMPT_RT
     booted = machines.named_kernel(DEFAULT)[1]

@@ -8,7 +8,7 @@ device tree passed on. The board has no kexec-tools: rtlab carries Debian's for 
 rtlab boots Debian's arm64 PREEMPT_RT kernel (linux-image-rt-arm64's .deb) with --append
 words, verified, then goes --back through U-Boot to the default entry. The board, its disk and
 its initrd are tests/test_boot_uboot.py's riscv64 board's, with the firmware and kernels of
-arm64; the initrd holds the NIC's modules of both kernels. It boots once per session."""
+arm64; the initrd holds the NIC's modules of both kernels. It boots once, for the tests of this file."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ DEFAULT = "arm64:debian"
 RT = "linux-image-rt-arm64"
 
 
-@pytest.fixture(scope="session")
+# the board is booted once for the file that uses it and ends with it: a guest left running
+# until the session ends would be counted by the files that check that no guest survives them
+@pytest.fixture(scope="module")
 def arm64_uboot_board(tmp_path_factory) -> Iterator[UbootBoard]:
     folder = tmp_path_factory.mktemp("uboot-arm64-board")
     with running_uboot_board(folder, DEFAULT, RT, ("-bios", str(UBOOT))) as board:
