@@ -203,26 +203,11 @@ class Session:
                     f"kernel {kernel} does not exist: give the path of a bzImage or Image, a linux-image "
                     f".deb, a Debian kernel metapackage such as linux-image-rt-amd64, or {DEFAULT}"
                 )
-            path = self._fetch(kernel, arch)
+            path, fetched = machine.fetch_debian_kernel(self.setup.target, kernel, arch)
+            self.say(f"{kernel} for {arch}: {fetched['package']} {fetched['package_version']}")
         found = (path, read_version(path))
         self._images[kernel] = found
         return found
-
-    def _fetch(self, package: str, arch_name: str) -> Path:
-        from rtlab import debian
-        from rtlab.targets.qemu import kernels, machines
-
-        arch = machines.ARCHES.get(arch_name)
-        if arch is None:
-            raise UsageError(
-                f"{self.setup.target} is {untrusted.printable(arch_name)}: rtlab fetches Debian kernels "
-                f"for {', '.join(machines.ARCHES)} only; give the image's path"
-            )
-        cache = cache_dir()
-        apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
-        image, name, version = kernels.fetch_kernel(apt, cache, package)
-        self.say(f"{package} for {arch_name}: {name} {version}")
-        return image
 
     def _runs(self, want: Want, found: dict[str, str]) -> bool:
         """Whether the board, as FOUND, runs WANT already: the kernel, and the command line

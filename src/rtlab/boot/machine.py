@@ -51,6 +51,26 @@ class Failed(Exception):
         self.verdict = verdict
 
 
+def fetch_debian_kernel(target: str, package: str, machine: str) -> tuple[Path, dict[str, str]]:
+    """PACKAGE's kernel image for the board's architecture MACHINE (uname -m), fetched and
+    checked as the QEMU targets fetch theirs (apt verifies Debian's index; the cache keeps files
+    whole): (the image, its package, version and Debian release)."""
+    from rtlab import debian
+    from rtlab.cache import cache_dir
+    from rtlab.targets.qemu import kernels, machines
+
+    arch = machines.ARCHES.get(machine)
+    if arch is None:
+        raise UsageError(
+            f"{target} is {untrusted.printable(machine)}: rtlab fetches Debian kernels for "
+            f"{', '.join(machines.ARCHES)} only; give the image's path"
+        )
+    cache = cache_dir()
+    apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
+    image, name, version = kernels.fetch_kernel(apt, cache, package)
+    return image, {"package": name, "package_version": version, "release_of_debian": apt.release}
+
+
 @dataclass
 class Request:
     target: str
@@ -264,24 +284,6 @@ class Engine:
                 said.append(f"{what}: FAILED ({e})")
         return said
 
-    def _fetch(self, package: str, machine: str) -> tuple[Path, dict[str, str]]:
-        """PACKAGE's kernel image for the board's architecture, fetched and checked as the QEMU
-        targets fetch theirs (apt verifies Debian's index; the cache keeps files whole)."""
-        from rtlab import debian
-        from rtlab.cache import cache_dir
-        from rtlab.targets.qemu import kernels, machines
-
-        arch = machines.ARCHES.get(machine)
-        if arch is None:
-            raise UsageError(
-                f"{self.r.target} is {untrusted.printable(machine)}: rtlab fetches Debian kernels for "
-                f"{', '.join(machines.ARCHES)} only; give the image's path"
-            )
-        cache = cache_dir()
-        apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
-        image, name, version = kernels.fetch_kernel(apt, cache, package)
-        return image, {"package": name, "package_version": version, "release_of_debian": apt.release}
-
     def _choose(self, before: dict[str, str]) -> str:
         """--method: kexec (never the default boot touched) where the board runs kexec or rtlab
         carries it, else the board's GRUB; one line naming the fix where neither can."""
@@ -321,7 +323,7 @@ class Engine:
         self.before = before
         fetched: dict[str, str] = {}
         if r.package is not None:
-            r.kernel, fetched = self._fetch(r.package, before.get("arch", ""))
+            r.kernel, fetched = fetch_debian_kernel(r.target, r.package, before.get("arch", ""))
             self.say(
                 f"{r.package} for {before.get('arch', '')}: {fetched['package']} {fetched['package_version']}"
             )
