@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rtlab.boot import grub
 from rtlab.errors import UsageError
@@ -221,3 +223,30 @@ def test_ctrl_c_after_grubs_one_shot_was_set_names_the_way_back(state):
     engine.grub = grub.Probe.parse("once=yes\ncustom=yes\n@@grubenv\n")
     line = engine._stopped(KernelVersion("6.12.0-rt", "#1")).line
     assert "--back puts them back" in line and "\n" not in line, line
+
+
+@pytest.mark.hostile
+@settings(max_examples=300, deadline=None)
+@given(block=st.binary(max_size=2 * grub.ENV_SIZE), tail=st.binary(max_size=grub.ENV_SIZE))
+def test_any_bytes_a_board_gives_as_grubenv_are_read_or_refused_with_a_reason(block, tail):
+    """What a board's grubenv holds is its own: any bytes, with GRUB's header or not, are read
+    as variables or refused with ValueError (which the board's probe turns into one line)."""
+    for data in (block, grub.ENV_HEADER + tail):
+        try:
+            found = grub.parse_env(data)
+        except ValueError as e:
+            assert "\n" not in str(e)
+        else:
+            assert all(name and "=" not in name for name in found)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.text(st.characters(codec="latin-1", exclude_characters="=\n#\\"), min_size=1, max_size=20),
+    value=st.text(st.characters(codec="latin-1"), max_size=200),
+)
+def test_a_variable_set_in_grubenv_reads_back_as_set(name, value):
+    data = grub.set_variable(grub.format_env([]), name, value)
+    assert len(data) == grub.ENV_SIZE and data.startswith(grub.ENV_HEADER)
+    assert grub.parse_env(data)[name] == value
