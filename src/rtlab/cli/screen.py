@@ -40,7 +40,7 @@ def out_file(value: Path | None) -> Path | None:
     if value.is_dir():
         raise UsageError(f"cannot write {shown}: it is a folder: choose a file's name")
     if not value.parent.is_dir():
-        raise UsageError(f"cannot write {shown}: its folder does not exist: create it first")
+        raise UsageError(f"cannot write {shown}: its folder does not exist: create its folder first")
     return value
 
 
