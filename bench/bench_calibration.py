@@ -4,7 +4,7 @@ planted non-stationarity (power), with 95 % intervals (Wilson).
 A decision stands on a stationarity gate before it judges anything; the gate is one family
 per decision (analysis/stationarity.py: every repeat and side, every load and row). Goals: at
 most 5 % false refusals for every decision whatever its number of repeats, and each planted
-non-stationarity refused at least 80 % of the time at the sizes the README recommends
+non-stationarity refused at least 80 % of the time at the sizes docs/compare.md recommends
 (10-minute runs, 1 s blocks, 3 repeats a side).
 
 Synthetic runs (tests/evt_data.py): two CPUs of 10 minutes at 200 µs, a body of 5-25 µs and,

@@ -416,13 +416,13 @@ def test_the_agents_names_are_the_tables():
 
 
 @pytest.mark.unit
-def test_the_readmes_run_directory_is_the_tables():
-    """Each path the README's "The run directory" lists is a row of results/layout.py, in the
-    folder the README puts it in, a folder there when the README ends it with /."""
+def test_the_docs_run_directory_is_the_tables():
+    """Each path docs/run-folder.md's "The run directory" lists is a row of results/layout.py, in
+    the folder the page puts it in, a folder there when the page ends it with /."""
     from rtlab.results import layout
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme.split("\n## The run directory\n", 1)[1].split("\n#", 1)[0]
+    page = (Path(__file__).parents[1] / "docs" / "run-folder.md").read_text()
+    section = page.split("\n## The run directory\n", 1)[1].split("\n#", 1)[0]
     block = section.split("```\n", 2)[1]
     paths = [line.split()[0] for line in block.splitlines() if line and not line.startswith(" ")]
     assert len(paths) >= 10, paths

@@ -2,7 +2,7 @@
 who writes it and what it means. rundir.py and the readers of a run take their names from
 here, and the agent's names are generated from it (rtlab.agent.names: `F_<NAME>` shell
 variables, one per row the agent spells), so host and agent cannot spell a file two ways.
-The README's "The run directory" section is checked against this table (tests/test_agent.py).
+docs/run-folder.md's "The run directory" section is checked against this table (tests/test_agent.py).
 
 Adding a file to the run folder: one `_row(...)` here (its name, shape, writer, folders,
 meaning; `agent=True` when the agent spells it), then its use on both sides: the host reads
@@ -33,7 +33,7 @@ class Writer(StrEnum):
     AGENT = "agent"  # the agent, or a tool it runs, on the target
 
 
-# The folders a row lives in, as README's run-directory section spells them.
+# The folders a row lives in, as docs/run-folder.md's run-directory section spells them.
 RUN, LOAD, SEGMENT, TRACE, CAPTURE, PROBE, HWLAT = (
     "", "loads/<load>/", "loads/<load>/segments/<n>/", "loads/<load>/trace/", "loads/<load>/trace/<n>/",
     "loads/<load>/<probe>/", "hwlat/",

@@ -1,6 +1,6 @@
 """The run directory: raw results, written atomically, never edited by analysis. Its files
 and folders, each with its shape, writer and meaning, are the table in layout.py (the
-README's "The run directory" shows them); this module reads and writes them.
+"The run directory" section of docs/run-folder.md shows them); this module reads and writes them.
 
 run.json is rewritten (atomically) as the run goes, so a run whose host died
 still says how far it got: status `running` then means it never finished.

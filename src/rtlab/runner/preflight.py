@@ -44,8 +44,8 @@ def preflight(target: Target, plan: Plan) -> dict[str, str]:
     if lacking:
         raise UsageError(
             f"{target.name} lacks {', '.join(lacking)}, which rtlab's agent runs: install "
-            f"{'them' if len(lacking) > 1 else 'it'} (busybox has every one as an applet; see the "
-            'README\'s "Boards over SSH")'
+            f"{'them' if len(lacking) > 1 else 'it'} (busybox has every one as an applet; see "
+            '"What a board must have" in docs/boards.md)'
         )
     for event in events:
         if event.kind == ev.Kind.TOOL:

@@ -1,7 +1,8 @@
 # --- preflight -------------------------------------------------------------
 
 # The commands the agent and rtlab's targets run on a board besides the shell's built-ins:
-# all of them busybox applets (the README's "Boards over SSH" lists them with their options).
+# all of them busybox applets (docs/boards.md, "What a board must have", lists them with their
+# options).
 AGENT_NEEDS="awk base64 cat cp cut date df env grep gzip kill mkdir mktemp mv rm sed sleep stat tail tar tr uname wc"
 
 cmd_preflight() {
