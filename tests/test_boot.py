@@ -371,6 +371,33 @@ def test_verify_tells_each_outcome_apart():
     assert ranged.verdict == verify.BOOTED, ranged
 
 
+def test_a_panic_on_the_console_is_seen_only_after_the_kernel_was_sent(tmp_path):
+    """The wait for a new boot ends on a panic the console shows after the kernel was sent; one
+    the board said before (the old kernel's console, an echo) is not this boot's."""
+    from rtlab.boot.machine import ConsoleCapture
+
+    log = tmp_path / "console"
+    script = tmp_path / "uart"
+    script.write_text(
+        "echo 'Kernel panic - not syncing: from before'\n"
+        "while [ ! -e go ]; do sleep 0.05; done\n"
+        "printf 'Run /init\\r\\nKernel panic - not syncing: \\033[1mNo init\\r\\n'\n"
+        "sleep 60\n"
+    )
+    console = ConsoleCapture(f"cd {tmp_path} && sh {script}", log)
+    try:
+        wait_for(lambda: "from before" in log.read_text(), 10)
+        sent = console.size()
+        assert console.panic(sent) is None and console.panic(0) == "Kernel panic - not syncing: from before"
+        (tmp_path / "go").touch()
+        wait_for(lambda: console.panic(sent) is not None, 10)
+        shown = console.panic(sent)  # its escape made visible
+        assert shown == "Kernel panic - not syncing: ?[1mNo init", shown
+    finally:
+        console.stop()
+    assert ConsoleCapture(None, tmp_path / "none").panic(0) is None  # no --console: nothing to see
+
+
 def test_verify_names_each_splat_and_only_fails_on_them_when_asked():
     dmesg = "\n".join([
         "[    1.0] ok",

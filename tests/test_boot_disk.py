@@ -12,6 +12,7 @@ real board's. The board boots once, for the tests of this file."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -27,8 +28,8 @@ from test_board import free_port, ssh_banner
 from test_boot import DEFAULT, KexecBoard, ResettableGuest, _board_archive
 
 pytestmark = pytest.mark.boards
-# a boot that fails costs its --boot-timeout, a power cycle and the default's boot: about 4 to 5
-# minutes each under this machine's emulation, so these are make test-slow's
+# a kernel that reboots itself and a default made and undone cost a boot or two each more
+# than the checks above: make test-slow's
 SLOW = pytest.mark.slow
 
 SECTOR = 512
@@ -302,13 +303,40 @@ def test_debian_rt_kernel_by_kexec_leaves_the_disk_untouched(disk, tmp_path):
     _back(board, "back on its default kernel")
 
 
-@SLOW
+def test_a_kernel_that_panics_is_reset_as_soon_as_its_console_says_so(disk, tmp_path):
+    board = disk
+    out = tmp_path / "panic"
+    # no init and panic=0: the kernel stops in its panic, and only a reset ends it; the console
+    # shows the panic, so the reset comes then, long before --boot-timeout
+    done = _boot(board, out, "--method", "grub", "--append", "panic=0 rdinit=/nonexistent root=/dev/nothing",
+                 "--boot-timeout", "600", "--power-cycle", board.power_cycle(),
+                 "--console", board.console())  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(said) == 1, done.stderr
+    panicked = "rtlab: did not boot: it panicked, said its console: Kernel panic - not syncing"
+    assert said[0].startswith(panicked), said
+    found = read_json(out / "boot.json")
+    evidence = " ".join(found["evidence"])
+    states = [s["state"] for s in found["states"]]
+    assert found["verdict"] == verify.DID_NOT_BOOT and "power-cycle" in states, found
+    waited = _seconds_in(found, "wait")
+    assert waited < 300, waited  # the panic ended the wait, not the 600 s
+    # GRUB had consumed its one-shot: the reset booted the default kernel
+    assert f"back on its default kernel {board.default_release}" in evidence, evidence
+    assert "back byte for byte" in evidence, evidence  # grubenv and custom.cfg put back at once
+    assert "Kernel panic - not syncing" in (out / "console.log").read_text()
+    assert _uname(board) == board.default_release
+    assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+
+
 def test_a_kernel_that_hangs_comes_back_on_the_default_through_the_power_cycle(disk, tmp_path):
     board = disk
     out = tmp_path / "hang"
-    # no init and panic=0: the kernel stops in its panic, and only a reset ends it
-    done = _boot(board, out, "--method", "grub", "--append", "panic=0 rdinit=/nonexistent root=/dev/nothing",
-                 "--boot-timeout", "150", "--power-cycle", board.power_cycle(),
+    # a kernel that runs and never answers: its init is a sleep (busybox's, from the initrd; the
+    # kernel hands the words without "=" to init)
+    done = _boot(board, out, "--method", "grub", "--append", "rdinit=/bin/busybox sleep 1000000",
+                 "--boot-timeout", "90", "--power-cycle", board.power_cycle(),
                  "--console", board.console())  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
@@ -316,12 +344,22 @@ def test_a_kernel_that_hangs_comes_back_on_the_default_through_the_power_cycle(d
     found = read_json(out / "boot.json")
     evidence = " ".join(found["evidence"])
     assert found["verdict"] == verify.DID_NOT_BOOT and "power-cycle" in [s["state"] for s in found["states"]]
-    # GRUB had consumed its one-shot: the reset booted the default kernel
     assert f"back on its default kernel {board.default_release}" in evidence, evidence
-    assert "Kernel panic - not syncing" in evidence, evidence  # the board's console, in the verdict
-    assert "back byte for byte" in evidence, evidence  # grubenv and custom.cfg put back at once
+    assert "back byte for byte" in evidence, evidence
+    # the console's last lines are the evidence of how far it got: the kernel ran its init
+    console = (out / "console.log").read_text()
+    assert "console's last lines:" in evidence and "/bin/busybox" in console, evidence
+    assert "Kernel panic" not in console
     assert _uname(board) == board.default_release
     assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+
+
+def _seconds_in(found: dict, state: str) -> float:
+    """How long the boot's record says it stayed in STATE."""
+    states = found["states"]
+    at = [s["state"] for s in states].index(state)
+    begun, ended = (dt.datetime.fromisoformat(states[i]["at"]) for i in (at, at + 1))
+    return (ended - begun).total_seconds()
 
 
 @SLOW

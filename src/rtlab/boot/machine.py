@@ -147,9 +147,11 @@ class Board:
         self, old_boot_id: str, timeout: float, stop: Callable[[], bool] | None = None
     ) -> dict[str, str] | None:
         """The board's report once SSH answers from a boot other than OLD_BOOT_ID, within
-        TIMEOUT seconds; None if it did not."""
+        TIMEOUT seconds; None if it did not, or as soon as STOP says waiting is pointless."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if stop is not None and stop():
+                return None
             self.drop()
             try:
                 self._open(CONNECT_S)
@@ -183,6 +185,24 @@ class ConsoleCapture:
             f.seek(max(0, self.path.stat().st_size - (8 << 20)))
             data = untrusted.read_at_most(f, 8 << 20)
         return data.decode("utf-8", "replace")
+
+    def size(self) -> int:
+        """How much the console has said so far: where a boot's own lines begin."""
+        return self.path.stat().st_size if self._file is not None and self.path.is_file() else 0
+
+    def panic(self, since: int) -> str | None:
+        """The console's panic line after byte SINCE, if the kernel said one: a kernel that
+        panicked will not answer (panic=0 keeps it there; panic=N reboots into the default, which
+        is no answer from it either), so the wait for it can end at once."""
+        if self._file is None or not self.path.is_file() or self.path.stat().st_size <= since:
+            return None
+        with self.path.open("rb") as f:
+            f.seek(max(since, self.path.stat().st_size - (8 << 20)))
+            data = untrusted.read_at_most(f, 8 << 20).decode("utf-8", "replace")
+        for line in untrusted.lines(data.replace("\r", "")):
+            if verify.PANIC.search(line):
+                return untrusted.printable(line.strip()[:200])  # one line of evidence, bounded
+        return None
 
     def tail(self, n: int = 15) -> list[str]:
         return [untrusted.printable(line) for line in untrusted.lines(self.text().replace("\r", ""))[-n:]]
@@ -236,6 +256,7 @@ class Engine:
         self.tool = carry.Tool()  # how kexec runs on the board (boot() decides)
         self.method = "kexec"  # how this boot goes (boot() decides: _choose)
         self.grub: grub.Probe | None = None
+        self.console_from = 0  # the console's size when the new kernel was sent
 
     # --- the steps ---------------------------------------------------------
 
@@ -460,6 +481,7 @@ class Engine:
                 record.added(files.path(name))
             if self.tool.prepare is not None:
                 self.board.must(self.tool.prepare, verify.DID_NOT_INSTALL, f"kexec ({self.tool.said})")
+            self.console_from = console.size()  # the new kernel's console begins after this
             self._enter("load")
             if isinstance(files, grub.Entry):
                 self._once(files, load)
@@ -531,9 +553,19 @@ class Engine:
         self.say(
             f"{how}; waiting up to {r.boot_timeout:.0f} s for {r.target} to answer from {version.release}"
         )
-        after = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
+        # with a power switch, a panic on the console ends the wait (ktest.pl's way): the reset
+        # comes at once, not after --boot-timeout; without one, a panic=N kernel may still
+        # reboot itself into the default, and only the wait sees that
+        seen: list[str] = []
+
+        def panicked() -> bool:
+            line = console.panic(self.console_from) if r.power_cycle else None
+            seen.extend([line] if line else [])
+            return bool(line)
+
+        after = self.board.new_boot(self.before["boot_id"], r.boot_timeout, stop=panicked)
         if after is None:
-            return self._did_not_boot(files, console)
+            return self._did_not_boot(files, console, seen[0] if seen else None)
         self._enter("verify")
         with contextlib.suppress(RunFailed, UsageError):  # the lock of the boot before, if it outlived it
             self.board.run(kexec.unlock(self.base, self.holder))
@@ -575,12 +607,17 @@ class Engine:
                 )
         return Outcome(verdict, judged.lines, folder)
 
-    def _did_not_boot(self, files: kexec.Files | grub.Entry, console: ConsoleCapture) -> Outcome:
+    def _did_not_boot(
+        self, files: kexec.Files | grub.Entry, console: ConsoleCapture, panic: str | None = None
+    ) -> Outcome:
         r, record = self.r, self.record
         assert record is not None
-        lines = [
-            f"no answer over SSH from a new boot within {r.boot_timeout:.0f} s ({self.board.last_error})"
-        ]
+        if panic:
+            lines = [f"it panicked, said its console: {panic}"]
+        else:
+            lines = [
+                f"no answer over SSH from a new boot within {r.boot_timeout:.0f} s ({self.board.last_error})"
+            ]
         back = None
         if r.power_cycle:
             self._enter("power-cycle")

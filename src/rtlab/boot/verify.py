@@ -38,6 +38,7 @@ SPLATS = (
     ("WARNING", re.compile(r"\bWARNING: ")),
     ("panic", re.compile(r"Kernel panic - not syncing")),
 )  # fmt: skip
+PANIC = dict(SPLATS)["panic"]
 # the arguments whose effect the kernel shows in sysfs
 EFFECTS = {"isolcpus": "isolated", "nohz_full": "nohz_full"}
 
