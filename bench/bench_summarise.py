@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from rtlab import store
-from rtlab.loads import DEFAULT_LOADS as LOADS
 from rtlab.plan import Plan
+from rtlab.plan.loads import DEFAULT_LOADS as LOADS
 
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
 TARGET_S = 2.0

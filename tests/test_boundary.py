@@ -479,14 +479,14 @@ max:          2         2
 
 
 def _probe(name: str, raw: object, argv: list[str]) -> object:
-    from rtlab.results import probes
+    from rtlab.plan import probes
 
     return probes.parse(probes.PROBES[name], raw, argv)
 
 
 @pytest.mark.unit
 def test_probe_counts_that_would_wrap_are_refused():
-    from rtlab.results.probes import InvalidProbe
+    from rtlab.plan.probes import InvalidProbe
 
     big = (1 << 53) - 1  # each below the bound, the two together beyond it (numpy's int64 wraps at 2**63)
     threads = {
@@ -501,7 +501,7 @@ def test_probe_counts_that_would_wrap_are_refused():
 
 @pytest.mark.unit
 def test_two_threads_on_one_cpu_are_refused_not_merged():
-    from rtlab.results.probes import InvalidProbe
+    from rtlab.plan.probes import InvalidProbe
 
     one = {"cpu": 0, "min": 1, "max": 1, "avg": 1.0, "histogram": {"1": 5, "2": 0}}
     with pytest.raises(InvalidProbe, match="two threads on CPU 0"):
@@ -514,7 +514,7 @@ def test_two_threads_on_one_cpu_are_refused_not_merged():
 @pytest.mark.unit
 @pytest.mark.parametrize("word", ["1_0", "١٠", "1e1", "+5", "0x5"])
 def test_rtla_cells_are_ascii_digits_only(word):
-    from rtlab.results.probes import InvalidProbe
+    from rtlab.plan.probes import InvalidProbe
 
     assert _probe("timerlat", _RTLA, ["rtla"]) is not None  # the table as rtla prints it reads
     with pytest.raises(InvalidProbe):

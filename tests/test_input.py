@@ -13,7 +13,7 @@ import pytest
 
 from conftest import AGENT, needs_root, needs_tools, rtlab
 from rtlab.errors import UsageError
-from rtlab.loads import parse_loads
+from rtlab.plan.loads import parse_loads
 from rtlab.units import parse_duration, parse_latency
 
 

@@ -22,8 +22,8 @@ from conftest import (
     wait_for,
 )
 from rtlab.analysis.summary import verify
-from rtlab.loads import BUILTIN, DEFAULT_LOADS
 from rtlab.plan import Plan
+from rtlab.plan.loads import BUILTIN, DEFAULT_LOADS
 from rtlab.results.events import parse
 from rtlab.results.rundir import RawLoad
 from test_qemu import guests, needs_x86

@@ -26,6 +26,7 @@ RUNTIME_FILES = (
     "rtlab/kernel/kconfig/rt.config",
     "rtlab/kernel/kconfig/small.config",
     "rtlab/report/templates/report.html.j2",
+    "rtlab/plan/loads.toml",
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import guest_run, measured_run, needs_root, needs_tools, read_json, rtlab, run_args, spin_binary
-from rtlab.results import probes
+from rtlab.plan import probes
 
 LOADS = ("idle", "cpu")
 

@@ -31,7 +31,7 @@ from conftest import (
     wait_for,
 )
 from rtlab.errors import UsageError
-from rtlab.loads import BUILTIN
+from rtlab.plan.loads import BUILTIN
 from rtlab.targets.qemu import GuestSpec, cpio
 
 LOADS = ["idle", "cpu", "os", "memory", "storage"]

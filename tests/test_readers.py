@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from rtlab.boundary import READERS, unpack, untrusted
 from rtlab.errors import RunFailed, UsageError
+from rtlab.plan.probes import InvalidProbe
 from rtlab.results.cyclictest import InvalidResult
-from rtlab.results.probes import InvalidProbe
 from rtlab.results.rundir import UnreadableFile
 
 # the project's one-line errors: any other exception is a bug
@@ -307,7 +307,7 @@ def test_cyclictest(doc):
 
 
 def _probe(name: str, raw: Any, argv: list[str]) -> Any:
-    from rtlab.results import probes
+    from rtlab.plan import probes
 
     return probes.parse(probes.PROBES[name], raw, argv)
 
@@ -372,7 +372,7 @@ def test_signaltest_and_rt_migrate_test(case):
 
 @pytest.mark.unit
 def test_signaltest_is_its_first_thread_and_rt_migrate_test_its_highest_tasks():
-    from rtlab.results import probes
+    from rtlab.plan import probes
 
     found = _probe("signaltest", SIGNALTEST, ["signaltest"]).measures["latency"]
     assert [(t.cycles, t.min_us, t.max_us, t.avg_us) for t in found] == [(1297, 25, 5177, 121.44)]
@@ -463,7 +463,7 @@ def test_rtla(case):
 
 @pytest.mark.unit
 def test_osnoise_is_read_per_cpu_and_a_timerlat_table_is_not_osnoise():
-    from rtlab.results import probes
+    from rtlab.plan import probes
 
     found = _probe("osnoise", OSNOISE, ["rtla", "osnoise", "hist", "-b", "1", "-E", "10"])
     assert found.limit_us == 10 and list(found.measures) == ["noise"]
@@ -478,7 +478,7 @@ def test_osnoise_is_read_per_cpu_and_a_timerlat_table_is_not_osnoise():
 
 @pytest.mark.unit
 def test_hwnoise_is_each_cpus_gaps_and_a_row_that_does_not_add_up_is_refused():
-    from rtlab.results import probes
+    from rtlab.plan import probes
 
     found = _probe("hwnoise", HWNOISE, ["rtla", "hwnoise", "-q"])
     cpu0, cpu1 = found.measures["noise"]
@@ -754,7 +754,7 @@ HOST_FILES = {
     "kernel/patches.py": "the user's patch series and the build's log",
     "kernel/recipe.py": "the build folder rtlab made",
     "farm/lava.py": "the lab's job and the user's log file (read with a cap)",
-    "loads.py": "the user's loads file",
+    "plan/loads.py": "the user's loads file",
     "results/liveness.py": "the host's own /proc",
     "campaigns/study.py": "the user's study file",
     "system/files.py": "the target's /proc and /sys on this host (local target, RTLAB_ROOT)",

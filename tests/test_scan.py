@@ -11,7 +11,7 @@ import pytest
 
 from conftest import needs_root, needs_tools, processes_named, read_json, rtlab, start_rtlab, wait_for
 from rtlab.campaigns.scan import Choice, choose, rank
-from rtlab.loads import read_file
+from rtlab.plan.loads import read_file
 
 pytestmark = pytest.mark.host
 

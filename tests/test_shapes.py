@@ -29,8 +29,8 @@ from rtlab.boundary.shapes import (
     TracedSpikeJSON,
     WarningJSON,
 )
-from rtlab.loads import Load
 from rtlab.plan import Plan
+from rtlab.plan.loads import Load
 
 pytestmark = pytest.mark.host
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import ProbeJSON, StatsJSON, Summary
+from rtlab.plan.probes import PROBES, InvalidProbe, parse
 from rtlab.results.cyclictest import ThreadResult
 from rtlab.results.events import Event, Kind
-from rtlab.results.probes import PROBES, InvalidProbe, parse
 from rtlab.results.rundir import RawProbe
 
 

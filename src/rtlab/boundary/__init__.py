@@ -22,17 +22,17 @@ test (Hypothesis) for each, and fails when a reader here has none.
 READERS: dict[str, tuple[str, str]] = {
     "events": ("rtlab.results.events:parse", "the agent's progress lines (@rtlab KIND key=value)"),
     "cyclictest": ("rtlab.results.cyclictest:threads", "cyclictest's JSON"),
-    "oslat": ("rtlab.results.probes:parse", "oslat's JSON"),
-    "cyclicdeadline": ("rtlab.results.probes:parse", "cyclicdeadline's JSON"),
+    "oslat": ("rtlab.plan.probes:parse", "oslat's JSON"),
+    "cyclicdeadline": ("rtlab.plan.probes:parse", "cyclicdeadline's JSON"),
     "rt-tests-ipc": (
-        "rtlab.results.probes:parse",
+        "rtlab.plan.probes:parse",
         "pmqtest's, ptsematest's, sigwaittest's and svsematest's JSON",
     ),
     "rt-tests-signal-migrate": (
-        "rtlab.results.probes:parse",
+        "rtlab.plan.probes:parse",
         "signaltest's, rt-migrate-test's and pi_stress's JSON",
     ),
-    "rtla": ("rtlab.results.probes:parse", "rtla timerlat hist's table"),
+    "rtla": ("rtlab.plan.probes:parse", "rtla timerlat hist's table"),
     "timeline": ("rtlab.results.timeline:parse", "cyclictest's oscilloscope and spike lines"),
     "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),
     "rtla-analysis": ("rtlab.results.ftrace:parse_auto_analysis", "rtla's auto-analysis"),

@@ -368,7 +368,7 @@ class RepeatsJSON(TypedDict):
 
 
 class ProbeJSON(TypedDict):
-    """A probe besides cyclictest under one load (results/probes.py): its own statistics."""
+    """A probe besides cyclictest under one load (plan/probes.py): its own statistics."""
 
     program: str
     status: str  # complete / partial / failed

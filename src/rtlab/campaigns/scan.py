@@ -18,8 +18,8 @@ import tomli_w
 from rtlab.boundary import untrusted
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import BUILTIN, Load
 from rtlab.plan import Plan
+from rtlab.plan.loads import BUILTIN, Load
 from rtlab.results import events as ev
 from rtlab.results.rundir import read_index, write_atomic, write_json
 from rtlab.targets.base import Target

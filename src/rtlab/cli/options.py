@@ -114,8 +114,8 @@ def plan_of(
     names for run options (run_options' FLAGS), for its error lines."""
     from dataclasses import replace
 
-    from rtlab.loads import read_file
     from rtlab.plan import from_options, preset
+    from rtlab.plan.loads import read_file
 
     base = preset(preset_name) if preset_name else Plan()
     if loads_file is not None:

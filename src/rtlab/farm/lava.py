@@ -35,8 +35,8 @@ from rtlab.boundary import unpack as archive
 from rtlab.boundary import untrusted
 from rtlab.boundary.shapes import Manifest, TargetJSON
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import BUILTIN, Load, valid_name
 from rtlab.plan import Plan
+from rtlab.plan.loads import BUILTIN, Load, valid_name
 from rtlab.results import events, layout, rundir
 from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files

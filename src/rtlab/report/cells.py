@@ -9,7 +9,7 @@ from typing import cast
 from rtlab.analysis import cost, probes
 from rtlab.analysis.stats import FIELD_BY_KEY, Field
 from rtlab.boundary.shapes import LoadEntry, StatsJSON, Summary
-from rtlab.loads import BUILTIN
+from rtlab.plan.loads import BUILTIN
 
 LOWER_BOUND = "≥"
 

@@ -24,8 +24,8 @@ from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
 from rtlab.boundary.shapes import CausesJSON, HistogramJSON, Summary
-from rtlab.loads import BUILTIN
 from rtlab.names import slug
+from rtlab.plan.loads import BUILTIN
 from rtlab.report import cells, escape
 
 VIEW_US = 200  # the StarFive study's histogram range (cyclictest -H 200)

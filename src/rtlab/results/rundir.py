@@ -25,8 +25,9 @@ from rtlab.boundary import paths, shapes, untrusted
 from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
 from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 from rtlab.errors import RunFailed, UsageError
-from rtlab.loads import valid_name
-from rtlab.results import cyclictest, events, layout, probes, timeline
+from rtlab.plan import probes
+from rtlab.plan.loads import valid_name
+from rtlab.results import cyclictest, events, layout, timeline
 
 SCHEMA = "rtlab.run/1"
 # The table's names (layout.py), for every module that reads or writes a run.
@@ -131,7 +132,7 @@ class TraceCapture:
 
 @dataclass(frozen=True)
 class RawProbe:
-    """One probe's folder besides cyclictest (loads/L/P, results/probes.py), as the agent left it."""
+    """One probe's folder besides cyclictest (loads/L/P, plan/probes.py), as the agent left it."""
 
     name: str
     argv: tuple[str, ...] = ()  # its command, program first

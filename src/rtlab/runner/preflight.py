@@ -12,8 +12,8 @@ from rtlab.boundary import shapes, untrusted
 from rtlab.boundary.shapes import Sysinfo
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
+from rtlab.plan.probes import IPC, PROBES
 from rtlab.results import events as ev
-from rtlab.results.probes import IPC, PROBES
 from rtlab.results.rundir import RunDir, UnreadableFile
 from rtlab.targets.base import Target
 

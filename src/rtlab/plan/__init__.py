@@ -28,9 +28,16 @@ from rtlab.bounds import (
     MIN_HISTOGRAM_US,
 )
 from rtlab.errors import UsageError
-from rtlab.loads import BUILTIN, DEFAULT_LOADS, PREPARE_LIMIT_S, STRESS_TIMEOUT_MARGIN_S, Load, parse_loads
+from rtlab.plan.loads import (
+    BUILTIN,
+    DEFAULT_LOADS,
+    PREPARE_LIMIT_S,
+    STRESS_TIMEOUT_MARGIN_S,
+    Load,
+    parse_loads,
+)
+from rtlab.plan.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.results import layout
-from rtlab.results.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_count, parse_duration, parse_latency
 
@@ -91,7 +98,7 @@ class Plan:
     custom_loads: tuple[Load, ...] = ()  # loads of the user's --loads-file, beside the built-in ones
     cpu_count: int | None = None  # resolved against the target: its online CPUs
     idle_after_boot_s: int = 0  # before the first load, wait until the target has been up this long
-    probes: tuple[str, ...] = ()  # measured after cyclictest under each load (results/probes.py)
+    probes: tuple[str, ...] = ()  # measured after cyclictest under each load (plan/probes.py)
     hwlat_gate_us: int = 0  # before measuring, the hwlat tracer's longest gap may be at most this; 0: no gate
     hwlat_gate_s: int = DEFAULT_HWLAT_GATE_S  # how long that hwlat pass lasts
 

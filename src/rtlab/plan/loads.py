@@ -190,7 +190,7 @@ def parse_catalogue(text: str, source: str) -> dict[str, Load]:
 
 
 BUILTIN: Mapping[str, Load] = parse_catalogue(
-    resources.files("rtlab").joinpath("loads.toml").read_text(encoding="utf-8"), "rtlab's loads.toml"
+    resources.files("rtlab.plan").joinpath("loads.toml").read_text(encoding="utf-8"), "rtlab's loads.toml"
 )
 
 
