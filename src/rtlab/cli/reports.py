@@ -44,98 +44,113 @@ def report_(
 KERNEL_PANEL = "A board's kernels (--target ssh://... --kernel A --kernel B)"
 
 
+# compare's options, one name each (its signature stays short enough to read)
+Labels = Annotated[
+    str | None,
+    typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline", callback=shown_name),
+]
+MarginOption = Annotated[
+    str, typer.Option(help="a difference within it is the same: µs, %, or both, e.g. 5us,10%")
+]
+Gate = Annotated[
+    bool, typer.Option("--gate", help="exit 1 when a load of a later run is worse than the first's")
+]
+Strict = Annotated[bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")]
+JUnit = Annotated[
+    Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load", callback=out_file)
+]
+Baseline = Annotated[
+    str | None,
+    typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),
+]
+KernelTarget = Annotated[
+    str | None,
+    typer.Option(help="with --kernel: the board, ssh://[user@]host", rich_help_panel=KERNEL_PANEL),
+]
+Kernels = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kernel",
+        help="a kernel to boot and measure on --target (twice or more): an image, "
+        "a build folder, a linux-image .deb, a Debian metapackage, or default",
+        rich_help_panel=KERNEL_PANEL,
+    ),
+]
+KernelRepeat = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=100,
+        help="with --kernel: runs per kernel, alternating A B B A",
+        rich_help_panel=KERNEL_PANEL,
+    ),
+]
+KernelAppend = Annotated[
+    str,
+    typer.Option(
+        help="with --kernel: arguments added to each kernel's command line", rich_help_panel=KERNEL_PANEL
+    ),
+]
+KernelInitrd = Annotated[
+    Path | None,
+    typer.Option(help="with --kernel: an initramfs for each kernel", rich_help_panel=KERNEL_PANEL),
+]
+KernelDtb = Annotated[
+    Path | None,
+    typer.Option(help="with --kernel: a device tree for each kernel", rich_help_panel=KERNEL_PANEL),
+]
+KernelBootTimeout = Annotated[
+    float,
+    typer.Option(help="with --kernel: seconds a boot has to answer over SSH", rich_help_panel=KERNEL_PANEL),
+]
+KernelPowerCycle = Annotated[
+    str | None,
+    typer.Option(help="with --kernel: a command that resets the board", rich_help_panel=KERNEL_PANEL),
+]
+KernelConsole = Annotated[
+    str | None,
+    typer.Option(
+        "--console",
+        help="with --kernel: a command printing the board's serial console",
+        rich_help_panel=KERNEL_PANEL,
+    ),
+]
+KernelOut = Annotated[
+    Path | None,
+    typer.Option(
+        help="with --kernel: the comparison's folder (default results/<date>-kernels); again: resume",
+        rich_help_panel=KERNEL_PANEL,
+    ),
+]
+
+
 @run_options(panel="Run options, with --kernel")
 def compare(
     options: dict[str, str],
     runs: Annotated[list[Path] | None, typer.Argument(metavar="RUN_A RUN_B ...")] = None,
-    labels: Annotated[
-        str | None,
-        typer.Option(help="one per run, comma-separated, e.g. Real-time,Mainline", callback=shown_name),
-    ] = None,
+    labels: Labels = None,
     fmt: Format = "table",
     output: Output = None,
     deadline: Deadline = None,
     figures_dir: Figures = None,
     series: Series = False,
-    margin: Annotated[
-        str, typer.Option(help="a difference within it is the same: µs, %, or both, e.g. 5us,10%")
-    ] = "5us,10%",
-    gate: Annotated[
-        bool, typer.Option("--gate", help="exit 1 when a load of a later run is worse than the first's")
-    ] = False,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="with --gate: unknown and refused fail too")
-    ] = False,
-    junit: Annotated[
-        Path | None, typer.Option(help="the verdicts as JUnit XML, one case per load", callback=out_file)
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(help="first, the baseline the history store holds: board:NAME or board:NAME,load:LOAD"),
-    ] = None,
+    margin: MarginOption = "5us,10%",
+    gate: Gate = False,
+    strict: Strict = False,
+    junit: JUnit = None,
+    baseline: Baseline = None,
     db: HistoryDb = None,
-    target: Annotated[
-        str | None,
-        typer.Option(help="with --kernel: the board, ssh://[user@]host", rich_help_panel=KERNEL_PANEL),
-    ] = None,
-    kernels: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kernel",
-            help="a kernel to boot and measure on --target (twice or more): an image, "
-            "a build folder, a linux-image .deb, a Debian metapackage, or default",
-            rich_help_panel=KERNEL_PANEL,
-        ),
-    ] = None,
-    repeat: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=100,
-            help="with --kernel: runs per kernel, alternating A B B A",
-            rich_help_panel=KERNEL_PANEL,
-        ),
-    ] = 1,
-    append: Annotated[
-        str,
-        typer.Option(
-            help="with --kernel: arguments added to each kernel's command line", rich_help_panel=KERNEL_PANEL
-        ),
-    ] = "",
-    initrd: Annotated[
-        Path | None,
-        typer.Option(help="with --kernel: an initramfs for each kernel", rich_help_panel=KERNEL_PANEL),
-    ] = None,
-    dtb: Annotated[
-        Path | None,
-        typer.Option(help="with --kernel: a device tree for each kernel", rich_help_panel=KERNEL_PANEL),
-    ] = None,
-    boot_timeout: Annotated[
-        float,
-        typer.Option(
-            help="with --kernel: seconds a boot has to answer over SSH", rich_help_panel=KERNEL_PANEL
-        ),
-    ] = 300.0,
-    power_cycle: Annotated[
-        str | None,
-        typer.Option(help="with --kernel: a command that resets the board", rich_help_panel=KERNEL_PANEL),
-    ] = None,
-    console_cmd: Annotated[
-        str | None,
-        typer.Option(
-            "--console",
-            help="with --kernel: a command printing the board's serial console",
-            rich_help_panel=KERNEL_PANEL,
-        ),
-    ] = None,
+    target: KernelTarget = None,
+    kernels: Kernels = None,
+    repeat: KernelRepeat = 1,
+    append: KernelAppend = "",
+    initrd: KernelInitrd = None,
+    dtb: KernelDtb = None,
+    boot_timeout: KernelBootTimeout = 300.0,
+    power_cycle: KernelPowerCycle = None,
+    console_cmd: KernelConsole = None,
     preset_name: Preset = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="with --kernel: the comparison's folder (default results/<date>-kernels); again: resume",
-            rich_help_panel=KERNEL_PANEL,
-        ),
-    ] = None,
+    out: KernelOut = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Runs side by side, one column group each: Table 5-1 of the StarFive study; then, against
