@@ -13,7 +13,7 @@ with probability 0.002 a sample, a tail sample 30 µs + GPD(0.1, 15 µs). The pl
 storm (10 s at 0.05), a slow trend (the tail rising to 2x), a periodic load (2x in the first
 30 s of every minute). The compare-like decisions are fed the time axes drawn block by block
 (evt_data.block_maxima) through rtlab's own gate (verdicts.gate); `worst` gets whole runs
-written in cyclictest's formats and read back (evt_data.write_run, store.summary,
+written in cyclictest's formats and read back (evt_data.write_run, readback.summary,
 worst.of_summary), where a refusal is any row refused (merged or a CPU), for any reason.
 
     BENCH_TRIALS=200 BENCH_WORST_TRIALS=100 .venv/bin/python bench/bench_calibration.py
@@ -37,8 +37,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from evt_data import KINDS, block_maxima, write_run  # noqa: E402
-from rtlab import store  # noqa: E402
 from rtlab.analysis import verdicts, worst  # noqa: E402
+from rtlab.rundir import readback  # noqa: E402
 
 TRIALS = int(os.environ.get("BENCH_TRIALS", "200"))
 WORST_TRIALS = int(os.environ.get("BENCH_WORST_TRIALS", "100"))
@@ -82,7 +82,7 @@ def gated(base: int, new: int, kind: str, trial: int) -> bool:
 def worst_refused(kind: str, trial: int, why: dict[str, int]) -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         run = write_run(Path(tmp), 10_000 * KINDS.index(kind) + trial, 0.1, seconds=SECONDS, kind=kind)
-        found = worst.of_summary(store.summary(run), 1e-9, 86400)["loads"]["idle"]
+        found = worst.of_summary(readback.summary(run), 1e-9, 86400)["loads"]["idle"]
     reasons = [r["refused"] for r in (found["merged"], *found["cpus"].values()) if r["refused"]]
     for reason in reasons if kind == "iid" else []:  # why stationary runs are refused
         cause = "stationarity" if "time axis fails" in reason else reason.split(" (")[0].split(":")[0]
@@ -119,7 +119,7 @@ def real(runs: int) -> None:
             )  # fmt: skip
             if done.returncode in (0, 1):
                 folders.append(out)
-        summaries = [store.summary(f) for f in folders]
+        summaries = [readback.summary(f) for f in folders]
     print(f"\nreal cyclictest here: {len(summaries)} runs of 30 s (idle, 500 ms blocks)")
     why: dict[str, int] = {}
     refused = 0

@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from evt_data import write_run  # noqa: E402
-from rtlab import store  # noqa: E402
 from rtlab.analysis import verdicts  # noqa: E402
+from rtlab.rundir import readback  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "100"))
 SECONDS = 120
@@ -33,7 +33,7 @@ warnings.simplefilter("ignore")
 
 
 def runs(tmp: Path, seeds: range, **kind: float) -> list:
-    return [store.summary(write_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]  # type: ignore[arg-type]
+    return [readback.summary(write_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]  # type: ignore[arg-type]
 
 
 def rate(label: str, pairs: int, repeats: int, expected: str | None, **kind: float) -> None:
@@ -54,7 +54,7 @@ def rate(label: str, pairs: int, repeats: int, expected: str | None, **kind: flo
 
 def timing() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        a, b = (store.summary(write_run(Path(tmp), seed, 0.1, seconds=600)) for seed in (1, 2))
+        a, b = (readback.summary(write_run(Path(tmp), seed, 0.1, seconds=600)) for seed in (1, 2))
     for s in (a, b):
         entry = s["loads"]["idle"]
         s["loads"] = {name: copy.deepcopy(entry) for name in ("idle", "cpu", "os", "memory", "storage")}

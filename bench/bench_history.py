@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from evt_data import write_run  # noqa: E402
-from rtlab import store as folders  # noqa: E402
 from rtlab.history import trend  # noqa: E402
 from rtlab.history.db import Store  # noqa: E402
 from rtlab.history.index import Context, rows_of  # noqa: E402
+from rtlab.rundir import readback  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
 KERNELS = 10
@@ -57,7 +57,7 @@ def main() -> None:
         per_kernel = []
         started = time.perf_counter()
         for k in range(KERNELS):
-            per_kernel.append(five_loads(folders.summary(write_run(base, k, 0.1, seconds=600, cpus=2)), k))
+            per_kernel.append(five_loads(readback.summary(write_run(base, k, 0.1, seconds=600, cpus=2)), k))
         summarise_s = (time.perf_counter() - started) / KERNELS
         db = base / "history.db"
         history = Store(str(db))

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from rtlab import store
 from rtlab.analysis import worst
+from rtlab.rundir import readback
 
 warnings.simplefilter("ignore")
 
@@ -63,7 +63,7 @@ def main() -> None:
         base = Path(os.environ.get("BENCH_DIR", "results"))
         fit_run = measure(os.environ.get("BENCH_FIT", "10m"), base / "holdout-fit")
         check_run = measure(os.environ.get("BENCH_CHECK", "60m"), base / "holdout-check")
-    fit, check = store.summary(fit_run), store.summary(check_run)
+    fit, check = readback.summary(fit_run), readback.summary(check_run)
     checked = check["loads"]["idle"]
     n = checked["merged"]["samples"]
     p = 10 / n

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from bench_history import KERNELS, five_loads  # noqa: E402
 from evt_data import write_run  # noqa: E402
-from rtlab import store as folders  # noqa: E402
 from rtlab.history import changes, trend  # noqa: E402
 from rtlab.history.db import Store  # noqa: E402
 from rtlab.history.index import Context, rows_of  # noqa: E402
+from rtlab.rundir import readback  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "100000"))
 BOARDS = int(os.environ.get("BENCH_BOARDS", "10"))
@@ -66,7 +66,7 @@ def measure(db: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         runs = [
-            five_loads(folders.summary(write_run(base, k, 0.1, seconds=600, cpus=2)), k)
+            five_loads(readback.summary(write_run(base, k, 0.1, seconds=600, cpus=2)), k)
             for k in range(KERNELS)
         ]
         block = copy.deepcopy(runs[0])

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rtlab import store
 from rtlab.plan import Plan
 from rtlab.plan.loads import DEFAULT_LOADS as LOADS
+from rtlab.rundir import readback
 
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
 TARGET_S = 2.0
@@ -64,7 +64,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_runs(Path(tmp))
         start = time.perf_counter()
-        summaries = [store.summary(p) for p in paths]
+        summaries = [readback.summary(p) for p in paths]
         wall = time.perf_counter() - start
     buckets = sum(len(t["histogram"]) for t in fake_cyclictest(np.random.default_rng(1))["thread"].values())
     assert all(s["status"] == "complete" for s in summaries)

@@ -28,7 +28,7 @@ import numpy as np
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.plan import Plan
-from rtlab.results import cyclictest, timeline
+from rtlab.rundir import cyclictest, timeline
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "4"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
@@ -143,9 +143,9 @@ def day_run(base: Path, cpus: int = 2) -> Path:
 SUMMARISE = """
 import resource, sys, time
 from pathlib import Path
-from rtlab import store
+from rtlab.rundir import readback
 start = time.perf_counter()
-s = store.summary(Path(sys.argv[1]))
+s = readback.summary(Path(sys.argv[1]))
 took = time.perf_counter() - start
 assert s["loads"]["idle"]["timeline"]["check"] in ("ok", "unverified"), s["warnings"]
 print(took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.results import cyclictest
+from rtlab.rundir import cyclictest
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "20"))

@@ -23,7 +23,7 @@ from _common import rtlab_cpu
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.plan import Plan
-from rtlab.results import cyclictest
+from rtlab.rundir import cyclictest
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))

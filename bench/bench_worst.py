@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from evt_data import truth, write_run  # noqa: E402
-from rtlab import store  # noqa: E402
 from rtlab.analysis import worst  # noqa: E402
+from rtlab.rundir import readback  # noqa: E402
 
 SEEDS = int(os.environ.get("BENCH_SEEDS", "30"))
 P = 1e-7
@@ -38,7 +38,7 @@ def coverage(xi: float) -> None:
     covered = fitted = refused = 0
     for seed in range(SEEDS):
         with tempfile.TemporaryDirectory() as tmp:
-            summary = store.summary(write_run(Path(tmp), seed, xi))
+            summary = readback.summary(write_run(Path(tmp), seed, xi))
         result = worst.of_summary(summary, P, 86400)["loads"]["idle"]["merged"]
         if result["refused"]:
             refused += 1
@@ -55,7 +55,7 @@ def coverage(xi: float) -> None:
 
 def timing() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        summary = store.summary(write_run(Path(tmp), 1, 0.2))
+        summary = readback.summary(write_run(Path(tmp), 1, 0.2))
     entry = summary["loads"]["idle"]
     summary["loads"] = {name: copy.deepcopy(entry) for name in ("idle", "cpu", "os", "memory", "storage")}
     start = time.perf_counter()
@@ -69,7 +69,7 @@ def gate_power() -> None:
         refused = 0
         for seed in range(SEEDS):
             with tempfile.TemporaryDirectory() as tmp:
-                summary = store.summary(write_run(Path(tmp), seed, 0.1, **{breaks: True}))
+                summary = readback.summary(write_run(Path(tmp), seed, 0.1, **{breaks: True}))
             refused += worst.of_summary(summary, P, 86400)["loads"]["idle"]["merged"]["refused"] is not None
         print(f"{breaks}: refused {refused} of {SEEDS} runs ({refused / SEEDS:.0%}; goal >= 95 %)")
 

@@ -212,7 +212,7 @@ def wait_for(predicate: Any, seconds: float = 60.0) -> None:
 
 def event_seen(events: Path, kind: str, **fields: str) -> bool:
     """Whether the agent's events file holds a `kind` line with these fields."""
-    from rtlab.results.events import parse
+    from rtlab.rundir.events import parse
 
     if not events.exists():
         return False

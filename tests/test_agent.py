@@ -16,7 +16,7 @@ import pytest
 import rtlab.agent
 from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
 from rtlab.plan import GRACE_S, Plan
-from rtlab.results.events import HOST_SAID, LOG_MARKS, Kind, parse
+from rtlab.rundir.events import HOST_SAID, LOG_MARKS, Kind, parse
 
 SHELLS = ["busybox-ash", "dash"]
 
@@ -370,10 +370,10 @@ def _path_words(code: str, name: str) -> list[str]:
 @pytest.mark.unit
 def test_the_agent_spells_no_run_folder_name_or_event_kind_by_hand():
     """Every run-folder name and event kind in the agent's parts is a generated variable
-    ($F_<NAME>, $E_<KIND>, $M_<MARK>: rtlab.agent.names, from results/layout.py and
-    results/events.py): a literal one fails here, as does a line for the host written without
+    ($F_<NAME>, $E_<KIND>, $M_<MARK>: rtlab.agent.names, from rundir/layout.py and
+    rundir/events.py): a literal one fails here, as does a line for the host written without
     the two writers (emit, say)."""
-    from rtlab.results import layout
+    from rtlab.rundir import layout
 
     code = "\n".join(_code_lines())
     assert "@rtlab" not in code  # the writers' prefix is generated ($EVENT_MARK)
@@ -398,7 +398,7 @@ def test_the_agents_names_are_the_tables():
     value, and every name the table gives the agent is used by it (the run folder's events,
     segments/, trace/ and its captures, hwlat.trace and tracefs.* included)."""
     from rtlab.agent import names
-    from rtlab.results import layout
+    from rtlab.rundir import layout
 
     generated = names.variables()
     code = "\n".join(_code_lines())
@@ -417,9 +417,9 @@ def test_the_agents_names_are_the_tables():
 
 @pytest.mark.unit
 def test_the_docs_run_directory_is_the_tables():
-    """Each path docs/run-folder.md's "The run directory" lists is a row of results/layout.py, in
+    """Each path docs/run-folder.md's "The run directory" lists is a row of rundir/layout.py, in
     the folder the page puts it in, a folder there when the page ends it with /."""
-    from rtlab.results import layout
+    from rtlab.rundir import layout
 
     page = (Path(__file__).parents[1] / "docs" / "run-folder.md").read_text()
     section = page.split("\n## The run directory\n", 1)[1].split("\n#", 1)[0]
@@ -473,8 +473,8 @@ def test_the_generated_options_reach_the_agent_as_the_plan_says(shell):
 def test_cyclictests_argv_is_read_back_by_the_table_it_was_built_by(tmp_path):
     """A run whose run.json is damaged gets its plan back from cyclictest.argv, through the flag
     table Plan.cyclictest_argv built it with (plan.CYCLICTEST_FLAGS): the same numbers."""
-    from rtlab import store
-    from rtlab.results.rundir import RunDir
+    from rtlab.rundir import readback
+    from rtlab.rundir.disk import RunDir
 
     numbers = {"duration_s": 42, "interval_us": 250, "priority": 80, "histogram_us": 5000, "block_us": 50_000}
     plan = Plan(loads=("idle",), **numbers)
@@ -482,6 +482,6 @@ def test_cyclictests_argv_is_read_back_by_the_table_it_was_built_by(tmp_path):
     (tmp_path / "plan.loads").write_text("idle\n")
     (tmp_path / "loads/idle/cyclictest.argv").write_text("\n".join(plan.cyclictest_argv()) + "\n")
     (tmp_path / "run.json").write_text("{")
-    manifest, _, _, problems = store.read(RunDir(tmp_path))
+    manifest, _, _, problems = readback.read(RunDir(tmp_path))
     assert {k: manifest["plan"][k] for k in numbers} == numbers
     assert problems and "the plan is read from plan.loads and cyclictest.argv" in problems[0]

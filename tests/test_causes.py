@@ -30,7 +30,7 @@ from conftest import (
 )
 from rtlab.analysis import causes
 from rtlab.report import causes as report_causes
-from rtlab.results import ftrace
+from rtlab.rundir import ftrace
 from test_qemu import guests, initrd, needs_x86
 
 pytestmark = pytest.mark.guests

@@ -15,8 +15,8 @@ import pytest
 from rtlab.analysis.summary import summarize
 from rtlab.plan import Plan
 from rtlab.report import csv_format, html, junit, markdown, table
-from rtlab.results.events import parse
-from rtlab.results.rundir import RawLoad
+from rtlab.rundir.disk import RawLoad
+from rtlab.rundir.events import parse
 from rtlab.system.clusters import clusters
 from test_agent import SHELLS, agent_cmd
 

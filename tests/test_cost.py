@@ -18,7 +18,7 @@ import pytest
 from conftest import needs_root, needs_tools, read_json, rtlab, run_args
 from rtlab.analysis import cost
 from rtlab.plan.loads import BUILTIN
-from rtlab.results import stressng
+from rtlab.rundir import stressng
 
 pytestmark = pytest.mark.host
 

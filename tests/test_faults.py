@@ -38,7 +38,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
-from rtlab.results.rundir import RunDir
+from rtlab.rundir.disk import RunDir
 from rtlab.targets.local import LocalTarget
 
 pytestmark = [pytest.mark.host, needs_root, needs_tools]
@@ -99,8 +99,8 @@ def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damage
     first wake-up (1 s away), writes its file with "avg": -nan for every thread. That is what an
     early Ctrl-C on a slow guest leaves: the load says it was stopped, not that a file was damaged."""
     from rtlab.analysis.summary import verify
-    from rtlab.results import cyclictest
-    from rtlab.results.rundir import RawLoad
+    from rtlab.rundir import cyclictest
+    from rtlab.rundir.disk import RawLoad
 
     path = tmp_path / cyclictest.FILE
     proc = subprocess.Popen(

@@ -31,8 +31,8 @@ from rtlab.boundary import unpack, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.farm import server as lava_server
 from rtlab.plan import Plan
-from rtlab.results import events
-from rtlab.results.rundir import RunDir, append_line, write_note
+from rtlab.rundir import events
+from rtlab.rundir.disk import RunDir, append_line, write_note
 
 ESCAPES = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m"  # a clipboard write, a screen clear, red
 
@@ -670,7 +670,7 @@ def b64_lines(data: bytes) -> str:
 
 @pytest.mark.hostile
 def test_a_guests_hostile_results_are_refused_and_the_good_ones_kept(good_run, tmp_path, victim):
-    from rtlab.results.rundir import RunDir
+    from rtlab.rundir.disk import RunDir
     from rtlab.targets import open_target
     from rtlab.targets.qemu.console import Console
 

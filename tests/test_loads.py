@@ -24,8 +24,8 @@ from conftest import (
 from rtlab.analysis.summary import verify
 from rtlab.plan import Plan
 from rtlab.plan.loads import BUILTIN, DEFAULT_LOADS
-from rtlab.results.events import parse
-from rtlab.results.rundir import RawLoad
+from rtlab.rundir.disk import RawLoad
+from rtlab.rundir.events import parse
 from test_qemu import guests, needs_x86
 
 USER_LOADS = """

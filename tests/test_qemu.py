@@ -446,7 +446,7 @@ def test_one_archive_of_several_keeps_every_file_and_the_later_one_wins(tmp_path
 def test_a_killed_hosts_initramfs_is_removed_by_the_next_guest(tmp_path):
     """A host killed with SIGKILL cannot remove its guest's initramfs (35 MB); the next guest's
     scratch folder takes the place of every one whose process is gone, and of no live one."""
-    from rtlab.results import liveness
+    from rtlab.rundir import liveness
 
     base = tmp_path / "qemu" / "scratch"
     gone = subprocess.Popen(["true"])
@@ -466,7 +466,7 @@ def test_a_guest_that_overran_but_answers_is_told_to_take_longer():
     """The other side of a hung guest: one that still answered when its time ran out was only
     slow (a busy host), so the reason names the margin that gives it longer."""
     from rtlab.analysis.summary import load_status
-    from rtlab.results.events import Kind, line, parse
+    from rtlab.rundir.events import Kind, line, parse
 
     said = [
         parse(line(Kind.LOAD_START, load="idle", seconds=600)),

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from rtlab.boundary import READERS, unpack, untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan.probes import InvalidProbe
-from rtlab.results.cyclictest import InvalidResult
-from rtlab.results.rundir import UnreadableFile
+from rtlab.rundir.cyclictest import InvalidResult
+from rtlab.rundir.disk import UnreadableFile
 
 # the project's one-line errors: any other exception is a bug
 ONE_LINE = (
@@ -283,7 +283,7 @@ def test_every_reader_has_a_property_test():
 @given(mangled(EVENTS))
 @UNIT
 def test_events(text):
-    from rtlab.results import events
+    from rtlab.rundir import events
 
     for line in text.splitlines():
         event = bounded(lambda line=line: events.parse(line))
@@ -298,7 +298,7 @@ def test_events(text):
 @given(mutated(CYCLICTEST))
 @UNIT
 def test_cyclictest(doc):
-    from rtlab.results import cyclictest
+    from rtlab.rundir import cyclictest
 
     text = json.dumps(doc)
     found = bounded(lambda: cyclictest.threads(untrusted.json_loads(text, "cyclictest.json"), 400))
@@ -502,7 +502,7 @@ def test_hwnoise_is_each_cpus_gaps_and_a_row_that_does_not_add_up_is_refused():
 @given(mangled(TIMELINE))
 @UNIT
 def test_timeline(text):
-    from rtlab.results import timeline
+    from rtlab.rundir import timeline
 
     found = bounded(lambda: timeline.parse(text))
     assert found is not None and found.garbled >= 0
@@ -513,7 +513,7 @@ def test_timeline(text):
 @given(mangled(FTRACE))
 @UNIT
 def test_ftrace(text):
-    from rtlab.results import ftrace
+    from rtlab.rundir import ftrace
 
     bounded(lambda: ftrace.parse(text))
 
@@ -523,7 +523,7 @@ def test_ftrace(text):
 @given(mangled(RTLA_ANALYSIS))
 @UNIT
 def test_rtla_analysis(text):
-    from rtlab.results import ftrace
+    from rtlab.rundir import ftrace
 
     bounded(lambda: ftrace.parse_auto_analysis(text))
 
@@ -610,7 +610,7 @@ def _fresh(good_run: Path, tmp_path: Path) -> Path:
 @given(data=st.data())
 @FOLDER
 def test_sysinfo(good_run, tmp_path, data):
-    from rtlab.results.rundir import RunDir
+    from rtlab.rundir.disk import RunDir
 
     run = _fresh(good_run, tmp_path)
     doc = data.draw(mutated(json.loads((run / "sysinfo.json").read_text())))
@@ -625,7 +625,7 @@ def test_sysinfo(good_run, tmp_path, data):
 @given(data=st.data())
 @FOLDER
 def test_run_json(good_run, tmp_path, data):
-    from rtlab.results.rundir import RunDir
+    from rtlab.rundir.disk import RunDir
 
     run = _fresh(good_run, tmp_path)
     doc = data.draw(mutated(json.loads((run / "run.json").read_text())))
@@ -673,7 +673,7 @@ def _damage(data: st.DataObject, run: Path, outside: Path) -> None:
 @given(data=st.data())
 @FOLDER
 def test_run_folder(good_run, tmp_path, data):
-    from rtlab import store
+    from rtlab.rundir import readback
 
     outside = tmp_path / "victim" / "secret.json"
     outside.parent.mkdir(exist_ok=True)
@@ -682,7 +682,7 @@ def test_run_folder(good_run, tmp_path, data):
     for _ in range(data.draw(st.integers(1, 3))):
         _damage(data, run, outside)
     before = _outside(tmp_path, run)
-    summary = bounded(lambda: store.summary(run))
+    summary = bounded(lambda: readback.summary(run))
     assert "s3cr3t" not in json.dumps(summary or {})  # nothing of the host's file read in
     assert _outside(tmp_path, run) == before
 
@@ -755,7 +755,7 @@ HOST_FILES = {
     "kernel/recipe.py": "the build folder rtlab made",
     "farm/lava.py": "the lab's job and the user's log file (read with a cap)",
     "plan/loads.py": "the user's loads file",
-    "results/liveness.py": "the host's own /proc",
+    "rundir/liveness.py": "the host's own /proc",
     "campaigns/study.py": "the user's study file",
     "system/files.py": "the target's /proc and /sys on this host (local target, RTLAB_ROOT)",
     "targets/qemu/__init__.py": "the kernel and initramfs images on the host",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import event_seen, needs_root, needs_tools, read_json, rtlab, run_args, start_rtlab, wait_for
-from rtlab.results import timeline
+from rtlab.rundir import timeline
 
 pytestmark = [pytest.mark.host, needs_root, needs_tools]
 CPU = os.cpu_count() - 1  # the CPU the spike is injected on

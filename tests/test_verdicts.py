@@ -16,8 +16,8 @@ import pytest
 
 from conftest import read_json, rtlab
 from evt_data import write_run
-from rtlab import store
 from rtlab.analysis import verdicts
+from rtlab.rundir import readback
 
 SECONDS = 120  # 1.2 million wake-ups a run: enough for p99.99 (100,000)
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
 
 
 def side(tmp: Path, seeds: range, **kind: float | bool) -> list:
-    return [store.summary(write_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]  # type: ignore[arg-type]
+    return [readback.summary(write_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]  # type: ignore[arg-type]
 
 
 def by_metric(found: dict) -> dict[str, dict]:

@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from rtlab.plan import Plan
-from rtlab.results.events import HOST_SAID, Event, Kind
+from rtlab.rundir.events import HOST_SAID, Event, Kind
 
 
 def _elapsed(task: Task) -> float:

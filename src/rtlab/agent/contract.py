@@ -3,7 +3,7 @@ each option is named after the Plan's field it carries (duration_s: the agent's 
 and $DURATION_S), with the agent's default. The host builds the command line from this
 table (`argv`), and the agent's option parsing and defaults are generated from it (`part`),
 so that neither side can spell an option the other does not know. The run folder's file
-names (results/layout.py) and the event kinds (results/events.py's Kind) reach the agent the
+names (rundir/layout.py) and the event kinds (rundir/events.py's Kind) reach the agent the
 same way (agent/names.py).
 
 Adding a run option: a row here (the Plan's field, the agent's default, the plan's value, or

@@ -1,5 +1,5 @@
 """The agent's part that names the run folder's files and the event kinds, generated from the
-tables that own them (rtlab.results.layout, rtlab.results.events) as its options are from
+tables that own them (rtlab.rundir.layout, rtlab.rundir.events) as its options are from
 contract.py: `F_<NAME>` for each name the agent spells in a run folder, `E_<KIND>` for each
 event kind it writes, `M_<MARK>` for the lines it closes a tool's log with, and its two
 writers of those lines (`emit`: an event, on stdout and in the events file; `say`: on stdout
@@ -25,7 +25,7 @@ def _quoted(value: str) -> str:
 
 def variables() -> dict[str, str]:
     """Every generated variable and its value: the files', the kinds', the marks'."""
-    from rtlab.results import events, layout
+    from rtlab.rundir import events, layout
 
     found = {row.variable: row.name for row in layout.agent_rows()}
     found |= {f"E_{kind.name}": kind.value for kind in events.Kind if kind not in events.HOST_SAID}
@@ -34,10 +34,10 @@ def variables() -> dict[str, str]:
 
 
 def part() -> str:
-    from rtlab.results import events
+    from rtlab.rundir import events
 
-    lines = ["# --- the run folder's names and the event kinds, generated from rtlab.results.layout",
-             "# and rtlab.results.events (rtlab.agent.names) ----------------------------", ""]  # fmt: skip
+    lines = ["# --- the run folder's names and the event kinds, generated from rtlab.rundir.layout",
+             "# and rtlab.rundir.events (rtlab.agent.names) ----------------------------", ""]  # fmt: skip
     lines += [f"{name}={_quoted(value)}" for name, value in variables().items()]
     lines += [
         f"EVENT_MARK={quote(events.PREFIX.strip())}",

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 
 from rtlab.analysis.timeline import event_time
 from rtlab.boundary.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
-from rtlab.results.events import Event, Kind
-from rtlab.results.ftrace import (
+from rtlab.rundir.disk import TraceCapture
+from rtlab.rundir.events import Event, Kind
+from rtlab.rundir.ftrace import (
     AutoAnalysis,
     CounterSample,
     Record,
@@ -31,7 +32,6 @@ from rtlab.results.ftrace import (
     parse_auto_analysis,
     parse_counters,
 )
-from rtlab.results.rundir import TraceCapture
 
 NOTE_A = (
     "level a: rtla timerlat's auto-analysis of each spike (rtla's own threads at the measurement's "

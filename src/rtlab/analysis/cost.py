@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import cast
 
 from rtlab.boundary.shapes import ResourcesJSON, StressorJSON, ThroughputJSON
-from rtlab.results import stressng
-from rtlab.results.events import Event, Kind
+from rtlab.rundir import stressng
+from rtlab.rundir.events import Event, Kind
 
 RESOURCES = ("mem_total_kb", "mem_available_min_kb", "mem_free_min_kb", "cyclictest_hwm_kb", "power_mw")
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rtlab.boundary.shapes import HistogramJSON
-from rtlab.results.cyclictest import ThreadResult
+from rtlab.rundir.cyclictest import ThreadResult
 
 Int64Array = npt.NDArray[np.int64]
 

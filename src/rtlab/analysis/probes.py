@@ -9,9 +9,9 @@ from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import ProbeJSON, StatsJSON, Summary
 from rtlab.plan.probes import PROBES, InvalidProbe, parse
-from rtlab.results.cyclictest import ThreadResult
-from rtlab.results.events import Event, Kind
-from rtlab.results.rundir import RawProbe
+from rtlab.rundir.cyclictest import ThreadResult
+from rtlab.rundir.disk import RawProbe
+from rtlab.rundir.events import Event, Kind
 
 
 def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:

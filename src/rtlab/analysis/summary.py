@@ -30,9 +30,9 @@ from rtlab.boundary.shapes import (
 )
 from rtlab.boundary.untrusted import printable
 from rtlab.plan import STOP_GRACE_S
-from rtlab.results import cyclictest
-from rtlab.results.events import Event, Kind
-from rtlab.results.rundir import CONSOLE, RawLoad
+from rtlab.rundir import cyclictest
+from rtlab.rundir.disk import CONSOLE, RawLoad
+from rtlab.rundir.events import Event, Kind
 from rtlab.system import audit, clusters, kernel
 from rtlab.system import cpus as cpu_list
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rtlab.boundary.shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
-from rtlab.results.cyclictest import ThreadResult
-from rtlab.results.events import Event, Kind
-from rtlab.results.timeline import Verbose
+from rtlab.rundir.cyclictest import ThreadResult
+from rtlab.rundir.events import Event, Kind
+from rtlab.rundir.timeline import Verbose
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from rtlab.bisect.measured import READY, SKIPPED, Subject
 from rtlab.boot.ensure import Refused, Session, Want
 from rtlab.errors import RunFailed
-from rtlab.results.rundir import append_line
+from rtlab.rundir.disk import append_line
 
 
 class Boots:

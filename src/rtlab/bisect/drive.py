@@ -30,7 +30,7 @@ from rtlab.bisect.measured import READY, Measure, Settings, Subject, Subjects, b
 from rtlab.bisect.search import BAD, UNKNOWN, Conclusion, Search, Standing
 from rtlab.children import stops_deferred
 from rtlab.errors import UsageError
-from rtlab.results.rundir import write_json
+from rtlab.rundir.disk import write_json
 
 INDEX = "bisect.json"
 BUILD = "kernel-build"

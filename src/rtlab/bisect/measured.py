@@ -23,8 +23,8 @@ from rtlab.analysis import repeats as repeated
 from rtlab.analysis.verdicts import Margin
 from rtlab.boundary.shapes import Summary
 from rtlab.errors import RunFailed, Stopped, UsageError
-from rtlab.results import rundir
-from rtlab.results.rundir import move_aside, write_json
+from rtlab.rundir import disk
+from rtlab.rundir.disk import move_aside, write_json
 
 READY, SKIPPED = "ready", "skip"
 SKIP_CODE = 125  # as for git bisect run: this one cannot be measured
@@ -76,8 +76,8 @@ class Subjects:
 
     def _stands(self, where: Path) -> bool:
         try:
-            return rundir.RunDir(where).manifest().get("status") == "complete"
-        except rundir.UnreadableFile:
+            return disk.RunDir(where).manifest().get("status") == "complete"
+        except disk.UnreadableFile:
             return False
 
     def have(self, s: Subject) -> int:
@@ -93,12 +93,12 @@ class Subjects:
 
     def read(self, s: Subject, numbers: Sequence[int]) -> list[Summary]:
         """S's runs NUMBERS, each read once."""
-        from rtlab import store
+        from rtlab.rundir import readback
 
         found = []
         for k in numbers:
             if (s.key, k) not in self.summaries:
-                self.summaries[(s.key, k)] = store.summary(self.folder(s) / repeated.folder(k))
+                self.summaries[(s.key, k)] = readback.summary(self.folder(s) / repeated.folder(k))
             found.append(self.summaries[(s.key, k)])
         return found
 

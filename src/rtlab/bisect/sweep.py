@@ -25,7 +25,7 @@ from rtlab.bisect.judge import Judge
 from rtlab.bisect.measured import Measure, Settings, Subject, Subjects, brief
 from rtlab.bisect.search import BAD, GOOD, Standing
 from rtlab.boundary.untrusted import printable
-from rtlab.results.rundir import write_atomic, write_json
+from rtlab.rundir.disk import write_atomic, write_json
 
 INDEX = "sweep.json"
 SCHEMA = "rtlab.sweep/1"
@@ -33,6 +33,18 @@ SCHEMA = "rtlab.sweep/1"
 SAME = ("base", "variants", "bad", "prepare", "target", "source", "plan", "loads", "margin", "deadline_us",
         "budget", "kernel_build")  # fmt: skip
 Prepare = Callable[[Subject, Path], str]  # (subject, its fragment) -> READY / SKIPPED
+
+
+def document(base: vs.Variant, variants: list[vs.Variant], bad: vs.Variant | None, prepare: str | None,
+             target: str, source: Path | None, common: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """A new sweep's index: what it was asked (SAME of it must match for the same command to
+    go on), with room for what it prepared and found."""
+    return {
+        "schema": SCHEMA, "base": [list(o) for o in base.options],
+        "variants": [[v.name, [list(o) for o in v.options]] for v in variants],
+        "bad": None if bad is None else [list(o) for o in bad.options], "prepare": prepare, "target": target,
+        "source": str(source.resolve()) if source else None, **common, "prepared": {}, "result": None,
+    }  # fmt: skip
 
 
 class Sweep:

@@ -27,7 +27,7 @@ from rtlab.boot.image import read as read_version
 from rtlab.boundary import untrusted
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results.rundir import read_index, write_json
+from rtlab.rundir.disk import read_index, write_json
 
 LAST = "last.json"  # in the campaign's boots folder: the boot last verified, for a restart
 DEFAULT = "default"  # the board's own kernel, as its bootloader boots it

@@ -7,7 +7,7 @@ replaced whole, so a reader never sees half of one):
     BOOT/console.log   what --console captured (absent without it)
     BOOT/dmesg.txt     the booted kernel's messages, as the board printed them (escaped)
 
-Nothing the board said reaches these files unescaped (rundir.write_note, untrusted)."""
+Nothing the board said reaches these files unescaped (disk.write_note, untrusted)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 from rtlab import __version__
 from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
-from rtlab.results.rundir import write_json, write_note
+from rtlab.rundir.disk import write_json, write_note
 
 SCHEMA = "rtlab.boot/1"
 BOOT_JSON = "boot.json"

@@ -20,8 +20,8 @@ test (Hypothesis) for each, and fails when a reader here has none.
 
 # name -> (the reader, what it reads): every entry has its property test in tests/test_readers.py
 READERS: dict[str, tuple[str, str]] = {
-    "events": ("rtlab.results.events:parse", "the agent's progress lines (@rtlab KIND key=value)"),
-    "cyclictest": ("rtlab.results.cyclictest:threads", "cyclictest's JSON"),
+    "events": ("rtlab.rundir.events:parse", "the agent's progress lines (@rtlab KIND key=value)"),
+    "cyclictest": ("rtlab.rundir.cyclictest:threads", "cyclictest's JSON"),
     "oslat": ("rtlab.plan.probes:parse", "oslat's JSON"),
     "cyclicdeadline": ("rtlab.plan.probes:parse", "cyclicdeadline's JSON"),
     "rt-tests-ipc": (
@@ -33,14 +33,14 @@ READERS: dict[str, tuple[str, str]] = {
         "signaltest's, rt-migrate-test's and pi_stress's JSON",
     ),
     "rtla": ("rtlab.plan.probes:parse", "rtla timerlat hist's table"),
-    "timeline": ("rtlab.results.timeline:parse", "cyclictest's oscilloscope and spike lines"),
-    "ftrace": ("rtlab.results.ftrace:parse", "a trace capture's text"),
-    "rtla-analysis": ("rtlab.results.ftrace:parse_auto_analysis", "rtla's auto-analysis"),
+    "timeline": ("rtlab.rundir.timeline:parse", "cyclictest's oscilloscope and spike lines"),
+    "ftrace": ("rtlab.rundir.ftrace:parse", "a trace capture's text"),
+    "rtla-analysis": ("rtlab.rundir.ftrace:parse_auto_analysis", "rtla's auto-analysis"),
     "hwlat": ("rtlab.runner.hwlat:_files", "the files the agent prints after a hwlat pass"),
     "placement": ("rtlab.analysis.placement:of", "sysinfo.json's SMT siblings of each CPU, against the plan"),
-    "sysinfo": ("rtlab.results.rundir:RunDir.sysinfo", "a run's sysinfo.json"),
-    "run.json": ("rtlab.results.rundir:RunDir.manifest", "a run's run.json"),
-    "run-folder": ("rtlab.store:summary", "a whole run folder, as report reads it"),
+    "sysinfo": ("rtlab.rundir.disk:RunDir.sysinfo", "a run's sysinfo.json"),
+    "run.json": ("rtlab.rundir.disk:RunDir.manifest", "a run's run.json"),
+    "run-folder": ("rtlab.rundir.readback:summary", "a whole run folder, as report reads it"),
     "archive": ("rtlab.boundary.unpack:unpack", "a board's or guest's tar.gz of a run"),
     "lava-log": ("rtlab.farm.lava:bundle", "a LAVA job's log and the run bundle in it"),
     "history-index": ("rtlab.history.db:Store.add", "a run folder into the history store"),

@@ -325,7 +325,7 @@ class CausesJSON(TypedDict):
 
 
 class StressorJSON(TypedDict):
-    """One stressor's row of stress-ng's metrics table (results/stressng.py)."""
+    """One stressor's row of stress-ng's metrics table (rundir/stressng.py)."""
 
     bogo_ops: float
     real_s: float

@@ -23,7 +23,7 @@ from rtlab.boundary import untrusted
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
-from rtlab.results.rundir import read_index, write_json
+from rtlab.rundir.disk import read_index, write_json
 
 SCHEMA = "rtlab.kernels/1"
 FILE = "kernels.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlab.errors import RunFailed, Stopped
-from rtlab.results.rundir import move_aside
+from rtlab.rundir.disk import move_aside
 
 Entry = dict[str, Any]  # what the index keeps of a step: its "status" and "reason" at least
 

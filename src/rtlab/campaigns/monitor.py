@@ -31,7 +31,7 @@ from typing import Any
 
 from rtlab import children
 from rtlab.errors import Stopped, UsageError
-from rtlab.results.rundir import MANIFEST, read_index, write_json
+from rtlab.rundir.disk import MANIFEST, read_index, write_json
 
 SCHEMA = "rtlab.monitor/1"
 FILE = "monitor.json"

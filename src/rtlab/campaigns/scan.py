@@ -20,8 +20,8 @@ from rtlab.campaigns import loop as campaign
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.plan.loads import BUILTIN, Load
-from rtlab.results import events as ev
-from rtlab.results.rundir import read_index, write_atomic, write_json
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import read_index, write_atomic, write_json
 from rtlab.targets.base import Target
 
 SCHEMA = "rtlab.scan/1"

@@ -47,7 +47,7 @@ from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
 from rtlab.plan import OPTION
-from rtlab.results.rundir import read_index, write_json
+from rtlab.rundir.disk import read_index, write_json
 from rtlab.units import read_user_file
 
 SCHEMA = "rtlab.study/1"

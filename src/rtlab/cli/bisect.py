@@ -125,7 +125,7 @@ def _common(options: dict[str, str], preset_name: str | None, loads_file: Path |
 def _folder(out: str, index: str, doc: dict[str, Any], same: tuple[str, ...]) -> Path:
     """--out: a new folder, or one holding the same campaign (whose state the doc takes over)."""
     from rtlab.bisect.measured import carry
-    from rtlab.results.rundir import read_index
+    from rtlab.rundir.disk import read_index
 
     folder = out_dir(out)
     assert folder is not None
@@ -141,7 +141,7 @@ def _claim(folder: Path, index: str, doc: dict[str, Any]) -> None:
     """The index written before anything is prepared: a command stopped in its first
     preparation (or whose first prepare command failed) leaves a folder that the same command
     again knows as its own, not one that is "not empty"."""
-    from rtlab.results.rundir import write_json
+    from rtlab.rundir.disk import write_json
 
     if not (folder / index).is_file():
         write_json(folder / index, doc)
@@ -307,12 +307,7 @@ def sweep(
         raise UsageError(
             f"--bad-config {bad_config} sets no option otherwise than the base: nothing to blame"
         )
-    doc = {
-        "schema": sweeps.SCHEMA, "base": [list(o) for o in start.options],
-        "variants": [[v.name, [list(o) for o in v.options]] for v in wanted],
-        "bad": None if bad is None else [list(o) for o in bad.options], "prepare": prepare, "target": target,
-        "source": str(source.resolve()) if source else None, **common.doc(), "prepared": {}, "result": None,
-    }  # fmt: skip
+    doc = sweeps.document(start, wanted, bad, prepare, target, source, common.doc())
     folder = _folder(out, sweeps.INDEX, doc, sweeps.SAME)
     measure = _measurer(common.plan, target, folder, accept_new_host_key, common.kernel_build is not None)
     boots = _board(
@@ -351,7 +346,7 @@ def _save_and_show(folder: Path, doc: dict[str, Any], md: str, html: str, fmt: s
                    table: Callable[[], tuple[Any, str]]) -> None:  # fmt: skip
     import json
 
-    from rtlab.results.rundir import write_atomic
+    from rtlab.rundir.disk import write_atomic
 
     write_atomic(folder / "report.md", md)
     write_atomic(folder / "report.html", html)

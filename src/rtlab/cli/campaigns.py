@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,7 +24,7 @@ from rtlab.units import format_duration, parse_latency
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
     from rtlab.boot.ensure import Session
-    from rtlab.campaigns.study import Study
+    from rtlab.campaigns.study import Cell, Study
 
 
 def say(line: str) -> None:
@@ -33,7 +33,7 @@ def say(line: str) -> None:
 
 def _status(manifest: Path) -> object:
     """A repeat's status as its own run.json says (None when it cannot be read: measured again)."""
-    from rtlab.results.rundir import RunDir, UnreadableFile
+    from rtlab.rundir.disk import RunDir, UnreadableFile
 
     try:
         return RunDir(manifest.parent).manifest().get("status")
@@ -56,12 +56,11 @@ def repeats(
     (analysis/repeats.py). The same command again goes on where an interrupted one stopped."""
     from datetime import datetime
 
-    from rtlab import store
     from rtlab.analysis import repeats as repeated
     from rtlab.campaigns import loop as campaign
     from rtlab.progress import RunProgress
-    from rtlab.results import rundir
-    from rtlab.results.rundir import read_index, write_json
+    from rtlab.rundir import disk, readback
+    from rtlab.rundir.disk import read_index, write_json
     from rtlab.runner import execute
     from rtlab.targets import open_target
 
@@ -78,7 +77,7 @@ def repeats(
     folder.mkdir(parents=True, exist_ok=True)
     steps = [campaign.Step(str(k), repeated.folder(k), f"repeat {k}") for k in range(1, n + 1)]
     # each repeat's own run.json says whether it stands: the folders are the record
-    manifests = {step.key: folder / step.folder / rundir.MANIFEST for step in steps}
+    manifests = {step.key: folder / step.folder / disk.MANIFEST for step in steps}
     entries = {key: {"status": _status(m)} for key, m in manifests.items() if m.is_file()}
     doc = {"schema": repeated.SCHEMA, "n": n, "runs": entries}
     write_json(index, doc)  # at once: a host killed in the first repeat still leaves a campaign to resume
@@ -93,7 +92,7 @@ def repeats(
     campaign.run(campaign.Campaign(folder, "command", steps, stands, lambda: write_json(index, doc)),
                  entries, measure, say)  # fmt: skip
     write_json(index, doc)
-    summary = store.summary(folder)
+    summary = readback.summary(folder)
     record(folder, deadlines_of(deadline))
     say(f"runs saved in {folder}")
     remember(folder, history)
@@ -193,15 +192,9 @@ def study(
 
 def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> None:
     """Every cell of the study not yet measured, then all of them compared with the first."""
-    from rtlab import store
-    from rtlab.analysis.verdicts import Margin
     from rtlab.boot.ensure import Refused
     from rtlab.campaigns import study as studies
-    from rtlab.cli.reports import judge
     from rtlab.progress import RunProgress
-    from rtlab.report import verdict_table
-    from rtlab.results import rundir
-    from rtlab.results.rundir import write_atomic
     from rtlab.runner import execute
     from rtlab.targets import open_target
 
@@ -255,7 +248,19 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
             said = session.close()
             if said is not None and not said.startswith("back"):
                 say(said)
-    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / rundir.MANIFEST).is_file()]
+    _conclude(it, folder, cells, doc, history)
+
+
+def _conclude(it: Study, folder: Path, cells: list[Cell], doc: dict[str, Any], history: bool) -> None:
+    """The cells measured compared with the first: the reports written and shown; RunFailed
+    after them when a cell did not complete (what was measured is reported all the same)."""
+    from rtlab.analysis.verdicts import Margin
+    from rtlab.cli.reports import judge
+    from rtlab.report import verdict_table
+    from rtlab.rundir import disk, readback
+    from rtlab.rundir.disk import write_atomic
+
+    measured = [(c, folder / c.folder) for c in cells if (folder / c.folder / disk.MANIFEST).is_file()]
     failed = [
         " / ".join(str(r[k]) for k in ("target", "kernel", "stage") if k in r) + f" ({r['status']})"
         for r in doc["runs"].values()
@@ -263,11 +268,11 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
     ]
     if not measured:  # every cell refused (or failed before a run began): no report to write
         raise RunFailed(f"no run was measured: {', '.join(failed)} (see {folder}/study.json)")
-    summaries = [store.summary(path) for _, path in measured]
+    summaries = [readback.summary(path) for _, path in measured]
     labels = [it.label(c) for c, _ in measured]
     deadline_us = parse_latency(it.deadline) if it.deadline else None
     # every cell against the first, as rtlab compare does: better, worse, same or unknown
-    compared = judge(summaries, labels, [store.replicates(p) for _, p in measured], Margin(), deadline_us)
+    compared = judge(summaries, labels, [readback.replicates(p) for _, p in measured], Margin(), deadline_us)
     for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     say(f"saved in {folder}: report.md, report.html, report.json")

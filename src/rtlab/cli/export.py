@@ -36,15 +36,15 @@ def export_kcidb(
     import jsonschema
     import kcidb_io
 
-    from rtlab import store
     from rtlab.export import kcidb
+    from rtlab.rundir import readback
 
     if not kcidb.valid_origin(origin):
         raise UsageError(f"--origin {origin!r}: KCIDB origins are lowercase letters, digits and _")
     deadline_us = parse_latency(deadline) if deadline is not None else None
     found: list[tuple[Summary, Sysinfo | None, str]] = []
     for path in runs:
-        summary, info, uid = store.with_identity(path, deadline_us)
+        summary, info, uid = readback.with_identity(path, deadline_us)
         if any(uid == seen for _, _, seen in found):
             raise UsageError(f"{path} is the same run (uid {uid}) as one before it: give each run once")
         found.append((summary, info, uid))
@@ -72,9 +72,9 @@ def export_squad(
     deadline: Deadline = None,
 ) -> None:
     """Each RUN to SQUAD as a test run: tests per load, metrics in µs per load and CPU."""
-    from rtlab import store
     from rtlab.boundary import web
     from rtlab.export import squad
+    from rtlab.rundir import readback
 
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--url {url}: give the server's address, e.g. https://qa-reports.linaro.org")
@@ -82,7 +82,7 @@ def export_squad(
     token = web.read_token(token_file)
     deadline_us = parse_latency(deadline) if deadline is not None else None
     for path in runs:
-        summary, info, uid = store.with_identity(path, deadline_us)
+        summary, info, uid = readback.with_identity(path, deadline_us)
         where = squad.slug(build or summary["system"].get("kernel_release") or "unknown", "build")
         env = squad.slug(environment or summary["system"].get("hostname") or "board", "environment")
         squad.submit(url, token, team, project, where, env, squad.submission(summary, info, uid))

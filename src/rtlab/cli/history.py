@@ -190,12 +190,12 @@ def _series(
 
 def _changes(store: Store, board: str, rows: dict[str, list[dict[str, Any]]], metric: str,
              level_us: float | None) -> list[Any]:  # fmt: skip
-    from rtlab import store as folders
     from rtlab.history import changes, trend
+    from rtlab.rundir import readback
 
     def load_summary(run: dict[str, Any]) -> Any:
         try:
-            return folders.summary(Path(run["path"]))
+            return readback.summary(Path(run["path"]))
         except (UsageError, OSError):
             return None
 

@@ -26,14 +26,14 @@ from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
-from rtlab.results import layout
+from rtlab.rundir import layout
 from rtlab.units import format_duration, parse_duration, parse_latency
 
 TRACE_DURATION = "30s"  # rtlab trace's measurement per load, then a trace pass as long
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
-    from rtlab.results.events import Event
+    from rtlab.rundir.events import Event
     from rtlab.targets.base import Target
 
 
@@ -188,7 +188,7 @@ def _hwlat(
 def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str | None) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
     from rtlab.report import table
-    from rtlab.results.events import HOST_SAID, Kind
+    from rtlab.rundir.events import HOST_SAID, Kind
     from rtlab.runner import Outcome, execute_parallel
 
     shown = {Kind.LOAD_START, Kind.LOAD_END, Kind.DONE, *HOST_SAID}

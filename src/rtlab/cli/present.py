@@ -14,7 +14,7 @@ from rtlab.boundary import untrusted
 from rtlab.cli.history import remember
 from rtlab.cli.screen import console, emit, err
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results.rundir import RunDir, UnreadableFile
+from rtlab.rundir.disk import RunDir, UnreadableFile
 from rtlab.units import parse_latency, shown
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _missed_by(v: LoadVerdict, every_us: int | None) -> str:
 
 def record(folder: Path, judged_by: Deadlines | None) -> None:
     """Limits from the history are kept in the run they judged: the history moves on."""
-    from rtlab.results.rundir import DEADLINE, write_json
+    from rtlab.rundir.disk import DEADLINE, write_json
 
     if judged_by is not None and judged_by.source is not None and folder.is_dir():
         write_json(folder / DEADLINE, {"limits_us": dict(judged_by.per_load), **judged_by.source})

@@ -33,10 +33,10 @@ def report_(
     series: Series = False,
 ) -> None:
     """The table of a saved run (also one still measuring), in any format."""
-    from rtlab import store
+    from rtlab.rundir import readback
 
     report.renderer(fmt)
-    summary = store.summary(run_dir)
+    summary = readback.summary(run_dir)
     label = str(summary["run"] or run_dir.name)
     present([summary], [label], fmt, output, deadline, figures_dir, series=series)
 
@@ -157,8 +157,8 @@ def compare(
     the first run, whether each difference is real: better, worse, same or unknown. With
     --target ssh://B --kernel A --kernel B: each kernel booted on the board by rtlab, verified,
     measured (--repeat N: A B B A ...), the board back on its default kernel at the end."""
-    from rtlab import store
     from rtlab.report import verdict_table
+    from rtlab.rundir import readback
 
     report.renderer(fmt)
     runs = list(runs or [])
@@ -184,14 +184,14 @@ def compare(
     if len(runs) < 2:
         raise UsageError("compare needs two runs or more: give RUN_A RUN_B, or --baseline and a run")
     limit = parse_margin(margin)
-    summaries = [store.summary(path) for path in runs]
+    summaries = [readback.summary(path) for path in runs]
     names = [s["run"] or p.name for s, p in zip(summaries, runs, strict=True)]
     if labels is not None:
         names = [label.strip() for label in labels.split(",")]
         if len(names) != len(runs):
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     deadline_us = parse_latency(deadline) if deadline is not None else None
-    compared = judge(summaries, names, [store.replicates(path) for path in runs], limit, deadline_us)
+    compared = judge(summaries, names, [readback.replicates(path) for path in runs], limit, deadline_us)
     present(summaries, names, fmt, output, deadline, figures_dir, series=series)
     if compared and fmt == "table" and output is None:  # the other formats carry them themselves
         console.print(verdict_table.build(compared, untrusted.printable(names[0])))
@@ -336,15 +336,15 @@ def worst(
     output: Output = None,
 ) -> None:
     """The statistical worst case of each load, with its confidence, or why there is none."""
-    from rtlab import store
     from rtlab.analysis import worst as worst_case
     from rtlab.report import worst_table
+    from rtlab.rundir import readback
 
     chance = probability(chance_given, "--probability")
     seconds = parse_duration(horizon, most=MAX_HORIZON_S)  # a service life, longer than any run
     if fmt not in ("table", "json", "html"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json, html")
-    summary = store.summary(run_dir)
+    summary = readback.summary(run_dir)
     if fmt == "html":  # the run's report, whose worst-case section is this
         emit(report.renderer("html")([summary], [str(summary["run"] or run_dir.name)]), output)
         return

@@ -37,8 +37,8 @@ from rtlab.boundary.shapes import Manifest, TargetJSON
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.plan.loads import BUILTIN, Load, valid_name
-from rtlab.results import events, layout, rundir
-from rtlab.results.rundir import RunDir, append_line, write_atomic, write_json
+from rtlab.rundir import disk, events, layout
+from rtlab.rundir.disk import RunDir, append_line, write_atomic, write_json
 from rtlab.runner import now, write_plan_files
 from rtlab.runner.record import new_manifest
 from rtlab.targets.base import target_dir
@@ -135,7 +135,7 @@ def _skeleton(plan: Plan, manifest: Manifest, remote: str) -> bytes:
         with tempfile.TemporaryDirectory(prefix="rtlab-lava-") as folder:
             run = RunDir(Path(folder))
             write_plan_files(run, plan, f"{remote}/run")
-            write_json(run.path / rundir.MANIFEST, manifest)
+            write_json(run.path / disk.MANIFEST, manifest)
             tar.add(run.path, arcname="run")
     return buffer.getvalue()
 
@@ -361,7 +361,7 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     run = unpack(found.data, out)
     try:
         said = run.manifest().get("uid")
-    except rundir.UnreadableFile:
+    except disk.UnreadableFile:
         said = None
     if said is not None and said != found.uid:
         shutil.rmtree(run.path)
@@ -373,7 +373,7 @@ def import_log(text: str, out: Path, health: str | None = None, uid: str | None 
     if problem is None:
         return conclude(run, collected=now())
     append_line(
-        run.path / rundir.EVENTS,
+        run.path / disk.EVENTS,
         events.line(events.Kind.DONE, status="failed", source="lava", reason=problem),
     )
     return conclude(run, collected=now(), reason=problem)
@@ -415,6 +415,6 @@ def _without_bundle(results: list[dict[str, Any]], problem: str, out: Path) -> O
         events.line(events.Kind.LOAD_END, load=load, status="failed", reason=reason) for load in plan.loads
     )
     done = events.line(events.Kind.DONE, status="failed", source="lava", reason=reason)
-    write_atomic(run.path / rundir.EVENTS, ends + done)
+    write_atomic(run.path / disk.EVENTS, ends + done)
     run.write_manifest(manifest)
     return conclude(run, collected=now(), reason=reason)

@@ -20,14 +20,13 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from rtlab import store as runs_store
 from rtlab.boundary import untrusted
 from rtlab.campaigns import study
 from rtlab.errors import UsageError
 from rtlab.history import schema
 from rtlab.history.index import Context, Rows, rows_of
-from rtlab.results import rundir
-from rtlab.results.rundir import RunDir, UnreadableFile, read_json
+from rtlab.rundir import disk, readback
+from rtlab.rundir.disk import RunDir, UnreadableFile, read_json
 
 ATTEMPTS = 5  # opening a new store while others create it
 ENV = "RTLAB_HISTORY_DB"  # where the store is, when --db is not given
@@ -237,7 +236,7 @@ class Store:
             run = RunDir.open(path)
             manifest = run.manifest()
             info = run.sysinfo()
-            summary = runs_store.summary(path)
+            summary = readback.summary(path)
             if summary["status"] == "running":
                 return Added(path, "damaged", "it is still measuring: add it when it has ended")
             uid = str(manifest.get("uid") or manifest.get("id") or path.name)
@@ -297,7 +296,7 @@ class Store:
         gone: list[str] = []
         found: list[tuple[Path, Rows | Added]] = []
         for path, board, study_name, stage, repeat in known:  # each as it was added: its name, its place
-            if (Path(path) / rundir.MANIFEST).is_file():
+            if (Path(path) / disk.MANIFEST).is_file():
                 found.append((Path(path), self._rows(Path(path), Context(study_name, stage, repeat), board)))
             else:
                 gone.append(path)
@@ -474,7 +473,7 @@ def _now() -> str:
 
 def runs_in(path: Path) -> Iterator[tuple[Path, Context, str]]:
     """The run folders under PATH with where they sit: a study's runs (each maybe repeated),
-    a campaign's repeats (as `report` reads them: store.repeat_folders), or the run itself;
+    a campaign's repeats (as `report` reads them: readback.repeat_folders), or the run itself;
     each with why it is skipped ("" when it is read): a folder that is a link, a damaged
     repeats.json."""
     if (path / study.FILE).is_file():
@@ -500,7 +499,7 @@ def runs_in(path: Path) -> Iterator[tuple[Path, Context, str]]:
                 yield run, Context(name, stage, context.repeat), why
         return
     try:
-        found = runs_store.repeat_folders(path)
+        found = readback.repeat_folders(path)
     except UsageError as e:
         yield path, Context(), str(e)
         return

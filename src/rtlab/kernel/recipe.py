@@ -27,7 +27,7 @@ from rtlab import children
 from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, UsageError
 from rtlab.kernel import fragments, patches
-from rtlab.results.rundir import write_json
+from rtlab.rundir.disk import write_json
 from rtlab.system.kernel import parse_config
 
 DEBIAN_SOURCE = Path("/usr/src/linux-source-6.12.tar.xz")

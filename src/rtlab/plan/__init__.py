@@ -37,7 +37,7 @@ from rtlab.plan.loads import (
     parse_loads,
 )
 from rtlab.plan.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
-from rtlab.results import layout
+from rtlab.rundir import layout
 from rtlab.system import cpus
 from rtlab.units import parse_count, parse_duration, parse_latency
 
@@ -51,12 +51,12 @@ DEFAULT_SPIKE_US = 100  # a quiet RT system records few samples above 100 µs
 GRACE_S = 30
 # cyclictest's options that carry the plan's numbers, by the Plan's field (block_samples: its
 # method): cyclictest.argv is built from this table (cyclictest_argv) and read back from it when
-# run.json is lost (store.py); the agent's own -D (a segment's, a capture's) is generated from
+# run.json is lost (rundir/readback.py); the agent's own -D (a segment's, a capture's) is generated from
 # the same row (rtlab.agent.constants). The rt-tests probes share cyclictest's -D.
 CYCLICTEST_FLAGS = {"duration_s": "-D", "interval_us": "-i", "priority": "-p", "histogram_us": "-h",
                     "block_samples": "-o"}  # fmt: skip
 _D = CYCLICTEST_FLAGS["duration_s"]
-# where the rt-tests probes write their JSON: the agent renames it into place (results/layout.py)
+# where the rt-tests probes write their JSON: the agent renames it into place (rundir/layout.py)
 _RT_TESTS_JSON = f"--json={layout.PROBE_JSON}{layout.PART}"
 DEFAULT_TARGET_DIR = "/tmp/rtlab"  # rtlab's folder on a target, the agent's default too
 STOP_GRACE_S = 10

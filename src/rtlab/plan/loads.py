@@ -100,7 +100,7 @@ class Load:
             return _fill(arg, workers, scratch)
 
         if self.stress_ng is not None:
-            # its throughput table when it ends (results/stressng.py), unless asked for already
+            # its throughput table when it ends (rundir/stressng.py), unless asked for already
             metrics = [] if {"--metrics", "--metrics-brief"} & set(self.stress_ng) else ["--metrics-brief"]
             argv = ["stress-ng", *map(fill, self.stress_ng), *metrics, "--timeout", f"{timeout_s}s"]
             return argv + ["--taskset", cpus] if cpus else argv

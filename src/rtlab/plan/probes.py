@@ -47,8 +47,8 @@ from typing import Any
 
 from rtlab.boundary import untrusted, values
 from rtlab.boundary.untrusted import printable
-from rtlab.results import layout
-from rtlab.results.cyclictest import ThreadResult
+from rtlab.rundir import layout
+from rtlab.rundir.cyclictest import ThreadResult
 
 MAX_THREADS = 4096
 MAX_COUNT = values.MAX_COUNT  # samples of all threads together

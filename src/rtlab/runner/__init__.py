@@ -30,9 +30,9 @@ from types import FrameType
 from rtlab.boundary.shapes import Sysinfo
 from rtlab.errors import GateClosed, RunFailed, Stopped, UsageError
 from rtlab.plan import Plan
-from rtlab.results import events as ev
-from rtlab.results import liveness, rundir
-from rtlab.results.rundir import RunDir, write_json
+from rtlab.rundir import disk, liveness
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import RunDir, write_json
 from rtlab.runner.collecting import collect
 from rtlab.runner.measuring import gate_closed, hwlat_gate, measure, write_plan_files
 from rtlab.runner.preflight import INSTALL_HINT, MIN_FREE_KB, Busy, preflight_waiting, sysinfo
@@ -124,7 +124,7 @@ def _execute(
     made = out is None or not out.exists()
     run = RunDir.create(out) if out is not None else RunDir.create_new(default_run_path(info))
     _check_space(run)
-    write_json(run.path / rundir.SYSINFO, info)
+    write_json(run.path / disk.SYSINFO, info)
     gate = None
     if plan.hwlat_gate_us:
         try:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtlab import store
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import events as ev
-from rtlab.results import rundir
-from rtlab.results.rundir import RunDir, UnreadableFile
+from rtlab.rundir import disk, readback
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import RunDir, UnreadableFile
 from rtlab.runner.record import Outcome, finish, now
 
 
@@ -31,11 +30,11 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
             raise UsageError(f"{path} was measured on {target.name}: only board runs can be collected later")
         if not target.holds(remote):
             held = [load for load in manifest["plan"]["loads"] if run.raw_load(load).cyclictest is not None]
-            whole = held == list(manifest["plan"]["loads"]) and not (run.path / rundir.COLLECT_ERROR).exists()
+            whole = held == list(manifest["plan"]["loads"]) and not (run.path / disk.COLLECT_ERROR).exists()
             if whole and manifest.get("status") in ("complete", "partial", "failed"):
                 # collected already (or never cut off): nothing is missing, nothing is gone
                 said = f"{path} is whole: its results came home already, nothing is left on {target.name}"
-                return Outcome(run, store.summary(run.path), note=said)
+                return Outcome(run, readback.summary(run.path), note=said)
             raise RunFailed(
                 f"{target.name} has no {remote} (the board rebooted, or it was collected or removed): "
                 f"its results are gone; this run holds {', '.join(held) or 'no load'} "
@@ -52,11 +51,11 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
                 f"still measuring on {target.name}: {done} of {len(manifest['plan']['loads'])} loads{so_far} "
                 f"done, fetched for rtlab report {path}; collect again later"
             )
-        (run.path / rundir.COLLECT_ERROR).unlink(missing_ok=True)  # from the attempt that failed
+        (run.path / disk.COLLECT_ERROR).unlink(missing_ok=True)  # from the attempt that failed
         target.collect(run, remote)
     finally:
         target.close()
-    if (run.path / rundir.COLLECT_ERROR).exists():
-        raise RunFailed(run.text(run.path / rundir.COLLECT_ERROR).strip())
-    _, info, _, _ = store.read(run)
+    if (run.path / disk.COLLECT_ERROR).exists():
+        raise RunFailed(run.text(run.path / disk.COLLECT_ERROR).strip())
+    _, info, _, _ = readback.read(run)
     return Outcome(run, finish(run, manifest, info, collected=now()))

@@ -14,9 +14,9 @@ from typing import Any
 
 from rtlab.boundary import paths, untrusted
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import ftrace, layout
-from rtlab.results.events import Kind, parse
-from rtlab.results.rundir import write_atomic, write_json
+from rtlab.rundir import ftrace, layout
+from rtlab.rundir.disk import write_atomic, write_json
+from rtlab.rundir.events import Kind, parse
 from rtlab.system import cpus
 from rtlab.targets.base import Target, target_dir
 

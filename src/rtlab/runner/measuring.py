@@ -13,9 +13,9 @@ from rtlab.boundary import shapes
 from rtlab.boundary.shapes import Manifest, Sysinfo
 from rtlab.errors import RunFailed
 from rtlab.plan import HWLAT_GATE_THRESHOLD_US, Plan
-from rtlab.results import events as ev
-from rtlab.results import layout, rundir
-from rtlab.results.rundir import HWLAT_FOLDER, RunDir, append_line
+from rtlab.rundir import disk, layout
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import HWLAT_FOLDER, RunDir, append_line
 from rtlab.runner import hwlat
 from rtlab.runner.preflight import Busy
 from rtlab.runner.record import Outcome, Progress, finish
@@ -26,29 +26,29 @@ from rtlab.targets.base import Target
 
 def write_plan_files(run: RunDir, plan: Plan, remote: str) -> None:
     """The plan as the agent reads it: argument lists, one argument a line."""
-    (run.path / rundir.PLAN_LOADS).write_text("".join(f"{load}\n" for load in plan.loads))
+    (run.path / disk.PLAN_LOADS).write_text("".join(f"{load}\n" for load in plan.loads))
     if plan.probes:
-        (run.path / rundir.PLAN_PROBES).write_text("".join(f"{probe}\n" for probe in plan.probes))
+        (run.path / disk.PLAN_PROBES).write_text("".join(f"{probe}\n" for probe in plan.probes))
     for load in plan.loads:
         folder = run.load_dir(load)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / rundir.CYCLICTEST_ARGV).write_text("\n".join(plan.cyclictest_argv()) + "\n")
+        (folder / disk.CYCLICTEST_ARGV).write_text("\n".join(plan.cyclictest_argv()) + "\n")
         for probe in plan.probes:
             (folder / probe).mkdir(exist_ok=True)
-            (folder / probe / rundir.PROBE_ARGV).write_text("\n".join(plan.probe_argv(probe)) + "\n")
+            (folder / probe / disk.PROBE_ARGV).write_text("\n".join(plan.probe_argv(probe)) + "\n")
         if plan.trace_us:
-            (folder / rundir.TRACE_ARGV).write_text("\n".join(plan.trace_argv()) + "\n")
-            (folder / rundir.RTLA_ARGV).write_text("\n".join(plan.rtla_argv()) + "\n")
+            (folder / disk.TRACE_ARGV).write_text("\n".join(plan.trace_argv()) + "\n")
+            (folder / disk.RTLA_ARGV).write_text("\n".join(plan.rtla_argv()) + "\n")
         scratch = f"{remote}/{layout.LOADS}/{load}/{layout.SCRATCH}"
         argv = plan.load_argv(load, scratch=scratch)
         if argv is not None:
             if plan.load(load).scratch and plan.storage_dir is None:
                 (folder / layout.SCRATCH).mkdir(exist_ok=True)
-            (folder / rundir.LOAD_ARGV).write_text("\n".join(argv) + "\n")
-            (folder / rundir.LOAD_CHECK).write_text(plan.load(load).check + "\n")
+            (folder / disk.LOAD_ARGV).write_text("\n".join(argv) + "\n")
+            (folder / disk.LOAD_CHECK).write_text(plan.load(load).check + "\n")
         prepare = plan.load_prepare_argv(load, scratch=scratch)
         if prepare is not None:
-            (folder / rundir.LOAD_PREPARE_ARGV).write_text("\n".join(prepare) + "\n")
+            (folder / disk.LOAD_PREPARE_ARGV).write_text("\n".join(prepare) + "\n")
 
 
 def hwlat_gate(plan: Plan, target: Target, run: RunDir) -> shapes.HwlatGateJSON:
@@ -110,7 +110,7 @@ def measure(
             text = line.rstrip("\n")
             if streams:
                 with suppress(OSError):
-                    append_line(run.path / rundir.EVENTS, text)
+                    append_line(run.path / disk.EVENTS, text)
             if event.kind in ev.HOST_SAID:
                 host_said.append(text)
             if event.kind == ev.Kind.BUSY:
@@ -134,11 +134,11 @@ def measure(
         # Event by event, not by kind: a target that wrote such a kind itself hides nothing.
         try:
             said = [e for e in run.events() if e.kind in ev.HOST_SAID]
-        except rundir.UnreadableFile:  # damaged on the target: what the host saw is added all the same
+        except disk.UnreadableFile:  # damaged on the target: what the host saw is added all the same
             said = []
         for line in host_said:
             if ev.parse(line) not in said:
-                append_line(run.path / rundir.EVENTS, line)
+                append_line(run.path / disk.EVENTS, line)
 
     summary = finish(
         run,

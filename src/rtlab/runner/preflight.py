@@ -13,8 +13,8 @@ from rtlab.boundary.shapes import Sysinfo
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
 from rtlab.plan.probes import IPC, PROBES
-from rtlab.results import events as ev
-from rtlab.results.rundir import RunDir, UnreadableFile
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import RunDir, UnreadableFile
 from rtlab.targets.base import Target
 
 MIN_FREE_KB = 4096  # a run's raw results are tens to hundreds of KiB

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from rtlab import __version__, store
+from rtlab import __version__
 from rtlab.analysis.summary import summarize
 from rtlab.boundary.shapes import Manifest, Summary, Sysinfo, TargetJSON
 from rtlab.errors import RunFailed
 from rtlab.plan import Plan
-from rtlab.results import events as ev
-from rtlab.results import rundir
-from rtlab.results.rundir import SCHEMA, RunDir, UnreadableFile, write_json
+from rtlab.rundir import disk, readback
+from rtlab.rundir import events as ev
+from rtlab.rundir.disk import SCHEMA, RunDir, UnreadableFile, write_json
 from rtlab.system.kernel import preemption
 
 
@@ -98,7 +98,7 @@ def finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) 
     manifest.update({"status": summary["status"], "ended": now()})
     manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
-    write_json(run.path / rundir.SUMMARY, summary)
+    write_json(run.path / disk.SUMMARY, summary)
     return summary
 
 
@@ -115,10 +115,10 @@ def conclude(run: RunDir, **extra: Any) -> Outcome:
         manifest = run.manifest()
     except UnreadableFile as e:
         raise RunFailed(f"{e}: the run in {run.path} cannot be used") from None
-    _, info, events, _ = store.read(run)
+    _, info, events, _ = readback.read(run)
     if info is not None and "derived" not in info:
         info["derived"] = {"preemption": preemption(info).to_json()}
-        write_json(run.path / rundir.SYSINFO, info)
+        write_json(run.path / disk.SYSINFO, info)
     wall = next((w for e in events if e.kind == ev.Kind.CLOCK and (w := e.number("wall")) is not None), None)
     if wall is not None and wall < 1 << 35 and not manifest.get("started"):  # before the year 3058
         manifest["started"] = datetime.fromtimestamp(wall, UTC).isoformat(timespec="seconds")

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from rtlab.plan import Plan
-from rtlab.results import rundir
-from rtlab.results.rundir import RunDir, write_json
+from rtlab.rundir import disk
+from rtlab.rundir.disk import RunDir, write_json
 from rtlab.system import tune
 from rtlab.system.knobs import CpusetPartition
 from rtlab.targets.base import Target
@@ -29,10 +29,10 @@ def tuned(target: Target, plan: Plan, run: RunDir) -> Iterator[list[str]]:
         "unavailable": unavailable,
         "applied": tune.readback(files, tune.apply(files, cpus, changes)),
     }
-    write_json(run.path / rundir.TUNING, record)
+    write_json(run.path / disk.TUNING, record)
     partition = CpusetPartition.group
     try:
         yield ["--cgroup", partition] if files.exists(f"{partition}/cgroup.procs") else []
     finally:
         record["reverted"] = tune.readback(files, tune.revert(files)) if changes else []
-        write_json(run.path / rundir.TUNING, record)
+        write_json(run.path / disk.TUNING, record)

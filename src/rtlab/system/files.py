@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from rtlab.boundary import untrusted
-from rtlab.results.rundir import write_atomic
+from rtlab.rundir.disk import write_atomic
 
 
 class Agent(Protocol):

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.plan import DEFAULT_TARGET_DIR
-from rtlab.results.events import Event
-from rtlab.results.rundir import RunDir
+from rtlab.rundir.disk import RunDir
+from rtlab.rundir.events import Event
 
 if TYPE_CHECKING:
     from rtlab.system.files import Files

@@ -14,8 +14,8 @@ from pathlib import Path
 from rtlab import children
 from rtlab.agent import script_path
 from rtlab.boundary.shapes import TargetJSON
-from rtlab.results.events import Event, Kind, line
-from rtlab.results.rundir import RunDir
+from rtlab.rundir.disk import RunDir
+from rtlab.rundir.events import Event, Kind, line
 from rtlab.system.files import Root
 from rtlab.targets.base import HOST_MARGIN_S
 

@@ -33,10 +33,10 @@ from rtlab.agent import script
 from rtlab.boundary import unpack, untrusted
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import layout, rundir
-from rtlab.results.events import Event, Kind, line
-from rtlab.results.events import parse as parse_event
-from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
+from rtlab.rundir import disk, layout
+from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
+from rtlab.rundir.events import Event, Kind, line
+from rtlab.rundir.events import parse as parse_event
 from rtlab.system.files import AgentFiles
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 
@@ -294,12 +294,12 @@ class SshTarget:
         # `;`, not `&&`: only the agent goes to the background, so this session ends at once
         # instead of waiting, with its output pipe, for the whole measurement.
         _, out = await self._sh(
-            f"cd {q} || exit 1; : > {rundir.EVENTS}; {agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo $!"
+            f"cd {q} || exit 1; : > {disk.EVENTS}; {agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo $!"
         )
         pid = untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"]
         # The events as the agent appends them, until it ends: with or without its `done` line.
         follow = (
-            f"cd {q} && {{ tail -n +1 -f {rundir.EVENTS} & t=$!; "
+            f"cd {q} && {{ tail -n +1 -f {disk.EVENTS} & t=$!; "
             f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
         )
         done = False
@@ -340,7 +340,7 @@ class SshTarget:
             if not keep:  # home safe: boards have little storage
                 self._run_sh(f"rm -rf {shlex.quote(remote)}")
         except (RunFailed, UsageError, unpack.Refused) as e:
-            write_note(run.path / rundir.COLLECT_ERROR, f"{e}\nrun `rtlab collect {run.path}` later\n")
+            write_note(run.path / disk.COLLECT_ERROR, f"{e}\nrun `rtlab collect {run.path}` later\n")
 
     async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
         """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""

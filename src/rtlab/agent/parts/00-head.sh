@@ -26,7 +26,7 @@
 # whose owner is gone, or whose PID now belongs to a process started at another time, is stale.
 #
 # The run folder DIR: its files (the plan the host writes, what `run` writes) are the table in
-# rtlab.results.layout, each with its shape and meaning; the agent spells them as the generated
+# rtlab.rundir.layout, each with its shape and meaning; the agent spells them as the generated
 # $F_<NAME> variables (and event kinds as $E_<KIND>), never by hand.
 #
 # Progress lines (stdout and DIR/events):

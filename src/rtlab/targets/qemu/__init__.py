@@ -39,9 +39,9 @@ from rtlab.boundary import unpack
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
-from rtlab.results import liveness, rundir
-from rtlab.results.events import Event, Kind, line, parse
-from rtlab.results.rundir import HOST_FILES, PLAN_FILES, RunDir, write_note
+from rtlab.rundir import disk, liveness
+from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
+from rtlab.rundir.events import Event, Kind, line, parse
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import cpio, initramfs, kernels, machines
 from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
@@ -459,9 +459,9 @@ class QemuTarget:
             problems.append(str(e))
         finally:
             if console is not None:
-                self._save_console(console, run.path / rundir.CONSOLE)
+                self._save_console(console, run.path / disk.CONSOLE)
         if problems:
-            write_note(run.path / rundir.COLLECT_ERROR, "".join(f"{p}\n" for p in problems))
+            write_note(run.path / disk.COLLECT_ERROR, "".join(f"{p}\n" for p in problems))
 
     def still_running(self, remote: str) -> bool | None:
         return None  # every guest ends with rtlab

@@ -27,7 +27,7 @@ from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import probes
 from rtlab.plan.loads import valid_name
-from rtlab.results import cyclictest, events, layout, timeline
+from rtlab.rundir import cyclictest, events, layout, timeline
 
 SCHEMA = "rtlab.run/1"
 # The table's names (layout.py), for every module that reads or writes a run.

@@ -1,5 +1,5 @@
 """The run folder's table: every file and folder a run holds, written once with its shape,
-who writes it and what it means. rundir.py and the readers of a run take their names from
+who writes it and what it means. disk.py and the readers of a run take their names from
 here, and the agent's names are generated from it (rtlab.agent.names: `F_<NAME>` shell
 variables, one per row the agent spells), so host and agent cannot spell a file two ways.
 docs/run-folder.md's "The run directory" section is checked against this table (tests/test_agent.py).
@@ -18,7 +18,7 @@ from enum import StrEnum
 
 class Shape(StrEnum):
     JSON = "json"  # one JSON document
-    EVENTS = "events"  # `@rtlab KIND key=value` lines (results/events.py)
+    EVENTS = "events"  # `@rtlab KIND key=value` lines (rundir/events.py)
     LINES = "lines"  # one name or value a line
     ARGV = "argv"  # a command, one argument a line, program first (or options only: cyclictest's)
     TEXT = "text"  # a tool's output or log, kept as it printed it

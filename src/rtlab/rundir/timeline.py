@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtlab.boundary import untrusted
-from rtlab.results import layout
+from rtlab.rundir import layout
 
 FILE = layout.CYCLICTEST_OUT
 

@@ -14,9 +14,9 @@ from rtlab.analysis.summary import summarize
 from rtlab.boundary.shapes import Manifest, PlanJSON, Summary, Sysinfo
 from rtlab.errors import UsageError
 from rtlab.plan import CYCLICTEST_FLAGS, Plan
-from rtlab.results import liveness, rundir
-from rtlab.results.events import Event
-from rtlab.results.rundir import RunDir, UnreadableFile, read_json
+from rtlab.rundir import disk, liveness
+from rtlab.rundir.disk import RunDir, UnreadableFile, read_json
+from rtlab.rundir.events import Event
 
 
 def _plan_from_files(run: RunDir) -> PlanJSON:
@@ -25,7 +25,7 @@ def _plan_from_files(run: RunDir) -> PlanJSON:
     options: dict[str, int] = {}
     field = {flag: name for name, flag in CYCLICTEST_FLAGS.items()}  # read back by the table it was built by
     for load in loads:
-        argv = run.load_dir(load) / rundir.CYCLICTEST_ARGV
+        argv = run.load_dir(load) / disk.CYCLICTEST_ARGV
         if argv.is_file():
             words = run.text(argv).split("\n")
             options = {
@@ -76,7 +76,7 @@ def replicates(path: Path) -> list[Summary]:
     done = _repeats(path)
     if done is not None:
         # a repeat an interrupted campaign never began holds no manifest: not a run yet
-        return [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
+        return [summary(p) for p in done if (p / disk.MANIFEST).is_file()]
     return [summary(path)]
 
 
@@ -123,11 +123,11 @@ def summary(path: Path) -> Summary:
     measured several times (--repeat), its repeats read together."""
     done = _repeats(path)
     if done is not None:
-        found = [summary(p) for p in done if (p / rundir.MANIFEST).is_file()]
+        found = [summary(p) for p in done if (p / disk.MANIFEST).is_file()]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")
         combined = repeats.combine(found, path.name)
-        missing = [str(k) for k, p in enumerate(done, start=1) if not (p / rundir.MANIFEST).is_file()]
+        missing = [str(k) for k, p in enumerate(done, start=1) if not (p / disk.MANIFEST).is_file()]
         if missing:  # a repeat never measured is said, and the pooled campaign is not complete
             combined["status"] = "partial"
             combined["warnings"].append({

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlab.boundary import untrusted, values
-from rtlab.results import layout
+from rtlab.rundir import layout
 
 FILE = layout.CYCLICTEST_JSON
 # cyclictest's whole file, stopped before any thread had taken a sample (the agent's stop came
