@@ -18,60 +18,76 @@ from rtlab.units import seconds
 PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
 
 
+# boot's arguments and options, one name each (its signature stays short enough to read)
+Kernel = Annotated[
+    str | None,
+    typer.Argument(
+        help="the kernel image to boot (bzImage, Image), a Debian kernel package file (.deb) of the "
+        "board's architecture, or a Debian kernel metapackage (linux-image-rt-amd64) fetched for it; "
+        "none with --back"
+    ),
+]
+Target = Annotated[str, typer.Option(help="the board: ssh://[user@]host[:port]")]
+Append = Annotated[
+    str,
+    typer.Option(help="arguments added to the running kernel's command line, e.g. 'isolcpus=1 nohz_full=1'"),
+]
+Initrd = Annotated[Path | None, typer.Option(help="an initramfs for the kernel")]
+Dtb = Annotated[Path | None, typer.Option(help="a device tree for the kernel (arm64, riscv64)")]
+BootTimeout = Annotated[
+    float, typer.Option(help="seconds the board has to answer over SSH from the new kernel")
+]
+PowerCycle = Annotated[
+    str | None, typer.Option(help="a command that resets the board when it does not come back")
+]
+Console = Annotated[
+    str | None, typer.Option("--console", help="a command printing the board's serial console")
+]
+FailOnWarnings = Annotated[
+    bool, typer.Option("--fail-on-warnings", help="a BUG, WARNING, Oops or lockdep splat fails the boot")
+]
+Out = Annotated[
+    Path | None, typer.Option(help="the boot's record folder (default boots/<time>-<board>-<release>)")
+]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="print every step, change nothing")]
+Back = Annotated[
+    bool,
+    typer.Option("--back", help="return the board to its default kernel and remove what rtlab added"),
+]
+Method = Annotated[
+    str,
+    typer.Option(
+        help="kexec (the default boot never touched), grub (a one-shot entry of the board's GRUB: "
+        "next_entry), or auto: kexec where the board can, else its GRUB"
+    ),
+]
+MakeDefault = Annotated[
+    bool,
+    typer.Option(
+        "--make-default",
+        help="after a verified boot, keep the kernel as the board's default (its bootloader's entry; "
+        "--back restores the board's own)",
+    ),
+]
+Label = Annotated[str | None, typer.Option(help="the bootloader's menu title for the kernel")]
+
+
 def boot(
-    kernel: Annotated[
-        str | None,
-        typer.Argument(
-            help="the kernel image to boot (bzImage, Image), a Debian kernel package file (.deb) of the "
-            "board's architecture, or a Debian kernel metapackage (linux-image-rt-amd64) fetched for it; "
-            "none with --back"
-        ),
-    ] = None,
-    target: Annotated[str, typer.Option(help="the board: ssh://[user@]host[:port]")] = "",
-    append: Annotated[
-        str,
-        typer.Option(
-            help="arguments added to the running kernel's command line, e.g. 'isolcpus=1 nohz_full=1'"
-        ),
-    ] = "",
-    initrd: Annotated[Path | None, typer.Option(help="an initramfs for the kernel")] = None,
-    dtb: Annotated[Path | None, typer.Option(help="a device tree for the kernel (arm64, riscv64)")] = None,
-    boot_timeout: Annotated[
-        float, typer.Option(help="seconds the board has to answer over SSH from the new kernel")
-    ] = 300.0,
-    power_cycle: Annotated[
-        str | None, typer.Option(help="a command that resets the board when it does not come back")
-    ] = None,
-    console_cmd: Annotated[
-        str | None, typer.Option("--console", help="a command printing the board's serial console")
-    ] = None,
-    fail_on_warnings: Annotated[
-        bool, typer.Option("--fail-on-warnings", help="a BUG, WARNING, Oops or lockdep splat fails the boot")
-    ] = False,
-    out: Annotated[
-        Path | None, typer.Option(help="the boot's record folder (default boots/<time>-<board>-<release>)")
-    ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="print every step, change nothing")] = False,
-    back: Annotated[
-        bool,
-        typer.Option("--back", help="return the board to its default kernel and remove what rtlab added"),
-    ] = False,
-    method: Annotated[
-        str,
-        typer.Option(
-            help="kexec (the default boot never touched), grub (a one-shot entry of the board's GRUB: "
-            "next_entry), or auto: kexec where the board can, else its GRUB"
-        ),
-    ] = "auto",
-    make_default: Annotated[
-        bool,
-        typer.Option(
-            "--make-default",
-            help="after a verified boot, keep the kernel as the board's default (its bootloader's entry; "
-            "--back restores the board's own)",
-        ),
-    ] = False,
-    label: Annotated[str | None, typer.Option(help="the bootloader's menu title for the kernel")] = None,
+    kernel: Kernel = None,
+    target: Target = "",
+    append: Append = "",
+    initrd: Initrd = None,
+    dtb: Dtb = None,
+    boot_timeout: BootTimeout = 300.0,
+    power_cycle: PowerCycle = None,
+    console_cmd: Console = None,
+    fail_on_warnings: FailOnWarnings = False,
+    out: Out = None,
+    dry_run: DryRun = False,
+    back: Back = False,
+    method: Method = "auto",
+    make_default: MakeDefault = False,
+    label: Label = None,
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Boot KERNEL on a board by kexec (its default boot never touched) or by its GRUB's one-shot
