@@ -342,16 +342,7 @@ class Engine:
                 raise UsageError(f"{extra} does not exist")
         before = self.board.report()
         self.before = before
-        fetched: dict[str, str] = {}
-        if r.package is not None:
-            r.kernel, fetched = fetch_debian_kernel(r.target, r.package, before.get("arch", ""))
-            self.say(
-                f"{r.package} for {before.get('arch', '')}: {fetched['package']} {fetched['package_version']}"
-            )
-        if r.deb is not None:
-            from rtlab.boot import package
-
-            r.kernel, fetched = package.kernel_of(r.deb, before.get("arch", ""), r.target, cache_dir())
+        fetched = self._fetch(before)
         assert r.kernel is not None
         version = read_version(r.kernel)
         if before.get("boot_id", "") == "":
@@ -377,19 +368,7 @@ class Engine:
             files = grub.Entry(self.holder, title, cmdline, r.initrd is not None, self.grub.boot_on_root)
             load = grub.add_entry()
             if r.dry_run:
-                self.say(f"{r.target} runs {default}; its GRUB takes a one-shot entry")
-                self._step(f"take the lock: {self.base}/lock")
-                self._step(f"save {grub.GRUBENV} and {grub.CUSTOM} (bytes and SHA-256) into {grub.SAVED}")
-                self._step(
-                    f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items())
-                )
-                self._step(f"add to {grub.CUSTOM}:\n{files.menuentry()}")
-                self._step(f"set next_entry={files.id} in {grub.GRUBENV}, reboot")
-                self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
-                self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
-                if r.power_cycle:
-                    self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
-                return Outcome("dry run", ["nothing was changed"], None)
+                return self._dry_run_grub(files, sent, version, default)
         else:
             self.tool = carry.tool(
                 before, files.folder, cache_dir()
@@ -400,17 +379,7 @@ class Engine:
                 self.tool.words,
             )  # fmt: skip
         if r.dry_run:
-            self.say(f"{r.target} runs {default}; kexec: {self.tool.said}")
-            self._step(f"take the lock: {self.base}/lock")
-            every = {**sent, **self.tool.files}
-            self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in every.items()))
-            self._step(f"load: {load}")
-            self._step(f"execute: {kexec.execute(self.tool.words)}")
-            self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
-            self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
-            if r.power_cycle:
-                self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
-            return Outcome("dry run", ["nothing was changed"], None)
+            return self._dry_run_kexec(files, sent, load, version, default)
         folder = r.out or default_folder(r.target, version.release)
         self.record = Record.create(
             folder, method=self.method, target=r.target,
@@ -436,6 +405,57 @@ class Engine:
             raise
         self._finish(outcome, console)
         return outcome
+
+    def _fetch(self, before: dict[str, str]) -> dict[str, str]:
+        """A Debian kernel package's (or .deb's) image for the board's architecture, made the
+        request's kernel; what was fetched, for the record (nothing for an image given)."""
+        r = self.r
+        fetched: dict[str, str] = {}
+        if r.package is not None:
+            r.kernel, fetched = fetch_debian_kernel(r.target, r.package, before.get("arch", ""))
+            self.say(
+                f"{r.package} for {before.get('arch', '')}: {fetched['package']} {fetched['package_version']}"
+            )
+        if r.deb is not None:
+            from rtlab.boot import package
+
+            r.kernel, fetched = package.kernel_of(r.deb, before.get("arch", ""), r.target, cache_dir())
+        return fetched
+
+    def _dry_run_grub(
+        self, files: grub.Entry, sent: dict[str, Path], version: KernelVersion, default: str
+    ) -> Outcome:
+        """--dry-run by the board's GRUB: each step said, nothing changed."""
+        r = self.r
+        self.say(f"{r.target} runs {default}; its GRUB takes a one-shot entry")
+        self._step(f"take the lock: {self.base}/lock")
+        self._step(f"save {grub.GRUBENV} and {grub.CUSTOM} (bytes and SHA-256) into {grub.SAVED}")
+        self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()))
+        self._step(f"add to {grub.CUSTOM}:\n{files.menuentry()}")
+        self._step(f"set next_entry={files.id} in {grub.GRUBENV}, reboot")
+        self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
+        self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
+        if r.power_cycle:
+            self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
+        return Outcome("dry run", ["nothing was changed"], None)
+
+    def _dry_run_kexec(
+        self, files: kexec.Files | grub.Entry, sent: dict[str, Path], load: str, version: KernelVersion,
+        default: str,
+    ) -> Outcome:  # fmt: skip
+        """--dry-run by kexec: each step said, nothing changed."""
+        r = self.r
+        self.say(f"{r.target} runs {default}; kexec: {self.tool.said}")
+        self._step(f"take the lock: {self.base}/lock")
+        every = {**sent, **self.tool.files}
+        self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in every.items()))
+        self._step(f"load: {load}")
+        self._step(f"execute: {kexec.execute(self.tool.words)}")
+        self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
+        self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
+        if r.power_cycle:
+            self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
+        return Outcome("dry run", ["nothing was changed"], None)
 
     def _finish(self, outcome: Outcome, console: ConsoleCapture) -> None:
         text = console.stop()
