@@ -29,7 +29,7 @@ from conftest import (
     wait_for,
 )
 from rtlab.analysis import causes
-from rtlab.report import causes as report_causes
+from rtlab.report.views import causes as report_causes
 from rtlab.rundir import ftrace
 from test_qemu import guests, initrd, needs_x86
 

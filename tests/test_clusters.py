@@ -14,7 +14,7 @@ import pytest
 
 from rtlab.analysis.summary import summarize
 from rtlab.plan import Plan
-from rtlab.report import csv_format, html, junit, markdown, table
+from rtlab.report.formats import csv_format, html, junit, markdown, table
 from rtlab.rundir.disk import RawLoad
 from rtlab.rundir.events import parse
 from rtlab.system.clusters import clusters

@@ -16,7 +16,8 @@ from rtlab.analysis.histogram import Histogram
 from rtlab.analysis.summary import warnings as summary_warnings
 from rtlab.analysis.verdict import with_deadline
 from rtlab.plan import Plan
-from rtlab.report import csv_format, figures, html, junit
+from rtlab.report import figures
+from rtlab.report.formats import csv_format, html, junit
 
 pytestmark = pytest.mark.unit  # pure: summaries made here, rendered
 
@@ -187,7 +188,7 @@ def _screen(renderable, width: int = 80) -> str:
 
 
 def test_a_piped_table_keeps_every_number_and_both_long_names():
-    from rtlab.report import table
+    from rtlab.report.formats import table
 
     long_rt = {**RT, "loads": {**RT["loads"], "storage": RT["loads"]["idle"]}}
     labels = ["results/20261123-101500-visionfive2-rt", "results/20261123-111500-visionfive2-mainline"]
@@ -210,7 +211,7 @@ def test_one_run_with_throughput_keeps_whole_columns_at_any_width(width, tables,
     # make run's table through a pipe (80 columns): with the Ops/s column there was no room for
     # "Max over time"; it was cropped to "Max o" and five blocks, the table's right edge lost.
     # Now the columns past Table 5-1's and the tail's go into a second table below
-    from rtlab.report import table
+    from rtlab.report.formats import table
 
     ops = {load: {**e, "throughput": {"ops_per_s": 104620.0}, "timeline": {"merged": list(range(1, 40))}}
            for load, e in RT["loads"].items()}  # fmt: skip
@@ -230,7 +231,7 @@ def test_one_run_with_throughput_keeps_whole_columns_at_any_width(width, tables,
 
 
 def test_the_table_on_screen_and_in_a_file_say_the_same():
-    from rtlab.report import table
+    from rtlab.report.formats import table
 
     text = table.render([RT, MAINLINE], ["rt", "mainline"])
     assert text == "".join(_screen(s, 200) for s in table.sections([RT, MAINLINE], ["rt", "mainline"]))
@@ -243,7 +244,7 @@ def test_one_run_through_a_pipe_is_named_in_the_title_and_has_one_header_row():
 
     from rich.console import Console
 
-    from rtlab.report import table
+    from rtlab.report.formats import table
 
     name = "20261125-195512-board-6.12.0-rt5-amd64"
     buffer = io.StringIO()
@@ -278,7 +279,7 @@ def test_platform_facts_show_in_every_format_and_hostile_ones_are_cleaned():
     """rteval's report fields (DMI, clock source, load average, tuned, container) in the
     table, Markdown and HTML; a board's control characters and odd types never reach them."""
     from rtlab.analysis.summary import platform
-    from rtlab.report import markdown, table
+    from rtlab.report.formats import markdown, table
 
     said = {"dmi": {"sys_vendor": "QEMU", "product_name": "Standard PC\x1b[31m", "bios_vendor": 7},
             "clocksource": "tsc", "load_average": "0.50 0.40 0.30 1/90 99", "tuned_profile": "realtime",

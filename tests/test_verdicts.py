@@ -160,7 +160,7 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
 def test_a_max_that_points_the_other_way_from_the_verdict_is_explained():
     """A's idle max 32.7 ms from one sample, B's 3.1 ms, B worse by p99.99 and exceedance:
     the first figure (max per load) says the opposite, and the page says why."""
-    from rtlab.report import verdict_table
+    from rtlab.report.views import verdict_table
 
     def one(max_us: int, verdicts: dict | None = None) -> dict:
         s = {"loads": {"idle": {"merged": {"max_us": max_us}}}}

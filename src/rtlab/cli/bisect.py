@@ -218,7 +218,7 @@ def bisect(
     run options and judged by compare's verdicts against both ends (more runs where unknown).
     Ends with the first bad revision and its evidence, or with why none can be named."""
     from rtlab.bisect import drive
-    from rtlab.report import bisect_table
+    from rtlab.report.views import bisect_table
 
     common = _common(options, preset_name, loads_file, judge_on, repeats, max_repeats, margin, deadline, fmt,
                      kernel_build)  # fmt: skip
@@ -290,7 +290,7 @@ def sweep(
     built with --kernel-build (QEMU targets) and/or installed by --prepare ($RTLAB_FRAGMENT)."""
     from rtlab.bisect import sweep as sweeps
     from rtlab.bisect import variants as vs
-    from rtlab.report import sweep_table
+    from rtlab.report.views import sweep_table
 
     common = _common(options, preset_name, loads_file, judge_on, repeats, max_repeats, margin, deadline, fmt,
                      kernel_build)  # fmt: skip

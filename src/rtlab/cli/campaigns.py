@@ -135,7 +135,7 @@ def scan(
     from datetime import datetime
 
     from rtlab.campaigns import scan as scanning
-    from rtlab.report import scan_table
+    from rtlab.report.views import scan_table
     from rtlab.targets import open_target
 
     names = [n.strip() for n in (stressors or "").split(",") if n.strip()]
@@ -256,7 +256,7 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: dict[str, Any], h
     after them when a cell did not complete (what was measured is reported all the same)."""
     from rtlab.analysis.verdicts import Margin
     from rtlab.cli.reports import judge
-    from rtlab.report import verdict_table
+    from rtlab.report.views import verdict_table
     from rtlab.rundir import disk, readback
     from rtlab.rundir.disk import write_atomic
 

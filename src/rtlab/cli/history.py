@@ -87,7 +87,7 @@ def remember(folder: Path, wanted: bool) -> None:
 
 def _show(fmt: str, output: Path | None, as_json: Callable[[], str], as_table: Callable[[], Any]) -> None:
     """JSON, or the table: into OUTPUT as plain text, else on the terminal."""
-    from rtlab.report import history as shown
+    from rtlab.report.views import history as shown
 
     if fmt == "json":
         emit(as_json(), output)
@@ -167,7 +167,7 @@ def list_runs(
     output: Output = None,
 ) -> None:
     """The runs in the store, oldest first."""
-    from rtlab.report import history as shown
+    from rtlab.report.views import history as shown
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}: choose from table, json")
@@ -222,7 +222,7 @@ def trend(
     figures, each kernel's histogram overlaid, every run's block maxima)."""
     from rtlab.history import changes
     from rtlab.history import trend as trends
-    from rtlab.report import history as shown
+    from rtlab.report.views import history as shown
 
     metric = _metric(metric)
     if fmt not in ("table", "json", "html"):
@@ -269,7 +269,7 @@ def regressions(
 ) -> None:
     """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
     compare of the runs before and after; and the newest run against the baseline."""
-    from rtlab.report import history as shown
+    from rtlab.report.views import history as shown
 
     metric = _metric(metric)
     if fmt not in ("table", "json"):
@@ -375,7 +375,7 @@ def limit(
 ) -> None:
     """The latency a run of the board's accepted kernel exceeds with the stated probability,
     from its history (a worst-case fit where it passes its checks, else empirical)."""
-    from rtlab.report import history as shown
+    from rtlab.report.views import history as shown
     from rtlab.units import parse_duration
 
     rate = parse_rate(false_alarm)

@@ -187,7 +187,7 @@ def _hwlat(
 
 def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str | None) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
-    from rtlab.report import table
+    from rtlab.report.formats import table
     from rtlab.rundir.events import HOST_SAID, Kind
     from rtlab.runner import Outcome, execute_parallel
 

@@ -56,14 +56,14 @@ def present(
     deadline (one for every load, or each load's from the history)."""
     from rtlab.analysis import compare as fairness
     from rtlab.analysis.verdict import with_deadline
-    from rtlab.report import table
+    from rtlab.report.formats import table
 
     render = report.renderer(fmt)
     out_dir(figures_dir, "--figures")  # before a figure is drawn
     if series:
         if fmt != "csv":
             raise UsageError("--series is a CSV export: add --format csv")
-        from rtlab.report import csv_format
+        from rtlab.report.formats import csv_format
 
         render = csv_format.render_series
     judged_by = deadlines_of(deadline)

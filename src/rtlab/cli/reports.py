@@ -157,7 +157,7 @@ def compare(
     the first run, whether each difference is real: better, worse, same or unknown. With
     --target ssh://B --kernel A --kernel B: each kernel booted on the board by rtlab, verified,
     measured (--repeat N: A B B A ...), the board back on its default kernel at the end."""
-    from rtlab.report import verdict_table
+    from rtlab.report.views import verdict_table
     from rtlab.rundir import readback
 
     report.renderer(fmt)
@@ -337,7 +337,7 @@ def worst(
 ) -> None:
     """The statistical worst case of each load, with its confidence, or why there is none."""
     from rtlab.analysis import worst as worst_case
-    from rtlab.report import worst_table
+    from rtlab.report.views import worst_table
     from rtlab.rundir import readback
 
     chance = probability(chance_given, "--probability")

@@ -30,7 +30,7 @@ def check(
     accept_new_host_key: AcceptKey = False,
 ) -> None:
     """Audit the kernel and the system for real-time: what is right, what is wrong, how to fix it."""
-    from rtlab.report import check_table
+    from rtlab.report.views import check_table
     from rtlab.runner import sysinfo
     from rtlab.system import audit, kernel
     from rtlab.targets import open_target
@@ -190,7 +190,7 @@ def _boot_knob(
 
 
 def _tune(files: Files, rt_cpus: str | None, housekeeping: str | None, apply: bool, revert: bool) -> None:
-    from rtlab.report import check_table
+    from rtlab.report.views import check_table
     from rtlab.system import tune as tuning
 
     if revert:

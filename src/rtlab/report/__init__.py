@@ -1,4 +1,7 @@
-"""Report formats: one module each, all reading the same summaries.
+"""Reports, all reading the same summaries: the formats (formats/, one module each, picked by
+renderer()) and what single commands show (views/: compare's verdicts, worst, causes, check,
+scan, bisect, sweep, history). escape.py, cells.py and figures.py serve both; a format may use
+a view (the HTML report holds compare's verdicts), a view never a format.
 
 render(summaries, labels) -> str
 
@@ -15,7 +18,7 @@ from rtlab.errors import UsageError
 
 Renderer = Callable[[Sequence[Summary], Sequence[str]], str]
 
-# format name -> the module under rtlab.report whose render() writes it
+# format name -> the module under rtlab.report.formats whose render() writes it
 FORMATS: dict[str, str] = {
     "table": "table",
     "md": "markdown",
@@ -32,7 +35,7 @@ def renderer(name: str) -> Renderer:
     strings are data, never terminal escapes. Each format escapes them further (escape.py)."""
     if name not in FORMATS:
         raise UsageError(f"unknown format {name!r}: choose from {', '.join(FORMATS)}")
-    render: Renderer = importlib.import_module(f"{__name__}.{FORMATS[name]}").render
+    render: Renderer = importlib.import_module(f"{__name__}.formats.{FORMATS[name]}").render
     if name == "json":
         return render
     from rtlab.report import escape  # brings jinja2 and rich: only once a format is asked for

@@ -9,7 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from rtlab.boundary.untrusted import printable
-from rtlab.report import bisect_table, escape
+from rtlab.report import escape
+from rtlab.report.views import bisect_table
 
 EFFECTS = ("Variant", "Runs", "Verdict", "Per load")
 STEPS = ("Options added", "Runs", "Standing", "Against good", "Against bad")

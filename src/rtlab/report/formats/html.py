@@ -20,7 +20,8 @@ from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import FindingJSON, Summary
-from rtlab.report import causes, cells, escape, figures, verdict_table, worst_table
+from rtlab.report import cells, escape, figures
+from rtlab.report.views import causes, verdict_table, worst_table
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
 WORST_P = 1e-9

@@ -16,7 +16,8 @@ from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
 from rtlab.boundary.shapes import Summary
-from rtlab.report import causes, cells, escape
+from rtlab.report import cells, escape
+from rtlab.report.views import causes
 
 # A single run also shows the tail that decides deadlines.
 SPARK_HEADER = "Max over time"

@@ -19,7 +19,7 @@ from rtlab.history.changes import Change
 from rtlab.history.limit import Limit
 from rtlab.history.trend import Point, pooled_histogram
 from rtlab.report import escape, figures
-from rtlab.report.verdict_table import STYLE
+from rtlab.report.views.verdict_table import STYLE
 
 KIND_STYLE = {"regression": STYLE["worse"], "improvement": STYLE["better"], "suspected": STYLE["unknown"]}
 RUN_COLUMNS = ("started", "board", "kernel", "preemption", "status", "loads", "part of", "path")

@@ -9,8 +9,9 @@ from typing import Any
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.shapes import Summary
-from rtlab.report import causes, cells, verdict_table
+from rtlab.report import cells
 from rtlab.report.escape import markdown as escape
+from rtlab.report.views import causes, verdict_table
 
 
 def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:

@@ -1,5 +1,5 @@
 """Verdicts of a comparison (analysis/verdicts.py) as a terminal table, rows for Markdown
-(report/markdown.py) and HTML, and JUnit:
+(report/formats/markdown.py) and HTML, and JUnit:
 per load, better / worse / same / unknown / refused, and the evidence of each metric."""
 
 from __future__ import annotations
