@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rtlab.boundary.shapes import DisagreementJSON
+
 RATIO = 3.0  # the larger tail over the smaller, beyond which the probes disagree ...
 FLOOR_US = 100  # ... and by at least this much (the tools' own paths: a few µs on hardware)
 # the measures that answer the same question as cyclictest: (probe, measure) -> as said
@@ -50,7 +52,7 @@ def _figures(entry: Mapping[str, Any], key: str) -> dict[str, float]:
     return found
 
 
-def section(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+def section(entry: Mapping[str, Any]) -> DisagreementJSON | None:
     """The disagreement of one load's probes at p99 (where each has it: a lasting difference),
     else at the maximum (a spike one caught), and the worst wake-up's parts; None when fewer
     than two answer or they agree at both."""
@@ -91,7 +93,7 @@ def parts(entry: Mapping[str, Any]) -> list[tuple[str, float]]:
     return found
 
 
-def message(load: str, said: Mapping[str, Any]) -> str:
+def message(load: str, said: DisagreementJSON) -> str:
     """The warning every format shows: the disagreement and the worst wake-up's parts."""
     shown = "; ".join(f"{name} {value:g} µs" for name, value in said.get("parts") or [])
     return f"{load}: the probes disagree: {said['reason']}" + (

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rtlab.boundary import values
+from rtlab.boundary.shapes import PlacedLoadJSON, PlacementJSON
 from rtlab.system import cpus as cpu_list
 
 EVERY = "every CPU"
@@ -39,7 +40,7 @@ def _runs_something(definition: Any) -> bool:
     return isinstance(definition, Mapping) and bool(definition.get("stress-ng") or definition.get("command"))
 
 
-def of(plan: Mapping[str, Any], cores: Mapping[str, Mapping[str, Any]], count: int | None) -> dict[str, Any]:
+def of(plan: Mapping[str, Any], cores: Mapping[str, Mapping[str, Any]], count: int | None) -> PlacementJSON:
     """Where the measuring threads and each load ran, and the cores they shared: {"measured_on",
     "smt_known", "loads": {load: {"on", "shares_cpus", "shares_cores"}}}."""
     every = frozenset(range(count)) if count else None
@@ -47,7 +48,7 @@ def of(plan: Mapping[str, Any], cores: Mapping[str, Mapping[str, Any]], count: i
     house = _cpus(plan.get("housekeeping_cpus"))
     siblings = _siblings(cores)
     definitions = plan.get("load_definitions") or {}
-    loads: dict[str, Any] = {}
+    loads: dict[str, PlacedLoadJSON] = {}
     for name in plan.get("loads") or []:
         definition = definitions.get(name) if isinstance(definitions, Mapping) else None
         if definition is None or not _runs_something(definition):
@@ -73,7 +74,7 @@ def of(plan: Mapping[str, Any], cores: Mapping[str, Mapping[str, Any]], count: i
     }
 
 
-def warnings(placement: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]:
+def warnings(placement: PlacementJSON, plan: Mapping[str, Any]) -> list[str]:
     """One line per load that reaches a measuring CPU through an SMT sibling although the
     plan kept it off the measuring CPUs."""
     said: list[str] = []
@@ -90,7 +91,7 @@ def warnings(placement: Mapping[str, Any], plan: Mapping[str, Any]) -> list[str]
     return said
 
 
-def lines(placement: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def lines(placement: PlacementJSON | None) -> list[tuple[str, str]]:
     """(name, value) of what ran where, as reports show it; none for a run before placement."""
     if not placement:
         return []

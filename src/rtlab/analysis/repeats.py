@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from rtlab.analysis import probes, stats
 from rtlab.analysis.histogram import Histogram, merge
 from rtlab.boundary.shapes import (
     HistogramJSON,
+    Histograms,
     LoadEntry,
     ProbeJSON,
     RepeatsJSON,
@@ -53,7 +54,7 @@ def _pooled(entries: list[LoadEntry]) -> LoadEntry:
     measured = [e for e in entries if e["merged"] and e["histograms"]]
     if not measured:
         return entry
-    hists = [cast(dict[str, Any], e["histograms"]) for e in measured]
+    hists = [cast(Histograms, e["histograms"]) for e in measured]
     merged = merge(
         _histogram(h["merged"], cast(StatsJSON, e["merged"])) for h, e in zip(hists, measured, strict=True)
     )

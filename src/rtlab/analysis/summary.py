@@ -16,11 +16,13 @@ from rtlab.boundary.shapes import (
     ClockJSON,
     ClusterJSON,
     CpuFacts,
+    DmiJSON,
     KernelFacts,
     LoadEntry,
     Manifest,
     PhasesJSON,
     PlanJSON,
+    PlatformJSON,
     StatsJSON,
     Summary,
     Sysinfo,
@@ -150,11 +152,7 @@ def system_facts(sysinfo: Sysinfo | None) -> SystemJSON:
     }
 
 
-PLATFORM_TEXT = ("clocksource", "load_average", "tuned_profile", "container")
-DMI = ("sys_vendor", "product_name", "board_name", "bios_vendor", "bios_version", "bios_date")
-
-
-def platform(found: Any) -> dict[str, Any]:
+def platform(found: Any) -> PlatformJSON:
     """The target's platform facts as reports show them: every value a short printable string
     (or None, a bool for tuned_verifies), whatever the board sent; an agent before them: {}."""
     if not isinstance(found, dict):
@@ -166,18 +164,28 @@ def platform(found: Any) -> dict[str, Any]:
     dmi = found["dmi"] if isinstance(found.get("dmi"), dict) else {}
     verifies = found.get("tuned_verifies")
     return {
-        **{key: text(found.get(key)) for key in PLATFORM_TEXT},
+        "clocksource": text(found.get("clocksource")),
+        "load_average": text(found.get("load_average")),
+        "tuned_profile": text(found.get("tuned_profile")),
+        "container": text(found.get("container")),
         "tuned_verifies": verifies if isinstance(verifies, bool) else None,
-        "dmi": {key: text(dmi.get(key)) for key in DMI},
+        "dmi": {
+            "sys_vendor": text(dmi.get("sys_vendor")),
+            "product_name": text(dmi.get("product_name")),
+            "board_name": text(dmi.get("board_name")),
+            "bios_vendor": text(dmi.get("bios_vendor")),
+            "bios_version": text(dmi.get("bios_version")),
+            "bios_date": text(dmi.get("bios_date")),
+        },
     }
 
 
 def platform_lines(system: SystemJSON) -> list[tuple[str, str]]:
     """(name, value) of the platform facts a report shows; none for an older run."""
-    p = system.get("platform") or {}
+    p: PlatformJSON = system.get("platform") or {}
     if not p:
         return []
-    dmi = p.get("dmi") or {}
+    dmi: DmiJSON = p.get("dmi") or {}
     machine = " ".join(v for v in (dmi.get("sys_vendor"), dmi.get("product_name")) if v)
     bios = " ".join(v for v in (dmi.get("bios_vendor"), dmi.get("bios_version"), dmi.get("bios_date")) if v)
     tuned = p.get("tuned_profile")

@@ -381,6 +381,15 @@ class ProbeJSON(TypedDict):
     counts: NotRequired[dict[str, int]]  # a functional test's figures (pi_stress: inversions)
 
 
+class DisagreementJSON(TypedDict):
+    """A load's probes that disagree (analysis/disagree.py)."""
+
+    metric: str  # p99 / max
+    figures: dict[str, float]  # each probe's figure, µs
+    reason: str
+    parts: list[tuple[str, float]]  # the worst wake-up's parts: (what, µs)
+
+
 class LoadEntry(TypedDict):
     status: str  # complete / partial / failed / not-run
     reason: str | None  # why it is not complete, in words
@@ -395,7 +404,7 @@ class LoadEntry(TypedDict):
     causes: NotRequired[CausesJSON]  # only with a trace pass
     clusters: NotRequired[dict[str, StatsJSON]]  # heterogeneous CPUs: per cluster, its CPUs merged
     probes: NotRequired[dict[str, ProbeJSON]]  # only with --probe: the others, by name
-    disagreement: NotRequired[dict[str, Any]]  # only when the probes disagree (analysis/disagree.py)
+    disagreement: NotRequired[DisagreementJSON]  # only when the probes disagree (analysis/disagree.py)
 
 
 class WarningJSON(TypedDict):
@@ -418,6 +427,27 @@ class ClusterJSON(TypedDict):
     basis: str  # the facts that told the clusters apart: capacity, clock domain, type
 
 
+class DmiJSON(TypedDict, total=False):
+    sys_vendor: str | None
+    product_name: str | None
+    board_name: str | None
+    bios_vendor: str | None
+    bios_version: str | None
+    bios_date: str | None
+
+
+class PlatformJSON(TypedDict, total=False):
+    """The platform facts as reports show them (analysis/summary.py: platform); {} from an
+    agent before them."""
+
+    clocksource: str | None
+    load_average: str | None
+    tuned_profile: str | None
+    container: str | None
+    tuned_verifies: bool | None
+    dmi: DmiJSON
+
+
 class SystemJSON(TypedDict):
     hostname: str | None
     kernel_release: str | None
@@ -430,7 +460,7 @@ class SystemJSON(TypedDict):
     cpu_count: CpuCount | None
     governors: dict[str, str]
     clusters: list[ClusterJSON]  # [] on a homogeneous system (or one that says nothing of its CPUs)
-    platform: NotRequired[dict[str, Any]]  # what rteval reports beside the kernel (summary.platform)
+    platform: NotRequired[PlatformJSON]  # what rteval reports beside the kernel (summary.platform)
 
 
 class LoadVerdict(TypedDict):
@@ -453,6 +483,20 @@ Deadline = TypedDict(
 )
 
 
+class PlacedLoadJSON(TypedDict):
+    on: str  # a kernel CPU list, "every CPU", or "none" (the load runs nothing)
+    shares_cpus: list[int]  # the measuring CPUs it ran on
+    shares_cores: list[list[int]]  # [measuring CPU, its SMT sibling the load ran on]
+
+
+class PlacementJSON(TypedDict):
+    """What ran where (analysis/placement.py)."""
+
+    measured_on: str
+    smt_known: bool
+    loads: dict[str, PlacedLoadJSON]
+
+
 class Summary(TypedDict):
     schema: str
     run: str | None
@@ -467,7 +511,7 @@ class Summary(TypedDict):
     warnings: list[WarningJSON]
     deadline: NotRequired[Deadline]  # only when a deadline was given
     verdicts: NotRequired[dict[str, Any]]  # rtlab compare: against the first run (analysis/verdicts.py)
-    placement: NotRequired[dict[str, Any]]  # what ran where (analysis/placement.py); older runs: none
+    placement: NotRequired[PlacementJSON]  # what ran where (analysis/placement.py); older runs: none
 
 
 # --- checking a document read back against its shape -----------------------------------------
