@@ -374,7 +374,7 @@ def test_verify_tells_each_outcome_apart():
 def test_a_panic_on_the_console_is_seen_only_after_the_kernel_was_sent(tmp_path):
     """The wait for a new boot ends on a panic the console shows after the kernel was sent; one
     the board said before (the old kernel's console, an echo) is not this boot's."""
-    from rtlab.boot.machine import ConsoleCapture
+    from rtlab.boot.board import ConsoleCapture
 
     log = tmp_path / "console"
     script = tmp_path / "uart"

@@ -153,6 +153,7 @@ def test_a_grubenv_with_bytes_beyond_ascii_is_written_back_as_it_was():
 @pytest.mark.unit
 def test_a_grubenv_too_full_for_next_entry_fails_before_anything_changes():
     from rtlab.boot import machine
+    from rtlab.boot.board import Failed
 
     class Board:
         ran: list[str] = []
@@ -170,7 +171,7 @@ def test_a_grubenv_too_full_for_next_entry_fails_before_anything_changes():
     engine.board, engine.record, engine.say = Board(), Record(), lambda line: None
     engine.grub = grub.Probe.parse(f"once=yes\ncustom=yes\n@@grubenv\n{hexed}\n")
     entry = grub.Entry("boot-20261127-000000", "t", "ro", False, True)
-    with pytest.raises(machine.Failed, match="next_entry"):
+    with pytest.raises(Failed, match="next_entry"):
         engine._once(entry, grub.add_entry())
     assert Board.ran == []  # custom.cfg untouched: the engine's undo has nothing left behind
 

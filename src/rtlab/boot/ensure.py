@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtlab.boot import kexec, machine, verify
+from rtlab.boot.board import Board, Failed
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
 from rtlab.boundary import untrusted
@@ -157,7 +158,7 @@ class Session:
     def __init__(self, setup: Setup, say: Callable[[str], None]):
         self.setup = setup
         self.say = say
-        self.board = machine.Board(setup.target, setup.accept_new_host_key)
+        self.board = Board(setup.target, setup.accept_new_host_key)
         self._images: dict[str, tuple[Path, KernelVersion]] = {}
         self.booted = False  # whether this session changed the board's kernel
         self.boots = 0
@@ -309,7 +310,7 @@ class Session:
         self.booted = True
         try:
             outcome = engine.boot()
-        except machine.Failed as e:
+        except Failed as e:
             raise Refused(want, [f"{e.verdict}: {e}"]) from None
         finally:
             engine.board.drop()

@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
 
 from rtlab import children
 from rtlab.agent.shell import quote
 from rtlab.boot import carry, grub, kexec, verify
+from rtlab.boot.board import CONNECT_S, Board, ConsoleCapture, Failed
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
 from rtlab.boot.record import CONSOLE, DMESG, Record, default_folder
@@ -36,19 +36,9 @@ from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.targets.base import target_dir
 
-POLL_S = 3.0  # between two attempts to reach a rebooting board
-CONNECT_S = 10.0  # one attempt
 ANSWER_S = 30.0  # a board that is up answers within this; one that hung never does
 POWER_CYCLE_S = 120.0  # a power switch's command answers within this
 COPY_S = 900.0  # a kernel and an initramfs over a slow link
-
-
-class Failed(Exception):
-    """A step failed: VERDICT, with its evidence in one line."""
-
-    def __init__(self, verdict: str, line: str):
-        super().__init__(line)
-        self.verdict = verdict
 
 
 def fetch_debian_kernel(target: str, package: str, machine: str) -> tuple[Path, dict[str, str]]:
@@ -90,132 +80,6 @@ class Request:
     method: str = "auto"  # kexec, grub, or auto: kexec where the board runs it, else its GRUB
     make_default: bool = False  # after a verified boot, the bootloader's entry the default
     label: str | None = None  # the bootloader's menu title
-
-
-class Board:
-    """The board over SSH: a new connection whenever the last one dropped (a reboot)."""
-
-    def __init__(self, spec: str, accept_new_host_key: bool):
-        if not spec.startswith("ssh://"):
-            raise UsageError(f"rtlab boot changes the kernel of a board: give --target ssh://..., not {spec}")
-        self.spec = spec
-        self.accept = accept_new_host_key
-        self._target: Any = None
-        self.last_error = ""
-
-    def _open(self, connect_timeout: float | None = None) -> Any:
-        from rtlab.targets.ssh import SshTarget
-
-        if self._target is None:
-            self._target = SshTarget(self.spec, self.accept)
-            self._target.connect_timeout = connect_timeout
-        return self._target
-
-    def drop(self) -> None:
-        if self._target is not None:
-            with contextlib.suppress(Exception):
-                self._target.close()
-            self._target = None
-
-    def run(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
-        try:
-            status, out = self._open().shell(command, data, timeout)
-        except KeyboardInterrupt:
-            # the command goes on in the connection's thread: the connection is closed (the
-            # board ends its session) before anything undoes it over a new one
-            self.drop()
-            raise
-        return status, out.decode("utf-8", "replace")
-
-    def must(
-        self, command: str, verdict: str, what: str, data: bytes | None = None, timeout: float = 120
-    ) -> str:
-        try:
-            status, out = self.run(command, data, timeout)
-        except (RunFailed, UsageError) as e:
-            raise Failed(verdict, f"{what}: {e}") from None
-        if status != 0:
-            said = untrusted.printable(out.strip())[-300:]
-            raise Failed(verdict, f"{what} failed (exit status {status}): {said}")
-        return out
-
-    def report(self, dmesg: bool = False) -> dict[str, str]:
-        _, out = self.run(kexec.report(dmesg), timeout=60)
-        return kexec.parse_report(out)
-
-    def new_boot(
-        self, old_boot_id: str, timeout: float, stop: Callable[[], bool] | None = None
-    ) -> dict[str, str] | None:
-        """The board's report once SSH answers from a boot other than OLD_BOOT_ID, within
-        TIMEOUT seconds; None if it did not, or as soon as STOP says waiting is pointless."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if stop is not None and stop():
-                return None
-            self.drop()
-            try:
-                self._open(CONNECT_S)
-                found = self.report()
-                if found.get("boot_id") and found["boot_id"] != old_boot_id:
-                    self.drop()  # the next commands get a connection of their own, without the short timeout
-                    return found
-                self.last_error = "the board still runs the boot it ran"
-            except (RunFailed, UsageError) as e:
-                self.last_error = untrusted.printable(str(e))
-            self.drop()
-            time.sleep(POLL_S)
-        return None
-
-
-class ConsoleCapture:
-    """--console CMD: the board's console for the length of the boot, into a file of the record."""
-
-    def __init__(self, command: str | None, path: Path):
-        self.path = path
-        self._proc: Any = None
-        self._file: IO[bytes] | None = None
-        if command:
-            self._file = path.open("wb")
-            self._proc = children.start(["sh", "-c", command], stdout=self._file, stderr=self._file)
-
-    def text(self) -> str:
-        if not self.path.is_file():
-            return ""
-        with self.path.open("rb") as f:  # its end: what tail() shows is the last the board said
-            f.seek(max(0, self.path.stat().st_size - (8 << 20)))
-            data = untrusted.read_at_most(f, 8 << 20)
-        return data.decode("utf-8", "replace")
-
-    def size(self) -> int:
-        """How much the console has said so far: where a boot's own lines begin."""
-        return self.path.stat().st_size if self._file is not None and self.path.is_file() else 0
-
-    def panic(self, since: int) -> str | None:
-        """The console's panic line after byte SINCE, if the kernel said one: a kernel that
-        panicked will not answer (panic=0 keeps it there; panic=N reboots into the default, which
-        is no answer from it either), so the wait for it can end at once."""
-        if self._file is None or not self.path.is_file() or self.path.stat().st_size <= since:
-            return None
-        with self.path.open("rb") as f:
-            f.seek(max(since, self.path.stat().st_size - (8 << 20)))
-            data = untrusted.read_at_most(f, 8 << 20).decode("utf-8", "replace")
-        for line in untrusted.lines(data.replace("\r", "")):
-            if verify.PANIC.search(line):
-                return untrusted.printable(line.strip()[:200])  # one line of evidence, bounded
-        return None
-
-    def tail(self, n: int = 15) -> list[str]:
-        return [untrusted.printable(line) for line in untrusted.lines(self.text().replace("\r", ""))[-n:]]
-
-    def stop(self) -> str:
-        if self._proc is not None:
-            children.end_group(self._proc.pid, children.GRACE_S)
-            self._proc.wait()
-            self._proc = None
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        return self.text()
 
 
 def _shown(text: str | None) -> str | None:

@@ -93,6 +93,7 @@ def boot(
     """Boot KERNEL on a board by kexec (its default boot never touched) or by its GRUB's one-shot
     entry, verify it, or go --back."""
     from rtlab.boot import machine, verify
+    from rtlab.boot.board import Failed
     from rtlab.boot.verify import cmdline_words
 
     if not target:
@@ -126,7 +127,7 @@ def boot(
     engine = machine.Engine(request, lambda text: err.print(text, highlight=False))
     try:
         outcome = engine.back() if back else engine.boot()
-    except machine.Failed as e:
+    except Failed as e:
         raise RunFailed(f"{e.verdict}: {e}") from None
     finally:
         engine.board.drop()
