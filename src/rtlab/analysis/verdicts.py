@@ -23,15 +23,22 @@ Pure functions over summaries: no file is read here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import numpy as np
 from scipy import stats
 
 from rtlab.analysis import probes, stationarity
-from rtlab.boundary.shapes import HistogramJSON, Summary
+from rtlab.boundary.shapes import (
+    Comparison,
+    HistogramJSON,
+    LoadComparisonJSON,
+    MetricTestJSON,
+    Summary,
+    TimelineJSON,
+)
 
 ALPHA = 0.05
 POWER = 0.8
@@ -42,6 +49,18 @@ GATE_BLOCKS = 40  # ... and for the stationarity gate (as `worst`)
 QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
 MARGIN_US = 5  # the default margin: the larger of 5 µs and 10 %
 MARGIN_FRACTION = 0.10
+
+
+class MergedHistogram(TypedDict):
+    merged: HistogramJSON
+
+
+class Replicate(TypedDict, total=False):
+    """What a comparison reads of one run's load (a LoadEntry with its numbers, or one of
+    its other probes' measures): its merged histogram and, when it has one, its time axis."""
+
+    histograms: Required[MergedHistogram]
+    timeline: TimelineJSON | None
 
 
 @dataclass(frozen=True)
@@ -70,7 +89,7 @@ class Test:
     verdict: str = "unknown"
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MetricTestJSON:
         return {
             "metric": self.metric, "test": self.test, "unit": self.unit,
             "base": _round(self.base), "new": _round(self.new), "effect": _round(self.effect),
@@ -86,7 +105,7 @@ class LoadVerdict:
     reason: str = ""
     tests: list[Test] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LoadComparisonJSON:
         return {"verdict": self.verdict, "reason": self.reason, "tests": [t.to_json() for t in self.tests]}
 
 
@@ -115,7 +134,7 @@ def pooled(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray,
     return v[keep], c[keep], overflows + int(c[~keep].sum()), limit
 
 
-def _histogram(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _histogram(entries: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Runs' merged histograms pooled."""
     return pooled([entry["histograms"]["merged"] for entry in entries])
 
@@ -138,11 +157,11 @@ def above(values: np.ndarray, counts: np.ndarray, overflows: int, level: float) 
     return int(counts[values > level].sum()) + overflows
 
 
-def _blocks(entries: Sequence[dict[str, Any]]) -> tuple[np.ndarray, float]:
+def _blocks(entries: Sequence[Replicate]) -> tuple[np.ndarray, float]:
     maxima: list[int] = []
     block_s = 1.0
     for entry in entries:
-        axis = entry.get("timeline") or {}
+        axis: Mapping[str, Any] = entry.get("timeline") or {}
         maxima += [m for m in axis.get("merged") or [] if m is not None and m >= 0]
         block_s = float(axis.get("block_s") or block_s)
     return np.asarray(maxima, dtype=float), block_s
@@ -166,9 +185,7 @@ def grid(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, i
     return values, table, limit
 
 
-def _grid(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
-) -> tuple[np.ndarray, np.ndarray, int]:
+def _grid(base: Sequence[Replicate], new: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray, int]:
     """Every run's merged histogram on one grid (rows: the baseline's runs, then the new ones)."""
     return grid([e["histograms"]["merged"] for e in [*base, *new]])
 
@@ -188,7 +205,7 @@ def quantiles(values: np.ndarray, counts: np.ndarray, qs: Sequence[float]) -> np
     return out
 
 
-def _bodies(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], margin: Margin,
+def _bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
             rng: np.random.Generator) -> list[Test]:  # fmt: skip
     """p99, p99.9 and p99.99, new against base: a bootstrap over whole runs (each side's runs
     resampled with replacement, their histograms pooled), never over samples."""
@@ -263,7 +280,7 @@ def _block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
 
 
 def _exceedance(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], level: float, said: str,
+    base: Sequence[Replicate], new: Sequence[Replicate], level: float, said: str,
     base_blocks: np.ndarray, new_blocks: np.ndarray, block_s: float, margin: Margin,
 ) -> Test:  # fmt: skip
     test = Test("exceedance", "", "ratio")
@@ -328,9 +345,7 @@ def _exceedance(
     return test
 
 
-def _run_dispersion(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], level: float
-) -> tuple[float, int]:
+def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate], level: float) -> tuple[float, int]:
     """(phi, df): how much more the runs' counts above LEVEL vary than Poisson's, each side at
     its own rate (Pearson's chi-square over its degrees of freedom); (1, 0) without replicates."""
     chi2, df = 0.0, 0
@@ -413,11 +428,11 @@ def _refusal(base: Summary, new: Summary, load: str) -> str | None:
     return None
 
 
-def _series(entries: Sequence[dict[str, Any]], run: object) -> list[tuple[int, stationarity.Series]]:
+def _series(entries: Sequence[Replicate], run: object) -> list[tuple[int, stationarity.Series]]:
     """(repeat, time axis) of a side's repeats (all CPUs merged) long enough for the gate."""
     out = []
     for k, entry in enumerate(entries, 1):
-        axis = entry.get("timeline") or {}
+        axis: Mapping[str, Any] = entry.get("timeline") or {}
         x = np.asarray([m for m in axis.get("merged") or [] if m is not None and m >= 0], dtype=float)
         if len(x) >= GATE_BLOCKS:
             block_s = float(axis.get("block_s") or 1.0)
@@ -425,7 +440,7 @@ def _series(entries: Sequence[dict[str, Any]], run: object) -> list[tuple[int, s
     return out
 
 
-def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -> tuple[dict[str, str], int]:
+def gate(sides: dict[str, dict[str, Sequence[Replicate]]], seed: int = 1) -> tuple[dict[str, str], int]:
     """Why each load is refused by the stationarity gate ({load: reason}; loads that pass are
     absent), and how many time axes were judged (a repeat under GATE_BLOCKS blocks is not).
     SIDES: {load: {side's name: its repeats' entries}}. One family for the whole decision:
@@ -453,7 +468,7 @@ def gate(sides: dict[str, dict[str, Sequence[dict[str, Any]]]], seed: int = 1) -
 
 
 def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Margin(),
-            deadline_us: int | None = None, seed: int = 1) -> dict[str, Any]:  # fmt: skip
+            deadline_us: int | None = None, seed: int = 1) -> Comparison:  # fmt: skip
     """Verdicts of NEW (runs, or repeats of one campaign) against BASE, per load they share."""
     rng = np.random.default_rng(seed)
     verdicts: dict[str, LoadVerdict] = {}
@@ -515,7 +530,7 @@ def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, 
     """The other probes of a load both sides measured (--probe), by their tails: no time axis,
     so no block-maximum test; keyed "LOAD PROBE [MEASURE]"."""
 
-    def histograms(side: Sequence[Summary], name: str, measure: str) -> list[dict[str, Any]]:
+    def histograms(side: Sequence[Summary], name: str, measure: str) -> list[Replicate]:
         found = [probes.of(s, load).get(name) for s in side]
         return [
             {"histograms": {"merged": p["histograms"][measure]}}

@@ -4,7 +4,7 @@ more where compare's verdict is unknown, up to the budget, and never past it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +56,7 @@ class Judge:
             k += 1
 
     def confirm(
-        self, before: Subject, after: Subject, gap: dict[str, Any], loads: Sequence[str]
+        self, before: Subject, after: Subject, gap: Mapping[str, Any], loads: Sequence[str]
     ) -> Confirmed:
         """Whether AFTER carries the regression that GAP (compare of the ends) shows: worse than
         BEFORE on fresh runs of the two measured in turns, in a metric the ends differ in, by

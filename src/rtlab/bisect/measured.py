@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,7 +164,7 @@ class Subjects:
     def compare(
         self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1),
         paired: Sequence[int] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> Mapping[str, Any]:  # fmt: skip
         """compare's verdicts of NEW's runs against BASE's (from runs SINCE on; or, PAIRED, the
         base's runs of those numbers, each measured in the round of one of NEW's)."""
         from rtlab.analysis import verdicts
@@ -181,7 +181,7 @@ class Subjects:
                     raise RunFailed(f"{s.label} was skipped (exit 125): it cannot be measured in turns")
 
 
-def brief(found: dict[str, Any], loads: Any = None) -> dict[str, Any]:
+def brief(found: Mapping[str, Any], loads: Any = None) -> dict[str, Any]:
     """What a report shows of a comparison: per load the verdict, its reason, each metric's
     effect and interval (LOADS: only those)."""
     shown = {}

@@ -16,7 +16,7 @@ the budget. Every decision is recomputed from the runs on disk: the same command
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ class Sweep:
         write_atomic(fragment, self.variants[s.key].fragment())
         return self._prepare_one(s, fragment)
 
-    def _loads(self, found: dict[str, Any]) -> list[str]:
+    def _loads(self, found: Mapping[str, Any]) -> list[str]:
         return [k for k in found["loads"] if self.loads is None or k in self.loads]
 
     # --- effects ---------------------------------------------------------------------------
@@ -81,7 +81,7 @@ class Sweep:
         base = self.subject(vs.BASE)
         others = [(v, self.subject(v)) for v in wanted]
         pairs = self.doc.setdefault("pairs", {})
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, Mapping[str, Any]] = {}
         open_ = others
         k = self.budget.repeats
         while True:

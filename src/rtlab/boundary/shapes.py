@@ -497,6 +497,60 @@ class PlacementJSON(TypedDict):
     loads: dict[str, PlacedLoadJSON]
 
 
+class MetricTestJSON(TypedDict):
+    """One metric's test of a comparison (analysis/verdicts.py: Test)."""
+
+    metric: str
+    test: str
+    unit: str
+    base: float | None
+    new: float | None
+    effect: float | None
+    interval: list[float | None]
+    p_value: float | None
+    p_adjusted: float | None
+    margin: float | None
+    verdict: str
+    note: str
+
+
+class LoadComparisonJSON(TypedDict):
+    verdict: str  # better / worse / same / unknown / refused
+    reason: str
+    tests: list[MetricTestJSON]
+
+
+class GateJSON(TypedDict):
+    method: str
+    alpha: float
+    family: str
+    series: int
+    refused: list[str]
+
+
+class MarginJSON(TypedDict):
+    us: float
+    fraction: float
+
+
+class ReplicatesJSON(TypedDict):
+    base: int
+    new: int
+
+
+class Comparison(TypedDict):
+    """Verdicts of runs against a baseline (analysis/verdicts.py: compare; `rtlab compare`);
+    in a summary (summary.verdicts) with the baseline's name (against)."""
+
+    alpha: float
+    correction: str
+    gate: GateJSON
+    margin: MarginJSON
+    replicates: ReplicatesJSON
+    loads: dict[str, LoadComparisonJSON]
+    against: NotRequired[str]  # in a summary: the run compared against
+
+
 class Summary(TypedDict):
     schema: str
     run: str | None
@@ -510,7 +564,7 @@ class Summary(TypedDict):
     audit: list[FindingJSON]
     warnings: list[WarningJSON]
     deadline: NotRequired[Deadline]  # only when a deadline was given
-    verdicts: NotRequired[dict[str, Any]]  # rtlab compare: against the first run (analysis/verdicts.py)
+    verdicts: NotRequired[Comparison]  # rtlab compare: against the first run (analysis/verdicts.py)
     placement: NotRequired[PlacementJSON]  # what ran where (analysis/placement.py); older runs: none
 
 

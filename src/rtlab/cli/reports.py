@@ -21,7 +21,7 @@ from rtlab.units import parse_duration, parse_latency, parse_percentage, probabi
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdicts import Margin
-    from rtlab.boundary.shapes import Summary
+    from rtlab.boundary.shapes import Comparison, Summary
 
 
 def report_(
@@ -281,7 +281,7 @@ def judge(
     sides: list[list[Summary]],
     margin: Margin,
     deadline_us: int | None,
-) -> list[tuple[str, dict[str, Any]]]:
+) -> list[tuple[str, Comparison]]:
     """Each run after the first judged against it (its repeats as replicates); the verdicts go
     into the run's summary, where every format reads them."""
     from rtlab.analysis import verdicts
@@ -294,13 +294,13 @@ def judge(
     return compared
 
 
-def _gate(compared: list[tuple[str, dict[str, Any]]], strict: bool) -> None:
+def _gate(compared: list[tuple[str, Comparison]], strict: bool) -> None:
     """--gate: the verdicts counted; exit 1 on a worse load (with --strict, unknown and refused too)."""
     said = [v["verdict"] for _, found in compared for v in found["loads"].values()]
     failing = {"worse"} | ({"unknown", "refused"} if strict else set())
     counts = ", ".join(f"{said.count(w)} {w}" for w in ("worse", "better", "same", "unknown", "refused"))
     err.print(f"gate: {counts}", highlight=False)
-    if any(min(found["replicates"].values()) < 2 for _, found in compared):
+    if any(min(found["replicates"]["base"], found["replicates"]["new"]) < 2 for _, found in compared):
         err.print(
             "gate: one run a side: the verdicts hold for these runs, not yet for what they measured "
             "(run-to-run noise is untested); measure each side with --repeat 3 or more",

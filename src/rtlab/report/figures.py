@@ -12,7 +12,7 @@ The data handed to matplotlib come straight from the summary's histograms
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
-from rtlab.boundary.shapes import CausesJSON, HistogramJSON, Summary
+from rtlab.boundary.shapes import CausesJSON, HistogramJSON, LoadComparisonJSON, Summary
 from rtlab.names import slug
 from rtlab.plan.loads import BUILTIN
 from rtlab.report import cells, escape
@@ -371,8 +371,11 @@ def verdict_figure(summaries: Sequence[Summary], labels: Sequence[str]) -> Named
             points = []
             margin = 0.0
             for i, summary in enumerate(summaries):
-                found = ((summary.get("verdicts") or {}).get("loads") or {}).get(load) or {}
-                test = next((t for t in found.get("tests", []) if t["metric"] == metric), None)
+                judged = summary.get("verdicts")
+                compared: Mapping[str, LoadComparisonJSON] = (judged.get("loads") if judged else None) or {}
+                found = compared.get(load)
+                tests = found.get("tests", []) if found else []
+                test = next((t for t in tests if t["metric"] == metric), None)
                 if test is not None and test["effect"] is not None:
                     lo, hi = test["interval"]
                     points.append((i, float(test["effect"]), lo, hi))

@@ -4,11 +4,10 @@ Every name and message goes through escape.markdown: one cell stays one cell, an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import facts_lines
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.shapes import Comparison, Summary
 from rtlab.report import cells
 from rtlab.report.escape import markdown as escape
 from rtlab.report.views import causes, verdict_table
@@ -79,7 +78,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     return text
 
 
-def _verdicts(compared: list[tuple[str, dict[str, Any]]], base: str) -> str:
+def _verdicts(compared: list[tuple[str, Comparison]], base: str) -> str:
     """A comparison's verdicts: a row per new run and load (verdict_table's rows)."""
     head = f"### Against {escape(base)}: is the difference real?"
     lines = [head, "", "| Run | Load | Verdict | Evidence | Why |", "|---|---|---|---|---|"]

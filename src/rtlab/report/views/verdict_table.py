@@ -4,18 +4,36 @@ per load, better / worse / same / unknown / refused, and the evidence of each me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from rich.table import Table
 
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.shapes import Comparison, LoadComparisonJSON, MetricTestJSON, Summary
 from rtlab.report import escape
 
 STYLE = {"better": "green", "same": "cyan", "worse": "bold red", "unknown": "yellow", "refused": "magenta"}
 
 
-def evidence(test: dict[str, Any]) -> str:
+class MetricRow(TypedDict):
+    metric: str
+    verdict: str
+    effect: str
+    interval: str
+    p: str
+
+
+class VerdictRow(TypedDict):
+    """A new run's verdict on a load, as the HTML report shows it (metric_rows)."""
+
+    run: str
+    load: str
+    verdict: str
+    why: str
+    metrics: list[MetricRow]
+
+
+def evidence(test: MetricTestJSON) -> str:
     """One metric in a few words: its effect, 95 % interval and corrected p-value."""
     if test["effect"] is None:
         return f"{test['metric']}: -"
@@ -31,12 +49,12 @@ def _n(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
 
 
-def compared_in(summaries: Sequence[Summary], labels: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def compared_in(summaries: Sequence[Summary], labels: Sequence[str]) -> list[tuple[str, Comparison]]:
     """(label, verdicts) of each run that `rtlab compare` judged against the first."""
     return [(label, s["verdicts"]) for s, label in zip(summaries, labels, strict=True) if "verdicts" in s]
 
 
-def rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, str, str, str]]:
+def rows(compared: Sequence[tuple[str, Comparison]]) -> list[tuple[str, str, str, str, str]]:
     """(run, load, verdict, evidence, why) for each new run's verdicts on each load."""
     out = []
     for label, found in compared:
@@ -46,13 +64,13 @@ def rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str,
     return out
 
 
-def metric_rows(compared: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def metric_rows(compared: Sequence[tuple[str, Comparison]]) -> list[VerdictRow]:
     """Per new run and load, its verdict and why, and one row per metric (its own verdict,
     effect, interval and corrected p): a page read by someone deciding, not a run-on cell."""
-    out = []
+    out: list[VerdictRow] = []
     for label, found in compared:
         for load, v in found["loads"].items():
-            metrics = []
+            metrics: list[MetricRow] = []
             for t in v["tests"]:
                 unit = "×" if t["unit"] == "ratio" else " µs"
                 sign = "" if t["unit"] == "ratio" or t["effect"] is None or t["effect"] < 0 else "+"
@@ -75,7 +93,9 @@ def max_disagrees(summaries: Sequence[Summary], labels: Sequence[str]) -> list[s
     notes = []
     base = summaries[0]
     for summary, label in zip(summaries, labels, strict=True):
-        for load, v in (summary.get("verdicts") or {}).get("loads", {}).items():
+        judged = summary.get("verdicts")
+        compared: Mapping[str, LoadComparisonJSON] = judged.get("loads", {}) if judged else {}
+        for load, v in compared.items():
             a, b = _max(base, load), _max(summary, load)
             if a is None or b is None or v["verdict"] not in ("worse", "better"):
                 continue
@@ -97,8 +117,8 @@ def _max(summary: Summary, load: str) -> int | None:
     return merged["max_us"] if merged else None
 
 
-def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
-    first = compared[0][1] if compared else {}
+def build(compared: Sequence[tuple[str, Comparison]], base: str) -> Table:
+    first: Mapping[str, Any] = compared[0][1] if compared else {}
     title = (
         f"Against {base}: is the difference real? (alpha {first.get('alpha', 0.05)}, "
         f"{first.get('correction', 'holm')}; margin the larger of {first.get('margin', {}).get('us', 5)} µs "
@@ -114,7 +134,7 @@ def build(compared: Sequence[tuple[str, dict[str, Any]]], base: str) -> Table:
     return table
 
 
-def junit(compared: Sequence[tuple[str, dict[str, Any]]], base: str, strict: bool) -> str:
+def junit(compared: Sequence[tuple[str, Comparison]], base: str, strict: bool) -> str:
     """One test case per run and load: a failure when worse (and, strict, when unknown or
     refused). Written by hand, every string through escape.xml_attr or escape.xml_text."""
     cases = []
