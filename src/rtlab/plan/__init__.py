@@ -28,6 +28,7 @@ from rtlab.bounds import (
     MIN_HISTOGRAM_US,
 )
 from rtlab.errors import UsageError
+from rtlab.plan.flags import CYCLICTEST_FLAGS as CYCLICTEST_FLAGS  # rtlab.plan's too: readback, the agent
 from rtlab.plan.loads import (
     BUILTIN,
     DEFAULT_LOADS,
@@ -36,8 +37,7 @@ from rtlab.plan.loads import (
     Load,
     parse_loads,
 )
-from rtlab.plan.probes import EVERY_CPU, IPC, MIGRATE_LOOP_MS, PROBES
-from rtlab.rundir import layout
+from rtlab.plan.probes import EVERY_CPU, PROBES
 from rtlab.system import cpus
 from rtlab.units import parse_count, parse_duration, parse_latency
 
@@ -49,26 +49,14 @@ DEFAULT_SPIKE_US = 100  # a quiet RT system records few samples above 100 µs
 # no result GRACE_S after its planned end is killed and failed; one that ignores SIGTERM is
 # killed STOP_GRACE_S after it.
 GRACE_S = 30
-# cyclictest's options that carry the plan's numbers, by the Plan's field (block_samples: its
-# method): cyclictest.argv is built from this table (cyclictest_argv) and read back from it when
-# run.json is lost (rundir/readback.py); the agent's own -D (a segment's, a capture's) is generated from
-# the same row (rtlab.agent.constants). The rt-tests probes share cyclictest's -D.
-CYCLICTEST_FLAGS = {"duration_s": "-D", "interval_us": "-i", "priority": "-p", "histogram_us": "-h",
-                    "block_samples": "-o"}  # fmt: skip
-_D = CYCLICTEST_FLAGS["duration_s"]
-# where the rt-tests probes write their JSON: the agent renames it into place (rundir/layout.py)
-_RT_TESTS_JSON = f"--json={layout.PROBE_JSON}{layout.PART}"
 DEFAULT_TARGET_DIR = "/tmp/rtlab"  # rtlab's folder on a target, the agent's default too
 STOP_GRACE_S = 10
-# The other probes (--probe): each is given this long to start beside its measuring time,
-# and cyclicdeadline's shortest deadline (see probe_argv).
+# The other probes (--probe): each is given this long to start beside its measuring time.
 PROBE_START_S = 5
 # The hardware gate (--hwlat-gate): the hwlat pass before measuring, and the tracer's threshold
 # (gaps shorter than it are not recorded; the gate's limit if that is lower).
 DEFAULT_HWLAT_GATE_S = 10
 HWLAT_GATE_THRESHOLD_US = 10
-DEADLINE_MIN_US = 10_000
-IPC_MIN_US = 1_000  # rt-tests' IPC tests' own default interval: a pair per CPU, 500 µs apart
 
 
 @dataclass(frozen=True)
@@ -229,58 +217,8 @@ class Plan:
         return ["-S"]
 
     def probe_argv(self, name: str) -> list[str]:
-        """A probe's whole command line (program first), measuring as long as cyclictest on the
-        same CPUs; the rt-tests tools write their JSON where the agent expects it."""
-        duration = str(self.duration_s)
-        if name == "oslat":
-            # SCHED_OTHER busy loops, as oslat runs by default; 1024 buckets of 1 µs, its most
-            where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            return ["oslat", _D, duration, "-b", "1024", *where, _RT_TESTS_JSON, "-q"]
-        if name == "cyclicdeadline":
-            # Deadlines from 10 ms: a runtime under 2 ms needs the HRTICK scheduler feature,
-            # which only debugfs turns on and many boards do not have.
-            threads = len(cpus.parse_list(self.rt_cpus)) if self.rt_cpus else self.cpu_count or 1
-            where = ["-a", self.rt_cpus] if self.rt_cpus else []
-            interval = str(max(self.interval_us, DEADLINE_MIN_US))
-            return ["cyclicdeadline", _D, duration, "-i", interval, "-t", str(threads), *where,
-                    _RT_TESTS_JSON, "-q"]  # fmt: skip
-        if name in IPC:
-            # a sender-receiver pair on every CPU (sigwaittest has no -S: the same by -a -t)
-            every = ["-a", "-t"] if name == "sigwaittest" else ["-S"]
-            return [name, _D, duration, "-i", str(max(self.interval_us, IPC_MIN_US)),
-                    "-p", str(self.priority), *every, _RT_TESTS_JSON, "-q"]  # fmt: skip
-        if name == "signaltest":
-            # the round trip through two threads at the measurement's priority, memory locked
-            where = ["-a", self.rt_cpus] if self.rt_cpus else []
-            return ["signaltest", _D, duration, "-p", str(self.priority), "-m", *where,
-                    _RT_TESTS_JSON, "-q"]  # fmt: skip
-        if name == "pi_stress":
-            # its default groups (one per CPU but one), inversions until --duration ends
-            return ["pi_stress", f"--duration={duration}", "--mlockall", _RT_TESTS_JSON, "-q"]
-        if name == "rt-migrate-test":
-            # loops rather than -D, which ends it with exit status 1 even when it passed
-            # (rt-tests 2.4); -c: a lower priority running first fails it, as LKFT runs it
-            loops = max(self.duration_s * 1000 // MIGRATE_LOOP_MS, 1)
-            return ["rt-migrate-test", "-l", str(loops), "-c", _RT_TESTS_JSON, "-q"]
-        if name == "osnoise":
-            # rtla's busy threads (its defaults: the whole of every 1 s period), 1 µs buckets
-            where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            return ["rtla", "osnoise", "hist", "-d", duration, "-b", "1", "-E", str(self.histogram_us),
-                    *where]  # fmt: skip
-        if name == "osnoise-top":
-            # the same tracer's summary: each CPU's interferences counted by source
-            where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            return ["rtla", "osnoise", "top", "-d", duration, "-q", *where]
-        if name == "hwnoise":
-            # osnoise with interrupts off: what the hardware alone takes; its summary, quiet
-            where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            return ["rtla", "hwnoise", "-d", duration, "-q", *where]
-        if name in ("timerlat", "timerlat-u"):
-            where = ["-c", self.rt_cpus] if self.rt_cpus else []
-            user = ["-u"] if name == "timerlat-u" else []  # rtla's threads in user space
-            return ["rtla", "timerlat", "hist", "-d", duration, "-P", f"f:{self.priority}", *user,
-                    "-p", str(self.interval_us), "-b", "1", "-E", str(self.histogram_us), *where]  # fmt: skip
-        raise ValueError(f"no probe {name}")
+        """A probe's whole command line (program first), as its entry in plan/probes.py builds it."""
+        return PROBES[name].argv(self)
 
     def trace_argv(self) -> list[str]:
         """The trace pass's cyclictest: the same threads, priority and interval as the
