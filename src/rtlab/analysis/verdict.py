@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtlab.boundary.shapes import Deadline, LoadVerdict, Summary
+
+if TYPE_CHECKING:
+    from rtlab.history.documents import LimitsSource
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class Deadlines:
 
     every_us: int | None = None
     per_load: Mapping[str, int] = field(default_factory=dict)
-    source: dict[str, Any] | None = None  # the history's limits: board, false alarm, each load's
+    source: LimitsSource | None = None  # the history's limits: board, false alarm, each load's
 
     def of(self, load: str) -> int | None:
         return self.per_load.get(load, self.every_us)
@@ -34,7 +37,7 @@ class Deadlines:
         return describe(self.source)
 
 
-def describe(source: dict[str, Any] | None) -> str:
+def describe(source: Mapping[str, Any] | None) -> str:
     if not source:
         return "each load's deadline"
     return f"limits from {source['board']}'s history ({source['false_alarm']:.3g} false alarms per run)"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 import numpy as np
 from scipy import stats
@@ -39,6 +39,9 @@ from rtlab.boundary.shapes import (
     Summary,
     TimelineJSON,
 )
+
+if TYPE_CHECKING:
+    from rtlab.history.documents import StoredHistogram
 
 ALPHA = 0.05
 POWER = 0.8
@@ -120,7 +123,7 @@ def _joined(lists: Sequence[Sequence[int] | np.ndarray]) -> np.ndarray:
     return np.concatenate([np.zeros(0, dtype=np.int64), *(np.asarray(v, dtype=np.int64) for v in lists)])
 
 
-def pooled(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, int, int]:
+def pooled(histograms: Sequence[HistogramJSON | StoredHistogram]) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(values, counts, overflows, limit) of histograms pooled: what lies at or beyond the
     smallest limit counts as overflowed."""
     overflows, limit = 0, 0
@@ -170,7 +173,7 @@ def _blocks(entries: Sequence[Replicate]) -> tuple[np.ndarray, float]:
 # --- the tests -----------------------------------------------------------------------------
 
 
-def grid(histograms: Sequence[HistogramJSON]) -> tuple[np.ndarray, np.ndarray, int]:
+def grid(histograms: Sequence[HistogramJSON | StoredHistogram]) -> tuple[np.ndarray, np.ndarray, int]:
     """Histograms on one grid of values: (values, counts (a row each, the last column what
     lies at or beyond the smallest limit), that limit)."""
     limit = min(h["limit_us"] for h in histograms)

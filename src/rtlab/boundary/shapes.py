@@ -28,6 +28,7 @@ from typing import (
 )
 
 from rtlab.boundary.values import MAX_CPUS, Bound, CpuList
+from rtlab.history.documents import LimitsSource
 
 # The bounded values a target names (boundary/values.py): checked where the shape is
 Cpus = Annotated[str, CpuList()]
@@ -478,7 +479,7 @@ Deadline = TypedDict(
         "deadline_us": int | None,
         "pass": bool,
         "loads": dict[str, LoadVerdict],
-        "history": NotRequired[dict[str, Any]],
+        "history": NotRequired[LimitsSource],
     },
 )
 

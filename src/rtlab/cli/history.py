@@ -17,7 +17,9 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_latency, parse_probability
 
 if TYPE_CHECKING:
+    from rtlab.boundary.shapes import Summary
     from rtlab.history.db import Added, Store
+    from rtlab.history.documents import RunRow, SeriesRow
 
 app = typer.Typer(
     help="Every run in one store (SQLite, or a lab's PostgreSQL): trends across kernels, regressions.",
@@ -176,11 +178,9 @@ def list_runs(
     _show(fmt, output, lambda: shown.runs_json(found), lambda: shown.runs_table(found))
 
 
-def _series(
-    store: Store, board: str, load: str | None, maxima: bool = False
-) -> dict[str, list[dict[str, Any]]]:
+def _series(store: Store, board: str, load: str | None, maxima: bool = False) -> dict[str, list[SeriesRow]]:
     """The board's series by load; MAXIMA: with each run's time axis (figures, limits)."""
-    by_load: dict[str, list[dict[str, Any]]] = {}
+    by_load: dict[str, list[SeriesRow]] = {}
     for row in store.series(board, load, maxima):
         by_load.setdefault(row["load"], []).append(row)
     if load and not by_load:
@@ -188,12 +188,12 @@ def _series(
     return by_load
 
 
-def _changes(store: Store, board: str, rows: dict[str, list[dict[str, Any]]], metric: str,
+def _changes(store: Store, board: str, rows: dict[str, list[SeriesRow]], metric: str,
              level_us: float | None) -> list[Any]:  # fmt: skip
     from rtlab.history import changes, trend
     from rtlab.rundir import readback
 
-    def load_summary(run: dict[str, Any]) -> Any:
+    def load_summary(run: RunRow) -> Summary | None:
         try:
             return readback.summary(Path(run["path"]))
         except (UsageError, OSError):

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rtlab.analysis import verdicts
 from rtlab.boundary.shapes import Summary
+from rtlab.history.documents import Accepted, RunRow, SeriesRow
 from rtlab.history.trend import Point, run_value
 
 SIDE = 5  # runs on each side of a change point put to the test
@@ -39,7 +39,7 @@ MAX_PVALUE = 0.001
 
 KINDS = {"worse": "regression", "better": "improvement"}  # compare's verdicts that confirm a change
 
-Loader = Callable[[dict[str, Any]], Summary | None]  # a run's summary from its folder, None if gone
+Loader = Callable[[RunRow], Summary | None]  # a run's summary from its folder, None if gone
 
 
 @dataclass
@@ -47,14 +47,14 @@ class Change:
     board: str
     load: str
     index: int  # the first run after the change, in the series
-    run: dict[str, Any]
+    run: SeriesRow
     kind: str  # regression / improvement / suspected (the newest run: same / unknown / refused too)
     before: float | None  # the series' mean before and after (Otava's statistics)
     after: float | None
     p_value: float | None
     reason: str
     newest: bool = False  # the gate's comparison of the newest run, not an Otava change point
-    accepted: dict[str, Any] | None = None  # a regression someone accepted: reason and when
+    accepted: Accepted | None = None  # a regression someone accepted: reason and when
     holds: bool = False  # a regression that keeps the gate closed
 
 
@@ -77,8 +77,8 @@ def change_points(values: Sequence[float]) -> list[tuple[int, float, float, floa
 
 def _judge(
     load: str,
-    before: list[dict[str, Any]],
-    after: list[dict[str, Any]],
+    before: Sequence[RunRow],
+    after: Sequence[RunRow],
     load_summary: Loader,
     margin: verdicts.Margin,
 ) -> tuple[str, str]:
@@ -95,13 +95,13 @@ def _judge(
 def regressions(
     board: str,
     load: str,
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[SeriesRow],
     metric: str,
     level: float | None,
     load_summary: Loader,
-    baseline: dict[str, Any] | None = None,
+    baseline: RunRow | None = None,
     margin: verdicts.Margin | None = None,
-    accepted: dict[tuple[str, str], dict[str, Any]] | None = None,
+    accepted: dict[tuple[str, str], Accepted] | None = None,
 ) -> list[Change]:
     """The change points of one board's and load's series (rows oldest first), judged, and
     the newest run against the baseline; the regressions that hold the gate marked."""
@@ -132,7 +132,7 @@ def regressions(
              and (accepted or {}).get((load, c.run["uid"])) is not None]  # fmt: skip
     if len(series) >= 2 and (not taken or max(taken) < len(series) - 1):
         newest = series[-1]
-        reference = (
+        reference: Sequence[RunRow] | None = (
             [baseline] if baseline is not None and baseline["id"] != newest["id"] and not taken else None
         )
         said = "the baseline"
@@ -150,7 +150,7 @@ def regressions(
     return found
 
 
-def _standing(found: list[Change], start: int, accepted: dict[tuple[str, str], dict[str, Any]]) -> None:
+def _standing(found: list[Change], start: int, accepted: dict[tuple[str, str], Accepted]) -> None:
     """Which confirmed regressions still stand: after the baseline (START, else the first run),
     not accepted, not undone by a later confirmed improvement; and the newest run's own."""
     points = [c for c in found if not c.newest]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sqlalchemy as sa
@@ -24,6 +24,7 @@ from rtlab.boundary import untrusted
 from rtlab.campaigns import study
 from rtlab.errors import UsageError
 from rtlab.history import schema
+from rtlab.history.documents import Acceptance, Accepted, AcceptedRun, RunRow, SeriesRow
 from rtlab.history.index import Context, Rows, rows_of
 from rtlab.rundir import disk, readback
 from rtlab.rundir.disk import RunDir, UnreadableFile, read_json
@@ -329,7 +330,7 @@ class Store:
                     conn.execute(sa.insert(schema.baselines).values(board=board, load=load, run_id=run_id))
         return added, gone
 
-    def set_baseline(self, path: Path, load: str | None) -> dict[str, Any]:
+    def set_baseline(self, path: Path, load: str | None) -> RunRow:
         run = self.run_at(path)
         if run is None:
             raise UsageError(f"{path} is not in the history store: add it first (rtlab history add {path})")
@@ -343,13 +344,13 @@ class Store:
             conn.execute(sa.insert(schema.baselines).values(board=run["board"], load=where, run_id=run["id"]))
         return run
 
-    def accept(self, path: Path, load: str, reason: str) -> dict[str, Any]:
+    def accept(self, path: Path, load: str, reason: str) -> AcceptedRun:
         """The regression whose first run is PATH, on LOAD, accepted: it no longer closes the gate."""
         run = self.run_at(path)
         if run is None:
             raise UsageError(f"{path} is not in the history store: give the run `history regressions` names")
         a = schema.accepted
-        row = {"board": run["board"], "load": load, "run_uid": run["uid"], "reason": reason,
+        row: Acceptance = {"board": run["board"], "load": load, "run_uid": run["uid"], "reason": reason,
                "accepted_at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
         with self.engine.begin() as conn:
             conn.execute(
@@ -358,7 +359,7 @@ class Store:
             conn.execute(sa.insert(a).values(**row))
         return {**run, **row}
 
-    def accepted(self, board: str) -> dict[tuple[str, str], dict[str, Any]]:
+    def accepted(self, board: str) -> dict[tuple[str, str], Accepted]:
         """The board's accepted regressions: (load, run uid) -> reason and when."""
         a = schema.accepted
         with self.engine.connect() as conn:
@@ -367,14 +368,14 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------
 
-    def run_at(self, path: Path) -> dict[str, Any] | None:
+    def run_at(self, path: Path) -> RunRow | None:
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.select(schema.runs).where(schema.runs.c.path == str(path.resolve()))
             ).first()
-        return dict(row._mapping) if row is not None else None
+        return cast(RunRow, dict(row._mapping)) if row is not None else None
 
-    def baseline(self, board: str, load: str | None) -> dict[str, Any] | None:
+    def baseline(self, board: str, load: str | None) -> RunRow | None:
         """The board's baseline run for LOAD (one set for that load, else for every load)."""
         b = schema.baselines
         with self.engine.connect() as conn:
@@ -383,12 +384,12 @@ class Store:
                     sa.select(schema.runs).join(b).where(b.c.board == board, b.c.load == where)
                 ).first()
                 if row is not None:
-                    return dict(row._mapping)
+                    return cast(RunRow, dict(row._mapping))
         return None
 
     def list_runs(
         self, board: str | None = None, kernel: str | None = None, since: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[RunRow]:
         r = schema.runs
         query = sa.select(r).order_by(r.c.started.nulls_first(), r.c.id)
         if board:
@@ -398,7 +399,7 @@ class Store:
         if since:
             query = query.where(r.c.started >= since)
         with self.engine.connect() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [cast(RunRow, dict(row._mapping)) for row in conn.execute(query)]
 
     def boards(self) -> list[str]:
         with self.engine.connect() as conn:
@@ -408,7 +409,7 @@ class Store:
                 ).scalars()
             )
 
-    def series(self, board: str, load: str | None = None, maxima: bool = True) -> list[dict[str, Any]]:
+    def series(self, board: str, load: str | None = None, maxima: bool = True) -> list[SeriesRow]:
         """Per run of the board (oldest first) and load it measured completely: the run, its
         merged statistics and histogram, its block maxima (unless MAXIMA is False: a trend of
         a lab's years need not read a month of time axes)."""
@@ -447,7 +448,7 @@ class Store:
                 }
             )  # fmt: skip
             row["maxima"] = _numbers(row["maxima"]) if row.get("maxima") else []
-        return found
+        return cast(list[SeriesRow], found)
 
 
 def _numbers(text: str) -> list[Any]:

@@ -34,13 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from rtlab.analysis import tail
 from rtlab.history.changes import Change
+from rtlab.history.documents import CheckJSON, LimitJSON, RunRow, SeriesRow
 
 MIN_RUNS = 5
 MIN_WINDOWS = 100
@@ -66,13 +66,13 @@ class Limit:
     method: str = ""  # "gev" or "empirical"
     window_s: float | None = None
     windows: int = 0
-    runs: list[dict[str, Any]] = field(default_factory=list)  # the runs it rests on, oldest first
+    runs: list[SeriesRow] = field(default_factory=list)  # the runs it rests on, oldest first
     run_hours: float = 0.0
-    checks: list[dict[str, Any]] = field(default_factory=list)  # name, passed, detail
+    checks: list[CheckJSON] = field(default_factory=list)  # name, passed, detail
     left_out: str = ""  # which runs of the series are not used, and why
     refused: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LimitJSON:
         return {
             "board": self.board, "load": self.load, "false_alarm": self.false_alarm,
             "duration_s": self.duration_s, "limit_us": self.limit_us, "estimate_us": self.estimate_us,
@@ -85,8 +85,8 @@ class Limit:
         }  # fmt: skip
 
 
-def accepted_runs(rows: Sequence[dict[str, Any]], found: Sequence[Change],
-                  baseline: dict[str, Any] | None) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
+def accepted_runs(rows: Sequence[SeriesRow], found: Sequence[Change],
+                  baseline: RunRow | None) -> tuple[list[SeriesRow], str]:  # fmt: skip
     """The runs of the level the board is accepted at (rows oldest first), and what is left out."""
     # where each change's first run is in ROWS (a change's index counts only the runs its
     # metric has); the newest run's own regression is left out as a standing change is
@@ -111,18 +111,26 @@ def accepted_runs(rows: Sequence[dict[str, Any]], found: Sequence[Change],
     return list(rows[start:end]), "; ".join(said)
 
 
-def _seconds(row: dict[str, Any]) -> float:
-    if row.get("maxima") and row.get("block_s"):
-        return len(row["maxima"]) * float(row["block_s"])
+def _seconds(row: SeriesRow) -> float:
+    block_s = row.get("block_s")
+    if row.get("maxima") and block_s:
+        return len(row["maxima"]) * float(block_s)
     return float(row.get("duration_s") or 0)
 
 
-def _blocks(row: dict[str, Any], window_s: float) -> int:
+def _blocks(row: SeriesRow, window_s: float) -> int:
     """How many of the run's blocks make a window of WINDOW_S."""
-    return max(1, round(window_s / float(row["block_s"])))
+    return max(1, round(window_s / _block_s(row)))
 
 
-def _windows(row: dict[str, Any], window_s: float) -> list[int]:
+def _block_s(row: SeriesRow) -> float:
+    """The run's block length: read where every run has a time axis (window_maxima)."""
+    block_s = row.get("block_s")
+    assert block_s is not None
+    return float(block_s)
+
+
+def _windows(row: SeriesRow, window_s: float) -> list[int]:
     """The maxima of consecutive windows of WINDOW_S in the run's time axis (a window with a
     block that measured nothing is dropped, as is a last, shorter one)."""
     blocks = _blocks(row, window_s)
@@ -131,7 +139,7 @@ def _windows(row: dict[str, Any], window_s: float) -> list[int]:
     for k in range(0, len(maxima) - blocks + 1, blocks):
         part = maxima[k : k + blocks]
         if all(m is not None for m in part):
-            out.append(int(max(part)))
+            out.append(int(max(m for m in part if m is not None)))
     return out
 
 
@@ -145,13 +153,13 @@ def _windows(row: dict[str, Any], window_s: float) -> list[int]:
 LADDER_STEP = 16
 
 
-def _room(runs: Sequence[dict[str, Any]], window_s: float) -> int:
+def _room(runs: Sequence[SeriesRow], window_s: float) -> int:
     """How many windows of WINDOW_S the runs' time axes hold when every block measured: an
     upper bound on what _windows finds, falling as the window grows."""
     return sum(len(r["maxima"]) // _blocks(r, window_s) for r in runs)
 
 
-def _ladder(runs: Sequence[dict[str, Any]], block: float, longest: int) -> Iterator[int]:
+def _ladder(runs: Sequence[SeriesRow], block: float, longest: int) -> Iterator[int]:
     """The window lengths to try, in blocks of BLOCK, longest first: from the longest whose
     room holds MIN_WINDOWS (a bisection: the room only falls as windows grow; with no block
     missing it is the answer) down to one block, in steps of at most 1/LADDER_STEP."""
@@ -169,13 +177,13 @@ def _ladder(runs: Sequence[dict[str, Any]], block: float, longest: int) -> Itera
     yield 1
 
 
-def window_maxima(runs: Sequence[dict[str, Any]], duration_s: float) -> tuple[list[list[int]], float, float]:
+def window_maxima(runs: Sequence[SeriesRow], duration_s: float) -> tuple[list[list[int]], float, float]:
     """Per run its window maxima, the window's length W (whole blocks: the longest of the
     ladder's that gives MIN_WINDOWS, never longer than D) and k = D / W."""
     if any(not r.get("maxima") or not r.get("block_s") for r in runs):
         whole = float(np.median([_seconds(r) for r in runs])) or duration_s
-        return [[int(r["max_us"])] for r in runs if r.get("max_us") is not None], whole, duration_s / whole
-    block = max(float(r["block_s"]) for r in runs)
+        return [[int(m)] for r in runs if (m := r.get("max_us")) is not None], whole, duration_s / whole
+    block = max(_block_s(r) for r in runs)
     longest = max(1, int(duration_s / block + 1e-9))
     for b in _ladder(runs, block, longest):
         per_run = [_windows(r, b * block) for r in runs]
@@ -198,8 +206,8 @@ def _as_limit(x: float) -> int:
     return max(0, math.ceil(x) - 1)
 
 
-def derive(board: str, load: str, rows: Sequence[dict[str, Any]], found: Sequence[Change],
-           baseline: dict[str, Any] | None, false_alarm: float, duration_s: float | None = None,
+def derive(board: str, load: str, rows: Sequence[SeriesRow], found: Sequence[Change],
+           baseline: RunRow | None, false_alarm: float, duration_s: float | None = None,
            seed: int = 1) -> Limit:  # fmt: skip
     """The limit of one board's load (rows: its series, oldest first; found: its changes)."""
     runs, left_out = accepted_runs(rows, found, baseline)

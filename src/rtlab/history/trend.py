@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from rtlab.analysis import verdicts
 from rtlab.analysis.verdicts import above, quantile
+from rtlab.history.documents import ChangeMark, SeriesRow
 
 QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
 METRICS = (*QUANTILES, "max", "exceed-rate")
@@ -28,16 +28,16 @@ BOOTSTRAP = 2000
 class Point:
     kernel: str
     first: str | None  # when the kernel was first measured
-    runs: list[dict[str, Any]]
+    runs: list[SeriesRow]
     value: float | None = None
     low: float | None = None
     high: float | None = None
     lower_bound: bool = False  # the value is at least this (samples beyond the histogram)
     note: str = ""
-    change: dict[str, Any] | None = field(default=None)  # a change point at this kernel (changes.py)
+    change: ChangeMark | None = field(default=None)  # a change point at this kernel (changes.py)
 
 
-def level_of(rows: Sequence[dict[str, Any]], given: float | None) -> float | None:
+def level_of(rows: Sequence[SeriesRow], given: float | None) -> float | None:
     """The exceedance level: the one given, else the first run's p99.99 (as compare's)."""
     if given is not None:
         return given
@@ -47,18 +47,18 @@ def level_of(rows: Sequence[dict[str, Any]], given: float | None) -> float | Non
     return None
 
 
-def pooled_histogram(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, int] | None:
+def pooled_histogram(rows: Sequence[SeriesRow]) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(values, counts, overflows) of the runs' histograms pooled; None when none has one."""
     found = [r["histogram"] for r in rows if r["histogram"] is not None]
     return verdicts.pooled(found)[:3] if found else None
 
 
-def run_value(row: dict[str, Any], metric: str, level: float | None) -> float | None:
+def run_value(row: SeriesRow, metric: str, level: float | None) -> float | None:
     """One run's value of the metric (for change points: one value a run)."""
     return _pooled([row], metric, level)[0]
 
 
-def _pooled(rows: Sequence[dict[str, Any]], metric: str, level: float | None) -> tuple[float | None, bool]:
+def _pooled(rows: Sequence[SeriesRow], metric: str, level: float | None) -> tuple[float | None, bool]:
     if metric == "max":
         maxima = [r["max_us"] for r in rows if r["max_us"] is not None]
         return (float(max(maxima)) if maxima else None), False
@@ -77,7 +77,7 @@ def _pooled(rows: Sequence[dict[str, Any]], metric: str, level: float | None) ->
     return above(values, counts, overflows, level) / n, False
 
 
-def _poisson(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, float] | None:
+def _poisson(rows: Sequence[SeriesRow], level: float) -> tuple[float, float] | None:
     h = pooled_histogram(rows)
     if h is None:
         return None
@@ -91,7 +91,7 @@ def _poisson(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, float
     return float(low / n), float(high / n)
 
 
-def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
+def _resampled(runs: Sequence[SeriesRow], metric: str, level: float | None,
                rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """The metric of BOOTSTRAP resamples of the runs (with replacement): each resample's runs
     pooled by weighting each run by how often it was drawn. nan where it is not measured."""
@@ -104,7 +104,7 @@ def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
         return np.where(np.isneginf(drawn.max(axis=1)), np.nan, drawn.max(axis=1))
     if any(r["histogram"] is None for r in runs):
         return np.full(BOOTSTRAP, np.nan)
-    values, table, _ = verdicts.grid([r["histogram"] for r in runs])
+    values, table, _ = verdicts.grid([h for r in runs if (h := r["histogram"]) is not None])
     pooled = weights.astype(float) @ table.astype(float)  # BLAS; counts stay exact below 2**53
     total = pooled.sum(axis=1)
     if metric == "exceed-rate":
@@ -116,10 +116,10 @@ def _resampled(runs: Sequence[dict[str, Any]], metric: str, level: float | None,
     return found
 
 
-def points(rows: Sequence[dict[str, Any]], metric: str, level: float | None, seed: int = 1) -> list[Point]:
+def points(rows: Sequence[SeriesRow], metric: str, level: float | None, seed: int = 1) -> list[Point]:
     """One point per kernel, in the order kernels were first measured."""
     rng = np.random.default_rng(seed)
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[SeriesRow]] = {}
     for row in rows:
         groups.setdefault(row["kernel"], []).append(row)
     found = []

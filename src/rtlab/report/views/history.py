@@ -16,6 +16,7 @@ from rich.table import Table
 
 from rtlab import __version__
 from rtlab.history.changes import Change
+from rtlab.history.documents import ChangeMark, RunRow, SeriesRow, TrendPointJSON
 from rtlab.history.limit import Limit
 from rtlab.history.trend import Point, pooled_histogram
 from rtlab.report import escape, figures
@@ -42,7 +43,7 @@ def when(started: str | None) -> str:
     return "-" if not started else started[:16].replace("T", " ")
 
 
-def runs_table(found: Sequence[dict[str, Any]]) -> Table:
+def runs_table(found: Sequence[RunRow]) -> Table:
     table = Table(title=f"{len(found)} run(s) in the history", title_justify="left")
     for heading in RUN_COLUMNS:
         table.add_column(heading.capitalize(), overflow="fold")
@@ -55,7 +56,7 @@ def runs_table(found: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def runs_json(found: Sequence[dict[str, Any]]) -> str:
+def runs_json(found: Sequence[RunRow]) -> str:
     return escape.json({"runs": list(found)})
 
 
@@ -87,13 +88,13 @@ def trend_table(board: str, load: str, metric: str, level: float | None, found: 
     return table
 
 
-def _marked(change: dict[str, Any]) -> str:
+def _marked(change: ChangeMark) -> str:
     accepted = change.get("accepted")
     return f"{change['kind']} (accepted: {accepted['reason']})" if accepted else str(change["kind"])
 
 
 def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, list[Point]]) -> str:
-    def point(p: Point) -> dict[str, Any]:
+    def point(p: Point) -> TrendPointJSON:
         return {"kernel": p.kernel, "first": p.first, "runs": [r["uid"] for r in p.runs], "value": p.value,
                 "interval": [p.low, p.high], "lower_bound": p.lower_bound, "note": p.note,
                 "change": p.change}  # fmt: skip
@@ -226,7 +227,7 @@ def overlay_figure(load: str, found: Sequence[Point]) -> Figure | None:
     return fig
 
 
-def maxima_figure(load: str, rows: Sequence[dict[str, Any]]) -> Figure | None:
+def maxima_figure(load: str, rows: Sequence[SeriesRow]) -> Figure | None:
     """Every run's block maxima end to end, in the order the runs were measured."""
     fig = Figure(figsize=(8, 3.5), layout="constrained")
     ax = fig.add_subplot()
@@ -253,7 +254,7 @@ def maxima_figure(load: str, rows: Sequence[dict[str, Any]]) -> Figure | None:
 
 def trend_html(
     board: str, metric: str, level: float | None, by_load: dict[str, list[Point]],
-    rows: dict[str, list[dict[str, Any]]], changes: Sequence[Change],
+    rows: dict[str, list[SeriesRow]], changes: Sequence[Change],
 ) -> str:  # fmt: skip
     sections = []
     with matplotlib.rc_context({"text.parse_math": False}):
