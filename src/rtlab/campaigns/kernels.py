@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rtlab.analysis import repeats as repeated
 from rtlab.boot.ensure import Want
@@ -28,6 +28,22 @@ from rtlab.rundir.disk import read_index, write_json
 SCHEMA = "rtlab.kernels/1"
 FILE = "kernels.json"
 OWN = (FILE, "boots")  # OUT's own names, never a kernel's folder (boots: each boot's record)
+
+
+class Asked(TypedDict):
+    """What a comparison of kernels was asked: the same command again resumes it."""
+
+    target: str
+    n: int
+    sides: list[list[str]]  # [label, kernel, appended boot parameters]
+
+
+class KernelsIndex(Asked):
+    """OUT/kernels.json: what was asked and each run's entry (the loop's: its status, reason,
+    label and repeat, the board it was verified on), in the order measured."""
+
+    schema: str
+    runs: dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +68,7 @@ def run(
     out: Path,
     measure: Callable[[Side, Path], tuple[dict[str, Any], bool]],
     say: Callable[[str], None],
-) -> dict[str, Any]:
+) -> KernelsIndex:
     """Every (side, repeat) not yet measured, in order(); `measure(side, folder)` boots,
     verifies and measures one and returns its entry and whether a signal came."""
     if len({s.folder for s in sides}) < len(sides):
@@ -61,7 +77,7 @@ def run(
         if side.folder in OWN:
             raise UsageError(f"--labels: {side.label} names the comparison's own {side.folder}: give another")
     index = out / FILE
-    asked = {
+    asked: Asked = {
         "target": target,
         "n": n,
         "sides": [[s.label, s.want.kernel, " ".join(s.want.append)] for s in sides],
@@ -82,7 +98,7 @@ def run(
         raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
     out.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Any] = dict(kept)
-    doc: dict[str, Any] = {"schema": SCHEMA, **asked, "runs": runs}
+    doc: KernelsIndex = {"schema": SCHEMA, **asked, "runs": runs}
     by_label = {s.label: s for s in sides}
 
     def save() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import tomli_w
 
@@ -26,6 +26,21 @@ from rtlab.targets.base import Target
 
 SCHEMA = "rtlab.scan/1"
 FILE = "scan.json"
+
+
+class ScanIndex(TypedDict):
+    """OUT/scan.json: what was asked, each stressor's entry (the loop's: its status, reason,
+    run folder and figures) and, once saved, the ranking."""
+
+    schema: str
+    target: str
+    seconds_per_stressor: int
+    order: list[str]  # the stressors, in the order measured
+    missing: list[str]  # asked for, not in the target's stress-ng
+    results: dict[str, dict[str, Any]]
+    ranking: NotRequired[list[str]]  # the stressors measured whole, worst first
+
+
 RANKED = ("max_us", "p99_99_us")  # the order of the ranking: maximum, then p99.99
 
 
@@ -92,23 +107,23 @@ def run(
     out: Path,
     target_name: str,
     say: Callable[[str], None],
-) -> dict[str, Any]:
+) -> ScanIndex:
     """Measures each stressor not yet in OUT/scan.json (one that failed stays failed: stress-ng
     said why); returns the document it wrote."""
     from rtlab.runner import execute
 
     path = out / FILE
-    doc: dict[str, Any] = read_index(path) if path.is_file() else {}
-    if doc and (doc.get("schema") != SCHEMA or doc.get("target") != target_name):
+    before: dict[str, Any] = read_index(path) if path.is_file() else {}
+    if before and (before.get("schema") != SCHEMA or before.get("target") != target_name):
         raise UsageError(f"{out} holds a scan of another target or kind: choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    doc = {
+    doc: ScanIndex = {
         "schema": SCHEMA,
         "target": target_name,
         "seconds_per_stressor": base.duration_s,
         "order": list(choice.stressors),
         "missing": list(choice.missing),
-        "results": doc.get("results", {}),
+        "results": before.get("results", {}),
     }
     results: dict[str, dict[str, Any]] = doc["results"]
 
@@ -143,7 +158,7 @@ def file_name(stressor: str) -> str:
     return f"stress-ng-{stressor}" if stressor in BUILTIN else stressor
 
 
-def top_loads(doc: dict[str, Any], top: int) -> str:
+def top_loads(doc: ScanIndex, top: int) -> str:
     """A loads file (--loads-file) with the TOP worst stressors of a scan."""
     loads = {}
     for name in doc["ranking"][:top]:
@@ -156,7 +171,7 @@ def top_loads(doc: dict[str, Any], top: int) -> str:
     return tomli_w.dumps({"loads": loads})
 
 
-def write_top(doc: dict[str, Any], top: int, path: Path) -> None:
+def write_top(doc: ScanIndex, top: int, path: Path) -> None:
     write_atomic(
         path,
         "# the worst stressors of a scan, worst first: rtlab run --loads-file THIS\n" + top_loads(doc, top),

@@ -3,14 +3,17 @@ that did not run whole (with why) and those the target's stress-ng does not have
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from rtlab.report import escape
 
+if TYPE_CHECKING:
+    from rtlab.campaigns.scan import ScanIndex
 
-def build(doc: dict[str, Any]) -> Table:
+
+def build(doc: ScanIndex) -> Table:
     title = f"Stressors by latency on {doc['target']}, {doc['seconds_per_stressor']} s each (µs)"
     table = Table(title=escape.terminal(title), title_justify="left")
     for name, justify in (("#", "right"), ("Stressor", "left"), ("Max", "right"), ("P99.99", "right"),
@@ -25,7 +28,7 @@ def build(doc: dict[str, Any]) -> Table:
     return table
 
 
-def notes(doc: dict[str, Any]) -> list[str]:
+def notes(doc: ScanIndex) -> list[str]:
     """One line per stressor that is not in the ranking, saying why."""
     lines = [
         f"{name}: {r['status']}: {r['reason']}"
