@@ -381,7 +381,7 @@ def test_a_panic_on_the_console_is_seen_only_after_the_kernel_was_sent(tmp_path)
     script.write_text(
         "echo 'Kernel panic - not syncing: from before'\n"
         "while [ ! -e go ]; do sleep 0.05; done\n"
-        "printf 'Run /init\\r\\nKernel panic - not syncing: \\033[1mNo init\\r\\n'\n"
+        "printf 'Run /init\\r\\n[    1.665520] Kernel panic - not syncing: \\033[1mNo init\\r\\n'\n"
         "sleep 60\n"
     )
     console = ConsoleCapture(f"cd {tmp_path} && sh {script}", log)

@@ -304,54 +304,47 @@ def test_debian_rt_kernel_by_kexec_leaves_the_disk_untouched(disk, tmp_path):
 
 
 def test_a_kernel_that_panics_is_reset_as_soon_as_its_console_says_so(disk, tmp_path):
-    board = disk
-    out = tmp_path / "panic"
     # no init and panic=0: the kernel stops in its panic, and only a reset ends it; the console
     # shows the panic, so the reset comes then, long before --boot-timeout
-    done = _boot(board, out, "--method", "grub", "--append", "panic=0 rdinit=/nonexistent root=/dev/nothing",
-                 "--boot-timeout", "600", "--power-cycle", board.power_cycle(),
-                 "--console", board.console())  # fmt: skip
-    assert done.returncode == 3, done.stdout + done.stderr
-    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
-    assert len(said) == 1, done.stderr
-    panicked = "rtlab: did not boot: it panicked, said its console: Kernel panic - not syncing"
-    assert said[0].startswith(panicked), said
-    found = read_json(out / "boot.json")
-    evidence = " ".join(found["evidence"])
-    states = [s["state"] for s in found["states"]]
-    assert found["verdict"] == verify.DID_NOT_BOOT and "power-cycle" in states, found
-    waited = _seconds_in(found, "wait")
-    assert waited < 300, waited  # the panic ended the wait, not the 600 s
-    # GRUB had consumed its one-shot: the reset booted the default kernel
-    assert f"back on its default kernel {board.default_release}" in evidence, evidence
-    assert "back byte for byte" in evidence, evidence  # grubenv and custom.cfg put back at once
-    assert "Kernel panic - not syncing" in (out / "console.log").read_text()
-    assert _uname(board) == board.default_release
-    assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+    found, console = _reset_back_to_default(
+        disk, tmp_path / "panic", "panic=0 rdinit=/nonexistent root=/dev/nothing", 600,
+        "it panicked, said its console: Kernel panic - not syncing",
+    )  # fmt: skip
+    assert _seconds_in(found, "wait") < 300, found["states"]  # the panic ended the wait, not the 600 s
+    assert "Kernel panic - not syncing" in console
 
 
 def test_a_kernel_that_hangs_comes_back_on_the_default_through_the_power_cycle(disk, tmp_path):
-    board = disk
-    out = tmp_path / "hang"
     # a kernel that runs and never answers: its init is a sleep (busybox's, from the initrd; the
-    # kernel hands the words without "=" to init)
-    done = _boot(board, out, "--method", "grub", "--append", "rdinit=/bin/busybox sleep 1000000",
-                 "--boot-timeout", "90", "--power-cycle", board.power_cycle(),
-                 "--console", board.console())  # fmt: skip
+    # kernel hands the words without "=" to init), and it says so (loglevel=7 overrules quiet)
+    found, console = _reset_back_to_default(
+        disk, tmp_path / "hang", "loglevel=7 rdinit=/bin/busybox sleep 1000000", 120, "no answer over SSH"
+    )
+    # the console's last lines are the evidence of how far it got: the kernel ran its init
+    assert "console's last lines:" in " ".join(found["evidence"]) and "/bin/busybox" in console
+    assert "Kernel panic" not in console
+
+
+def _reset_back_to_default(
+    board: DiskBoard, out: Path, append: str, timeout: int, said: str
+) -> tuple[dict, str]:
+    """A boot by GRUB's one-shot with APPEND that does not answer within TIMEOUT: it is said in
+    one line starting with SAID, the power switch resets the board, GRUB (its one-shot spent)
+    boots the default kernel, and grubenv and custom.cfg are put back at once. (The boot's
+    record, the console's text.)"""
+    done = _boot(board, out, "--method", "grub", "--append", append, "--boot-timeout", str(timeout),
+                 "--power-cycle", board.power_cycle(), "--console", board.console())  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
-    said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
-    assert len(said) == 1 and said[0].startswith("rtlab: did not boot: no answer over SSH"), done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
+    assert len(lines) == 1 and lines[0].startswith(f"rtlab: did not boot: {said}"), done.stderr
     found = read_json(out / "boot.json")
     evidence = " ".join(found["evidence"])
     assert found["verdict"] == verify.DID_NOT_BOOT and "power-cycle" in [s["state"] for s in found["states"]]
     assert f"back on its default kernel {board.default_release}" in evidence, evidence
     assert "back byte for byte" in evidence, evidence
-    # the console's last lines are the evidence of how far it got: the kernel ran its init
-    console = (out / "console.log").read_text()
-    assert "console's last lines:" in evidence and "/bin/busybox" in console, evidence
-    assert "Kernel panic" not in console
     assert _uname(board) == board.default_release
     assert board.sh("test -e /boot/rtlab && echo left || echo gone").strip() == "gone"
+    return found, (out / "console.log").read_text()
 
 
 def _seconds_in(found: dict, state: str) -> float:

@@ -30,6 +30,7 @@ from conftest import TARGET_DIR, read_json, rtlab, wait_for
 from rtlab import debian
 from rtlab.boot import image, verify
 from rtlab.cache import cache_dir
+from rtlab.errors import UsageError
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 from test_boot import KexecBoard, _host_key, _step
@@ -113,12 +114,25 @@ class UbootGuest(QemuTarget):
         ]  # fmt: skip
 
 
-def _board_archive(folder: Path, public_key: str, default: str, booted: str) -> tuple[Path, str, Path, Path]:
+def _kernel_deb(apt: debian.Apt, meta: str, folder: Path) -> Path:
+    """The .deb that holds META's (a Debian kernel metapackage) current kernel image: the
+    package rtlab boot is given (linux-binary-VER from forky on, linux-image-VER before)."""
+    package, packages = kernels.kernel_packages(apt, meta, ("linux-binary-",))
+    debs = apt.download(packages, folder)
+    return next((d for d in debs if d.name.startswith("linux-binary-")), None) or next(
+        d for d in debs if d.name.startswith(f"{package}_")
+    )
+
+
+def _board_archive(
+    folder: Path, public_key: str, default: str, booted: str, also: tuple[tuple[debian.Apt, str], ...] = ()
+) -> tuple[Path, str, Path, Path]:
     """(the board's initrd, its host key's public line, the .deb of BOOTED (a Debian kernel
     metapackage) that holds the kernel rtlab boots, that kernel's image), for the board whose
     default kernel is DEFAULT (a guest kernel's name). No kexec-tools: rtlab carries it. The
-    NIC's modules of both kernels are in the initrd, each under /board/RELEASE: a kexec'd
-    kernel is given the same initrd and loads its own build of them."""
+    NIC's modules of both kernels, and of ALSO's ((apt, metapackage) of other releases), are in
+    the initrd, each under /board/RELEASE: a kexec'd kernel is given the same initrd and loads
+    its own build of them."""
     cache = cache_dir()
     arch, meta = machines.named_kernel(default)
     apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
@@ -134,16 +148,12 @@ def _board_archive(folder: Path, public_key: str, default: str, booted: str) -> 
     )  # fmt: skip
     key, public = _host_key(folder / "dropbear", host_server)
     drivers: dict[str, list[Path]] = {}
-    for each in dict.fromkeys((meta, booted)):
-        release = kernels.fetch_kernel(apt, cache, each)[0].name.removeprefix("vmlinuz-")
-        drivers[release] = kernels.fetch_modules(apt, cache, each, list(arch.nic_modules))
+    for source, each in dict.fromkeys(((apt, meta), (apt, booted), *also)):
+        # the image's name is vmlinuz-RELEASE, or vmlinux-RELEASE in Debian's riscv64 6.12
+        release = re.sub(r"^vmlinu[xz]-", "", kernels.fetch_kernel(source, cache, each)[0].name)
+        drivers[release] = kernels.fetch_modules(source, cache, each, list(arch.nic_modules))
     rt_image = kernels.fetch_kernel(apt, cache, booted)[0]
-    # the .deb rtlab boots: the package that holds the image (linux-binary-VER from forky on)
-    package, packages = kernels.kernel_packages(apt, booted, ("linux-binary-",))
-    debs = apt.download(packages, folder / "debs")
-    deb = next((d for d in debs if d.name.startswith("linux-binary-")), None) or next(
-        d for d in debs if d.name.startswith(f"{package}_")
-    )
+    deb = _kernel_deb(apt, booted, folder / "debs")
     buffer = io.BytesIO()
     w = cpio.Writer(buffer)
     for name in ("etc", "etc/rtlab", "etc/rtlab/boot.d", "etc/dropbear", "board"):
@@ -180,18 +190,25 @@ class UbootBoard(KexecBoard):
 
 @contextlib.contextmanager
 def running_uboot_board(
-    folder: Path, default: str, booted: str, firmware: tuple[str, ...]
+    folder: Path,
+    default: str,
+    booted: str,
+    firmware: tuple[str, ...],
+    also: tuple[tuple[debian.Apt, str], ...] = (),
 ) -> Iterator[UbootBoard]:
     """A board booted through FIRMWARE (QEMU's words for it) and U-Boot's extlinux.conf into
-    DEFAULT (a guest kernel's name), with BOOTED's .deb at hand, for as long as the block lasts;
-    skipped when a tool or a firmware file is missing."""
+    DEFAULT (a guest kernel's name), with BOOTED's .deb at hand (and the NIC drivers of ALSO's
+    kernels in its initrd), for as long as the block lasts; skipped when a tool or a firmware
+    file is missing."""
     arch = machines.named_kernel(default)[0]
     tools = (arch.qemu, "sfdisk", "mkfs.ext4", "cpio", "ssh-keygen")
     files = [Path(w) for w in firmware if w.startswith("/")]
     if not all(shutil.which(t) for t in tools) or not all(f.is_file() for f in files):
         pytest.skip(f"make test installs {machines.QEMU_PACKAGES[arch.name]} u-boot-qemu fdisk e2fsprogs")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
-    archive, public, deb, rt_image = _board_archive(folder, (folder / "key.pub").read_text(), default, booted)
+    archive, public, deb, rt_image = _board_archive(
+        folder, (folder / "key.pub").read_text(), default, booted, also
+    )
     port = free_port()
     guest = UbootGuest(
         GuestSpec.parse(f"{default},cpus=2,memory=2G,initrd={archive},ssh={port},boot-timeout=1200")
@@ -309,3 +326,66 @@ def test_a_kernel_that_hangs_comes_back_through_the_power_switch_and_uboot(uboot
     assert "power-cycle" in [s["state"] for s in found["states"]]
     assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")  # U-Boot's default entry
     _back_to_default(board, "not a kernel rtlab booted")
+
+
+# --- the seed's comparison on this board: two kernels, alternated -------------------------
+
+
+@pytest.fixture(scope="module")
+def two_kernel_board(tmp_path_factory) -> Iterator[tuple[UbootBoard, Path, str]]:
+    """A board of its own (the compare below reboots it through U-Boot): its default kernel is
+    Debian's riscv64 one of the first release apt verifies (forky's), and another release's
+    riscv64 kernel (trixie's) is the second kernel, a .deb whose NIC drivers the board's initrd
+    carries too. Debian builds no riscv64 PREEMPT_RT kernel: two releases' kernels are the two
+    kernels a board here can be given (an rtlab-built RT kernel and its twin are the VisionFive
+    2's, `rtlab kernel build --board visionfive2`). (The board, the .deb, its release's name.)"""
+    folder = tmp_path_factory.mktemp("uboot-two-kernels")
+    arch, meta = machines.named_kernel(DEFAULT)
+    if not all(shutil.which(t) for t in (arch.qemu, "sfdisk", "mkfs.ext4", "cpio", "ssh-keygen")):
+        pytest.skip(f"make test installs {machines.QEMU_PACKAGES[arch.name]} u-boot-qemu fdisk e2fsprogs")
+    cache = cache_dir()
+    board_release = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites).release
+    for release in (r for r in arch.releases if r != board_release):
+        other = debian.Apt.for_guest(cache, release, arch.debian)
+        try:
+            other.update(tries=1)
+            break
+        except UsageError:
+            continue
+    else:
+        pytest.skip(f"no Debian release but {board_release} has a riscv64 index apt verifies today")
+    deb = _kernel_deb(other, meta, folder / "other")
+    with running_uboot_board(folder, DEFAULT, meta, FIRMWARE, also=((other, meta),)) as board:
+        yield board, deb, other.release
+
+
+@pytest.mark.slow  # a kexec boot, a reboot through U-Boot and four short runs on riscv64: ~8 minutes
+def test_compare_two_kernels_on_the_uboot_board_alternates_them(two_kernel_board, tmp_path):
+    board, other, other_release = two_kernel_board
+    out = tmp_path / "cmp"
+    # the labels are the seed's roles: the board's own kernel, and the one rtlab boots
+    done = rtlab("compare", "--target", "ssh://board", "--kernel", "default", "--kernel", str(other),
+                 "--repeat", "2", "--labels", "Own,Other", "--loads", "idle", "--duration", "3s",
+                 "--settle", "0s", "--initrd", str(board.initrd), "--boot-timeout", "900",
+                 "--power-cycle", board.power_cycle(), "--out", str(out),
+                 env=board.env, timeout=5400)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    runs = read_json(out / "kernels.json")["runs"]
+    # A B B A, each run on the kernel it names (verified before, and read back from the run)
+    assert list(runs) == ["Own/repeat-1", "Other/repeat-1", "Other/repeat-2", "Own/repeat-2"], runs
+    releases = {key: read_json(out / key / "sysinfo.json")["kernel"]["release"] for key in runs}
+    for key, entry in runs.items():
+        assert entry["status"] == "complete", (key, entry)
+        assert entry["board"]["release"] == releases[key], (key, entry)
+    assert releases["Own/repeat-1"] == releases["Own/repeat-2"] == board.default_release, releases
+    assert releases["Other/repeat-1"] == releases["Other/repeat-2"] != board.default_release, releases
+    suffix = {"trixie": "+deb13-riscv64", "forky": "+deb14-riscv64"}.get(other_release, "-riscv64")
+    assert releases["Other/repeat-1"].endswith(suffix), (other_release, releases)
+    # the other kernel's two runs on one kexec boot; the board's own on its own boots (the
+    # second after the reboot through U-Boot that took the board back)
+    assert runs["Other/repeat-1"]["board"]["boot_id"] == runs["Other/repeat-2"]["board"]["boot_id"]
+    assert runs["Own/repeat-1"]["board"]["boot_id"] != runs["Own/repeat-2"]["board"]["boot_id"]
+    assert len([p for p in (out / "boots").iterdir() if p.is_dir()]) == 1  # one boot rtlab made
+    assert "Own" in done.stdout and "Other" in done.stdout  # compare's table and verdicts
+    assert _uname(board) == board.default_release
+    assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")  # U-Boot's default entry

@@ -134,8 +134,9 @@ class ConsoleCapture:
             f.seek(max(since, self.path.stat().st_size - (8 << 20)))
             data = untrusted.read_at_most(f, 8 << 20).decode("utf-8", "replace")
         for line in untrusted.lines(data.replace("\r", "")):
-            if verify.PANIC.search(line):
-                return untrusted.printable(line.strip()[:200])  # one line of evidence, bounded
+            found = verify.PANIC.search(line)
+            if found:  # from the kernel's words on: not its timestamp, nor what shared the line
+                return untrusted.printable(line[found.start() :].strip()[:200])  # bounded
         return None
 
     def tail(self, n: int = 15) -> list[str]:

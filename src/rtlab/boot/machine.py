@@ -297,11 +297,7 @@ class Engine:
         self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()))
         self._step(f"add to {grub.CUSTOM}:\n{files.menuentry()}")
         self._step(f"set next_entry={files.id} in {grub.GRUBENV}, reboot")
-        self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
-        self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
-        if r.power_cycle:
-            self._step(f"if it does not come back: run {r.power_cycle!r}, wait for {default}")
-        return Outcome("dry run", ["nothing was changed"], None)
+        return self._dry_run_end(version, default)
 
     def _dry_run_kexec(
         self, files: kexec.Files | grub.Entry, sent: dict[str, Path], load: str, version: KernelVersion,
@@ -315,6 +311,11 @@ class Engine:
         self._step(f"install into {files.folder}: " + ", ".join(f"{n} ({p})" for n, p in every.items()))
         self._step(f"load: {load}")
         self._step(f"execute: {kexec.execute(self.tool.words)}")
+        return self._dry_run_end(version, default)
+
+    def _dry_run_end(self, version: KernelVersion, default: str) -> Outcome:
+        """The steps every dry run ends with, whichever way the kernel is started."""
+        r = self.r
         self._step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
         self._step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")
         if r.power_cycle:
@@ -502,6 +503,7 @@ class Engine:
             lines = [
                 f"no answer over SSH from a new boot within {r.boot_timeout:.0f} s ({self.board.last_error})"
             ]
+        tail = console.tail()  # how far the kernel got, before a reset and the default's boot say more
         back = None
         if r.power_cycle:
             self._enter("power-cycle")
@@ -509,7 +511,6 @@ class Engine:
             lines.append(self._power_cycle())
             self._enter("wait-default")
             back = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
-        tail = console.tail()
         if back is not None:
             running = untrusted.printable(back.get("uname", "?"))
             on_default = f"{kexec.MARK}=" not in back.get("cmdline", "")
