@@ -169,6 +169,15 @@ def spin_binary(folder: Path) -> Path:
     return out
 
 
+# A suite started in the background by a non-interactive shell (`make test &`, some CI runners)
+# inherits SIGINT ignored, and so would every rtlab it starts: a Python that starts with SIGINT
+# ignored raises no KeyboardInterrupt, and the tests that press Ctrl-C would wait on an rtlab
+# that never heard it. The tests' children get SIGINT as a terminal gives it, however the
+# suite was started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def start_rtlab(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """rtlab running in the background, as a user's terminal would have it, to be signalled."""
     return subprocess.Popen(
