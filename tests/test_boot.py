@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import TARGET_DIR, read_json, rtlab, start_rtlab, wait_for
 from rtlab import debian
@@ -396,6 +398,43 @@ def test_a_panic_on_the_console_is_seen_only_after_the_kernel_was_sent(tmp_path)
     finally:
         console.stop()
     assert ConsoleCapture(None, tmp_path / "none").panic(0) is None  # no --console: nothing to see
+
+
+_CONSOLE_BYTES = st.lists(
+    st.one_of(
+        st.binary(max_size=300),
+        st.sampled_from([b"Kernel panic - not syncing: ", b"\r\n", b"\n", b"\x1b[1m", "\u2028".encode(),
+                         b"[    1.665520] ", b"\xff\xfe", b"A" * 400]),
+    ),
+    max_size=12,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(before=_CONSOLE_BYTES, after=_CONSOLE_BYTES)
+def test_any_console_bytes_give_no_panic_or_one_bounded_printable_line(tmp_path_factory, before, after):
+    """The console is the board's, byte for byte: whatever it says, the panic reader answers
+    None or one line of at most 200 visible characters that begins with the kernel's words, and
+    it never answers from what the console said before the kernel was sent."""
+    from rtlab.boot.board import ConsoleCapture
+
+    log = tmp_path_factory.mktemp("console") / "log"
+    console = ConsoleCapture("sleep 60", log)
+    try:
+        with log.open("ab") as f:
+            f.write(before)
+        sent = console.size()
+        assert console.panic(sent) is None
+        with log.open("ab") as f:
+            f.write(after)
+        found = console.panic(sent)
+    finally:
+        console.stop()
+    if found is None:
+        assert b"Kernel panic - not syncing" not in after.replace(b"\r", b"")
+        return
+    assert found.startswith("Kernel panic - not syncing") and len(found) <= 200, found
+    assert found.isprintable() and "\u2028" not in found, found
 
 
 def test_verify_names_each_splat_and_only_fails_on_them_when_asked():
