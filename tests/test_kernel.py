@@ -151,6 +151,42 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     assert done.returncode == 3 and "CONFIG_KVM=y (got n)" in done.stderr
 
 
+@pytest.mark.host
+def test_the_x86_64_board_starts_from_tinyconfig_and_names_what_it_adds():
+    assert fragments.select("qemu-x86_64", "rt") == [
+        "small-x86_64", "rt", "tick-periodic", "qemu-x86_64", "tracing", "measurement",
+    ]  # fmt: skip
+    x86 = recipe.Request("qemu-x86_64", "rt").arch
+    assert (x86.kernel, x86.cross, x86.target, x86.small) == ("x86", "", "bzImage", "tinyconfig")
+    assert recipe.ARCHES["riscv64"].small == "defconfig" and recipe.ARCHES["riscv64"].target == "Image"
+    added = fragments.requested([fragments.path("small-x86_64"), fragments.path("qemu-x86_64")])
+    for needed in ("CONFIG_64BIT", "CONFIG_SMP", "CONFIG_PROC_SYSCTL", "CONFIG_BLK_DEV_INITRD",
+                   "CONFIG_INET", "CONFIG_E1000", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_KEXEC"):  # fmt: skip
+        assert added[needed] == "y", needed
+
+
+@pytest.mark.host
+@pytest.mark.skipif(
+    not recipe.DEBIAN_SOURCE.exists() or shutil.which("gcc") is None,
+    reason="make test installs linux-source-6.12 and gcc",
+)
+def test_the_x86_64_board_merges_onto_tinyconfig(tmp_path):
+    """The real merge: every option of the fragments kept, x86_64 and PREEMPT_RT, the board's
+    devices built in, and none of the x86_64 defconfig's desktop (its size is the point)."""
+    out = tmp_path / "x86"
+    done = rtlab("kernel", "build", "--board", "qemu-x86_64", "--config-only", "-o", str(out),
+                 env={"RTLAB_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    config = parse_config((out / ".config").read_text())
+    assert all(c.ok for c in checks(config, "rt")), checks(config, "rt")
+    for kept in ("CONFIG_X86_64", "CONFIG_E1000", "CONFIG_KEXEC", "CONFIG_LOCALVERSION_AUTO", "CONFIG_ACPI"):
+        assert config[kept] == "y", kept
+    for gone in ("CONFIG_DRM", "CONFIG_SOUND", "CONFIG_USB_SUPPORT", "CONFIG_CFG80211", "CONFIG_MODULES"):
+        assert config.get(gone, "n") == "n", gone
+    assert sum(1 for v in config.values() if v == "y") < 1000  # x86_64_defconfig: about 1600
+    assert read_json(out / "build-manifest.json")["request"]["arch"] == "x86_64"
+
+
 def _fake_source(tmp_path: Path) -> Path:
     """A stand-in for /usr/src/linux-source-6.12.tar.xz: the few files the patches touch."""
     top = tmp_path / "src" / "linux-source-6.12"

@@ -17,7 +17,10 @@ from rtlab.errors import UsageError
 from rtlab.units import read_user_file
 
 app = typer.Typer(help="RT kernels: config fragments, builds and their verification (riscv64, arm64).")
-Board = Annotated[str, typer.Option(help="visionfive2, qemu-virt (riscv64), rb5 or qemu-virt-arm64 (arm64)")]
+Board = Annotated[
+    str,
+    typer.Option(help="visionfive2, qemu-virt (riscv64), rb5, qemu-virt-arm64 (arm64) or qemu-x86_64"),
+]
 Preempt = Annotated[str, typer.Option(help="rt (PREEMPT_RT) or lowlatency (its CONFIG_PREEMPT twin)")]
 Tick = Annotated[str, typer.Option(help="periodic (the study's) or nohz-full")]
 Debug = Annotated[

@@ -29,13 +29,16 @@ BOARDS = {
     # the Linaro talk's Qualcomm RB5 (QRB5165, SM8250)
     "rb5": Board("arm64", ("rb5", "qemu-virt-arm64"), ("qcom/qrb5165-rb5.dtb",)),
     "qemu-virt-arm64": Board("arm64", ("qemu-virt-arm64",)),
+    # rtlab's x86_64 QEMU machine (q35, e1000, ttyS0): the kexec boards of the tests, a
+    # bisection's kernels booted on one over SSH
+    "qemu-x86_64": Board("x86_64", ("qemu-x86_64",)),
 }
 PREEMPT = ("rt", "lowlatency")
 TICKS = {"periodic": "tick-periodic", "nohz-full": "tick-nohz-full"}
 # what the fragments are merged onto: the architecture's defconfig trimmed by its small
 # fragment (SMALL), or all of it
 BASES = ("small", "defconfig")
-SMALL = {"riscv64": "small", "arm64": "small-arm64"}
+SMALL = {"riscv64": "small", "arm64": "small-arm64", "x86_64": "small-x86_64"}
 
 
 def path(name: str) -> Path:

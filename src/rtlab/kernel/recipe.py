@@ -41,13 +41,20 @@ class Arch:
     kernel: str  # the kernel's ARCH=
     cross: str  # CROSS_COMPILE=
     gcc_package: str  # Debian's cross compiler
-    image: str  # what `make Image` leaves in the build folder: an uncompressed Image, which
-    # QEMU's -kernel, U-Boot's booti and kexec all take
+    image: str  # what `make TARGET` leaves in the build folder: an uncompressed Image (riscv64,
+    # arm64), which QEMU's -kernel, U-Boot's booti and kexec all take, or x86's bzImage, which
+    # QEMU's -kernel, GRUB and kexec take; either is copied out as Image
+    target: str = "Image"
+    # what the small base starts from: the defconfig trimmed by the small fragment, or (x86_64,
+    # whose defconfig is a desktop's) tinyconfig, to which the small fragment adds what it needs
+    small: str = "defconfig"
 
 
 ARCHES = {
     "riscv64": Arch("riscv", "riscv64-linux-gnu-", "gcc-riscv64-linux-gnu", "arch/riscv/boot/Image"),
     "arm64": Arch("arm64", "aarch64-linux-gnu-", "gcc-aarch64-linux-gnu", "arch/arm64/boot/Image"),
+    # built on an x86_64 host by its own compiler (CROSS_COMPILE empty)
+    "x86_64": Arch("x86", "", "gcc", "arch/x86/boot/bzImage", "bzImage", "tinyconfig"),
 }
 TOOLS = {"make": "make", "flex": "flex", "bison": "bison", "bc": "bc", "patch": "patch", "xz": "xz-utils"}
 
@@ -149,10 +156,11 @@ def last_errors(log: Path, lines: int = 15) -> str:
 
 
 def configure(tree: Path, build: Path, request: Request, log: Path, lazy: bool = False) -> None:
-    """defconfig + fragments (merge_config.sh) + olddefconfig, every requested option checked."""
+    """defconfig (or the architecture's small start) + fragments (merge_config.sh) + olddefconfig,
+    every requested option checked."""
     build.mkdir(parents=True, exist_ok=True)
     arch = request.arch
-    _make(tree, build, arch, "defconfig", log=log)
+    _make(tree, build, arch, arch.small if request.base == "small" else "defconfig", log=log)
     wanted = request.fragment_paths(lazy)
     paths = [str(p) for p in wanted]
     env = {**os.environ, "ARCH": arch.kernel, "CROSS_COMPILE": arch.cross}
@@ -224,7 +232,7 @@ def build(
         phase("build")
         # the board's own device trees only: all of an architecture's take longer than its Image
         dtbs = fragments.BOARDS[request.board].dtbs
-        _make(tree, build_dir, arch, "Image", *dtbs, log=log, jobs=jobs or os.cpu_count())
+        _make(tree, build_dir, arch, arch.target, *dtbs, log=log, jobs=jobs or os.cpu_count())
         shutil.copy2(build_dir / arch.image, out / "Image")
         outputs.append(out / "Image")
         if dtbs:
