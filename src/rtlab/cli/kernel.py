@@ -1,4 +1,4 @@
-"""rtlab kernel: RT kernel config fragments, builds and their verification (riscv64, arm64)."""
+"""rtlab kernel: RT kernel config fragments, builds and their verification (riscv64, arm64, x86_64)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from rtlab.cli.screen import console, err
 from rtlab.errors import UsageError
 from rtlab.units import read_user_file
 
-app = typer.Typer(help="RT kernels: config fragments, builds and their verification (riscv64, arm64).")
+app = typer.Typer(
+    help="RT kernels: config fragments, builds and their verification (riscv64, arm64, x86_64)."
+)
 Board = Annotated[
     str,
     typer.Option(help="visionfive2, qemu-virt (riscv64), rb5, qemu-virt-arm64 (arm64) or qemu-x86_64"),
@@ -92,8 +94,8 @@ def kernel_build(
         bool, typer.Option("--config-only", help="merge and check the config, no build")
     ] = False,
 ) -> None:
-    """Cross-build the board's kernel (riscv64 or arm64): defconfig + fragments, every option checked,
-    Image + the board's dtbs."""
+    """Build the board's kernel (riscv64 or arm64 cross, x86_64 native): defconfig + fragments,
+    every option checked, Image + the board's dtbs."""
     from rtlab.cache import cache_dir
     from rtlab.kernel import recipe
 
