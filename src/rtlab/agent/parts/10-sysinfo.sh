@@ -1,8 +1,29 @@
 # --- JSON output -----------------------------------------------------------
 
+# awk's js(S): S as a JSON string: \ and " escaped, tabs and line breaks made spaces, the other
+# control characters dropped. One awk for a whole object, not a pipeline per value: under
+# emulation or on a slow board each process costs milliseconds, and sysinfo writes hundreds.
+JSON_AWK='
+function js(s,   out, i, c) {
+	out = ""
+	for (i = 1; i <= length(s); i++) {
+		c = substr(s, i, 1)
+		if (c == "\\" || c == "\"") out = out "\\" c
+		else if (c == "\t" || c == "\r" || c == "\n") out = out " "
+		else if (index(CONTROL, c) == 0) out = out c
+	}
+	return "\"" out "\""
+}
+BEGIN {
+	CONTROL = ""
+	for (i = 1; i < 32; i++) if (i != 9 && i != 10 && i != 13) CONTROL = CONTROL sprintf("%c", i)
+}'
+
+# $1 as a JSON string (its lines joined by spaces)
 json_str() {
-	printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' |
-		tr '\t\r\n' '   ' | tr -d '\000-\037')"
+	printf '%s' "$1" | awk "$JSON_AWK"'
+		{ all = all (NR > 1 ? " " : "") $0 }
+		END { printf "%s", js(all) }'
 }
 
 MISSING=
@@ -53,15 +74,22 @@ config_json() {
 	printf '{"source": '
 	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
 	printf ', "options": {'
-	sep=
-	config_text | grep -E "$CONFIG_RE" | sed -e 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1=n/' |
-		while IFS='=' read -r key value; do
-			printf '%s' "$sep"
-			json_str "$key"
-			printf ': '
-			json_str "$(printf '%s' "$value" | sed -e 's/^"//' -e 's/"$//')"
-			sep=', '
-		done
+	# KEY=VALUE (VALUE unquoted), "# KEY is not set" as KEY=n
+	config_text | grep -E "$CONFIG_RE" | awk "$JSON_AWK"'
+		{
+			line = $0
+			if (line ~ /^# CONFIG_[A-Z0-9_]* is not set$/) {
+				sub(/^# /, "", line)
+				sub(/ is not set$/, "=n", line)
+			}
+			eq = index(line, "=")
+			key = eq ? substr(line, 1, eq - 1) : line
+			value = eq ? substr(line, eq + 1) : ""
+			sub(/^"/, "", value)
+			sub(/"$/, "", value)
+			printf "%s%s: %s", sep, js(key), js(value)
+			sep = ", "
+		}'
 	printf '}}'
 }
 
