@@ -36,7 +36,7 @@ TESTS ?= not slow
 # The groups that measure nothing and boot nothing (tests/conftest.py: PARALLEL_GROUPS) run on
 # every CPU; the others measure or boot, and run alone, one at a time, after them. A file's
 # tests stay on one worker (loadfile), so a file's shared runs are made once, not once a worker.
-PARALLEL := unit or hostile
+PARALLEL := unit or hostile or tools
 XDIST := -n auto --dist loadfile
 
 .PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean

@@ -43,10 +43,10 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
 
 # The groups a test belongs to, exactly one each (pyproject.toml says what each means). The
-# first two measure nothing and boot nothing: `make test` runs them on every CPU at once; the
+# first three measure nothing and boot nothing: `make test` runs them on every CPU at once; the
 # others measure or boot, and a test beside them would be in their numbers, so they run alone.
-GROUPS = ("unit", "hostile", "host", "guests", "boards", "farm")
-PARALLEL_GROUPS = ("unit", "hostile")
+GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
+PARALLEL_GROUPS = ("unit", "hostile", "tools")
 
 
 RULE = (

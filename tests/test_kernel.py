@@ -19,7 +19,7 @@ from rtlab.kernel.verify import checks, twin_diff
 from rtlab.system.kernel import parse_config
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_twin_fragments_differ_only_in_the_preemption_model():
     rt = fragments.requested([fragments.path("rt")])
     low = fragments.requested([fragments.path("lowlatency")])
@@ -28,7 +28,7 @@ def test_twin_fragments_differ_only_in_the_preemption_model():
     assert rt["CONFIG_HZ"] == "1000" and rt["CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE"] == "y"
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_selection_and_bad_names():
     assert fragments.select("visionfive2", "rt") == [
         "small",
@@ -48,14 +48,14 @@ def test_selection_and_bad_names():
     assert done.returncode == 2 and "choose from visionfive2, qemu-virt" in done.stderr
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_dropped_options_are_named():
     wanted = {"CONFIG_DWMAC_STARFIVE": "y", "CONFIG_PM": "y", "CONFIG_KASAN": "n"}
     actual = {"CONFIG_PM": "y", "CONFIG_DWMAC_STARFIVE": "m"}
     assert fragments.dropped(wanted, actual) == [("CONFIG_DWMAC_STARFIVE", "y", "m")]
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_a_users_fragment_is_kept_whole_and_may_overrule_rtlabs_options():
     """A sweep's variant: CONFIG_PROVE_LOCKING=y selects the DEBUG_SPINLOCK a measurement build
     turns off; that is what the user asked for (said, not refused), but the variant's own
@@ -69,7 +69,7 @@ def test_a_users_fragment_is_kept_whole_and_may_overrule_rtlabs_options():
     assert fragments.kept(ours, {}, actual) == ([("CONFIG_DEBUG_SPINLOCK", "n", "y")], [])
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_appendix_a_checks():
     good = {"CONFIG_PREEMPT_RT": "y", "CONFIG_HZ": "1000", "CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE": "y"}
     assert all(c.ok for c in checks(good))
@@ -77,7 +77,7 @@ def test_appendix_a_checks():
     assert [c.item for c in checks(bad, "rt") if not c.ok] == ["preemption model", "HZ", "default governor"]
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_twin_diff_separates_model_derived_and_other():
     a = {"CONFIG_PREEMPT_RT": "y", "CONFIG_RCU_BOOST": "y", "CONFIG_HZ": "1000"}
     b = {"CONFIG_PREEMPT": "y", "CONFIG_HZ": "250"}
@@ -93,7 +93,7 @@ needs_source = pytest.mark.skipif(
 )
 
 
-@pytest.mark.host
+@pytest.mark.tools
 @needs_source
 def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     configs = {}
@@ -151,7 +151,7 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     assert done.returncode == 3 and "CONFIG_KVM=y (got n)" in done.stderr
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_the_x86_64_board_starts_from_tinyconfig_and_names_what_it_adds():
     assert fragments.select("qemu-x86_64", "rt") == [
         "small-x86_64", "rt", "tick-periodic", "qemu-x86_64", "tracing", "measurement",
@@ -165,7 +165,7 @@ def test_the_x86_64_board_starts_from_tinyconfig_and_names_what_it_adds():
         assert added[needed] == "y", needed
 
 
-@pytest.mark.host
+@pytest.mark.tools
 @pytest.mark.skipif(
     not recipe.DEBIAN_SOURCE.exists() or shutil.which("gcc") is None,
     reason="make test installs linux-source-6.12 and gcc",
@@ -210,7 +210,7 @@ def _diff(path: str, old: str, new: str) -> str:
     return f"--- a/{path}\n+++ b/{path}\n{hunk}" + "\n".join(body) + "\n"
 
 
-@pytest.mark.host
+@pytest.mark.tools
 def test_rt_patch_series_makes_a_tree_of_its_own(tmp_path, monkeypatch):
     # Debian's source archives are not reachable from every machine: the series here is
     # a stand-in with the shape of debian/patches-rt (quilt, one patch compressed)

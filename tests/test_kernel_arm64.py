@@ -67,7 +67,7 @@ def test_arm64_configs_get_the_talks_checks_besides_appendix_a():
     assert not found["hwlat tracer"] and not found["wake-up latency tracer"]
 
 
-@pytest.mark.host
+@pytest.mark.tools
 @needs_source
 def test_the_rb5_twins_merge_onto_arm64s_defconfig(tmp_path):
     """Both twins and the debug variant merged for real: Appendix A and the talk's checks hold,
