@@ -314,3 +314,19 @@ def test_a_lava_log_that_is_a_fifo_is_one_line_not_a_wait(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "is not a regular file" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.unit
+def test_the_makefiles_parts_are_the_groups_conftest_names():
+    # make test runs PARALLEL on every CPU and SHARED two at a time: a group added to one
+    # side and not the other would run beside a measurement
+    makefile = (Path(__file__).parent.parent / "Makefile").read_text()
+    from conftest import GROUPS, PARALLEL_GROUPS, SHARED_GROUPS
+
+    def part(name: str) -> tuple[str, ...]:
+        found = re.search(rf"^{name} := (.+)$", makefile, re.MULTILINE)
+        assert found, name
+        return tuple(found[1].split(" or "))
+
+    assert part("PARALLEL") == PARALLEL_GROUPS and part("SHARED") == SHARED_GROUPS
+    assert set(PARALLEL_GROUPS) | set(SHARED_GROUPS) < set(GROUPS)
