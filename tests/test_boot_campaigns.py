@@ -468,3 +468,36 @@ def test_a_kernels_label_that_names_the_comparisons_own_files_is_refused(tmp_pat
     sides = [kernels.Side(label, ensure.Want("A")), kernels.Side("b", ensure.Want("B"))]
     with pytest.raises(UsageError, match="comparison's own"):
         kernels.run(sides, 1, "ssh://b", tmp_path, lambda side, where: ({}, False), lambda _: None)
+
+
+@pytest.mark.unit
+def test_a_resumed_comparison_whose_kernel_was_rebuilt_is_refused_not_mixed(tmp_path):
+    from rtlab.campaigns import kernels
+
+    rt, std = tmp_path / "rt.Image", tmp_path / "std.Image"
+    rt.write_bytes(b"first build")
+    std.write_bytes(b"standard")
+    sides = [kernels.Side("rt", ensure.Want(str(rt))), kernels.Side("std", ensure.Want(str(std)))]
+    out = tmp_path / "out"
+    measured: list[str] = []
+
+    def measure(side, where):  # the first kernel measured, then the comparison stopped
+        measured.append(side.label)
+        return {"status": "complete"}, True
+
+    from rtlab.errors import Stopped
+
+    with pytest.raises(Stopped):
+        kernels.run(sides, 2, "ssh://b", out, measure, lambda _: None)
+    assert measured == ["rt"]
+    doc = read_json(out / kernels.FILE)
+    assert doc["digests"] == {"rt": kernels.digest(str(rt)), "std": kernels.digest(str(std))}
+    rt.write_bytes(b"second build")  # rebuilt at the same path
+    with pytest.raises(UsageError) as e:
+        kernels.run(sides, 2, "ssh://b", out, measure, lambda _: None)
+    assert "rt's kernel changed since" in str(e.value) and "put it back" in str(e.value)
+    assert measured == ["rt"] and list(read_json(out / kernels.FILE)["runs"]) == ["rt/repeat-1"]
+    rt.write_bytes(b"first build")  # put back: it goes on where it stopped
+    on = lambda side, where: (measure(side, where)[0], False)  # noqa: E731
+    kernels.run(sides, 2, "ssh://b", out, on, lambda _: None)
+    assert measured == ["rt", "std", "std", "rt"]

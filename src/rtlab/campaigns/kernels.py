@@ -12,6 +12,7 @@ where an interrupted one stopped, measuring nothing twice and nothing on another
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +40,38 @@ class Asked(TypedDict):
 
 
 class KernelsIndex(Asked):
-    """OUT/kernels.json: what was asked and each run's entry (the loop's: its status, reason,
-    label and repeat, the board it was verified on), in the order measured."""
+    """OUT/kernels.json: what was asked, the sha256 of each kernel given as a file (a label's
+    null: a package name) and each run's entry (the loop's: its status, reason, label and
+    repeat, the board it was verified on), in the order measured."""
 
     schema: str
+    digests: dict[str, str | None]
     runs: dict[str, dict[str, Any]]
+
+
+def digest(kernel: str) -> str | None:
+    """The sha256 of KERNEL when it is a file (an image or a .deb), else None (a package's
+    name: what it installs is verified on the board)."""
+    path = Path(kernel)
+    if not path.is_file():
+        return None
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _same_kernels(out: Path, before: dict[str, Any], now: dict[str, str | None]) -> None:
+    """A comparison goes on only with the kernels it began with: a kernel rebuilt at the same
+    path since would be measured under the label of another."""
+    was = before.get("digests")
+    if not isinstance(was, dict):
+        return  # an index from before digests were kept: nothing to hold it to
+    for label, sha in now.items():
+        if label in was and was[label] != sha:
+            raise UsageError(
+                f"{untrusted.printable(label)[:60]}'s kernel changed since {out} began (sha256 "
+                f"{untrusted.printable(str(was[label]))[:64]}, now {sha}): put it back to go on, "
+                "or give another --out"
+            )
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,9 @@ def run(
             f"on {untrusted.printable(str(before.get('target')))[:200]}): "
             "give the same command, or another --out"
         )
+    digests = {s.label: digest(s.want.kernel) for s in sides}
+    if before:
+        _same_kernels(out, before, digests)
     kept = before.get("runs", {})
     if not isinstance(kept, dict) or not all(isinstance(e, dict) for e in kept.values()):
         raise UsageError(
@@ -98,7 +129,7 @@ def run(
         raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
     out.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Any] = dict(kept)
-    doc: KernelsIndex = {"schema": SCHEMA, **asked, "runs": runs}
+    doc: KernelsIndex = {"schema": SCHEMA, **asked, "digests": digests, "runs": runs}
     by_label = {s.label: s for s in sides}
 
     def save() -> None:
