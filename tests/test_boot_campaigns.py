@@ -232,7 +232,7 @@ def test_a_study_with_kernels_orders_cells_by_boot_and_names_them(tmp_path):
     order = [study.label(c) for c in study.order()]
     assert order == ["RT / none", "RT / tuned", "RT / isolated",
                      "Mainline / none", "Mainline / tuned", "Mainline / isolated"]  # fmt: skip
-    assert study.cells()[1].want() == ensure.Want("out/rt/bzImage", ("isolcpus=1",))
+    assert study.cells()[1].want() == ensure.Want(str(tmp_path / "out/rt/bzImage"), ("isolcpus=1",))
     for bad, says in (
         ('[targets]\nA = "qemu:debian"\n[kernels]\nRT = "x"\n', "every target must be ssh://"),
         ('[targets]\nA = "ssh://b"\n[boot]\ninitrd2 = "x"\n', "unknown key initrd2"),
@@ -432,7 +432,7 @@ def test_a_resumed_study_whose_kernel_changed_in_its_file_measures_the_cell_agai
     edited = parse(head + '[kernels]\nRT = "out/rt2/bzImage"\n', tmp_path / "s.toml")
     doc = studies.run(edited, tmp_path / "out", measure, lambda _: None)
     assert measured == ["runs/Board/RT/none"] * 2
-    assert doc["runs"]["runs/Board/RT/none"]["board"]["kernel"] == "out/rt2/bzImage"
+    assert doc["runs"]["runs/Board/RT/none"]["board"]["kernel"] == str(tmp_path / "out/rt2/bzImage")
     assert (tmp_path / "out/runs/Board/RT/none.interrupted-1").is_dir()  # the first kept beside
 
 
@@ -501,3 +501,22 @@ def test_a_resumed_comparison_whose_kernel_was_rebuilt_is_refused_not_mixed(tmp_
     on = lambda side, where: (measure(side, where)[0], False)  # noqa: E731
     kernels.run(sides, 2, "ssh://b", out, on, lambda _: None)
     assert measured == ["rt", "std", "std", "rt"]
+
+
+@pytest.mark.unit
+def test_a_studys_kernel_paths_are_from_its_own_folder_as_its_boot_files_are(tmp_path, monkeypatch):
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    (folder / "bzImage").write_bytes(b"kernel")
+    text = (
+        '[study]\nname = "k"\nloads = ["idle"]\n[targets]\nBoard = "ssh://root@vf2"\n'
+        '[kernels]\nRT = "out/rt"\nHere = "bzImage"\nDeb = "linux-image-6.12-rt.deb"\n'
+        'Package = "linux-image-rt-amd64"\nOwn = "default"\nAbs = "/srv/Image"\n'
+    )
+    monkeypatch.chdir(tmp_path)  # rtlab started from another folder than the study's
+    study = parse(text, Path("studies/k.toml"))
+    assert dict(study.kernels) == {
+        "RT": str(folder / "out/rt"), "Here": str(folder / "bzImage"),
+        "Deb": str(folder / "linux-image-6.12-rt.deb"), "Package": "linux-image-rt-amd64",
+        "Own": "default", "Abs": "/srv/Image",
+    }  # fmt: skip

@@ -25,9 +25,9 @@ verified before its cells are measured (the kernel, /proc/cmdline, what took eff
 the board back on its default kernel at the end; cells that share a kernel and command line
 share a boot:
 
-    [kernels]                             # label = a path, a linux-image .deb, a Debian
-    RT = "linux-image-rt-amd64"           # metapackage, or "default" (the board's own)
-    Standard = "out/mainline/bzImage"
+    [kernels]                             # label = a path (from the study file's folder), a
+    RT = "linux-image-rt-amd64"           # linux-image .deb, a Debian metapackage, or
+    Standard = "out/mainline/bzImage"     # "default" (the board's own)
     [boot]                                # how rtlab boots the board (rtlab boot's options)
     initrd = "board.cpio"
     power-cycle = "relay-cycle vf2"
@@ -36,6 +36,7 @@ share a boot:
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -253,11 +254,25 @@ def parse(text: str, source: Path) -> Study:
         deadline=_text(deadline, f"{source}: [study] deadline") if deadline is not None else None,
         targets=tuple(targets.items()),
         stages=stages or (Stage("none"),),
-        kernels=tuple((label, kernel.strip()) for label, kernel in kernels.items()),
+        kernels=tuple(
+            (label, _kernel_at(kernel.strip(), source.parent)) for label, kernel in kernels.items()
+        ),
         boot=boot_texts,
     )
     study.cells()  # boot parameters on a board are refused here, before anything runs
     return study
+
+
+def _kernel_at(kernel: str, folder: Path) -> str:
+    """A [kernels] value that is a path (it has a /, is a .deb, or names a file beside the study
+    file) as an absolute one, relative to the study file as loads-file, initrd and dtb are: the
+    same study runs, and resumes, from any folder. A package's name and DEFAULT stay as given."""
+    path = Path(kernel)
+    if kernel == DEFAULT or path.is_absolute():
+        return kernel
+    if "/" in kernel or kernel.endswith(".deb") or (folder / path).exists():
+        return os.path.abspath(folder / path)
+    return kernel
 
 
 def read(path: Path) -> Study:
