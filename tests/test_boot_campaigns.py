@@ -335,6 +335,52 @@ def test_a_revision_whose_kernel_does_not_boot_is_skipped_with_its_record(tmp_pa
 
 
 @pytest.mark.unit
+def test_a_kernel_that_booted_before_and_fails_once_is_booted_again_not_skipped(tmp_path):
+    # a loaded emulator: the good end's kernel, booted and measured before, comes back on the
+    # board's default once when it is booted again for the ends' next run in turns
+    from rtlab.bisect.board import Boots
+    from rtlab.bisect.measured import ATTEMPTS, READY, Settings, Subject, Subjects
+    from rtlab.errors import RunFailed
+
+    class Board:
+        def __init__(self, fails: int) -> None:
+            self.fails, self.asked = fails, 0
+            self.say = lambda _: None
+
+        def ensure(self, want: ensure.Want) -> ensure.On:
+            self.asked += 1
+            if self.asked > 1 and self.fails:  # the first boot went well
+                self.fails -= 1
+                raise ensure.Refused(want, ["booted another kernel"], tmp_path / f"b{self.asked}")
+            return ensure.On(want, "6.12.0-rt", "#1 PREEMPT_RT", "", f"b{self.asked}", ["running 6.12.0-rt"])
+
+    def lab_on(board: Board) -> tuple[Subjects, dict[str, str]]:
+        boots = Boots(board, lambda s: tmp_path / s.folder, lambda s: tmp_path / s.folder / "kernel/Image")  # type: ignore[arg-type]
+        prepared: dict[str, str] = {}
+        lab = Subjects(tmp_path, lambda *_: "x", lambda s: READY, lambda _: None, prepared, lambda: None,
+                       Settings())  # fmt: skip
+        lab.boot = boots.boot
+        return lab, prepared
+
+    good = Subject("ggg", "revs/000-good", "ggg")
+    flaky = Board(fails=1)
+    lab, prepared = lab_on(flaky)
+    assert lab._ready(good) and prepared == {"ggg": READY}
+    lab.current = None  # another revision measured in between: good's kernel booted again
+    assert lab._ready(good) and prepared == {"ggg": READY} and flaky.asked == 3
+    log = (tmp_path / "revs/000-good/prepare.log").read_text()
+    assert "which booted before, did not boot" in log and "skipped" not in log
+    # one that fails every time now stops in one line, never skipped: the same command again goes on
+    broken = Board(fails=ATTEMPTS)
+    lab, prepared = lab_on(broken)
+    assert lab._ready(good)
+    lab.current = None
+    with pytest.raises(RunFailed, match=f"it booted before, not in {ATTEMPTS} attempts now"):
+        lab._ready(good)
+    assert prepared == {"ggg": READY} and broken.asked == 1 + ATTEMPTS
+
+
+@pytest.mark.unit
 def test_a_restarted_campaign_trusts_only_the_boot_it_verified(tmp_path):
     first = ensure.Session(ensure.Setup("ssh://b", boots=tmp_path), lambda _: None)
     iso = ensure.Want("rt", ("isolcpus=1",))

@@ -25,11 +25,17 @@ class Boots:
     def want(self, s: Subject) -> Want:
         return Want(str(self.kernel(s)), self.append)
 
-    def boot(self, s: Subject) -> str:
-        """S's kernel on the board, verified: READY, or SKIPPED with why in its prepare.log."""
+    def boot(self, s: Subject, again: bool = False) -> str:
+        """S's kernel on the board, verified: READY, or SKIPPED with why in its prepare.log.
+        AGAIN (its kernel booted before): RunFailed instead, with why in its prepare.log, and
+        the caller boots it again (measured.py)."""
         try:
             on = self.session.ensure(self.want(s))
         except Refused as e:
+            if again:
+                log = self.folder(s) / "prepare.log"
+                append_line(log, f"the kernel, which booted before, did not boot: {e}")
+                raise RunFailed(f"{s.label}: its kernel did not boot: {e}") from None
             append_line(
                 self.folder(s) / "prepare.log", f"the kernel did not boot as asked, skipped (125): {e}"
             )

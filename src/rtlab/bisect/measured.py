@@ -58,6 +58,9 @@ class Subject:
 
 Measure = Callable[[Path, str, Subject], str]  # (run folder, run name, subject) -> the run's status
 Prepare = Callable[[Subject], str]  # READY or SKIPPED (or RunFailed)
+# (subject, whether its kernel booted before) -> READY or SKIPPED; RunFailed when one that
+# booted before does not boot this time
+Boot = Callable[[Subject, bool], str]
 
 
 class Subjects:
@@ -69,7 +72,7 @@ class Subjects:
         self.current: str | None = None  # the subject last prepared: measured without preparing again
         self.summaries: dict[tuple[str, int], Summary] = {}
         self.asked: dict[str, int] = {}  # runs of a subject asked for so far: the ones judged
-        self.boot: Prepare | None = None  # on a board: a prepared subject's kernel booted (bisect/board.py)
+        self.boot: Boot | None = None  # on a board: a prepared subject's kernel booted (bisect/board.py)
 
     def folder(self, s: Subject) -> Path:
         return self.out / s.folder
@@ -113,13 +116,35 @@ class Subjects:
             return True
         self.folder(s).mkdir(parents=True, exist_ok=True)
         self.current = None
+        before = self.prepared.get(s.key) == READY
         said = self.prepare(s)
         if said == READY and self.boot is not None:
-            said = self.boot(s)  # a kernel that does not boot is skipped, as a build that fails
+            said = self._booted(s, before)
         self.prepared[s.key] = said
         self.save()
         self.current = s.key if said == READY else None
         return said == READY
+
+    def _booted(self, s: Subject, before: bool) -> str:
+        """S's kernel booted on the board. One that never booted and does not now is skipped at
+        once, as a build that fails; one that booted before (its revision measured, the ends
+        measured in turns) and does not now is booted again, ATTEMPTS in all: a boot that fails
+        once on a loaded emulator must not end a night's bisection, nor turn a revision already
+        judged into a skipped one."""
+        assert self.boot is not None
+        if not before:
+            return self.boot(s, False)
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return self.boot(s, True)
+            except RunFailed as e:
+                if attempt == ATTEMPTS:
+                    raise RunFailed(
+                        f"{e}: it booted before, not in {ATTEMPTS} attempts now; the same command again "
+                        "tries again"
+                    ) from None
+                self.say(f"  {s.label}: its kernel booted before, not this time: booting it again")
+        raise AssertionError("unreachable")
 
     def ensure(self, s: Subject, k: int) -> bool:
         """S has at least K whole runs, measuring the missing ones: False if it is skipped."""
