@@ -548,6 +548,21 @@ def test_a_resumed_comparison_whose_kernel_was_rebuilt_is_refused_not_mixed(tmp_
     kernels.run(sides, 2, "ssh://b", out, on, lambda _: None)
     assert measured == ["rt", "std", "std", "rt"]
 
+    # a build folder (rtlab kernel build's out/) is held to the image in it
+    build = tmp_path / "out-rt"
+    build.mkdir()
+    (build / "bzImage").write_bytes(b"first build")
+    assert kernels.digest(str(build)) == kernels.digest(str(rt))
+    folder_sides = [kernels.Side("rt", ensure.Want(str(build))), sides[1]]
+    with pytest.raises(Stopped):
+        kernels.run(folder_sides, 2, "ssh://b", tmp_path / "out2", measure, lambda _: None)
+    (build / "bzImage").write_bytes(b"second build")
+    with pytest.raises(UsageError, match="rt's kernel changed since"):
+        kernels.run(folder_sides, 2, "ssh://b", tmp_path / "out2", measure, lambda _: None)
+    (build / "bzImage").unlink()
+    with pytest.raises(UsageError, match="now no image there"):
+        kernels.run(folder_sides, 2, "ssh://b", tmp_path / "out2", measure, lambda _: None)
+
 
 @pytest.mark.unit
 def test_a_studys_kernel_paths_are_from_its_own_folder_as_its_boot_files_are(tmp_path, monkeypatch):
@@ -558,11 +573,21 @@ def test_a_studys_kernel_paths_are_from_its_own_folder_as_its_boot_files_are(tmp
         '[study]\nname = "k"\nloads = ["idle"]\n[targets]\nBoard = "ssh://root@vf2"\n'
         '[kernels]\nRT = "out/rt"\nHere = "bzImage"\nDeb = "linux-image-6.12-rt.deb"\n'
         'Package = "linux-image-rt-amd64"\nOwn = "default"\nAbs = "/srv/Image"\n'
+        'Suite = "linux-image-rt-amd64/bookworm-backports"\n'
     )
     monkeypatch.chdir(tmp_path)  # rtlab started from another folder than the study's
     study = parse(text, Path("studies/k.toml"))
     assert dict(study.kernels) == {
         "RT": str(folder / "out/rt"), "Here": str(folder / "bzImage"),
         "Deb": str(folder / "linux-image-6.12-rt.deb"), "Package": "linux-image-rt-amd64",
-        "Own": "default", "Abs": "/srv/Image",
+        "Own": "default", "Abs": "/srv/Image", "Suite": "linux-image-rt-amd64/bookworm-backports",
     }  # fmt: skip
+    # a study begun when its kernel paths were kept as written, from the folder it ran in:
+    # resumed from there, its cells stand (nothing measured again)
+    from rtlab.campaigns import study as studies
+
+    cell = next(c for c in study.cells() if c.kernel and c.kernel[0] == "Here")
+    monkeypatch.chdir(folder)
+    entry = {"status": "complete", "board": {"kernel": "bzImage", "append": ""}}
+    assert studies._measured_as_asked(cell, entry)
+    assert not studies._measured_as_asked(cell, {**entry, "board": {"kernel": "other", "append": ""}})

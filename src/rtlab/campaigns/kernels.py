@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from rtlab.analysis import repeats as repeated
-from rtlab.boot.ensure import Want
+from rtlab.boot.ensure import Want, in_folder
 from rtlab.boundary import untrusted
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
@@ -50,9 +50,15 @@ class KernelsIndex(Asked):
 
 
 def digest(kernel: str) -> str | None:
-    """The sha256 of KERNEL when it is a file (an image or a .deb), else None (a package's
-    name: what it installs is verified on the board)."""
+    """The sha256 of the image KERNEL names (a file: an image or a .deb; a folder: the image
+    rtlab kernel build left in it), else None (a package's name: what it installs is verified
+    on the board)."""
     path = Path(kernel)
+    if path.is_dir():
+        try:
+            path = in_folder(path)
+        except UsageError:
+            return None  # said when the kernel is booted
     if not path.is_file():
         return None
     with path.open("rb") as f:
@@ -67,9 +73,10 @@ def _same_kernels(out: Path, before: dict[str, Any], now: dict[str, str | None])
         return  # an index from before digests were kept: nothing to hold it to
     for label, sha in now.items():
         if label in was and was[label] != sha:
+            now_is = f"now {sha}" if sha else "now no image there"
             raise UsageError(
                 f"{untrusted.printable(label)[:60]}'s kernel changed since {out} began (sha256 "
-                f"{untrusted.printable(str(was[label]))[:64]}, now {sha}): put it back to go on, "
+                f"{untrusted.printable(str(was[label]))[:64]}, {now_is}): put it back to go on, "
                 "or give another --out"
             )
 

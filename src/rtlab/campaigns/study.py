@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtlab.boot.ensure import DEFAULT, Want, split_append
+from rtlab.boot.ensure import DEFAULT, PACKAGE, Want, split_append
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
@@ -264,15 +264,16 @@ def parse(text: str, source: Path) -> Study:
 
 
 def _kernel_at(kernel: str, folder: Path) -> str:
-    """A [kernels] value that is a path (it has a /, is a .deb, or names a file beside the study
-    file) as an absolute one, relative to the study file as loads-file, initrd and dtb are: the
-    same study runs, and resumes, from any folder. A package's name and DEFAULT stay as given."""
+    """A [kernels] value that is a path, as an absolute one from the study file's folder (as
+    loads-file, initrd and dtb are): the same study runs, and resumes, from any folder. DEFAULT
+    and a package's name (linux-image-..., with its suite: linux-image-rt-amd64/bookworm-
+    backports) stay as given, unless a file of that name is beside the study file."""
     path = Path(kernel)
     if kernel == DEFAULT or path.is_absolute():
         return kernel
-    if "/" in kernel or kernel.endswith(".deb") or (folder / path).exists():
-        return os.path.abspath(folder / path)
-    return kernel
+    if PACKAGE.fullmatch(kernel) and not kernel.endswith(".deb") and not (folder / path).exists():
+        return kernel
+    return os.path.abspath(folder / path)
 
 
 def read(path: Path) -> Study:
@@ -331,10 +332,16 @@ def _measured_as_asked(cell: Cell, entry: Any) -> bool:
     if not cell.on_board or not _stands(entry):  # one that does not stand is measured again anyway
         return True
     board, want = entry.get("board"), cell.want()
-    return (
-        isinstance(board, dict)
-        and board.get("kernel") == want.kernel
-        and board.get("append") == " ".join(want.append)
+    if not isinstance(board, dict) or board.get("append") != " ".join(want.append):
+        return False
+    # a study measured when its kernel paths were kept as written (from the folder rtlab ran
+    # in): the same image if that path, from here, is the one the study file names now
+    kept = board.get("kernel")
+    return kept == want.kernel or (
+        isinstance(kept, str)
+        and not Path(kept).is_absolute()
+        and Path(want.kernel).is_absolute()
+        and os.path.abspath(kept) == want.kernel
     )
 
 

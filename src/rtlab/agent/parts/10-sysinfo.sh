@@ -1,18 +1,17 @@
 # --- JSON output -----------------------------------------------------------
 
-# awk's js(S): S as a JSON string: \ and " escaped, tabs and line breaks made spaces, the other
-# control characters dropped. One awk for a whole object, not a pipeline per value: under
-# emulation or on a slow board each process costs milliseconds, and sysinfo writes hundreds.
+# awk's js(S): S escaped for a JSON string: \ and " escaped, tabs and line breaks made spaces,
+# the other control characters dropped. One awk for a whole object, not a pipeline per value:
+# under emulation or on a slow board each process costs milliseconds, and sysinfo writes
+# hundreds. Run as LC_ALL=C awk: byte by byte, as sed and tr were, so bytes that are not
+# UTF-8 pass through unchanged and gawk says nothing of them on stderr (which the host reads
+# with the document).
 JSON_AWK='
-function js(s,   out, i, c) {
-	out = ""
-	for (i = 1; i <= length(s); i++) {
-		c = substr(s, i, 1)
-		if (c == "\\" || c == "\"") out = out "\\" c
-		else if (c == "\t" || c == "\r" || c == "\n") out = out " "
-		else if (index(CONTROL, c) == 0) out = out c
-	}
-	return "\"" out "\""
+function js(s) {
+	gsub(/[\\"]/, "\\\\&", s)
+	gsub(/[\t\r\n]/, " ", s)
+	gsub("[" CONTROL "]", "", s)
+	return s
 }
 BEGIN {
 	CONTROL = ""
@@ -21,9 +20,10 @@ BEGIN {
 
 # $1 as a JSON string (its lines joined by spaces)
 json_str() {
-	printf '%s' "$1" | awk "$JSON_AWK"'
-		{ all = all (NR > 1 ? " " : "") $0 }
-		END { printf "%s", js(all) }'
+	printf '%s' "$1" | LC_ALL=C awk "$JSON_AWK"'
+		BEGIN { printf "\"" }
+		{ printf "%s%s", (NR > 1 ? " " : ""), js($0) }
+		END { printf "\"" }'
 }
 
 MISSING=
@@ -75,7 +75,7 @@ config_json() {
 	if [ -n "$CONFIG_SOURCE" ]; then json_str "$CONFIG_SOURCE"; else printf null; fi
 	printf ', "options": {'
 	# KEY=VALUE (VALUE unquoted), "# KEY is not set" as KEY=n
-	config_text | grep -E "$CONFIG_RE" | awk "$JSON_AWK"'
+	config_text | LC_ALL=C grep -a -E "$CONFIG_RE" | LC_ALL=C awk "$JSON_AWK"'
 		{
 			line = $0
 			if (line ~ /^# CONFIG_[A-Z0-9_]* is not set$/) {
@@ -87,7 +87,7 @@ config_json() {
 			value = eq ? substr(line, eq + 1) : ""
 			sub(/^"/, "", value)
 			sub(/"$/, "", value)
-			printf "%s%s: %s", sep, js(key), js(value)
+			printf "%s\"%s\": \"%s\"", sep, js(key), js(value)
 			sep = ", "
 		}'
 	printf '}}'
