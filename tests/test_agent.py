@@ -54,6 +54,26 @@ def fake_root(root: Path) -> dict[Path, bytes]:
 
 @pytest.mark.host
 @pytest.mark.parametrize("shell", SHELLS)
+def test_sysinfo_passes_a_boards_bytes_through_as_they_are_in_any_locale(shell, busybox_path, tmp_path):
+    # firmware strings that are not UTF-8, control characters, quotes and backslashes: one
+    # JSON document on stdout, nothing on stderr (which the host reads with it), the bytes
+    # kept, line breaks and tabs made spaces and the other control characters dropped
+    fake_root(tmp_path)
+    dmi = tmp_path / "sys/class/dmi/id"
+    dmi.mkdir(parents=True)
+    (dmi / "sys_vendor").write_bytes(b'Vendor\xff\xfe\x80\xc3(\xe2\x82 "q" \\b\x01\x1b[31m\x7f\tend\r\nnext')
+    (dmi / "product_name").write_bytes(b"x" * 200_000)  # a long value: no quadratic escaping
+    cmd, env = agent_cmd(shell, busybox_path, "sysinfo")
+    done = subprocess.run(cmd, capture_output=True, env={**env, "RTLAB_ROOT": str(tmp_path), "LANG": "C.UTF-8"})
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    info = json.loads(done.stdout.decode("utf-8", "surrogateescape"))
+    said = info["platform"]["dmi"]["sys_vendor"].encode("utf-8", "surrogateescape")
+    assert said == b'Vendor\xff\xfe\x80\xc3(\xe2\x82 "q" \\b[31m\x7f end  next'
+    assert info["platform"]["dmi"]["product_name"] == "x" * 200_000
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("shell", SHELLS)
 def test_sysinfo_is_json_and_records_missing_files(shell, busybox_path, tmp_path):
     fake_root(tmp_path)
     (tmp_path / "boot/extlinux").mkdir(parents=True)
