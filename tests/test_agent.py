@@ -64,7 +64,9 @@ def test_sysinfo_passes_a_boards_bytes_through_as_they_are_in_any_locale(shell, 
     (dmi / "sys_vendor").write_bytes(b'Vendor\xff\xfe\x80\xc3(\xe2\x82 "q" \\b\x01\x1b[31m\x7f\tend\r\nnext')
     (dmi / "product_name").write_bytes(b"x" * 200_000)  # a long value: no quadratic escaping
     cmd, env = agent_cmd(shell, busybox_path, "sysinfo")
-    done = subprocess.run(cmd, capture_output=True, env={**env, "RTLAB_ROOT": str(tmp_path), "LANG": "C.UTF-8"})
+    done = subprocess.run(
+        cmd, capture_output=True, env={**env, "RTLAB_ROOT": str(tmp_path), "LANG": "C.UTF-8"}
+    )
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     info = json.loads(done.stdout.decode("utf-8", "surrogateescape"))
     said = info["platform"]["dmi"]["sys_vendor"].encode("utf-8", "surrogateescape")
