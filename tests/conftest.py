@@ -44,12 +44,12 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
 # The groups a test belongs to, exactly one each (pyproject.toml says what each means). The
 # first three measure nothing and boot nothing: `make test` runs them on every CPU at once.
-# The boards' and farms' tests judge what a board or farm does, never how late a thread woke:
-# two at a time. The others judge numbers, and a test beside them would be in their numbers,
-# so they run alone. (The Makefile's PARALLEL and SHARED say the same.)
+# The farms' tests judge what a farm does, never how late a thread woke: two at a time. The
+# others judge numbers, or reboot boards whose boot a busy neighbour has stalled, and run
+# alone. (The Makefile's PARALLEL and SHARED say the same.)
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
-SHARED_GROUPS = ("boards", "farm")
+SHARED_GROUPS = ("farm",)
 
 
 RULE = (
