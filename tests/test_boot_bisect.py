@@ -32,10 +32,11 @@ from pathlib import Path
 import pytest
 
 import test_boot
-from conftest import read_json, rtlab
+from conftest import read_json, rtlab, wait_for
 from rtlab.boot import image
 from rtlab.kernel import recipe
-from test_boot import _uname
+from test_board import ssh_banner
+from test_boot import KexecBoard
 from test_which_kernel import DELAY
 
 kexec_board = test_boot.kexec_board  # the board test_boot.py boots, its fixture here too
@@ -71,6 +72,13 @@ SUBJECTS = [
 ]
 BROKEN, CULPRIT = 2, 4
 RUN = ("--loads", "idle", "--duration", "10s", "--settle", "1s")
+
+
+def _said(board: KexecBoard, command: str) -> str:
+    """COMMAND's output over the board's console: not what the kernels booted on it left there
+    before (their boot steps' lines, insmod of a module the built kernel has built in)."""
+    said = board.sh(f"echo @said; {command}").split("\n")
+    return "\n".join(said[said.index("@said") + 1 :])
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -177,8 +185,10 @@ def test_a_bisection_on_a_board_skips_a_revision_that_does_not_boot_and_names_th
             assert "PREEMPT_RT" in kernel["version"], kernel
 
     # the board is back on its default kernel, nothing of rtlab's on its command line
-    assert _uname(board) == board.default_release
-    assert "rtlab.boot=" not in board.sh("cat /proc/cmdline")
+    assert f"is back on its default kernel {board.default_release}" in done.stderr
+    wait_for(lambda: ssh_banner(board.port), 120)
+    assert _said(board, "uname -r").strip() == board.default_release
+    assert "rtlab.boot=" not in _said(board, "cat /proc/cmdline")
 
     builds = {
         i: read_json(out / s["folder"] / "kernel/build-manifest.json")["seconds"] for i, s in steps.items()
