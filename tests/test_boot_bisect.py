@@ -17,9 +17,9 @@ kernel panics, the board reboots itself (panic=-1 of its command line) into its 
 and rtlab skips the revision (git bisect's 125) with the boot's record named in its log; then
 3 (good), 4 (bad), and 4 is confirmed against 3 in turns.
 
-About an hour on 2 CPUs from nothing (the first build the most of it, each later revision an
-incremental build; a change of kernel on the board is a reboot back to the default and a kexec
-boot, each a minute or two under software emulation)."""
+About 40 minutes on 2 CPUs shared with other work (the first build 12 to 18 of them, each
+later revision an incremental build of under a minute; a change of kernel on the board is a
+reboot back to the default and a kexec boot, under a minute each under software emulation)."""
 
 from __future__ import annotations
 
