@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rtlab.agent
 from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
@@ -50,6 +52,36 @@ def fake_root(root: Path) -> dict[Path, bytes]:
     (root / "run").mkdir()
     (root / "run/.containerenv").write_text("")
     return fake_sysfs(root, {0: "powersave", 1: "schedutil"})
+
+
+def _said(raw: bytes) -> bytes:
+    """What json_str's string holds for RAW, as sed and tr made it: one trailing line break ends
+    the last line (awk's record), the others and tabs become spaces, the other control
+    characters go; every other byte is kept."""
+    raw = raw[:-1] if raw.endswith(b"\n") else raw
+    return bytes(b for b in raw.translate(None) if b >= 0x20 or b in b"\t\r\n").translate(
+        bytes.maketrans(b"\t\r\n", b"   ")
+    )
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("shell", SHELLS)
+@settings(max_examples=60, deadline=None)
+@given(raw=st.binary(max_size=300).map(lambda b: b.replace(b"\0", b"")))
+def test_any_bytes_are_one_json_string_of_what_they_said(shell, busybox_path, raw):
+    # the agent's JSON writer takes what a board's files say: any bytes (a shell argument holds
+    # no NUL) give one JSON string, in a UTF-8 locale too, and nothing on stderr
+    script = AGENT.read_text()
+    functions = script[script.index("JSON_AWK='") : script.index("\nMISSING=")]
+    _, env = agent_cmd(shell, busybox_path)
+    sh = ["dash"] if shell == "dash" else [BUSYBOX or "busybox", "ash"]
+    done = subprocess.run(
+        [*sh, "-c", functions + '\njson_str "$1"', "json_str", os.fsdecode(raw)],
+        capture_output=True, env={**env, "LANG": "C.UTF-8"}, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    said = json.loads(done.stdout.decode("utf-8", "surrogateescape"))
+    assert said.encode("utf-8", "surrogateescape") == _said(raw)
 
 
 @pytest.mark.host
