@@ -23,11 +23,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from rtlab import children
 from rtlab.errors import Stopped, UsageError
@@ -37,6 +37,44 @@ SCHEMA = "rtlab.monitor/1"
 FILE = "monitor.json"
 HOOK_TIMEOUT_S = 60
 SAME = ("target", "load", "block_s")  # what a resumed monitor must keep
+
+
+class Block(TypedDict):
+    """A block's entry in monitor.json. A block cut off by a hard kill has only its number,
+    status ("cut off"), folder and alert (None)."""
+
+    n: int
+    folder: str
+    started: NotRequired[str]
+    ended: NotRequired[str]
+    status: str  # the run's, or "cut off"
+    max_us: NotRequired[int | None]
+    limit_us: NotRequired[int | None]  # the limit in force before it (None: none yet)
+    limit: NotRequired[str]  # where that limit came from, or why there was none
+    gate: NotRequired[str | None]  # the confirmed regressions standing once it was added
+    alert: str | None
+    added: NotRequired[bool]  # in the history (a stop in between leaves it to the next start)
+
+
+class Gap(TypedDict):
+    """A time nothing was measured: the monitor stopped after block AFTER, resumed later."""
+
+    after: int
+    seconds: float
+    resumed: str
+
+
+class MonitorIndex(TypedDict):
+    """OUT/monitor.json: what is monitored (SAME), every block and every gap, and the board
+    as the history names it (once a block is in the history)."""
+
+    schema: str
+    target: str
+    load: str
+    block_s: int
+    blocks: list[Block]
+    gaps: list[Gap]
+    board: NotRequired[str]
 
 
 def folder(n: int) -> str:
@@ -63,26 +101,28 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def open_index(m: Monitor) -> dict[str, Any]:
+def open_index(m: Monitor) -> MonitorIndex:
     """monitor.json as it stands (or a new one); a gap said and kept when resuming."""
     path = m.out / FILE
-    mine = {"target": m.target, "load": m.load, "block_s": m.block_s}
+    mine: dict[str, object] = {"target": m.target, "load": m.load, "block_s": m.block_s}
     if not path.is_file():
         if m.out.exists() and any(m.out.iterdir()):
             raise UsageError(f"--out {m.out} is not empty and holds no monitor: give a new folder")
         m.out.mkdir(parents=True, exist_ok=True)
-        index: dict[str, Any] = {"schema": SCHEMA, **mine, "blocks": [], "gaps": []}
-        write_json(path, index)
-        return index
-    index = read_index(path)
-    if index.get("schema") != SCHEMA or not _whole(index):
+        new: MonitorIndex = {"schema": SCHEMA, "target": m.target, "load": m.load, "block_s": m.block_s,
+                             "blocks": [], "gaps": []}  # fmt: skip
+        write_json(path, new)
+        return new
+    found = read_index(path)
+    if found.get("schema") != SCHEMA or not _whole(found):
         raise UsageError(f"{path} is not an rtlab monitor's index, or a damaged one: give another --out")
     for key in SAME:
-        if index.get(key) != mine[key]:
+        if found.get(key) != mine[key]:
             raise UsageError(
-                f"{m.out} monitors {key} {index.get(key)!r}, not {mine[key]!r}: "
+                f"{m.out} monitors {key} {found.get(key)!r}, not {mine[key]!r}: "
                 "give the same options, or another --out"
             )
+    index = cast(MonitorIndex, found)  # what resuming reads checked by _whole, SAME by the loop above
     last = index["blocks"][-1] if index["blocks"] else None
     if last is not None and last["status"] == "complete" and not last.get("added"):
         # stopped between measuring it and the history: adding again is a no-op if it got there
@@ -102,7 +142,7 @@ def open_index(m: Monitor) -> dict[str, Any]:
     return index
 
 
-def _whole(index: dict[str, Any]) -> bool:
+def _whole(index: Mapping[str, object]) -> bool:
     """Whether monitor.json holds what resuming reads: blocks numbered 1, 2, ... with a status,
     dates that parse, a list of gaps (a folder's name is always made from the number)."""
     blocks, gaps = index.get("blocks"), index.get("gaps")
@@ -119,7 +159,7 @@ def _whole(index: dict[str, Any]) -> bool:
     return True
 
 
-def run(m: Monitor, index: dict[str, Any]) -> int:
+def run(m: Monitor, index: MonitorIndex) -> int:
     """Blocks until m.blocks are measured or a signal (INDEX: open_index's, kept up to date);
     the alerts of this invocation. SIGTERM and SIGHUP between two blocks (while one is judged)
     stop it as Ctrl-C does; within a block the run's own handling stops the block first."""
@@ -139,7 +179,7 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _blocks(m: Monitor, index: dict[str, Any]) -> int:
+def _blocks(m: Monitor, index: MonitorIndex) -> int:
     path = m.out / FILE
     alerts = 0
     n = index["blocks"][-1]["n"] if index["blocks"] else 0
@@ -149,9 +189,9 @@ def _blocks(m: Monitor, index: dict[str, Any]) -> int:
         limit_us, note = m.limit()
         started = _now().isoformat()
         status, max_us, interrupted = m.measure(n, where)
-        entry: dict[str, Any] = {"n": n, "folder": folder(n), "started": started, "ended": _now().isoformat(),
-                                 "status": status, "max_us": max_us, "limit_us": limit_us, "limit": note,
-                                 "gate": None, "alert": None, "added": False}  # fmt: skip
+        entry: Block = {"n": n, "folder": folder(n), "started": started, "ended": _now().isoformat(),
+                        "status": status, "max_us": max_us, "limit_us": limit_us, "limit": note,
+                        "gate": None, "alert": None, "added": False}  # fmt: skip
         index["blocks"].append(entry)
         write_json(path, index)  # before the history: a stop in between leaves it to be added
         if status == "complete":
@@ -174,14 +214,14 @@ def _blocks(m: Monitor, index: dict[str, Any]) -> int:
     return alerts
 
 
-def _line(entry: dict[str, Any]) -> str:
+def _line(entry: Block) -> str:
     worst = f"max {entry['max_us']} µs" if entry["max_us"] is not None else "no max"
     limit = f", limit {entry['limit_us']} µs" if entry["limit_us"] is not None else f" ({entry['limit']})"
     head = f"block {entry['n']}: {entry['status']}, {worst}{limit}"
     return f"ALERT {head}: {entry['alert']}" if entry["alert"] else head
 
 
-def _hook(m: Monitor, entry: dict[str, Any], where: Path) -> None:
+def _hook(m: Monitor, entry: Block, where: Path) -> None:
     """--on-alert: the user's command, through the shell, the alert in its environment; one
     that fails or hangs is a warning, never the end of the monitor."""
     if not m.hook:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -16,6 +16,9 @@ from rtlab.cli.options import AcceptKey, LoadsFile, Target, run_options
 from rtlab.cli.screen import err
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.plan import Plan
+
+if TYPE_CHECKING:
+    from rtlab.campaigns.monitor import MonitorIndex
 
 DEFAULT_BLOCK = "5m"
 RETRY_S = 60  # a block that failed (a board gone): the next one is tried after this at most
@@ -29,7 +32,7 @@ class Lab:
     """The history as the monitor uses it: the limit before a block, the block added after,
     the gate asked."""
 
-    def __init__(self, db: str | None, load: str, rate: float, duration_s: int, index: dict[str, Any],
+    def __init__(self, db: str | None, load: str, rate: float, duration_s: int, index: MonitorIndex,
                  local: bool):  # fmt: skip
         self.db, self.load, self.rate, self.duration_s, self.index = db, load, rate, duration_s, index
         self.local = local
@@ -113,7 +116,7 @@ def monitor(
     load = plan.loads[0]
     open_target(target, accept_new_host_key)  # a bad target is one line before the folder is made
 
-    index: dict[str, Any] = {}
+    index = cast("MonitorIndex", {})  # the Lab holds it before open_index fills it
     lab = Lab(db, load, rate, plan.duration_s, index, target == "local")
 
     def measure(n: int, where: Path) -> tuple[str, int | None, bool]:
