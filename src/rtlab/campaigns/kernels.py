@@ -13,10 +13,10 @@ where an interrupted one stopped, measuring nothing twice and nothing on another
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from rtlab.analysis import repeats as repeated
 from rtlab.boot.ensure import Want, in_folder
@@ -39,6 +39,15 @@ class Asked(TypedDict):
     sides: list[list[str]]  # [label, kernel, appended boot parameters]
 
 
+class KernelRun(campaign.Entry):
+    """A run's entry in kernels.json (and in its side's repeats.json): the loop's, the side and
+    repeat it measured, and the board it was verified on (boot.ensure.On.fields)."""
+
+    label: NotRequired[str]  # the step's: the loop adds them
+    repeat: NotRequired[int]
+    board: NotRequired[dict[str, object]]  # none on a run that failed before it was verified
+
+
 class KernelsIndex(Asked):
     """OUT/kernels.json: what was asked, the sha256 of each kernel given as a file (a label's
     null: a package name) and each run's entry (the loop's: its status, reason, label and
@@ -46,7 +55,7 @@ class KernelsIndex(Asked):
 
     schema: str
     digests: dict[str, str | None]
-    runs: dict[str, dict[str, Any]]
+    runs: dict[str, KernelRun]
 
 
 def digest(kernel: str) -> str | None:
@@ -65,7 +74,7 @@ def digest(kernel: str) -> str | None:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _same_kernels(out: Path, before: dict[str, Any], now: dict[str, str | None]) -> None:
+def _same_kernels(out: Path, before: Mapping[str, object], now: dict[str, str | None]) -> None:
     """A comparison goes on only with the kernels it began with: a kernel rebuilt at the same
     path since would be measured under the label of another."""
     was = before.get("digests")
@@ -101,7 +110,7 @@ def run(
     n: int,
     target: str,
     out: Path,
-    measure: Callable[[Side, Path], tuple[dict[str, Any], bool]],
+    measure: Callable[[Side, Path], tuple[KernelRun, bool]],
     say: Callable[[str], None],
 ) -> KernelsIndex:
     """Every (side, repeat) not yet measured, in order(); `measure(side, folder)` boots,
@@ -135,7 +144,7 @@ def run(
     if not before and out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty: give a new folder for the comparison")
     out.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, Any] = dict(kept)
+    runs: dict[str, KernelRun] = dict(kept)
     doc: KernelsIndex = {"schema": SCHEMA, **asked, "digests": digests, "runs": runs}
     by_label = {s.label: s for s in sides}
 
@@ -154,7 +163,7 @@ def run(
     ]  # fmt: skip
     save()  # at once: a host killed during the first boot leaves a comparison to resume
 
-    def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+    def one(step: campaign.Step, folder: Path) -> tuple[KernelRun, bool]:
         return measure(by_label[step.fields["label"]], folder)
 
     stands = lambda entry: entry.get("status") == "complete"  # noqa: E731

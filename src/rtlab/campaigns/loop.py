@@ -6,15 +6,25 @@ has its folder kept beside (FOLDER.interrupted-N): nothing measured is deleted."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, NotRequired, TypedDict, TypeVar, cast
 
 from rtlab.errors import RunFailed, Stopped
 from rtlab.rundir.disk import move_aside
 
-Entry = dict[str, Any]  # what the index keeps of a step: its "status" and "reason" at least
+
+class Entry(TypedDict):
+    """What an index keeps of a step, whatever the campaign: how it ended and why. Each
+    campaign's entry adds its own keys to these (scan.ScanResult, study.StudyRun,
+    kernels.KernelRun)."""
+
+    status: str | None  # complete / partial / failed / ...; None: a repeat whose run.json is unreadable
+    reason: NotRequired[str | None]  # a repeat's entry has none
+
+
+E = TypeVar("E", bound=Entry)
 
 
 @dataclass(frozen=True)
@@ -27,19 +37,19 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Campaign:
+class Campaign(Generic[E]):
     out: Path
     kind: str  # "scan", "study", "command": as "run the same ... again" says it
     steps: Sequence[Step]
-    stands: Callable[[Entry], bool]  # a step whose entry says this is not measured again
+    stands: Callable[[E], bool]  # a step whose entry says this is not measured again
     save: Callable[[], None]  # writes the index, with the entries as they are
-    describe: Callable[[Entry], str] = lambda entry: entry.get("reason") or ""  # after the status
+    describe: Callable[[E], str] = lambda entry: _reason(entry)  # after the status
 
 
 def run(
-    campaign: Campaign,
-    entries: dict[str, Entry],
-    measure: Callable[[Step, Path], tuple[Entry, bool]],
+    campaign: Campaign[E],
+    entries: dict[str, E],
+    measure: Callable[[Step, Path], tuple[E, bool]],
     say: Callable[[str], None],
 ) -> None:
     """Measures every step whose entry does not stand; `measure(step, folder)` runs one and
@@ -54,10 +64,11 @@ def run(
             continue
         folder = out / step.folder
         if folder.exists():
-            failed = entries.get(step.key, {}).get("status") == "failed"
+            before: Mapping[str, object] = entries.get(step.key, {})
+            failed = before.get("status") == "failed"
             move_aside(folder, "failed" if failed else "interrupted")
         say(f"[{i}/{len(steps)}] {step.label}{': ' + step.about if step.about else ''}")
-        entry: Entry | None
+        entry: E | None
         try:
             entry, interrupted = measure(step, folder)
         except KeyboardInterrupt:  # Ctrl-C between two runs: nothing is measuring
@@ -70,15 +81,20 @@ def run(
                 f"run the same {campaign.kind} again to go on"
             ) from None
         except RunFailed as e:
-            entry, interrupted = {"status": "failed", "reason": str(e)}, False
+            # a campaign's own keys are optional in its entries: one that failed has none of them
+            entry, interrupted = cast(E, {"status": "failed", "reason": str(e)}), False
         # a run cut short by the signal is measured again; one that ended before it stands
         if entry is not None and not (interrupted and entry["status"] != "complete"):
-            entries[step.key] = {**step.fields, **entry}
+            entries[step.key] = cast(E, {**step.fields, **entry})
             said = campaign.describe(entry)
             say(f"[{i}/{len(steps)}] {step.label}: {entry['status']}{': ' + said if said else ''}")
         campaign.save()
         if interrupted:
             raise Stopped(f"interrupted during {step.label}: run the same {campaign.kind} again to go on")
+
+
+def _reason(entry: Entry) -> str:
+    return entry.get("reason") or ""
 
 
 def _noun(kind: str) -> str:

@@ -8,10 +8,10 @@ run again with the same --out goes on where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 import tomli_w
 
@@ -24,8 +24,23 @@ from rtlab.rundir import events as ev
 from rtlab.rundir.disk import read_index, write_atomic, write_json
 from rtlab.targets.base import Target
 
+if TYPE_CHECKING:
+    from rtlab.boundary.shapes import Summary
+
 SCHEMA = "rtlab.scan/1"
 FILE = "scan.json"
+
+
+class ScanResult(campaign.Entry):
+    """A stressor's entry in scan.json: the loop's, its run folder and its load's figures (a
+    stressor that failed before its run has none)."""
+
+    run: NotRequired[str]  # the step's: the loop adds it
+    samples: NotRequired[int | None]
+    avg_us: NotRequired[float | None]
+    max_us: NotRequired[int | None]
+    p99_us: NotRequired[int | None]
+    p99_99_us: NotRequired[int | None]
 
 
 class ScanIndex(TypedDict):
@@ -37,11 +52,11 @@ class ScanIndex(TypedDict):
     seconds_per_stressor: int
     order: list[str]  # the stressors, in the order measured
     missing: list[str]  # asked for, not in the target's stress-ng
-    results: dict[str, dict[str, Any]]
+    results: dict[str, ScanResult]
     ranking: NotRequired[list[str]]  # the stressors measured whole, worst first
 
 
-RANKED = ("max_us", "p99_99_us")  # the order of the ranking: maximum, then p99.99
+RANKED: Final = ("max_us", "p99_99_us")  # the order of the ranking: maximum, then p99.99
 
 
 @dataclass(frozen=True)
@@ -84,19 +99,23 @@ def stressor_load(name: str) -> Load:
     return Load(name, stress_ng=(f"--{name}", "{workers}"), about=f"stress-ng's {name} stressor")
 
 
-def rank(results: dict[str, dict[str, Any]]) -> list[str]:
+def rank(results: dict[str, ScanResult]) -> list[str]:
     """Stressors measured whole, worst first: by maximum latency, then p99.99."""
     whole = [n for n, r in results.items() if r["status"] == "complete"]
     return sorted(whole, key=lambda n: tuple(-(results[n][k] or 0) for k in RANKED))
 
 
-def _record(summary: dict[str, Any], name: str) -> dict[str, Any]:
+def _record(summary: Summary, name: str) -> ScanResult:
     entry = summary["loads"][name]
-    merged = entry["merged"] or {}
+    merged: Mapping[str, Any] = entry["merged"] or {}
     return {
         "status": entry["status"],
         "reason": entry["reason"],
-        **{k: merged.get(k) for k in ("samples", "avg_us", "max_us", "p99_us", "p99_99_us")},
+        "samples": merged.get("samples"),
+        "avg_us": merged.get("avg_us"),
+        "max_us": merged.get("max_us"),
+        "p99_us": merged.get("p99_us"),
+        "p99_99_us": merged.get("p99_99_us"),
     }
 
 
@@ -125,12 +144,12 @@ def run(
         "missing": list(choice.missing),
         "results": before.get("results", {}),
     }
-    results: dict[str, dict[str, Any]] = doc["results"]
+    results = doc["results"]
 
-    def measure(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+    def measure(step: campaign.Step, folder: Path) -> tuple[ScanResult, bool]:
         plan = replace(base, loads=(step.key,), custom_loads=(stressor_load(step.key),))
         outcome = execute(plan, open_target(), out=folder, name=f"scan-{step.key}")
-        return _record(dict(outcome.summary), step.key), outcome.interrupted
+        return _record(outcome.summary, step.key), outcome.interrupted
 
     def save() -> None:
         doc["ranking"] = rank(results)
@@ -146,7 +165,7 @@ def run(
     return doc
 
 
-def _said(entry: dict[str, Any]) -> str:
+def _said(entry: ScanResult) -> str:
     if entry["status"] != "complete":
         return str(entry.get("reason") or "")
     return f"max {entry['max_us']} µs, p99.99 {entry['p99_99_us']} µs"

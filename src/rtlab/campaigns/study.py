@@ -41,7 +41,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from rtlab.boot.ensure import DEFAULT, PACKAGE, Want, split_append
 from rtlab.campaigns import loop as campaign
@@ -62,6 +62,33 @@ STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)
 STAGE_KEYS = ("tune", "rt-cpus", "loads-on", "boot", "about")
 BOOT_KEYS = ("initrd", "dtb", "power-cycle", "boot-timeout", "console")
 _TOP = ("study", "targets", "stages", "kernels", "boot")
+
+
+class Checked(TypedDict, total=False):
+    """What a cell's entry keeps of the board beside how it ended (the command's measure)."""
+
+    board: dict[str, object]  # the kernel and command line it was verified on (boot.ensure.On.fields)
+    refused: list[str]  # the evidence that it does not run what the cell asks
+
+
+class StudyRun(campaign.Entry, Checked):
+    """A cell's entry in study.json: the loop's, the cell's target, stage and kernel (the
+    step's: the loop adds them), and the board it was checked on."""
+
+    target: NotRequired[str]
+    spec: NotRequired[str]
+    stage: NotRequired[str]
+    kernel: NotRequired[str]  # only with [kernels]
+
+
+class StudyIndex(TypedDict):
+    """OUT/study.json: which study, from which file, and each cell's entry by its folder, in
+    the study file's order."""
+
+    schema: str
+    study: str
+    source: str
+    runs: dict[str, StudyRun]
 
 
 @dataclass(frozen=True)
@@ -287,9 +314,9 @@ def read(path: Path) -> Study:
 def run(
     study: Study,
     out: Path,
-    measure: Callable[[Cell, Path], tuple[str, str, bool, dict[str, Any]]],
+    measure: Callable[[Cell, Path], tuple[str, str, bool, Checked]],
     say: Callable[[str], None],
-) -> dict[str, Any]:
+) -> StudyIndex:
     """Runs each cell not yet measured (in Study.order); `measure(cell, folder)` runs one and
     returns its status, why, whether a signal came (RunFailed: it failed), and what else its
     entry keeps (the kernel and command line a board was verified on). Returns the study.json it
@@ -300,13 +327,14 @@ def run(
     if before and (before.get("schema") != SCHEMA or before.get("study") != study.name):
         raise UsageError(f"{out} holds another study ({before.get('study')}): choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    runs = {key: entry for key, entry in before.get("runs", {}).items() if key in cells and
-            _measured_as_asked(cells[key], entry)}  # fmt: skip
-    doc: dict[str, Any] = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": runs}
+    runs: dict[str, StudyRun] = {key: entry for key, entry in before.get("runs", {}).items()
+                                 if key in cells and _measured_as_asked(cells[key], entry)}  # fmt: skip
+    doc: StudyIndex = {"schema": SCHEMA, "study": study.name, "source": str(study.source), "runs": runs}
 
-    def one(step: campaign.Step, folder: Path) -> tuple[dict[str, Any], bool]:
+    def one(step: campaign.Step, folder: Path) -> tuple[StudyRun, bool]:
         status, reason, interrupted, extra = measure(cells[step.key], folder)
-        return {"status": status, "reason": reason, **extra}, interrupted
+        # the rest of the cell's entry (its target, stage and kernel) comes from its step
+        return cast(StudyRun, {"status": status, "reason": reason, **extra}), interrupted
 
     steps = [
         campaign.Step(
@@ -317,7 +345,7 @@ def run(
         for key, cell in cells.items()
     ]  # fmt: skip
     save = lambda: write_json(path, doc)  # noqa: E731
-    campaign.run(campaign.Campaign(out, "study", steps, _stands, save), runs, one, say)
+    campaign.run(campaign.Campaign[StudyRun](out, "study", steps, _stands, save), runs, one, say)
     doc["runs"] = {c.folder: runs[c.folder] for c in study.cells() if c.folder in runs}  # the file's order
     write_json(path, doc)
     return doc
@@ -345,5 +373,5 @@ def _measured_as_asked(cell: Cell, entry: Any) -> bool:
     )
 
 
-def _stands(entry: dict[str, Any]) -> bool:
+def _stands(entry: Mapping[str, object]) -> bool:
     return entry.get("status") in STANDING

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,14 +24,14 @@ from rtlab.units import format_duration, parse_latency
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
     from rtlab.boot.ensure import Session
-    from rtlab.campaigns.study import Cell, Study
+    from rtlab.campaigns.study import Cell, Study, StudyIndex
 
 
 def say(line: str) -> None:
     err.print(line, highlight=False)
 
 
-def _status(manifest: Path) -> object:
+def _status(manifest: Path) -> str | None:
     """A repeat's status as its own run.json says (None when it cannot be read: measured again)."""
     from rtlab.rundir.disk import RunDir, UnreadableFile
 
@@ -78,11 +78,13 @@ def repeats(
     steps = [campaign.Step(str(k), repeated.folder(k), f"repeat {k}") for k in range(1, n + 1)]
     # each repeat's own run.json says whether it stands: the folders are the record
     manifests = {step.key: folder / step.folder / disk.MANIFEST for step in steps}
-    entries = {key: {"status": _status(m)} for key, m in manifests.items() if m.is_file()}
+    entries: dict[str, campaign.Entry] = {
+        key: {"status": _status(m)} for key, m in manifests.items() if m.is_file()
+    }
     doc = {"schema": repeated.SCHEMA, "n": n, "runs": entries}
     write_json(index, doc)  # at once: a host killed in the first repeat still leaves a campaign to resume
 
-    def measure(step: campaign.Step, where: Path) -> tuple[dict[str, object], bool]:
+    def measure(step: campaign.Step, where: Path) -> tuple[campaign.Entry, bool]:
         with RunProgress(plan, err) as progress:
             outcome = execute(plan, open_target(spec, accept_new_host_key), out=where,
                               name=f"{name or folder.name}-{step.key}", on_event=progress)  # fmt: skip
@@ -217,7 +219,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
 
     sessions = _sessions(it, folder, accept)
 
-    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool, dict[str, object]]:
+    def measure(cell: studies.Cell, where: Path) -> tuple[str, str, bool, studies.Checked]:
         plan = plans[cell.stage.name]
         on = None
         if cell.on_board:
@@ -251,7 +253,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
     _conclude(it, folder, cells, doc, history)
 
 
-def _conclude(it: Study, folder: Path, cells: list[Cell], doc: dict[str, Any], history: bool) -> None:
+def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, history: bool) -> None:
     """The cells measured compared with the first: the reports written and shown; RunFailed
     after them when a cell did not complete (what was measured is reported all the same)."""
     from rtlab.analysis.verdicts import Margin

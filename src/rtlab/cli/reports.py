@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -246,7 +246,7 @@ def _kernels(
                   console=console_cmd, accept_new_host_key=accept, boots=folder / "boots")  # fmt: skip
     session = Session(setup, say)
 
-    def measure(side: campaign.Side, where: Path) -> tuple[dict[str, Any], bool]:
+    def measure(side: campaign.Side, where: Path) -> tuple[campaign.KernelRun, bool]:
         try:
             on = session.ensure(side.want)
         except Refused as e:  # never measured as if it ran: the comparison cannot go on
