@@ -1,5 +1,6 @@
 """The JSON documents keep their field names: a real run's run.json, sysinfo.json and
-summary.json hold exactly the fields that rtlab.boundary.shapes defines (and mypy checks readers by)."""
+summary.json hold exactly the fields that rtlab.boundary.shapes and summary_shapes define (and mypy
+checks readers by)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,17 @@ import pytest
 
 from conftest import needs_root, needs_tools, read_json, rtlab, run_args
 from rtlab.analysis.stats import FIELDS
-from rtlab.boundary.shapes import (
+from rtlab.boundary.shapes import LoadJSON, Manifest, PlanJSON, Sysinfo
+from rtlab.boundary.summary_shapes import (
     CausesJSON,
     FindingJSON,
     HistogramJSON,
     LoadEntry,
-    LoadJSON,
-    Manifest,
     PhasesJSON,
-    PlanJSON,
     ProbeJSON,
     StatsJSON,
     Summary,
     SuspectJSON,
-    Sysinfo,
     SystemJSON,
     TracedSpikeJSON,
     WarningJSON,

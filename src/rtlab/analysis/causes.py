@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rtlab.analysis.timeline import event_time
-from rtlab.boundary.shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
+from rtlab.boundary.summary_shapes import CauseJSON, CausesJSON, SuspectJSON, TopCauseJSON, TracedSpikeJSON
 from rtlab.rundir.disk import TraceCapture
 from rtlab.rundir.events import Event, Kind
 from rtlab.rundir.ftrace import (

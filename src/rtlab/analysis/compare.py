@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rtlab.boundary.shapes import Summary, WarningJSON
+from rtlab.boundary.summary_shapes import Summary, WarningJSON
 
 
 def _differs(

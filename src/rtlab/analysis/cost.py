@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import cast
 
-from rtlab.boundary.shapes import ResourcesJSON, StressorJSON, ThroughputJSON
+from rtlab.boundary.summary_shapes import ResourcesJSON, StressorJSON, ThroughputJSON
 from rtlab.rundir import stressng
 from rtlab.rundir.events import Event, Kind
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rtlab.boundary.shapes import DisagreementJSON
+from rtlab.boundary.summary_shapes import DisagreementJSON
 
 RATIO = 3.0  # the larger tail over the smaller, beyond which the probes disagree ...
 FLOOR_US = 100  # ... and by at least this much (the tools' own paths: a few µs on hardware)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rtlab.boundary.shapes import HistogramJSON
+from rtlab.boundary.summary_shapes import HistogramJSON
 from rtlab.rundir.cyclictest import ThreadResult
 
 Int64Array = npt.NDArray[np.int64]

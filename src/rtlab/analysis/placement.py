@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rtlab.boundary import values
-from rtlab.boundary.shapes import PlacedLoadJSON, PlacementJSON
+from rtlab.boundary.summary_shapes import PlacedLoadJSON, PlacementJSON
 from rtlab.system import cpus as cpu_list
 
 EVERY = "every CPU"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.boundary.shapes import ProbeJSON, StatsJSON, Summary
+from rtlab.boundary.summary_shapes import ProbeJSON, StatsJSON, Summary
 from rtlab.plan.probes import PROBES, InvalidProbe, parse
 from rtlab.rundir.cyclictest import ThreadResult
 from rtlab.rundir.disk import RawProbe

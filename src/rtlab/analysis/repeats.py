@@ -12,7 +12,7 @@ from typing import cast
 
 from rtlab.analysis import probes, stats
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.boundary.shapes import (
+from rtlab.boundary.summary_shapes import (
     HistogramJSON,
     Histograms,
     LoadEntry,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rtlab.analysis.histogram import Histogram
-from rtlab.boundary.shapes import StatsJSON
+from rtlab.boundary.summary_shapes import StatsJSON
 
 
 @dataclass(frozen=True)

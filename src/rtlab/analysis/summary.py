@@ -12,22 +12,17 @@ from typing import Any, cast
 
 from rtlab.analysis import causes, cost, disagree, placement, probes, stats, timeline
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.boundary.shapes import (
+from rtlab.boundary.shapes import CpuFacts, KernelFacts, Manifest, PlanJSON, Sysinfo, TargetJSON
+from rtlab.boundary.summary_shapes import (
     ClockJSON,
     ClusterJSON,
-    CpuFacts,
     DmiJSON,
-    KernelFacts,
     LoadEntry,
-    Manifest,
     PhasesJSON,
-    PlanJSON,
     PlatformJSON,
     StatsJSON,
     Summary,
-    Sysinfo,
     SystemJSON,
-    TargetJSON,
     WarningJSON,
 )
 from rtlab.boundary.untrusted import printable

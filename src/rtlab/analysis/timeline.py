@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtlab.boundary.shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
+from rtlab.boundary.summary_shapes import ClockJSON, SegmentJSON, SpikesJSON, TimelineJSON, WarningJSON
 from rtlab.rundir.cyclictest import ThreadResult
 from rtlab.rundir.events import Event, Kind
 from rtlab.rundir.timeline import Verbose

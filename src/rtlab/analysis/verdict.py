@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rtlab.boundary.shapes import Deadline, LoadVerdict, Summary
+from rtlab.boundary.summary_shapes import Deadline, LoadVerdict, Summary
 
 if TYPE_CHECKING:
     from rtlab.history.documents import LimitsSource

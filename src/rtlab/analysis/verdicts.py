@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from rtlab.analysis import probes, stationarity
-from rtlab.boundary.shapes import (
+from rtlab.boundary.summary_shapes import (
     Comparison,
     HistogramJSON,
     LoadComparisonJSON,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rtlab.analysis import stationarity, tail
-from rtlab.boundary.shapes import HistogramJSON, Summary
+from rtlab.boundary.summary_shapes import HistogramJSON, Summary
 
 MIN_GEV_BLOCKS = 50
 MIN_AXIS_BLOCKS = 40  # the stationarity checks' least time axis

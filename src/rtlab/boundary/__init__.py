@@ -12,7 +12,9 @@ checked, each kind in one place:
     unpack.py     archives (regular files and folders of a run's layout, within its caps)
     web.py        servers (one deadline a whole exchange, a size cap, no credential across
                   an origin change)
-    shapes.py     the shapes every document is checked against before its values are used
+    shapes.py     the shapes every document is checked against before its values are used:
+                  sysinfo.json's and run.json's (summary_shapes.py: summary.json's), and
+                  shape_check.py the check against them
 
 READERS lists every function that reads outside data; tests/test_readers.py holds a property
 test (Hypothesis) for each, and fails when a reader here has none.

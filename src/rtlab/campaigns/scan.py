@@ -25,7 +25,7 @@ from rtlab.rundir.disk import read_index, write_atomic, write_json
 from rtlab.targets.base import Target
 
 if TYPE_CHECKING:
-    from rtlab.boundary.shapes import Summary
+    from rtlab.boundary.summary_shapes import Summary
 
 SCHEMA = "rtlab.scan/1"
 FILE = "scan.json"

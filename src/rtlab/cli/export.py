@@ -14,7 +14,8 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.units import parse_latency
 
 if TYPE_CHECKING:
-    from rtlab.boundary.shapes import Summary, Sysinfo
+    from rtlab.boundary.shapes import Sysinfo
+    from rtlab.boundary.summary_shapes import Summary
 
 app = typer.Typer(
     help="Results where farms read them: KernelCI's KCIDB, Linaro's SQUAD.", no_args_is_help=True

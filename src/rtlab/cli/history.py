@@ -17,7 +17,7 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_latency, parse_probability
 
 if TYPE_CHECKING:
-    from rtlab.boundary.shapes import Summary
+    from rtlab.boundary.summary_shapes import Summary
     from rtlab.history.db import Added, Store
     from rtlab.history.documents import RunRow, SeriesRow
 

@@ -19,7 +19,7 @@ from rtlab.units import parse_latency, shown
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdict import Deadlines
-    from rtlab.boundary.shapes import LoadVerdict, Summary
+    from rtlab.boundary.summary_shapes import LoadVerdict, Summary
     from rtlab.runner import Outcome
 
 

@@ -21,7 +21,7 @@ from rtlab.units import parse_duration, parse_latency, parse_percentage, probabi
 
 if TYPE_CHECKING:
     from rtlab.analysis.verdicts import Margin
-    from rtlab.boundary.shapes import Comparison, Summary
+    from rtlab.boundary.summary_shapes import Comparison, Summary
 
 
 def report_(

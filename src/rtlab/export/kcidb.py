@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rtlab.analysis import worst
-from rtlab.boundary.shapes import StatsJSON, Summary, Sysinfo
+from rtlab.boundary.shapes import Sysinfo
+from rtlab.boundary.summary_shapes import StatsJSON, Summary
 
 MAJOR, MINOR = 5, 3
 WORST_P = 1e-9

@@ -19,7 +19,8 @@ from typing import Any
 
 from rtlab import __version__
 from rtlab.boundary import web
-from rtlab.boundary.shapes import Summary, Sysinfo
+from rtlab.boundary.shapes import Sysinfo
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import RunFailed, UsageError
 
 STATUS = {"complete": "pass", "failed": "fail", "partial": "fail", "not-run": "skip"}

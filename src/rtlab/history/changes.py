@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rtlab.analysis import verdicts
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.history.documents import Accepted, RunRow, SeriesRow
 from rtlab.history.trend import Point, run_value
 

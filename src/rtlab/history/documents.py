@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-if TYPE_CHECKING:  # only named: boundary/shapes.py reads these types, and needs no numpy
+if TYPE_CHECKING:  # only named: boundary/summary_shapes.py reads these types, and needs no numpy
     import numpy as np
 
 

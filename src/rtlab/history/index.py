@@ -14,7 +14,8 @@ from typing import Any
 
 from rtlab.analysis.probes import series_name
 from rtlab.boundary import values
-from rtlab.boundary.shapes import LoadEntry, Manifest, StatsJSON, Summary, Sysinfo
+from rtlab.boundary.shapes import Manifest, Sysinfo
+from rtlab.boundary.summary_shapes import LoadEntry, StatsJSON, Summary
 from rtlab.boundary.untrusted import printable
 from rtlab.history import schema
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import UsageError
 
 Renderer = Callable[[Sequence[Summary], Sequence[str]], str]

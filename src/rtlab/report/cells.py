@@ -8,7 +8,7 @@ from typing import cast
 
 from rtlab.analysis import cost, probes
 from rtlab.analysis.stats import FIELD_BY_KEY, Field
-from rtlab.boundary.shapes import LoadEntry, StatsJSON, Summary
+from rtlab.boundary.summary_shapes import LoadEntry, StatsJSON, Summary
 from rtlab.plan.loads import BUILTIN
 
 LOWER_BOUND = "≥"

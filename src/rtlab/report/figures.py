@@ -23,7 +23,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rtlab.analysis import cost, timeline, worst
-from rtlab.boundary.shapes import CausesJSON, HistogramJSON, LoadComparisonJSON, Summary
+from rtlab.boundary.summary_shapes import CausesJSON, HistogramJSON, LoadComparisonJSON, Summary
 from rtlab.names import slug
 from rtlab.plan.loads import BUILTIN
 from rtlab.report import cells, escape

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rtlab.boundary import paths, shapes, untrusted
+from rtlab.boundary import paths, shape_check, shapes, untrusted
 from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
 from rtlab.boundary.untrusted import LOG_BYTES, TRACE_BYTES
 from rtlab.errors import RunFailed, UsageError
@@ -228,7 +228,7 @@ class RunDir:
         data = self.json(self.manifest_path)
         if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
             raise UnreadableFile(f"{self.manifest_path} holds no run manifest")
-        problem = shapes.problem(shapes.Manifest, data, required=shapes.MANIFEST_NEEDS)
+        problem = shape_check.problem(shapes.Manifest, data, required=shape_check.MANIFEST_NEEDS)
         if problem is None:
             problem = next((f"plan.loads: {n[:40]!r} is no load name" for n in data["plan"]["loads"]
                             if not valid_name(n)), None)  # fmt: skip
@@ -283,7 +283,7 @@ class RunDir:
         data = self.json(path)
         if not isinstance(data, dict):
             raise UnreadableFile(f"{path} holds no system information")
-        problem = shapes.problem(shapes.Sysinfo, data)
+        problem = shape_check.problem(shapes.Sysinfo, data)
         if problem is not None:
             raise UnreadableFile(f"damaged {path}: {problem}")
         return cast(Sysinfo, data)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from rtlab.analysis import repeats
 from rtlab.analysis.summary import summarize
-from rtlab.boundary.shapes import Manifest, PlanJSON, Summary, Sysinfo
+from rtlab.boundary.shapes import Manifest, PlanJSON, Sysinfo
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import UsageError
 from rtlab.plan import CYCLICTEST_FLAGS, Plan
 from rtlab.rundir import disk, liveness

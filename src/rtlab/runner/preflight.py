@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import cast
 
-from rtlab.boundary import shapes, untrusted
+from rtlab.boundary import shape_check, shapes, untrusted
 from rtlab.boundary.shapes import Sysinfo
 from rtlab.errors import RunFailed, UsageError
 from rtlab.plan import Plan
@@ -148,7 +148,7 @@ def sysinfo(target: Target) -> Sysinfo:
     if not isinstance(data, dict):
         said = untrusted.printable(out[-300:])
         raise RunFailed(f"the agent's system information was unreadable (exit {status}): {said}")
-    problem = shapes.problem(shapes.Sysinfo, data)
+    problem = shape_check.problem(shapes.Sysinfo, data)
     if problem is not None:
         raise RunFailed(f"the agent's system information is damaged: {problem}")
     return cast(Sysinfo, data)

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 from rtlab import __version__
 from rtlab.analysis.summary import summarize
-from rtlab.boundary.shapes import Manifest, Summary, Sysinfo, TargetJSON
+from rtlab.boundary.shapes import Manifest, Sysinfo, TargetJSON
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import RunFailed
 from rtlab.plan import Plan
 from rtlab.rundir import disk, readback

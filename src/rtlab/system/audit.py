@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtlab.boot import carry
-from rtlab.boundary.shapes import FindingJSON
+from rtlab.boundary.summary_shapes import FindingJSON
 from rtlab.system import cpus, kernel, knobs
 
 TRACERS = ("CONFIG_SCHED_TRACER", "CONFIG_TIMERLAT_TRACER", "CONFIG_HWLAT_TRACER", "CONFIG_OSNOISE_TRACER")

@@ -17,7 +17,7 @@ from typing import cast
 from rtlab.analysis import placement, timeline
 from rtlab.analysis.stats import FIELDS
 from rtlab.analysis.summary import platform_lines
-from rtlab.boundary.shapes import StatsJSON, Summary
+from rtlab.boundary.summary_shapes import StatsJSON, Summary
 from rtlab.report import cells, escape
 
 

@@ -19,7 +19,7 @@ from rtlab.analysis import worst as worst_case
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
-from rtlab.boundary.shapes import FindingJSON, Summary
+from rtlab.boundary.summary_shapes import FindingJSON, Summary
 from rtlab.report import cells, escape, figures
 from rtlab.report.views import causes, verdict_table, worst_table
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.report import escape
 
 

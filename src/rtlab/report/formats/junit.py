@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from rtlab.analysis.summary import facts_lines
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.report import cells
 from rtlab.report.escape import xml as clean
 

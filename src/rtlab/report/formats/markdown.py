@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import facts_lines
-from rtlab.boundary.shapes import Comparison, Summary
+from rtlab.boundary.summary_shapes import Comparison, Summary
 from rtlab.report import cells
 from rtlab.report.escape import markdown as escape
 from rtlab.report.views import causes, verdict_table

@@ -15,7 +15,7 @@ from rich.text import Text
 from rtlab.analysis.stats import FIELD_BY_KEY, SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.analysis.verdict import said
-from rtlab.boundary.shapes import Summary
+from rtlab.boundary.summary_shapes import Summary
 from rtlab.report import cells, escape
 from rtlab.report.views import causes
 

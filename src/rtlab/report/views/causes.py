@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rtlab.boundary.shapes import CauseJSON, CausesJSON, Summary, TracedSpikeJSON
+from rtlab.boundary.summary_shapes import CauseJSON, CausesJSON, Summary, TracedSpikeJSON
 from rtlab.report import cells
 
 SPIKES_SHOWN = 10  # per load in text reports; the JSON summary has them all

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from rich.table import Table
 
-from rtlab.boundary.shapes import Comparison, LoadComparisonJSON, MetricTestJSON, Summary
+from rtlab.boundary.summary_shapes import Comparison, LoadComparisonJSON, MetricTestJSON, Summary
 from rtlab.report import escape
 
 STYLE = {"better": "green", "same": "cyan", "worse": "bold red", "unknown": "yellow", "refused": "magenta"}
