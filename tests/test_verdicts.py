@@ -16,7 +16,7 @@ import pytest
 
 from conftest import read_json, rtlab
 from evt_data import write_run
-from rtlab.analysis import verdicts
+from rtlab.analysis import metric_tests, verdicts
 from rtlab.rundir import readback
 
 SECONDS = 120  # 1.2 million wake-ups a run: enough for p99.99 (100,000)
@@ -142,16 +142,16 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
     # three runs a side whose counts above the level vary far more than Poisson's: pooled as
     # if one long run, 160 against 240 would be "worse" (p 1e-4); across runs it is not shown
     base, new = [_run(k) for k in (10, 100, 50)], [_run(k) for k in (30, 150, 60)]
-    test = verdicts._exceedance(
-        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, verdicts.Margin()
+    test = metric_tests._exceedance(
+        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
     )
     assert test.test.startswith("quasi-Poisson"), test.test
     assert test.p_value is not None and test.p_value > 0.05
     assert test.interval[0] < 1 < test.interval[1]
     # counts as steady as Poisson's keep the exact test, which finds the same ratio
     base, new = [_run(k) for k in (50, 52, 48)], [_run(k) for k in (80, 79, 81)]
-    test = verdicts._exceedance(
-        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, verdicts.Margin()
+    test = metric_tests._exceedance(
+        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
     )
     assert test.test.startswith("exact Poisson") and test.p_value < 0.01
     assert test.effect == pytest.approx(1.6, rel=0.01)

@@ -20,7 +20,7 @@ from typing import Any
 
 from rtlab import children
 from rtlab.analysis import repeats as repeated
-from rtlab.analysis.verdicts import Margin
+from rtlab.analysis.metric_tests import Margin
 from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.rundir import disk

@@ -328,7 +328,7 @@ class PlacementJSON(TypedDict):
 
 
 class MetricTestJSON(TypedDict):
-    """One metric's test of a comparison (analysis/verdicts.py: Test)."""
+    """One metric's test of a comparison (analysis/metric_tests.py: Test)."""
 
     metric: str
     test: str

@@ -256,7 +256,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
 def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, history: bool) -> None:
     """The cells measured compared with the first: the reports written and shown; RunFailed
     after them when a cell did not complete (what was measured is reported all the same)."""
-    from rtlab.analysis.verdicts import Margin
+    from rtlab.analysis.metric_tests import Margin
     from rtlab.cli.reports import judge
     from rtlab.report.views import verdict_table
     from rtlab.rundir import disk, readback

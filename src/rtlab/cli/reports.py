@@ -20,7 +20,7 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_duration, parse_latency, parse_percentage, probability, shown
 
 if TYPE_CHECKING:
-    from rtlab.analysis.verdicts import Margin
+    from rtlab.analysis.metric_tests import Margin
     from rtlab.boundary.summary_shapes import Comparison, Summary
 
 
@@ -312,7 +312,7 @@ def _gate(compared: list[tuple[str, Comparison]], strict: bool) -> None:
 
 def parse_margin(text: str) -> Margin:
     """--margin: "5us", "10%" or both ("5us,10%"): the larger of them applies."""
-    from rtlab.analysis import verdicts
+    from rtlab.analysis import metric_tests
 
     us, fraction = 0.0, 0.0
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -322,7 +322,7 @@ def parse_margin(text: str) -> Margin:
             us = float(parse_latency(part))
     if us == 0 and fraction == 0:
         raise UsageError(f"--margin {shown(text)}: give a latency, a percentage or both, e.g. 5us,10%")
-    return verdicts.Margin(us, fraction)
+    return metric_tests.Margin(us, fraction)
 
 
 def worst(

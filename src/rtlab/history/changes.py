@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rtlab.analysis import verdicts
+from rtlab.analysis import metric_tests, verdicts
 from rtlab.boundary.summary_shapes import Summary
 from rtlab.history.documents import Accepted, RunRow, SeriesRow
 from rtlab.history.trend import Point, run_value
@@ -67,7 +67,7 @@ def change_points(values: Sequence[float]) -> list[tuple[int, float, float, floa
     # a shift smaller than compare's margin (10 %) is no change worth proposing, however
     # steady the series (a t-test finds 5 µs in 5000 significant when runs vary by 2)
     found, _ = compute_change_points(
-        list(values), window_len=30, max_pvalue=MAX_PVALUE, min_magnitude=verdicts.MARGIN_FRACTION
+        list(values), window_len=30, max_pvalue=MAX_PVALUE, min_magnitude=metric_tests.MARGIN_FRACTION
     )
     return [
         (int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue))
@@ -80,7 +80,7 @@ def _judge(
     before: Sequence[RunRow],
     after: Sequence[RunRow],
     load_summary: Loader,
-    margin: verdicts.Margin,
+    margin: metric_tests.Margin,
 ) -> tuple[str, str]:
     base = [s for s in (load_summary(r) for r in before) if s is not None]
     new = [s for s in (load_summary(r) for r in after) if s is not None]
@@ -100,7 +100,7 @@ def regressions(
     level: float | None,
     load_summary: Loader,
     baseline: RunRow | None = None,
-    margin: verdicts.Margin | None = None,
+    margin: metric_tests.Margin | None = None,
     accepted: dict[tuple[str, str], Accepted] | None = None,
 ) -> list[Change]:
     """The change points of one board's and load's series (rows oldest first), judged, and
@@ -122,7 +122,7 @@ def regressions(
                 ),
             )
         else:
-            verdict, why = _judge(load, before, after, load_summary, margin or verdicts.Margin())
+            verdict, why = _judge(load, before, after, load_summary, margin or metric_tests.Margin())
             kind = KINDS.get(verdict, "suspected")
         found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
     # a regression accepted since the baseline is the new level: the newest run is judged
@@ -142,7 +142,7 @@ def regressions(
             )  # the last change
             first = max(last, len(series) - 1 - SIDE)
             reference, said = series[first:-1], f"the {len(series) - 1 - first} run(s) before it"
-        verdict, why = _judge(load, reference, [newest], load_summary, margin or verdicts.Margin())
+        verdict, why = _judge(load, reference, [newest], load_summary, margin or metric_tests.Margin())
         kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
         found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
                             f"newest against {said}: {why}", newest=True))  # fmt: skip

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from rtlab.analysis import verdicts
-from rtlab.analysis.verdicts import above, quantile
+from rtlab.analysis import pooling
+from rtlab.analysis.pooling import above, quantile
 from rtlab.history.documents import ChangeMark, SeriesRow
 
 QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
@@ -50,7 +50,7 @@ def level_of(rows: Sequence[SeriesRow], given: float | None) -> float | None:
 def pooled_histogram(rows: Sequence[SeriesRow]) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(values, counts, overflows) of the runs' histograms pooled; None when none has one."""
     found = [r["histogram"] for r in rows if r["histogram"] is not None]
-    return verdicts.pooled(found)[:3] if found else None
+    return pooling.pooled(found)[:3] if found else None
 
 
 def run_value(row: SeriesRow, metric: str, level: float | None) -> float | None:
@@ -104,7 +104,7 @@ def _resampled(runs: Sequence[SeriesRow], metric: str, level: float | None,
         return np.where(np.isneginf(drawn.max(axis=1)), np.nan, drawn.max(axis=1))
     if any(r["histogram"] is None for r in runs):
         return np.full(BOOTSTRAP, np.nan)
-    values, table, _ = verdicts.grid([h for r in runs if (h := r["histogram"]) is not None])
+    values, table, _ = pooling.grid([h for r in runs if (h := r["histogram"]) is not None])
     pooled = weights.astype(float) @ table.astype(float)  # BLAS; counts stay exact below 2**53
     total = pooled.sum(axis=1)
     if metric == "exceed-rate":
@@ -112,7 +112,7 @@ def _resampled(runs: Sequence[SeriesRow], metric: str, level: float | None,
             return np.full(BOOTSTRAP, np.nan)
         late = pooled[:, :-1][:, values > level].sum(axis=1) + pooled[:, -1]
         return np.where(total > 0, late / np.maximum(total, 1), np.nan)
-    found: np.ndarray = verdicts.quantiles(values, pooled, [QUANTILES[metric]])[:, 0]
+    found: np.ndarray = pooling.quantiles(values, pooled, [QUANTILES[metric]])[:, 0]
     return found
 
 
