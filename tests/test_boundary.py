@@ -443,7 +443,7 @@ def test_a_start_in_the_future_is_not_kept():
 
 @pytest.mark.unit
 def test_the_db_address_never_shows_its_password():
-    from rtlab.history.db import shown_url
+    from rtlab.history.address import shown_url
 
     assert shown_url("postgresql://bob:s3cret@host:5432/db") == "postgresql://bob@host:5432/db"
     assert shown_url("postgresql://bob:s3:c@ret@host/db").count("s3") == 0

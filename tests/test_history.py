@@ -394,7 +394,7 @@ def test_bad_history_input_is_one_line(tmp_path, runs):
 
 @pytest.mark.unit
 def test_a_db_address_is_shown_without_any_of_its_secrets():
-    from rtlab.history.db import secrets_of, shown_url
+    from rtlab.history.address import secrets_of, shown_url
 
     for url, shown in (
         ("postgresql://bob:S1@host:5432/db", "postgresql://bob@host:5432/db"),

@@ -46,7 +46,8 @@ def opened(db: str | None) -> Iterator[Store]:
     disk full) is one line, as one that cannot be opened is."""
     from sqlalchemy.exc import DBAPIError
 
-    from rtlab.history.db import Store, default_url, one_line
+    from rtlab.history.address import default_url
+    from rtlab.history.db import Store, one_line
 
     store = Store(db or default_url())
     try:

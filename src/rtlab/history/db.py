@@ -7,11 +7,7 @@ same run finds it there (a no-op), and SQLite's writers wait for each other.
 
 from __future__ import annotations
 
-import os
-import re
 import time
-import urllib.parse
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,98 +17,16 @@ import numpy as np
 import sqlalchemy as sa
 
 from rtlab.boundary import untrusted
-from rtlab.campaigns import study
 from rtlab.errors import UsageError
 from rtlab.history import schema
+from rtlab.history.address import engine_url, secrets_of, shown_url
 from rtlab.history.documents import Acceptance, Accepted, AcceptedRun, RunRow, SeriesRow
+from rtlab.history.folders import runs_in
 from rtlab.history.index import Context, Rows, rows_of
 from rtlab.rundir import disk, readback
-from rtlab.rundir.disk import RunDir, UnreadableFile, read_json
+from rtlab.rundir.disk import RunDir, UnreadableFile
 
 ATTEMPTS = 5  # opening a new store while others create it
-ENV = "RTLAB_HISTORY_DB"  # where the store is, when --db is not given
-
-
-def default_url() -> str:
-    if os.environ.get(ENV):
-        return os.environ[ENV]
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share")
-    return str(base / "rtlab" / "history.db")
-
-
-def engine_url(given: str) -> str:
-    """A path (SQLite) or a database URL; postgresql:// without a driver uses pg8000 (pure
-    Python, nothing to compile on a lab's host). A malformed address is one line that never
-    repeats its password."""
-    if given.startswith(("postgresql://", "postgres://")):
-        url = "postgresql+pg8000://" + given.split("://", 1)[1]
-    elif "://" in given:
-        if not given.startswith(("sqlite://", "postgresql+")):
-            raise UsageError(
-                f"--db {shown_url(given)}: give a file (SQLite) or a postgresql://USER@HOST/DB address"
-            )
-        url = given
-    else:
-        path = Path(given).expanduser()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"--db {given}: cannot create its folder: {e.strerror}") from None
-        return f"sqlite:///{path}"
-    try:
-        parsed = sa.make_url(url)
-        if parsed.port is not None and not 0 < parsed.port < 65536:
-            raise ValueError("no such port")
-    except (ValueError, sa.exc.ArgumentError):
-        raise UsageError(
-            f"--db {shown_url(given)} is not a database address: give postgresql://USER@HOST[:PORT]/DB"
-        ) from None
-    return url
-
-
-# A user's part with a password: the user (which may hold an @, as a cloud's user@server does),
-# then everything up to the URL's last @. SQLAlchemy's password may hold / and ? too, and an @
-# written unencoded in a password would leave its end in what looks like the host: too much
-# hidden (a database name with an @) is the price of never showing a password's end.
-_USERINFO = re.compile(r"^([^:/?#]*://[^:/?#]*):.*@(?=[^@]*$)", re.DOTALL)
-# A query parameter whose name holds one of these carries a secret (password, sslpassword,
-# sslkey, passfile, a token): its value is never shown, nor said by a database's message.
-SECRET_WORDS = ("pass", "secret", "token", "key")
-
-
-def _secret_key(key: str) -> bool:
-    name = urllib.parse.unquote_plus(key).lower()
-    return any(word in name for word in SECRET_WORDS)
-
-
-def shown_url(url: str) -> str:
-    """URL as every message shows it: user@host, no password, each secret-looking query
-    parameter's value as ***; the same for a malformed one."""
-    url = _USERINFO.sub(r"\1@", url)
-    base, mark, query = url.partition("?")
-    if not mark:
-        return url
-    parts = []
-    for part in query.split("&"):  # as SQLAlchemy splits it (parse_qsl)
-        key, eq, _ = part.partition("=")
-        parts.append(f"{key}=***" if eq and _secret_key(key) else part)
-    return f"{base}?{'&'.join(parts)}"
-
-
-def secrets_of(url: str) -> list[str]:
-    """The secrets URL carries (its password, its secret-looking parameters' values), as a
-    driver sees them: what a database's message must not repeat."""
-    try:
-        parsed = sa.make_url(url)
-    except (ValueError, sa.exc.ArgumentError):
-        return []
-    found = [parsed.password] if parsed.password else []
-    if parsed.host and "@" in parsed.host:  # a password's end after an @ written unencoded in it
-        found.append(parsed.host.rpartition("@")[0])
-    for key, value in parsed.query.items():
-        if _secret_key(key):
-            found += [value] if isinstance(value, str) else list(value)
-    return sorted((str(s) for s in found if s), key=len, reverse=True)  # longest first: none cut
 
 
 def _engine(url: str, shown: str) -> sa.Engine:
@@ -470,43 +384,3 @@ def _array(text: str) -> np.ndarray:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def runs_in(path: Path) -> Iterator[tuple[Path, Context, str]]:
-    """The run folders under PATH with where they sit: a study's runs (each maybe repeated),
-    a campaign's repeats (as `report` reads them: readback.repeat_folders), or the run itself;
-    each with why it is skipped ("" when it is read): a folder that is a link, a damaged
-    repeats.json."""
-    if (path / study.FILE).is_file():
-        try:
-            doc = read_json(path / study.FILE)
-            cells = doc["runs"]
-            name = str(doc.get("study") or path.name)
-        except (UnreadableFile, ValueError, KeyError, TypeError):
-            yield path, Context(), ""  # reported as damaged: no run.json
-            return
-        for folder, cell in cells.items() if isinstance(cells, dict) else []:
-            where = path / str(folder)
-            parts = Path(str(folder)).parts
-            if Path(str(folder)).is_absolute() or ".." in parts:
-                continue
-            if where.is_symlink():
-                yield where, Context(), f"{where} is a link: rtlab reads no links in a run"
-                continue
-            if not where.is_dir():
-                continue
-            stage = str(cell.get("stage")) if isinstance(cell, dict) else None
-            for run, context, why in runs_in(where):
-                yield run, Context(name, stage, context.repeat), why
-        return
-    try:
-        found = readback.repeat_folders(path)
-    except UsageError as e:
-        yield path, Context(), str(e)
-        return
-    if found is None:
-        yield path, Context(), ""
-        return
-    for k, (folder, why) in enumerate(found, start=1):
-        if why or folder.is_dir():  # a repeat not begun yet (an interrupted campaign) is not there
-            yield folder, Context(repeat=k), why
