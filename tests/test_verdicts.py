@@ -142,7 +142,7 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
     # three runs a side whose counts above the level vary far more than Poisson's: pooled as
     # if one long run, 160 against 240 would be "worse" (p 1e-4); across runs it is not shown
     base, new = [_run(k) for k in (10, 100, 50)], [_run(k) for k in (30, 150, 60)]
-    test = metric_tests._exceedance(
+    test = metric_tests.exceedance(
         base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
     )
     assert test.test.startswith("quasi-Poisson"), test.test
@@ -150,7 +150,7 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
     assert test.interval[0] < 1 < test.interval[1]
     # counts as steady as Poisson's keep the exact test, which finds the same ratio
     base, new = [_run(k) for k in (50, 52, 48)], [_run(k) for k in (80, 79, 81)]
-    test = metric_tests._exceedance(
+    test = metric_tests.exceedance(
         base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
     )
     assert test.test.startswith("exact Poisson") and test.p_value < 0.01

@@ -93,12 +93,12 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 # --- the data of one side ------------------------------------------------------------------
 
 
-def _histogram(entries: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray, int, int]:
+def histogram(entries: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Runs' merged histograms pooled."""
     return pooled([entry["histograms"]["merged"] for entry in entries])
 
 
-def _blocks(entries: Sequence[Replicate]) -> tuple[np.ndarray, float]:
+def blocks(entries: Sequence[Replicate]) -> tuple[np.ndarray, float]:
     maxima: list[int] = []
     block_s = 1.0
     for entry in entries:
@@ -116,7 +116,7 @@ def _grid(base: Sequence[Replicate], new: Sequence[Replicate]) -> tuple[np.ndarr
     return grid([e["histograms"]["merged"] for e in [*base, *new]])
 
 
-def _bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
+def bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
             rng: np.random.Generator) -> list[Test]:  # fmt: skip
     """p99, p99.9 and p99.99, new against base: a bootstrap over whole runs (each side's runs
     resampled with replacement, their histograms pooled), never over samples."""
@@ -173,7 +173,7 @@ def _moving_block_medians(x: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return medians
 
 
-def _block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
+def block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
                rng: np.random.Generator) -> Test:  # fmt: skip
     test = Test(
         "block-max", "Mann-Whitney U on the blocks' maxima; median shift, moving-block bootstrap", "µs"
@@ -190,13 +190,13 @@ def _block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
     return test
 
 
-def _exceedance(
+def exceedance(
     base: Sequence[Replicate], new: Sequence[Replicate], level: float, said: str,
     base_blocks: np.ndarray, new_blocks: np.ndarray, block_s: float, margin: Margin,
 ) -> Test:  # fmt: skip
     test = Test("exceedance", "", "ratio")
-    vb, cb, ob, _ = _histogram(base)
-    vn, cn, on, _ = _histogram(new)
+    vb, cb, ob, _ = histogram(base)
+    vn, cn, on, _ = histogram(new)
     nb, nn = int(cb.sum()) + ob, int(cn.sum()) + on
     kb, kn = above(vb, cb, ob, level), above(vn, cn, on, level)
     test.base, test.new = kb / nb * 1e6 if nb else None, kn / nn * 1e6 if nn else None
@@ -263,7 +263,7 @@ def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate], level: 
     for side in (base, new):
         counts = []
         for entry in side:
-            v, c, o, _ = _histogram([entry])
+            v, c, o, _ = histogram([entry])
             counts.append((above(v, c, o, level), int(c.sum()) + o))
         k, n = sum(x for x, _ in counts), sum(y for _, y in counts)
         if len(counts) < 2 or k == 0 or n == 0:

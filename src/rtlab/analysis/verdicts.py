@@ -27,11 +27,11 @@ from rtlab.analysis.metric_tests import (
     Margin,
     Replicate,
     Test,
-    _block_max,
-    _blocks,
-    _bodies,
-    _exceedance,
-    _histogram,
+    block_max,
+    blocks,
+    bodies,
+    exceedance,
+    histogram,
 )
 from rtlab.analysis.pooling import quantile
 from rtlab.boundary.summary_shapes import Comparison, LoadComparisonJSON, Summary
@@ -180,16 +180,16 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
         if load in unsteady:
             verdicts[load] = LoadVerdict("refused", unsteady[load])
             continue
-        bb, block_s = _blocks(at_base)
-        nb, _ = _blocks(at_new)
-        tests = _bodies(at_base, at_new, margin, rng)
-        tests.append(_block_max(bb, nb, margin, rng))
-        vb, cb, ob, _ = _histogram(at_base)
+        bb, block_s = blocks(at_base)
+        nb, _ = blocks(at_new)
+        tests = bodies(at_base, at_new, margin, rng)
+        tests.append(block_max(bb, nb, margin, rng))
+        vb, cb, ob, _ = histogram(at_base)
         level, said = (float(deadline_us), "the deadline") if deadline_us else (None, "")
         if level is None:
             level, said = quantile(vb, cb, ob, 0.9999), "the baseline's p99.99"
         if level is not None:
-            tests.append(_exceedance(at_base, at_new, level, said, bb, nb, block_s, margin))
+            tests.append(exceedance(at_base, at_new, level, said, bb, nb, block_s, margin))
         verdicts[load] = LoadVerdict(tests=tests)
         verdicts.update(_probe_verdicts(base, new, load, margin, rng))
     _correct(verdicts)
@@ -233,7 +233,7 @@ def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, 
             b, n = histograms(base, name, measure), histograms(new, name, measure)
             key = probes.series_name(load, name, measure, len(measures))
             if b and n:
-                verdicts[key] = LoadVerdict(tests=_bodies(b, n, margin, rng))
+                verdicts[key] = LoadVerdict(tests=bodies(b, n, margin, rng))
             else:
                 verdicts[key] = LoadVerdict("refused", f"{name} was measured with numbers on one side only")
     return verdicts
