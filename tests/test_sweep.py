@@ -54,9 +54,10 @@ def test_each_options_effect_on_the_base(lab):
     """The harmless option's build fails at first, the sweep stops; fixed, the same command
     goes on, and that variant, joining late, is judged against base runs of its own rounds."""
     out = Path(lab["base"]) / "effects"
-    # a margin a shared host's drift stays within (+12 µs at p99.9 over 3 runs a side was seen
-    # for the harmless option with the default 5 µs or 10 %); the spin is +5 ms
-    args = ("--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y", "--margin", "50us,10%")
+    # a margin a shared host's drift stays within: over 3 runs a side the harmless option's
+    # p99.9 was seen at +12 µs and once at -107 µs [-304, -6] (p 0.048: judged better with a
+    # 50 µs margin); the spin is +5 ms, ten times this margin
+    args = ("--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y", "--margin", "500us,10%")
     stopped = _sweep(lab, out, *args, code=3)
     assert "the prepare command exited 1" in stopped["stderr"]
     (Path(lab["INSTALL"]) / "fixed").touch()
