@@ -19,6 +19,7 @@ import sys
 import tarfile
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,6 +217,16 @@ def test_a_yaml_bomb_is_one_damaged_line(case):
 def test_printable_strips_what_a_terminal_obeys():
     assert untrusted.printable(f"a{ESCAPES}b\u202ec\r\nd") == "a?]52;c;cm0gLXJmIH4=??[2J?[31mb?c? d"
     assert untrusted.printable("line\nnext", lines=True) == "line\nnext"
+
+
+@pytest.mark.unit
+def test_printable_leaves_no_invisible_character_a_line_could_hide_words_behind():
+    """Every control, format character (zero-width spaces, the soft hyphen, tag characters,
+    bidirectional marks) and line separator Unicode has, asked of unicodedata: each is '?'."""
+    hidden = [c for c in map(chr, range(0x110000)) if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    # tab and newline (U+0009, U+000A) become spaces, as on any one line printable gives
+    assert untrusted.printable("".join(hidden)) == "?" * 9 + "  " + "?" * (len(hidden) - 11)
+    assert untrusted.printable("caf\u00e9 \u00a0\u4e2d") == "caf\u00e9 \u00a0\u4e2d"  # text stays text
 
 
 # Every character str.splitlines ends a line at (\n \r \x0b \x0c \x1c-\x1e \x85 \u2028 \u2029),
