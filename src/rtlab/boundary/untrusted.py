@@ -261,13 +261,13 @@ def yaml_loads(text: str, what: str) -> Any:
 
 # C0 and C1 controls (ESC starts a terminal's escape sequences: screen clears, clipboard
 # writes, links), DEL, the line and paragraph separators (a line break to str.splitlines, YAML
-# and JavaScript), and every format character (Unicode's Cf, as Python 3.11's unicodedata
-# 14.0 has them): the bidirectional overrides that reorder what a reader sees, and the
+# and JavaScript), and every format character (Unicode's Cf, as unicodedata 14.0 to 15.1
+# have them): the bidirectional overrides that reorder what a reader sees, and the
 # invisible ones (zero-width spaces and joiners, the soft hyphen, the byte-order mark, the tag
 # characters) that would hide words in a line that looks whole.
 _FORMAT = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
 _CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_FORMAT}]")
