@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -28,13 +29,16 @@ FORMULAS = ("=cmd|' /C calc'!A0", "+1", "-2+3", "@SUM(A1)")
 HOSTILE = (
     " <script>alert(1)</script> | pipe | [red]markup[/red] [link=https://evil.example]x[/link]"
     " \x1b[31mansi \x00\x07\x0b\x0c \u2028 \u202e `tick` [a](javascript:alert(1)) https://evil.example"
-    " \ud800\nsecond line"
+    " \ud800\nsecond line hid\u200bden\u00ad \U000e0041\U000e0042 \ufeff"
 )
 RUN_ID = FORMULAS[0] + HOSTILE
 FAILED = "x-2+3"  # a load's name is a folder's: only letters, digits and ._+- (still a formula's)
 FORMATS = ("table", "md", "csv", "json", "html", "junit")
 # What no format but JSON (which escapes them) may print as it is.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Asked of unicodedata, not copied from rtlab: every format character (zero-width ones, the
+# soft hyphen, tag characters, the bidirectional marks) and line separator.
+INVISIBLE = "".join(c for c in map(chr, range(0x110000)) if unicodedata.category(c) in ("Cf", "Zl", "Zp"))
+CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{re.escape(INVISIBLE)}]")
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -259,6 +263,10 @@ def test_each_formats_escape_on_its_own():
     assert str(escape.svg(inside)) == inside  # matplotlib's own links, inside the figure
     assert json.loads(escape.json({"k": HOSTILE}))["k"] == HOSTILE
     assert not CONTROL.search(escape.json({"k": HOSTILE}))
+    # beyond the first plane an escape is one character, never four digits and a letter
+    tag = "a\U000e0041b\u200b"
+    assert json.loads(escape.json([tag])) == [tag] and "\\udb40\\udc41" in escape.json([tag])
+    assert escape.xml(tag) == "a\\U000e0041b\\u200b"
     assert escape.markdown("www.evil.example a|b") == "www\\.evil.example a\\|b"
     assert escape.csv("-2+3") == "'-2+3" and escape.csv("-1.500") == "-1.500" and escape.csv(7) == 7
     assert escape.xml_attr('"\x00"') == "'\"\\x00\"'"

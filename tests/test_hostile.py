@@ -227,15 +227,20 @@ def test_printable_leaves_no_invisible_character_a_line_could_hide_words_behind(
     # tab and newline (U+0009, U+000A) become spaces, as on any one line printable gives
     assert untrusted.printable("".join(hidden)) == "?" * 9 + "  " + "?" * (len(hidden) - 11)
     assert untrusted.printable("caf\u00e9 \u00a0\u4e2d") == "caf\u00e9 \u00a0\u4e2d"  # text stays text
+    # one_line writes them as escapes Python reads back as the same characters
+    said = "".join(hidden)
+    assert untrusted.one_line(said).encode().decode("unicode_escape") == said
 
 
 # Every character str.splitlines ends a line at (\n \r \x0b \x0c \x1c-\x1e \x85 \u2028 \u2029),
-# found by asking it; then the other controls and the bidirectional overrides.
+# found by asking it; then the other controls, and every format character unicodedata knows
+# (the bidirectional overrides, zero-width ones, the soft hyphen, tag characters beyond the
+# first plane).
 LINE_BREAKS = [c for c in map(chr, range(0x110000)) if len(f"a{c}b".splitlines()) > 1]
 NOT_IN_A_LINE = [
     *LINE_BREAKS,
     *(c for c in map(chr, [*range(0x20), *range(0x7F, 0xA0)]) if c not in LINE_BREAKS),
-    *"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+    *(c for c in map(chr, range(0x110000)) if unicodedata.category(c) == "Cf"),
 ]
 
 
@@ -251,7 +256,8 @@ def test_what_a_board_says_stays_one_visible_line_of_the_events_and_logs(tmp_pat
     with (tmp_path / "events").open(encoding="utf-8") as f:  # universal newlines: \r too
         assert len(written.splitlines()) == len(f.readlines()) == 2
     assert [e.get("status") for e in RunDir(tmp_path).events()] == ["failed", "failed"]
-    escape = f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    code = ord(char)  # as Python reads it back: eight digits beyond the first plane
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
     assert written.count(f"lost{escape}@rtlab done status=complete") == 2  # shown, not dropped
     note = (tmp_path / "collect-error.txt").read_text(encoding="utf-8")
     if char != "\n":  # a note keeps its own newlines

@@ -259,24 +259,27 @@ def yaml_loads(text: str, what: str) -> Any:
 
 # --- strings ---------------------------------------------------------------------------------
 
-# C0 and C1 controls (ESC starts a terminal's escape sequences: screen clears, clipboard
-# writes, links), DEL, the line and paragraph separators (a line break to str.splitlines, YAML
-# and JavaScript), and every format character (Unicode's Cf, as unicodedata 14.0 to 15.1
-# have them): the bidirectional overrides that reorder what a reader sees, and the
-# invisible ones (zero-width spaces and joiners, the soft hyphen, the byte-order mark, the tag
-# characters) that would hide words in a line that looks whole.
-_FORMAT = (
+# What a reader cannot see or that changes what the rest of a line looks like, whichever format
+# it ends up in: the line and paragraph separators (a line break to str.splitlines, YAML and
+# JavaScript) and every format character (Unicode's Cf, as unicodedata 14.0 to 15.1 have
+# them): the bidirectional overrides that reorder what a reader sees, and the invisible ones
+# (zero-width spaces and joiners, the soft hyphen, the byte-order mark, the tag characters)
+# that would hide words in a line that looks whole. One class for every escaper: printable and
+# one_line here, report/escape.py's XML and JSON.
+INVISIBLE = (
+    "\u2028\u2029"
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
-_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_FORMAT}]")
+# C0 and C1 controls (ESC starts a terminal's escape sequences: screen clears, clipboard
+# writes, links) and DEL, with the above.
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
 _LINE_BREAKS = re.compile("[\t\n]")
-# What may not stand inside one line of events or a log: the controls, separators and
-# bidirectional marks above, tab and newline
+# What may not stand inside one line of events or a log: all of the above, tab and newline
 # too. Every line break str.splitlines knows is among them (\n \r \x0b \x0c \x1c-\x1e \x85
 # \u2028 \u2029), so no reader, however it splits, sees two lines where one was written.
-_NOT_IN_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NOT_IN_A_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{INVISIBLE}]")
 
 
 def printable(text: str, lines: bool = False) -> str:
@@ -286,9 +289,11 @@ def printable(text: str, lines: bool = False) -> str:
     return cleaned if lines else _LINE_BREAKS.sub(" ", cleaned)
 
 
-def _escape(found: re.Match[str]) -> str:
-    code = ord(found[0])
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def escaped(char: str) -> str:
+    """CHAR written as its escape, as Python reads it back: \\x1b, \\u2028, \\U000e0041 (eight
+    digits beyond the first plane, so no digit after it is taken for part of it)."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def one_line(text: str) -> str:
@@ -297,7 +302,7 @@ def one_line(text: str) -> str:
     rtlab writes (a "@rtlab done status=complete" after a U+2028 would be a line of its own to
     str.splitlines). Every writer of events and log lines goes through this; nothing it
     returns changes when passed through it again."""
-    return _NOT_IN_A_LINE.sub(_escape, text)
+    return _NOT_IN_A_LINE.sub(lambda found: escaped(found[0]), text)
 
 
 def each_one_line(text: str) -> str:

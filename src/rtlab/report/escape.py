@@ -28,7 +28,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 from rich.text import Text
 
-from rtlab.boundary.untrusted import printable
+from rtlab.boundary.untrusted import INVISIBLE, escaped, printable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -147,19 +147,12 @@ def svg(text: str) -> Markup:
 # --- XML (JUnit) -------------------------------------------------------------------------
 
 # Characters XML 1.0 forbids even as references, and those it allows but a CI page would
-# show invisibly or reorder (C1 controls, line separators, bidirectional overrides).
-_NOT_XML = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found[0])
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+# show invisibly or reorder (C1 controls, untrusted.INVISIBLE).
+_NOT_XML = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff{INVISIBLE}]")
 
 
 def _xml_visible(text: str) -> str:
-    return _NOT_XML.sub(_escaped, text)
+    return _NOT_XML.sub(lambda found: escaped(found[0]), text)
 
 
 def xml(text: object) -> str:
@@ -183,17 +176,18 @@ def xml_text(text: object) -> str:
 # --- JSON --------------------------------------------------------------------------------
 
 # Characters JSON allows raw in a string that a terminal or a browser would act on: C1
-# controls (0x9b starts an escape sequence on some terminals), line separators (line breaks
-# to JavaScript before ES2019), bidirectional overrides; and lone surrogates, which UTF-8
-# cannot encode. Outside strings a JSON text is ASCII, so each can only be inside a string,
-# where its \\u escape is the same character: the document reads back exactly as it was.
-_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# controls (0x9b starts an escape sequence on some terminals), untrusted.INVISIBLE (line
+# breaks to JavaScript before ES2019, bidirectional overrides, zero-width characters); and
+# lone surrogates, which UTF-8 cannot encode. Outside strings a JSON text is ASCII, so each can
+# only be inside a string, where JSON's own escape of it (a surrogate pair beyond the first
+# plane) is the same character: the document reads back exactly as it was.
+_JSON_RAW = re.compile(f"[\x7f-\x9f\ud800-\udfff{INVISIBLE}]")
 
 
 def json(document: Any) -> str:
     """DOCUMENT as indented JSON text (non-ASCII letters kept as they are), a newline after."""
     text = _json.dumps(document, indent=2, ensure_ascii=False)
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n"
+    return _JSON_RAW.sub(lambda m: _json.dumps(m[0])[1:-1], text) + "\n"
 
 
 # --- terminal ----------------------------------------------------------------------------
