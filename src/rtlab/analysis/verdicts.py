@@ -6,7 +6,9 @@ Each metric's test, and the replicates it takes, are analysis/metric_tests.py's.
 of all loads and metrics are adjusted together (Holm), and a load whose time axis fails the
 stationarity gate on either side is refused, as `worst` refuses: one family for the whole
 comparison (every repeat of both sides, every load; stationarity.family), so more repeats never
-make a refusal likelier.
+make a refusal likelier. A decision made of several comparisons (compare's runs after the
+first, a sweep's variants at each of its looks) passes their number (FAMILY): each is judged
+at 5 % / FAMILY, so more variants or rounds never make a false "worse" likelier.
 
 Pure functions over summaries: no file is read here.
 """
@@ -155,8 +157,12 @@ def gate(sides: dict[str, dict[str, Sequence[Replicate]]], seed: int = 1) -> tup
 
 
 def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Margin(),  # noqa: B008 (frozen)
-            deadline_us: int | None = None, seed: int = 1) -> Comparison:  # fmt: skip
-    """Verdicts of NEW (runs, or repeats of one campaign) against BASE, per load they share."""
+            deadline_us: int | None = None, seed: int = 1, family: int = 1) -> Comparison:  # fmt: skip
+    """Verdicts of NEW (runs, or repeats of one campaign) against BASE, per load they share.
+    FAMILY: how many comparisons make up the one decision this is part of (compare's runs after
+    the first, a sweep's variants at each of its looks). Each is judged at ALPHA / FAMILY
+    (Bonferroni across them, Holm within one), so that the decision as a whole is wrong at
+    most ALPHA of the time when nothing changed, however many variants or rounds it takes."""
     rng = np.random.default_rng(seed)
     verdicts: dict[str, LoadVerdict] = {}
     loads = [load for load in base[0]["loads"] if load in new[0]["loads"]] or list(base[0]["loads"])
@@ -192,13 +198,15 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
             tests.append(exceedance(at_base, at_new, level, said, bb, nb, block_s, margin))
         verdicts[load] = LoadVerdict(tests=tests)
         verdicts.update(_probe_verdicts(base, new, load, margin, rng))
-    _correct(verdicts)
+    _correct(verdicts, family)
     for v in verdicts.values():
         if v.verdict != "refused":
             v.verdict, v.reason = _overall(v.tests, len(base), len(new))
     return {
         "alpha": ALPHA,
-        "correction": "holm, across every load and metric",
+        "correction": "holm, across every load and metric"
+        + (f"; bonferroni across the {family} comparisons of one decision" if family > 1 else ""),
+        "family": family,
         "gate": {
             "method": stationarity.METHOD,
             "alpha": stationarity.ALPHA,
@@ -239,10 +247,14 @@ def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, 
     return verdicts
 
 
-def _correct(verdicts: dict[str, LoadVerdict]) -> None:
+def _correct(verdicts: dict[str, LoadVerdict], family: int = 1) -> None:
+    """Holm across this comparison's tests, then times FAMILY (Bonferroni across the
+    comparisons of one decision): p_adjusted is read against ALPHA for the decision whole."""
+    if family < 1:
+        raise ValueError(f"a decision has at least one comparison, not {family}")
     tests = [t for v in verdicts.values() for t in v.tests if t.p_value is not None]
     for t, adjusted in zip(tests, stationarity.holm([t.p_value for t in tests]), strict=True):  # type: ignore[misc]
-        t.p_adjusted = adjusted
+        t.p_adjusted = min(1.0, adjusted * family)
     for v in verdicts.values():
         for t in v.tests:
             _judge(t)

@@ -188,14 +188,15 @@ class Subjects:
 
     def compare(
         self, base: Subject, new: Subject, since: tuple[int, int] = (1, 1),
-        paired: Sequence[int] | None = None,
+        paired: Sequence[int] | None = None, family: int = 1,
     ) -> Mapping[str, Any]:  # fmt: skip
         """compare's verdicts of NEW's runs against BASE's (from runs SINCE on; or, PAIRED, the
-        base's runs of those numbers, each measured in the round of one of NEW's)."""
+        base's runs of those numbers, each measured in the round of one of NEW's); FAMILY: the
+        comparisons of the one decision this is part of (verdicts.compare)."""
         from rtlab.analysis import verdicts
 
         b = self.read(base, paired) if paired is not None else self.runs(base, since[0])
-        return verdicts.compare(b, self.runs(new, since[1]), self.margin, self.deadline_us)
+        return verdicts.compare(b, self.runs(new, since[1]), self.margin, self.deadline_us, family=family)
 
     def alternate(self, a: Subject, b: Subject, k: int, since: tuple[int, int] = (1, 1)) -> None:
         """A and B measured in turns, K runs each from runs SINCE on (a, b, a, b, ...): a slow

@@ -77,19 +77,24 @@ class Sweep:
     # --- effects ---------------------------------------------------------------------------
 
     def effects(self, wanted: Sequence[vs.Variant]) -> dict[str, Any]:
-        """Each variant against the base runs of its own rounds; more rounds where unknown."""
+        """Each variant against the base runs of its own rounds; more rounds where unknown.
+        The table is one decision: every variant at every look it may get (the first after
+        `repeats` rounds, one more each round up to `most`) is one comparison of its family,
+        so a sweep of many options, or one given every round, says "worse" or "better" of a
+        harmless option at most 5 % of the time in all."""
         base = self.subject(vs.BASE)
         others = [(v, self.subject(v)) for v in wanted]
         pairs = self.doc.setdefault("pairs", {})
         found: dict[str, Mapping[str, Any]] = {}
         open_ = others
         k = self.budget.repeats
+        family = family_size(len(others), self.budget.repeats, self.budget.most)
         while True:
             for r in range(1, k + 1):
                 self._round(base, [s for _, s in open_], r)
             open_ = [(v, s) for v, s in open_ if not self.lab.skipped(s)]
             for _, s in open_:
-                found[s.key] = self.lab.compare(base, s, paired=pairs[s.key][:k])
+                found[s.key] = self.lab.compare(base, s, paired=pairs[s.key][:k], family=family)
             open_ = [(v, s) for v, s in open_ if any(found[s.key]["loads"][load]["verdict"] == "unknown"
                                                     for load in self._loads(found[s.key]))]  # fmt: skip
             if not open_ or k >= self.budget.most:
@@ -109,7 +114,8 @@ class Sweep:
                 row.update(verdict=overall, loads=brief(found[s.key], judged))
             rows.append(row)
         self.doc["effects"] = rows
-        result = {"kind": "effects", "base_runs": len({n for p in pairs.values() for n in p}),
+        base_runs = len({n for p in pairs.values() for n in p})
+        result = {"kind": "effects", "base_runs": base_runs, "family": family,
                   "worse": [r["name"] for r in rows if r["verdict"] == "worse"]}  # fmt: skip
         return self._finish(result)
 
@@ -199,6 +205,14 @@ class Sweep:
         self.doc["result"] = result
         self.save()
         return result
+
+
+def family_size(variants: int, repeats: int, most: int) -> int:
+    """The comparisons of a sweep's effects: each variant at each look it may be given (after
+    REPEATS rounds, then after every round up to MOST). Bonferroni across them all: the looks
+    are planned, so the family is known before anything is measured, and a variant settled at
+    its first look spends no more than its share."""
+    return max(1, variants) * (max(most, repeats) - repeats + 1)
 
 
 def raise_skipped(s: Subject) -> None:

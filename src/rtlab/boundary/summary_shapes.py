@@ -374,6 +374,7 @@ class Comparison(TypedDict):
 
     alpha: float
     correction: str
+    family: NotRequired[int]  # comparisons in the one decision (analysis/verdicts.py: compare)
     gate: GateJSON
     margin: MarginJSON
     replicates: ReplicatesJSON

@@ -283,12 +283,13 @@ def judge(
     deadline_us: int | None,
 ) -> list[tuple[str, Comparison]]:
     """Each run after the first judged against it (its repeats as replicates); the verdicts go
-    into the run's summary, where every format reads them."""
+    into the run's summary, where every format reads them. Those comparisons are one decision
+    (--gate reads them together): each is judged at 5 % over their number."""
     from rtlab.analysis import verdicts
 
     compared = []
     for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
-        found = verdicts.compare(sides[0], side, margin, deadline_us)
+        found = verdicts.compare(sides[0], side, margin, deadline_us, family=len(sides) - 1)
         summary["verdicts"] = {"against": names[0], **found}
         compared.append((name, found))
     return compared

@@ -53,7 +53,10 @@ def conclusion(doc: dict[str, Any]) -> str:
     if kind == "effects":
         worse = result["worse"]
         said = f"worse than the base: {', '.join(worse)}" if worse else "no option shown worse than the base"
-        said += f" (the base measured {result['base_runs']} times)"
+        said += f" (the base measured {result['base_runs']} times"
+        family = result.get("family") or 1
+        # older sweep.json files judged each variant on its own: say so only where it holds
+        said += f"; 5 % for the table whole, {family} comparisons)" if family > 1 else ")"
     elif kind == "culprit":
         said = f"the option to blame: {result['reason']}"
     elif kind == "no-difference":

@@ -1,0 +1,89 @@
+"""One decision, one error rate: comparisons that make up a single decision (compare's runs
+after the first, a sweep's variants at each look) are judged as one family, Bonferroni across
+them and Holm within each (analysis/verdicts.py: compare's FAMILY)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import rtlab
+from evt_data import write_run
+from rtlab.analysis import metric_tests, verdicts
+from rtlab.bisect.sweep import family_size
+from rtlab.report.views import sweep_table
+from rtlab.rundir import readback
+
+pytestmark = pytest.mark.unit
+SECONDS = 120
+
+
+def _metric(p: float) -> verdicts.LoadVerdict:
+    """A load whose one metric moved 20 µs past a 5 µs margin, with p-value P."""
+    test = metric_tests.Test(
+        "p99", "a test", "µs", base=20.0, new=40.0, effect=20.0, interval=(2.0, 38.0), p_value=p, margin=5.0
+    )
+    return verdicts.LoadVerdict(tests=[test])
+
+
+@pytest.mark.parametrize(
+    ("p", "family", "said"), [(0.02, 1, "worse"), (0.02, 2, "worse"), (0.02, 3, "unknown")]
+)
+def test_a_p_value_is_read_against_five_percent_over_the_family(p, family, said):
+    loads = {"idle": _metric(p)}
+    verdicts._correct(loads, family)
+    test = loads["idle"].tests[0]
+    assert test.p_adjusted == pytest.approx(min(1.0, p * family))
+    assert test.verdict == said and (test.p_adjusted < metric_tests.ALPHA) == (said == "worse")
+
+
+def test_holm_within_a_comparison_then_bonferroni_across_the_family():
+    # two metrics of one comparison: Holm gives 2 x 0.01 and max(0.02, 0.03); the family of 2
+    # doubles both, and never beyond 1
+    loads = {"idle": _metric(0.01), "cpu": _metric(0.03), "os": _metric(0.9)}
+    verdicts._correct(loads, 2)
+    adjusted = [loads[k].tests[0].p_adjusted for k in ("idle", "cpu", "os")]
+    assert adjusted == pytest.approx([0.06, 0.12, 1.0])
+    with pytest.raises(ValueError, match="at least one comparison"):
+        verdicts._correct(loads, 0)
+
+
+def test_compare_says_its_family_and_scales_every_p_value(tmp_path):
+    base = [readback.summary(write_run(tmp_path, 1, 0.1, seconds=SECONDS))]
+    spiky = [readback.summary(write_run(tmp_path, 2, 0.1, seconds=SECONDS, tail_p=8e-3))]
+    alone, in_four = verdicts.compare(base, spiky), verdicts.compare(base, spiky, family=4)
+    assert alone["family"] == 1 and alone["correction"] == "holm, across every load and metric"
+    assert in_four["family"] == 4 and "bonferroni across the 4 comparisons" in in_four["correction"]
+    for one, four in zip(alone["loads"]["idle"]["tests"], in_four["loads"]["idle"]["tests"], strict=True):
+        if one["p_adjusted"] is not None:
+            assert four["p_adjusted"] == pytest.approx(min(1.0, 4 * one["p_adjusted"]), abs=1e-6)
+    # a tail four times as frequent is far past any family of this size
+    assert in_four["loads"]["idle"]["verdict"] == "worse"
+
+
+def test_compare_of_three_runs_judges_the_two_comparisons_as_one_family(tmp_path):
+    runs = [str(write_run(tmp_path, seed, 0.1, seconds=SECONDS)) for seed in (1, 2, 3)]
+    done = rtlab("compare", *runs, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found = [r["verdicts"] for r in json.loads(done.stdout)["runs"][1:]]
+    assert [f["family"] for f in found] == [2, 2]
+    two = rtlab("compare", *runs[:2], "--format", "json")
+    assert json.loads(two.stdout)["runs"][1]["verdicts"]["family"] == 1
+
+
+@pytest.mark.parametrize(
+    ("variants", "repeats", "most", "size"),
+    [(2, 3, 6, 8), (1, 3, 3, 1), (5, 3, 2, 5), (0, 3, 6, 4), (3, 2, 6, 15)],
+)
+def test_a_sweeps_family_is_every_variant_at_every_look_it_may_get(variants, repeats, most, size):
+    assert family_size(variants, repeats, most) == size
+
+
+def test_the_sweeps_conclusion_says_the_table_is_judged_whole():
+    doc = {"result": {"kind": "effects", "worse": [], "base_runs": 4, "family": 8}}
+    said = sweep_table.conclusion(doc)
+    assert said.endswith("(the base measured 4 times; 5 % for the table whole, 8 comparisons)"), said
+    # a sweep.json written before families: no claim it does not hold
+    del doc["result"]["family"]
+    assert sweep_table.conclusion(doc) == "no option shown worse than the base (the base measured 4 times)"
