@@ -15,7 +15,7 @@ DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # busy loop the spike-cause tests inject into guests, LAVA's dispatcher (lava-run) for the
 # board-farm tests; libelf-dev for the kcompile load (x86_64 defconfig builds objtool);
 # GRUB's i386-pc images and tools and SeaBIOS for the x86_64 board that boots from its disk.
-TEST_DEB_PACKAGES := chromium util-linux cpio qemu-system-x86 qemu-system-misc qemu-system-arm opensbi u-boot-qemu fdisk e2fsprogs grub-pc-bin grub-common seabios openssh-server openssh-client procps \
+TEST_DEB_PACKAGES := time chromium util-linux cpio qemu-system-x86 qemu-system-misc qemu-system-arm opensbi u-boot-qemu fdisk e2fsprogs grub-pc-bin grub-common seabios openssh-server openssh-client procps \
     linux-source-6.12 gcc-riscv64-linux-gnu gcc-aarch64-linux-gnu flex bison bc make patch xz-utils gcc libc6-dev libelf-dev lava-dispatcher
 # LAVA's server for the board-farm test: its code unpacked, not installed (the package depends
 # on systemd-sysv, and its postinst sets up a system database); what it runs on is Debian's.
@@ -44,6 +44,9 @@ SHARED := farm
 XDIST := -n auto --dist loadfile
 # pytest's 5 (no test selected: TESTS left a part empty) is no failure, unless every part says it
 PYTEST_OK := ok() { [ "$$1" = 0 ] || [ "$$1" = 5 ]; }
+# each part's wall time and the CPU time it and everything it started used (GNU time): the CPU
+# seconds over this machine's CPUs are the shortest wall time the part could take here
+TIMED = /usr/bin/time -f "make test, $(1): %e s wall, %U s user + %S s system CPU (%P of one CPU)"
 
 .PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
 
@@ -108,9 +111,9 @@ lint: setup
 
 test: lint test-setup
 	$(PYTEST_OK); \
-	$(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
-	$(BIN)/pytest -q --durations=30 -n 2 --dist loadfile -m "($(TESTS)) and ($(SHARED))"; second=$$?; \
-	$(BIN)/pytest -q --durations=30 -m "($(TESTS)) and not ($(PARALLEL) or $(SHARED))"; third=$$?; \
+	$(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
+	$(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadfile -m "($(TESTS)) and ($(SHARED))"; second=$$?; \
+	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and not ($(PARALLEL) or $(SHARED))"; third=$$?; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
 	@$(MAKE) --no-print-directory test-newest
