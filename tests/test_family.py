@@ -11,7 +11,8 @@ import pytest
 from conftest import rtlab
 from evt_data import write_run
 from rtlab.analysis import metric_tests, verdicts
-from rtlab.bisect.sweep import family_size
+from rtlab.bisect.judge import Judge
+from rtlab.bisect.measured import Budget, family_size
 from rtlab.report.views import sweep_table
 from rtlab.rundir import readback
 
@@ -87,3 +88,9 @@ def test_the_sweeps_conclusion_says_the_table_is_judged_whole():
     # a sweep.json written before families: no claim it does not hold
     del doc["result"]["family"]
     assert sweep_table.conclusion(doc) == "no option shown worse than the base (the base measured 4 times)"
+
+
+def test_a_bisections_claims_are_each_one_family_over_their_looks():
+    # the ends differ, the culprit is worse than its parent: each looked at after 3, 4, 5, 6 runs
+    assert Judge(None, Budget(repeats=3, most=6), print, {}).looks == 4  # type: ignore[arg-type]
+    assert Judge(None, Budget(repeats=3, most=3), print, {}).looks == 1  # type: ignore[arg-type]

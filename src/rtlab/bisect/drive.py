@@ -153,7 +153,9 @@ class Bisection:
         found, k = self.judge.ends(good, bad, self.loads)
         self._record(0, Standing("good", "the good end"), {})
         self._record(
-            n - 1, Standing(BAD, found.reason), {"vs_good": brief(self.lab.compare(good, bad), found.loads)}
+            n - 1,
+            Standing(BAD, found.reason),
+            {"vs_good": brief(self.lab.compare(good, bad, family=self.judge.looks), found.loads)},
         )
         if found.kind != "differ":
             return self._finish({"kind": "no-difference", "runs_each": k, "reason": found.reason})
@@ -179,7 +181,7 @@ class Bisection:
         result = {"kind": found.kind, "first": culprit.sha, "last": last, "reason": found.reason}
         if found.kind != "culprit":
             return result
-        gap = self.lab.compare(self.subjects[0], self.subjects[-1])
+        gap = self.lab.compare(self.subjects[0], self.subjects[-1], family=self.judge.looks)
         said = self.judge.confirm(self.subjects[found.first - 1], self.subjects[found.first], gap, loads)
         if said.worse:
             return {

@@ -1,6 +1,12 @@
 """Decisions that take measurements, shared by bisect and sweep: whether two ends differ,
 where a subject stands between them, and whether a change found is confirmed. Each measures
-more where compare's verdict is unknown, up to the budget, and never past it."""
+more where compare's verdict is unknown, up to the budget, and never past it.
+
+The claims a bisection ends with are two: that the ends differ, and that the culprit is worse
+than the revision before it. Each is looked at up to once a run from `repeats` to `most`, so
+each is one family over its looks (verdicts.compare's FAMILY): measuring more never makes a
+false claim likelier. A step's standing only steers the search: a wrong turn ends in a
+culprit the confirmation does not bear out, never in a false claim."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rtlab.bisect.measured import Budget, Subject, Subjects, brief
+from rtlab.bisect.measured import Budget, Subject, Subjects, brief, family_size
 from rtlab.bisect.search import SKIP, UNKNOWN, Ends, Standing, carries, ends, evidence, judge
 
 
@@ -24,13 +30,14 @@ class Judge:
                  confirmations: dict[str, Any]) -> None:  # fmt: skip
         self.lab, self.budget, self.say = lab, budget, say
         self.confirmations = confirmations  # kept in the index: where each confirmation began
+        self.looks = family_size(1, budget.repeats, budget.most)  # a claim's looks: its family
 
     def ends(self, good: Subject, bad: Subject, loads: Sequence[str] | None) -> tuple[Ends, int]:
         """The ends measured in turns until they differ, or until the budget says they do not."""
         k = self.budget.repeats
         while True:
             self.lab.alternate(good, bad, k)
-            found = ends(self.lab.compare(good, bad), loads)
+            found = ends(self.lab.compare(good, bad, family=self.looks), loads)
             if found.kind != "unknown" or k >= self.budget.most:
                 return found, k
             self.say(f"the ends are not told apart yet ({found.reason}): measuring each once more")
@@ -39,7 +46,7 @@ class Judge:
     def still_differ(self, good: Subject, bad: Subject, loads: Sequence[str]) -> Ends:
         """After a subject that cannot be placed: the ends measured to the budget, judged again."""
         self.lab.alternate(good, bad, self.budget.most)
-        return ends(self.lab.compare(good, bad), loads)
+        return ends(self.lab.compare(good, bad, family=self.looks), loads)
 
     def place(
         self, s: Subject, good: Subject, bad: Subject, loads: Sequence[str]
@@ -71,7 +78,7 @@ class Judge:
         k = self.budget.repeats
         while True:
             self.lab.alternate(before, after, k, (since[0], since[1]))
-            direct = self.lab.compare(before, after, (since[0], since[1]))
+            direct = self.lab.compare(before, after, (since[0], since[1]), family=self.looks)
             found, small, unsure = [], [], []
             for load in loads:
                 ends_tests = {t["metric"]: t for t in gap["loads"].get(load, {}).get("tests", [])

@@ -39,6 +39,14 @@ class Budget:
     most: int = 6  # ... and at most, when its verdict stays unknown
 
 
+def family_size(variants: int, repeats: int, most: int) -> int:
+    """The comparisons of one decision over VARIANTS subjects, each looked at after REPEATS
+    runs, then after every run more up to MOST (a sweep's effects, a bisection's claims).
+    Bonferroni across them all: the looks are planned, so the family is known before anything
+    is measured, and a subject settled at its first look spends no more than its share."""
+    return max(1, variants) * (max(most, repeats) - repeats + 1)
+
+
 @dataclass(frozen=True)
 class Settings:
     """How subjects are judged: compare's margin and level, the loads that decide, the budget."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from rtlab.bisect import variants as vs
 from rtlab.bisect.judge import Judge
-from rtlab.bisect.measured import Measure, Settings, Subject, Subjects, brief
+from rtlab.bisect.measured import Measure, Settings, Subject, Subjects, brief, family_size
 from rtlab.bisect.search import BAD, GOOD, Standing
 from rtlab.boundary.untrusted import printable
 from rtlab.rundir.disk import write_atomic, write_json
@@ -181,7 +181,8 @@ class Sweep:
                                      f"the option is among {names}"})  # fmt: skip
         option, value = candidates[0]
         alone = self.subject(vs.Variant(f"{option}={value}", ((option, value),)))
-        said = self.judge.confirm(good_s, alone, self.lab.compare(good_s, bad_s), found.loads)
+        gap = self.lab.compare(good_s, bad_s, family=self.judge.looks)
+        said = self.judge.confirm(good_s, alone, gap, found.loads)
         result = {"options": [[option, value]], "against_base": said.direct}
         if said.worse:
             return self._finish(
@@ -205,14 +206,6 @@ class Sweep:
         self.doc["result"] = result
         self.save()
         return result
-
-
-def family_size(variants: int, repeats: int, most: int) -> int:
-    """The comparisons of a sweep's effects: each variant at each look it may be given (after
-    REPEATS rounds, then after every round up to MOST). Bonferroni across them all: the looks
-    are planned, so the family is known before anything is measured, and a variant settled at
-    its first look spends no more than its share."""
-    return max(1, variants) * (max(most, repeats) - repeats + 1)
 
 
 def raise_skipped(s: Subject) -> None:
