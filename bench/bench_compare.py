@@ -3,7 +3,8 @@
 1. False alarms: A/A pairs (one system, two seeds) called "worse" or "better" (goal: at most
    5 % of the pairs, after Holm's correction across the metrics).
 2. Power: A/B pairs with a known difference found, in the right direction: the tail four and
-   two times as frequent (one run per side), the body 10 % and 30 % slower (3 repeats a side).
+   two times as frequent (one run per side), the body 10 % and 30 % slower (3 repeats a side),
+   30 % slower (5 repeats a side). These runs do not vary from run to run (bench_repeats.py's do).
 3. Time: the verdicts on two 10-minute runs of 5 loads x 2 CPUs (goal under 2 s).
 
 Synthetic runs of tests/evt_data.py (2 minutes, 2 CPUs at 200 µs), through rtlab's whole path.
@@ -71,4 +72,5 @@ if __name__ == "__main__":
     rate("tail x2, one run a side", max(PAIRS // 5, 10), 1, "worse", tail_p=4e-3)
     rate("A/A, 3 repeats a side", max(PAIRS // 5, 10), 3, None)
     rate("body +30 %, 3 repeats a side", max(PAIRS // 10, 10), 3, "worse", body=1.3)
+    rate("body +30 %, 5 repeats a side", max(PAIRS // 10, 10), 5, "worse", body=1.3)
     rate("body +10 %, 3 repeats a side", max(PAIRS // 10, 10), 3, "worse", body=1.1)

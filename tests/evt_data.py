@@ -6,7 +6,8 @@ A thread's samples: a body between 5 and 25 µs, and with probability `tail_p` a
 30 + GPD(xi, 15) µs, so the latency exceeded with probability p < tail_p per sample is
 30 + GPD(xi, 15).isf(p / tail_p). Options break the assumptions on purpose: a tail twice as
 frequent in the first half, or a 10-second storm; or, per block (`block_maxima`, what the
-stationarity gate reads), a trend or a periodic load (KINDS).
+stationarity gate reads), a trend or a periodic load (KINDS). `write_varied_run` adds the
+run-to-run variation of real machines: each run its own body scale and tail rate.
 """
 
 from __future__ import annotations
@@ -139,3 +140,15 @@ def write_run(
         f"@rtlab load-end t={end}.00 load=idle status=complete\n@rtlab done t={end}.00 status=complete\n"
     )
     return run
+
+
+SPREAD = 0.25  # run-to-run variation: the sd of the log of each run's body scale and tail rate
+
+
+def write_varied_run(base: Path, seed: int, xi: float, spread: float = SPREAD, body: float = 1.0,
+                     tail_p: float = 2e-3, **kwargs: object) -> Path:  # fmt: skip
+    """A run of `write_run` whose body scale and tail rate are BODY and TAIL_P times their own
+    lognormal multipliers (sd SPREAD on the log scale, drawn from the seed): runs then differ
+    from each other more than their within-run noise, as runs of a real machine do."""
+    scale, rate = np.exp(np.random.default_rng([seed, 2026]).normal(0.0, spread, 2))
+    return write_run(base, seed, xi, body=body * float(scale), tail_p=tail_p * float(rate), **kwargs)  # type: ignore[arg-type]

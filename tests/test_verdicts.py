@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from conftest import read_json, rtlab
-from evt_data import write_run
+from evt_data import write_run, write_varied_run
 from rtlab.analysis import metric_tests, verdicts
 from rtlab.rundir import readback
 
@@ -58,17 +59,95 @@ def test_a_tail_four_times_as_frequent_is_worse_and_the_reverse_better(tmp_path)
     assert by_metric(better)["exceedance"]["effect"] < 0.5
 
 
+def varied(tmp: Path, seeds: range, **kind: float) -> list:
+    """Runs that differ from each other a little (each its own body scale and tail rate)."""
+    runs = [write_varied_run(tmp, seed, 0.1, spread=0.05, seconds=SECONDS, **kind) for seed in seeds]  # type: ignore[arg-type]
+    return [readback.summary(run) for run in runs]
+
+
 def test_repeats_are_the_replicates_of_the_body(tmp_path):
-    base = side(tmp_path, range(1, 4))
-    same = verdicts.compare(base, side(tmp_path, range(4, 7)))
+    base = varied(tmp_path, range(21, 24))
+    same = verdicts.compare(base, varied(tmp_path, range(24, 27)))
     body = by_metric(same)["p99"]
     assert body["interval"][0] is not None and body["verdict"] in ("same", "unknown"), body
-    slower = verdicts.compare(base, side(tmp_path, range(7, 10), body=1.3))
+    assert body["test"].startswith("Welch's t-test on the runs' own p99")
+    slower = verdicts.compare(base, varied(tmp_path, range(27, 30), body=1.3))
     p99 = by_metric(slower)["p99"]
     # the body 30 % slower: p99 (~20 µs) rises by about 6 µs, more than the 5 µs margin
     assert p99["verdict"] == "worse" and 4 <= p99["effect"] <= 9, p99
     assert p99["interval"][0] > 0 and slower["loads"]["idle"]["verdict"] == "worse"
     assert slower["replicates"] == {"base": 3, "new": 3}
+
+
+def _histogram(rng: np.random.Generator, scale: float, n: int = 200_000) -> dict:
+    """One run's load: N wake-ups of an exponential body (SCALE µs) past 5 µs, in 1 µs bins."""
+    values, counts = np.unique(np.floor(5 + rng.exponential(scale, n)).astype(int), return_counts=True)
+    merged = {"values": values.tolist(), "counts": counts.tolist(), "overflows": 0, "limit_us": 100_000}
+    return {"histograms": {"merged": merged}}
+
+
+def _nearest_rank(entry: dict, q: float) -> float:
+    """A run's quantile, by hand: the smallest value whose cumulative count reaches ceil(q n)."""
+    h = entry["histograms"]["merged"]
+    n = sum(h["counts"]) + h["overflows"]
+    rank, seen = int(np.ceil(q * n)), 0
+    for value, count in sorted(zip(h["values"], h["counts"], strict=True)):
+        seen += count
+        if seen >= rank:
+            return float(value)
+    raise AssertionError("beyond the histogram")
+
+
+def test_the_body_is_welchs_t_on_each_runs_own_quantiles():
+    rng = np.random.default_rng(5)
+    base = [_histogram(rng, s) for s in (3.0, 3.6, 2.7)]
+    new = [_histogram(rng, s) for s in (4.4, 3.9, 5.1, 4.6)]
+    tests = metric_tests.bodies(base, new, metric_tests.Margin(), rng)
+    for test, q in zip(tests, (0.99, 0.999, 0.9999), strict=True):
+        b = [_nearest_rank(e, q) for e in base]
+        n = [_nearest_rank(e, q) for e in new]
+        expected = stats.ttest_ind(n, b, equal_var=False)
+        ci = expected.confidence_interval(0.95)
+        assert test.effect == pytest.approx(np.mean(n) - np.mean(b))
+        assert (test.base, test.new) == (pytest.approx(np.mean(b)), pytest.approx(np.mean(n)))
+        assert test.p_value == pytest.approx(expected.pvalue)
+        assert test.interval == (pytest.approx(ci.low), pytest.approx(ci.high))
+        assert test.interval[0] < test.effect < test.interval[1]
+    # the block maxima alike: each run's median block maximum is its replicate
+    base_blocks = [rng.gumbel(40 + k, 4, 120) for k in range(3)]
+    new_blocks = [rng.gumbel(50 + k, 4, 120) for k in range(3)]
+    test = metric_tests.block_max(base_blocks, new_blocks, metric_tests.Margin(), rng)
+    expected = stats.ttest_ind(
+        [np.median(x) for x in new_blocks], [np.median(x) for x in base_blocks], equal_var=False
+    )
+    assert test.test.startswith("Welch's t-test on the runs' median block maxima")
+    assert test.p_value == pytest.approx(expected.pvalue) and test.effect == pytest.approx(
+        np.mean([np.median(x) for x in new_blocks]) - np.mean([np.median(x) for x in base_blocks])
+    )
+    # one run a side keeps Mann-Whitney over the blocks
+    one = metric_tests.block_max(base_blocks[:1], new_blocks[:1], metric_tests.Margin(), rng)
+    assert one.test.startswith("Mann-Whitney") and one.p_value is not None
+
+
+def test_runs_without_spread_give_no_p_value_from_nothing():
+    rng = np.random.default_rng(6)
+    run = _histogram(rng, 3.0)
+    tests = metric_tests.bodies([run] * 3, [run] * 3, metric_tests.Margin(), rng)
+    for test in tests:
+        assert test.p_value is None and test.interval == (None, None) and test.effect == 0
+        assert "no run-to-run spread" in test.note
+        assert json.loads(json.dumps(test.to_json(), allow_nan=False))["p_value"] is None
+    # every run of a side at one value, the sides apart: the exact permutation p-value, 2 of
+    # the C(10, 5) splits of 5 runs against 5 (all new above all base, or all below)
+    other = _histogram(rng, 9.0)
+    tests = metric_tests.bodies([run] * 5, [other] * 5, metric_tests.Margin(), rng)
+    for test in tests:
+        assert test.p_value == pytest.approx(2 / 252) and test.interval == (None, None)
+        assert test.effect is not None and test.effect > 0 and "exact permutation" in test.note
+        json.dumps(test.to_json(), allow_nan=False)
+    found = {"x": verdicts.LoadVerdict(tests=tests)}
+    verdicts._correct(found)
+    assert all(t.verdict == "worse" for t in tests), [t.to_json() for t in tests]
 
 
 def test_runs_that_cannot_be_compared_are_refused(tmp_path):

@@ -1,16 +1,24 @@
 """Each metric's test, new against base (analysis/verdicts.py decides from them).
 
 Replicates are taken at the level that varies. Whole runs (--repeat) are the replicates of
-the body (p99, p99.9, p99.99): a bootstrap over runs, never over samples, which are
-autocorrelated. With one run per side the body has no replicates and is unknown, which says
-how many repeats would settle it. Within a run the blocks of the time axis (their maxima,
---block) are the replicates of the block maxima: a Mann-Whitney U test, the shift of their
-median with a moving-block bootstrap interval. The tail is the rate of wake-ups later than a
-level (the deadline, else the baseline's p99.99): an exact Poisson rate-ratio test on the
-counts; when the runs of a side (--repeat) differ more than Poisson's counts would, a
-quasi-Poisson test with whole runs as the replicates; when the blocks' exceedances are
-over-dispersed (storms: an index of dispersion over 30 s windows), Fisher's exact test on the blocks
-above the level. No maximum is ever bootstrapped.
+the body (p99, p99.9, p99.99), never samples, which are autocorrelated: each run's own
+quantile (from its merged histogram) is one value, and with two or more runs a side Welch's
+t-test compares them; the effect is the difference of the runs' mean quantiles, with its
+Welch t interval (a small-sample test: a bootstrap over 3 runs a side has 10 distinct
+resamples a side, and calls every A/A pair whose runs all fall one way different; the
+false-alarm rate is bench/bench_repeats.py's). With one run per side the body has no replicates and
+is unknown, which says how many repeats would settle it. The blocks of the time axis (their
+maxima, --block) give the block maxima: with two or more runs a side, each run's median block
+maximum is its replicate (Welch's t-test, as the body's), since blocks of one run share its
+run-to-run state; with one run a side, a Mann-Whitney U test over the blocks, the shift of
+their median with a moving-block bootstrap interval. When every run of both sides has the same
+value there is no spread to test against: an exact permutation p-value when the sides differ
+(every new run above, or below, every base run), no interval, else unknown. The tail is the
+rate of wake-ups later than a level (the deadline, else the baseline's p99.99): an exact
+Poisson rate-ratio test on the counts; when the runs of a side (--repeat) differ more than
+Poisson's counts would, a quasi-Poisson test with whole runs as the replicates; when the
+blocks' exceedances are over-dispersed (storms: an index of dispersion over 30 s windows),
+Fisher's exact test on the blocks above the level. No maximum is ever bootstrapped.
 
 Pure functions over summaries: no file is read here.
 """
@@ -18,6 +26,7 @@ Pure functions over summaries: no file is read here.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Required, TypedDict
@@ -30,7 +39,6 @@ from rtlab.analysis.pooling import above, grid, pooled, quantiles
 from rtlab.boundary.summary_shapes import HistogramJSON, MetricTestJSON, TimelineJSON
 
 ALPHA = 0.05
-BOOTSTRAP = 2000
 BLOCK_BOOTSTRAP = 400
 MIN_BLOCKS = 20  # block maxima a side needs for their test
 QUANTILES = {"p99": 0.99, "p99.9": 0.999, "p99.99": 0.9999}
@@ -99,13 +107,21 @@ def histogram(entries: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray, int
 
 
 def blocks(entries: Sequence[Replicate]) -> tuple[np.ndarray, float]:
-    maxima: list[int] = []
+    """A side's block maxima, every run's pooled, and the blocks' length (s)."""
     block_s = 1.0
     for entry in entries:
         axis: Mapping[str, Any] = entry.get("timeline") or {}
-        maxima += [m for m in axis.get("merged") or [] if m is not None and m >= 0]
         block_s = float(axis.get("block_s") or block_s)
-    return np.asarray(maxima, dtype=float), block_s
+    return np.concatenate([np.zeros(0), *runs_blocks(entries)]), block_s
+
+
+def runs_blocks(entries: Sequence[Replicate]) -> list[np.ndarray]:
+    """Each run's block maxima (the merged time axis; an empty array for a run without one)."""
+    out = []
+    for entry in entries:
+        axis: Mapping[str, Any] = entry.get("timeline") or {}
+        out.append(np.asarray([m for m in axis.get("merged") or [] if m is not None and m >= 0], dtype=float))
+    return out
 
 
 # --- the tests -----------------------------------------------------------------------------
@@ -116,49 +132,74 @@ def _grid(base: Sequence[Replicate], new: Sequence[Replicate]) -> tuple[np.ndarr
     return grid([e["histograms"]["merged"] for e in [*base, *new]])
 
 
+def _welch(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
+    """Welch's t-test of NEW's runs against BASE's (one value a run, two or more a side): the
+    effect is the difference of their means, the interval Welch's t interval for it (95 %).
+    Without spread on either side (every run of a side at one value) no t exists: the exact
+    permutation p-value when the sides differ, no interval; unknown when they agree."""
+    test.base, test.new = float(np.mean(base)), float(np.mean(new))
+    test.effect = test.new - test.base
+    if np.ptp(base) == 0 and np.ptp(new) == 0:
+        if test.effect == 0:
+            test.note = (
+                f"every run of both sides has {what} {test.base:g} µs: no run-to-run spread to test "
+                "a difference against"
+            )
+        else:
+            # every run of a side at one value: the runs' ordering is the most extreme of the
+            # C(n, k) ways to split them, the exact two-sided permutation p-value
+            test.p_value = min(1.0, 2 / math.comb(len(base) + len(new), len(base)))
+            test.note = (
+                f"every run of a side has one {what} ({test.base:g} against {test.new:g} µs): "
+                "no spread for an interval; exact permutation p-value"
+            )
+        return
+    with warnings.catch_warnings():  # one side without spread: scipy warns of its exact zero variance
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = stats.ttest_ind(new, base, equal_var=False)
+    ci = result.confidence_interval(0.95)
+    test.p_value = float(result.pvalue)
+    test.interval = (float(ci.low), float(ci.high))
+
+
 def bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
             rng: np.random.Generator) -> list[Test]:  # fmt: skip
-    """p99, p99.9 and p99.99, new against base: a bootstrap over whole runs (each side's runs
-    resampled with replacement, their histograms pooled), never over samples."""
+    """p99, p99.9 and p99.99, new against base, whole runs the replicates: each run's own
+    quantile (from its merged histogram), Welch's t-test on them with two or more runs a side.
+    The effect is the difference of the runs' mean quantiles (with one run a side, of the two
+    runs' quantiles, untested). RNG is unused (kept for the callers' one signature)."""
     values, table, _ = _grid(base, new)
     nb = len(base)
     qs = list(QUANTILES.values())
-    pooled = np.vstack([table[:nb].sum(axis=0), table[nb:].sum(axis=0)])
-    point = quantiles(values, pooled, qs)
-    samples = pooled.sum(axis=1)
-    diffs = None
-    if nb >= 2 and len(new) >= 2:
-        picks_b = rng.integers(0, nb, size=(BOOTSTRAP, nb))
-        picks_n = rng.integers(nb, len(table), size=(BOOTSTRAP, len(new)))
-        qb = quantiles(values, table[picks_b].sum(axis=1), qs)
-        qn = quantiles(values, table[picks_n].sum(axis=1), qs)
-        diffs = qn - qb
+    per_run = quantiles(values, table, qs)  # a row a run: the baseline's runs, then the new ones
+    samples = table.sum(axis=1)
+    replicated = nb >= 2 and len(new) >= 2
     tests = []
     for j, (name, q) in enumerate(QUANTILES.items()):
-        test = Test(name, "bootstrap over whole runs (their histograms pooled)", "µs")
-        b, n = point[0, j], point[1, j]
-        test.base, test.new = (None if np.isnan(b) else float(b)), (None if np.isnan(n) else float(n))
+        test = Test(
+            name,
+            f"Welch's t-test on the runs' own {name} (each run's from its merged histogram); effect: "
+            "the difference of their means, with its Welch t interval",
+            "µs",
+        )
+        b, n = per_run[:nb, j], per_run[nb:, j]
+        if not (np.isnan(b).any() or np.isnan(n).any()):
+            test.base, test.new = float(np.mean(b)), float(np.mean(n))
         need = math.ceil(10 / (1 - q))
         if samples.min() < need:
-            test.note = f"fewer than {need} samples on a side: {name} is not yet measured"
-        elif test.base is None or test.new is None:
-            test.note = f"{name} lies beyond the histogram's range on a side: measure with a wider one"
+            test.note = f"fewer than {need} samples in a run: {name} is not yet measured"
+        elif np.isnan(b).any() or np.isnan(n).any():
+            test.note = f"{name} lies beyond the histogram's range in a run: measure with a wider one"
+        elif not replicated:
+            test.effect = float(np.mean(n)) - float(np.mean(b))
+            test.note = (
+                "one run per side: the body has no replicates (samples within a run are not "
+                "independent); measure each side with --repeat 3 or more"
+            )
         else:
-            test.effect = test.new - test.base
+            _welch(test, b, n, name)
+        if test.effect is not None and test.base is not None:
             test.margin = margin.of(test.base)
-            if diffs is None:
-                test.note = (
-                    "one run per side: the body has no replicates (samples within a run are not "
-                    "independent); measure each side with --repeat 3 or more"
-                )
-            else:
-                d = diffs[:, j][~np.isnan(diffs[:, j])]
-                if len(d) >= BOOTSTRAP // 2:
-                    test.interval = (float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975)))
-                    below, above = float(np.mean(d <= 0)), float(np.mean(d >= 0))
-                    test.p_value = min(1.0, 2 * min(below, above))
-                else:
-                    test.note = "the bootstrap's resamples fell beyond the histogram's range"
         tests.append(test)
     return tests
 
@@ -173,13 +214,29 @@ def _moving_block_medians(x: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return medians
 
 
-def block_max(base_blocks: np.ndarray, new_blocks: np.ndarray, margin: Margin,
+def block_max(base_runs: Sequence[np.ndarray], new_runs: Sequence[np.ndarray], margin: Margin,
                rng: np.random.Generator) -> Test:  # fmt: skip
+    """The block maxima, new against base (each run's, runs_blocks): with two or more runs a
+    side that have blocks, each run's median block maximum is its replicate (Welch's t-test,
+    the effect the difference of their means); else Mann-Whitney U over the blocks pooled,
+    the shift of their median with a moving-block bootstrap interval."""
+    base_blocks = np.concatenate([np.zeros(0), *base_runs])
+    new_blocks = np.concatenate([np.zeros(0), *new_runs])
     test = Test(
         "block-max", "Mann-Whitney U on the blocks' maxima; median shift, moving-block bootstrap", "µs"
     )
     if min(len(base_blocks), len(new_blocks)) < MIN_BLOCKS:
         test.note = f"fewer than {MIN_BLOCKS} blocks on a side: measure longer or with a shorter --block"
+        return test
+    medians_b = np.asarray([np.median(x) for x in base_runs if len(x)])
+    medians_n = np.asarray([np.median(x) for x in new_runs if len(x)])
+    if len(medians_b) >= 2 and len(medians_n) >= 2:
+        test.test = (
+            "Welch's t-test on the runs' median block maxima; effect: the difference of their "
+            "means, with its Welch t interval"
+        )
+        _welch(test, medians_b, medians_n, "median block maximum")
+        test.margin = margin.of(test.base) if test.base is not None else None
         return test
     test.base, test.new = float(np.median(base_blocks)), float(np.median(new_blocks))
     test.effect = test.new - test.base

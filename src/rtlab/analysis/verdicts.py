@@ -34,6 +34,7 @@ from rtlab.analysis.metric_tests import (
     bodies,
     exceedance,
     histogram,
+    runs_blocks,
 )
 from rtlab.analysis.pooling import quantile
 from rtlab.boundary.summary_shapes import Comparison, LoadComparisonJSON, Summary
@@ -189,7 +190,7 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
         bb, block_s = blocks(at_base)
         nb, _ = blocks(at_new)
         tests = bodies(at_base, at_new, margin, rng)
-        tests.append(block_max(bb, nb, margin, rng))
+        tests.append(block_max(runs_blocks(at_base), runs_blocks(at_new), margin, rng))
         vb, cb, ob, _ = histogram(at_base)
         level, said = (float(deadline_us), "the deadline") if deadline_us else (None, "")
         if level is None:
