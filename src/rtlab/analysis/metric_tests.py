@@ -185,9 +185,11 @@ def bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
         b, n = per_run[:nb, j], per_run[nb:, j]
         if not (np.isnan(b).any() or np.isnan(n).any()):
             test.base, test.new = float(np.mean(b)), float(np.mean(n))
+        # a side's runs together hold the tail's samples: a run's own quantile from fewer is
+        # nearer its maximum, still one value a run, and the runs' spread is what the test reads
         need = math.ceil(10 / (1 - q))
-        if samples.min() < need:
-            test.note = f"fewer than {need} samples in a run: {name} is not yet measured"
+        if min(samples[:nb].sum(), samples[nb:].sum()) < need:
+            test.note = f"fewer than {need} samples on a side: {name} is not yet measured"
         elif np.isnan(b).any() or np.isnan(n).any():
             test.note = f"{name} lies beyond the histogram's range in a run: measure with a wider one"
         elif not replicated:
