@@ -227,10 +227,20 @@ def test_runs_whose_tail_counts_scatter_are_the_replicates_of_the_rate():
     assert test.test.startswith("quasi-Poisson"), test.test
     assert test.p_value is not None and test.p_value > 0.05
     assert test.interval[0] < 1 < test.interval[1]
-    # counts as steady as Poisson's keep the exact test, which finds the same ratio
+    # counts as steady as Poisson's: the runs are still the replicates (phi at least 1, t with
+    # the runs' 4 degrees of freedom), and the ratio is found
     base, new = [_run(k) for k in (50, 52, 48)], [_run(k) for k in (80, 79, 81)]
     test = metric_tests.exceedance(
         base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
+    )
+    assert test.test.startswith("quasi-Poisson") and "phi 1," in test.test and test.p_value < 0.05
+    assert test.effect == pytest.approx(1.6, rel=0.01)
+    # recomputed: log(1.6) over sqrt(1/240 + 1/150), against t with 4 degrees of freedom
+    t = np.log(240 / 150) / np.sqrt(1 / 240 + 1 / 150)
+    assert test.p_value == pytest.approx(2 * stats.t.sf(t, 4), rel=1e-6)
+    # one run a side keeps the exact Poisson test, which finds the same ratio
+    test = metric_tests.exceedance(
+        [_run(150)], [_run(240)], 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
     )
     assert test.test.startswith("exact Poisson") and test.p_value < 0.01
     assert test.effect == pytest.approx(1.6, rel=0.01)
