@@ -94,3 +94,11 @@ def test_a_bisections_claims_are_each_one_family_over_their_looks():
     # the ends differ, the culprit is worse than its parent: each looked at after 3, 4, 5, 6 runs
     assert Judge(None, Budget(repeats=3, most=6), print, {}).looks == 4  # type: ignore[arg-type]
     assert Judge(None, Budget(repeats=3, most=3), print, {}).looks == 1  # type: ignore[arg-type]
+
+
+def test_a_metric_shown_on_its_own_but_not_across_the_family_says_so():
+    loads = {"idle": _metric(0.02)}
+    verdicts._correct(loads, 3)
+    test = loads["idle"].tests[0]
+    assert test.verdict == "unknown"
+    assert test.note.startswith("shown on its own (p 0.02), not at 5 % over the 3 comparisons"), test.note

@@ -7,6 +7,7 @@ power over many pairs are measured by bench/bench_compare.py and written in docs
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -264,3 +265,54 @@ def test_a_max_that_points_the_other_way_from_the_verdict_is_explained():
         "run, the verdict rests on p99.99, exceedance, measured over the whole tail"
     ]
     assert verdict_table.max_disagrees([one(1000), b], ["A", "B"]) == []
+
+
+@pytest.mark.unit
+def test_one_run_against_several_reads_the_spread_of_the_side_that_has_runs():
+    # history's check: the newest run against the runs before it. Pooled as if one long run,
+    # 100 against 850 in five runs would be a rate 1.7 times as high (exact Poisson p 1e-7)
+    base, new = [_run(100)], [_run(k) for k in (60, 300, 90, 250, 150)]
+    test = metric_tests.exceedance(
+        base, new, 100.0, "a level", np.array([]), np.array([]), 1.0, metric_tests.Margin()
+    )
+    assert test.test.startswith("quasi-Poisson"), test.test
+    counts = np.array([60, 300, 90, 250, 150])
+    phi = float(((counts - counts.mean()) ** 2 / counts.mean()).sum() / 4)  # the new side's 4 df
+    t = np.log((850 / 500_000) / (100 / 100_000)) / np.sqrt(phi * (1 / 850 + 1 / 100))
+    assert test.p_value == pytest.approx(2 * stats.t.sf(abs(t), 4), rel=1e-6) and test.p_value > 0.05
+
+
+@pytest.mark.unit
+def test_none_on_a_side_is_half_of_one_not_a_pooled_verdict_or_no_ratio():
+    # all 12 of the baseline's from one of its three runs: the runs' spread says it is not shown
+    test = metric_tests.exceedance(
+        [_run(k) for k in (0, 0, 12)], [_run(0)] * 3, 100.0, "a level", np.array([]), np.array([]), 1.0,
+        metric_tests.Margin(),
+    )  # fmt: skip
+    assert test.test.startswith("quasi-Poisson") and "half of one" in test.note
+    assert test.p_value > 0.05 and test.interval[0] < 1 < test.interval[1]
+    # one run a side, none against 240 deadline misses: a ratio, and worse
+    found = {"idle": verdicts.LoadVerdict(tests=[metric_tests.exceedance(
+        [_run(0)], [_run(240)], 100.0, "the deadline", np.array([]), np.array([]), 1.0, metric_tests.Margin()
+    )])}  # fmt: skip
+    verdicts._correct(found)
+    test = found["idle"].tests[0]
+    assert test.effect == pytest.approx(480) and test.interval[0] > 1.1 and test.verdict == "worse", test
+
+
+@pytest.mark.unit
+def test_a_side_without_spread_gets_the_exact_permutation_test_however_the_other_spreads():
+    # every run's p99 in whole µs: 20, 20, 20 against 25, 25, 25 or 25, 25, 26 is the same
+    # evidence: the most extreme of the 20 ways to split six runs, p 2/20
+    for new in ([25.0, 25.0, 25.0], [25.0, 25.0, 26.0]):
+        test = metric_tests.Test("p99", "", "µs")
+        metric_tests._welch(test, np.array([20.0, 20.0, 20.0]), np.array(new), "p99")
+        assert test.p_value == pytest.approx(0.1) and test.interval == (None, None), test
+    # recomputed by brute force for uneven sides
+    base, new = np.array([3.0, 3.0]), np.array([1.0, 4.0, 5.0])
+    both, seen = np.concatenate([base, new]), 0
+    splits = list(itertools.combinations(range(5), 3))
+    for picked in splits:
+        mask = np.isin(np.arange(5), picked)
+        seen += abs(both[mask].mean() - both[~mask].mean()) >= abs(new.mean() - base.mean()) - 1e-9
+    assert metric_tests._permutation_p(base, new) == pytest.approx(seen / len(splits))

@@ -11,14 +11,15 @@ is unknown, which says how many repeats would settle it. The blocks of the time 
 maxima, --block) give the block maxima: with two or more runs a side, each run's median block
 maximum is its replicate (Welch's t-test, as the body's), since blocks of one run share its
 run-to-run state; with one run a side, a Mann-Whitney U test over the blocks, the shift of
-their median with a moving-block bootstrap interval. When every run of both sides has the same
-value there is no spread to test against: an exact permutation p-value when the sides differ
-(every new run above, or below, every base run), no interval, else unknown. The tail is the
-rate of wake-ups later than a level (the deadline, else the baseline's p99.99): with two or
-more runs a side, a quasi-Poisson test with whole runs as the replicates (the runs' dispersion,
-at least 1, and t with their degrees of freedom); with one run a side, an exact Poisson
-rate-ratio test on the counts, or, when the blocks' exceedances are over-dispersed (storms: an
-index of dispersion over 30 s windows), Fisher's exact test on the blocks above the level.
+their median with a moving-block bootstrap interval. When every run of a side has the same
+value that side has no variance for a t: the exact permutation test over the runs, no
+interval (unknown when every run of both sides agrees). The tail is the rate of wake-ups
+later than a level (the deadline, else the baseline's p99.99): with two or more runs on a
+side, a quasi-Poisson test with whole runs as the replicates (the runs' dispersion, at least
+1, and t with their degrees of freedom; none counts half of one); with one run a side, an
+exact Poisson rate-ratio test on the counts, or, when the blocks' exceedances are
+over-dispersed (storms: an index of dispersion over 30 s windows), Fisher's exact test on the
+blocks above the level.
 No maximum is ever bootstrapped.
 
 Pure functions over summaries: no file is read here.
@@ -26,6 +27,7 @@ Pure functions over summaries: no file is read here.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -136,24 +138,24 @@ def _grid(base: Sequence[Replicate], new: Sequence[Replicate]) -> tuple[np.ndarr
 def _welch(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
     """Welch's t-test of NEW's runs against BASE's (one value a run, two or more a side): the
     effect is the difference of their means, the interval Welch's t interval for it (95 %).
-    Without spread on either side (every run of a side at one value) no t exists: the exact
-    permutation p-value when the sides differ, no interval; unknown when they agree."""
+    A side whose runs all have one value (whole µs: quiet runs often do) has no variance for a
+    t: then the exact permutation test over the runs, no interval, so that a little spread on
+    the other side never makes a difference surer than none would; unknown when the values
+    all agree."""
     test.base, test.new = float(np.mean(base)), float(np.mean(new))
     test.effect = test.new - test.base
-    if np.ptp(base) == 0 and np.ptp(new) == 0:
-        if test.effect == 0:
+    if np.ptp(base) == 0 or np.ptp(new) == 0:
+        if np.ptp(base) == 0 and np.ptp(new) == 0 and test.effect == 0:
             test.note = (
                 f"every run of both sides has {what} {test.base:g} µs: no run-to-run spread to test "
                 "a difference against"
             )
-        else:
-            # every run of a side at one value: the runs' ordering is the most extreme of the
-            # C(n, k) ways to split them, the exact two-sided permutation p-value
-            test.p_value = min(1.0, 2 / math.comb(len(base) + len(new), len(base)))
-            test.note = (
-                f"every run of a side has one {what} ({test.base:g} against {test.new:g} µs): "
-                "no spread for an interval; exact permutation p-value"
-            )
+            return
+        test.p_value = _permutation_p(base, new)
+        test.note = (
+            f"a side's runs all have one {what} ({test.base:g} against {test.new:g} µs): exact "
+            "permutation test over the runs, no interval"
+        )
         return
     with warnings.catch_warnings():  # one side without spread: scipy warns of its exact zero variance
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -161,6 +163,21 @@ def _welch(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
     ci = result.confidence_interval(0.95)
     test.p_value = float(result.pvalue)
     test.interval = (float(ci.low), float(ci.high))
+
+
+def _permutation_p(base: np.ndarray, new: np.ndarray) -> float:
+    """The two-sided exact permutation p-value of the difference of the means: the share of
+    the ways to split the runs into sides of these sizes whose difference is at least as far
+    from none (the runs are few: C(12, 6) is 924 splits)."""
+    both = np.concatenate([base, new])
+    observed = abs(float(np.mean(new)) - float(np.mean(base)))
+    total, far = 0, 0
+    for picked in itertools.combinations(range(len(both)), len(new)):
+        mask = np.zeros(len(both), dtype=bool)
+        mask[list(picked)] = True
+        total += 1
+        far += abs(float(both[mask].mean()) - float(both[~mask].mean())) >= observed - 1e-9
+    return far / total
 
 
 def bodies(base: Sequence[Replicate], new: Sequence[Replicate], margin: Margin,
@@ -265,12 +282,14 @@ def exceedance(
     if kb + kn == 0:
         test.note += ": none on either side, the rates cannot be told apart"
         return test
-    if len(base) >= 2 and len(new) >= 2 and kb and kn:
-        # repeats on both sides: whole runs are the replicates of the rate, always. Pooling
-        # their wake-ups (Poisson) or their blocks (Fisher) as if independent is blind to runs
-        # whose tail rates differ by a quarter from one to the next, as a real machine's do: a
-        # same-system pair of 3 runs a side was called different that way
-        _quasi_poisson(test, base, new, level, kb / nb, kn / nn, kb, kn)
+    phi, df = _run_dispersion(base, new, level)
+    if df:
+        # repeats on a side: whole runs are the replicates of the rate, always. Pooling their
+        # wake-ups (Poisson) or their blocks (Fisher) as if independent is blind to runs whose
+        # tail rates differ by a quarter from one to the next, as a real machine's do: a
+        # same-system pair of 3 runs a side was called different that way (and 5 runs against
+        # the newest one, as history's check does, 1 time in 4)
+        _quasi_poisson(test, phi, df, (kb, nb), (kn, nn))
         return test
     # one run a side: 30 s windows choose between Poisson and Fisher (an index of dispersion
     # at 5 %), not a refusal; the gate's storm check is stationarity's busiest 10 s window
@@ -306,19 +325,27 @@ def exceedance(
     def ratio(pi: float) -> float | None:
         return None if pi >= 1 else (pi / (1 - pi)) / odds
 
-    test.effect = ratio(kn / (kn + kb)) if kb else None
+    # none on the baseline's side: half of one, so that none against many deadline misses is a
+    # ratio (the interval's lower end is the exact test's) and can be worse
+    test.effect = ratio(kn / (kn + kb)) if kb else (kn / nn) / (0.5 / nb)
+    if not kb:
+        test.note += ": none on the baseline's side, counted as half of one"
     test.interval = (ratio(ci.low), ratio(ci.high))
     return test
 
 
-def _quasi_poisson(test: Test, base: Sequence[Replicate], new: Sequence[Replicate], level: float,
-                   rate_b: float, rate_n: float, kb: int, kn: int) -> None:  # fmt: skip
+def _quasi_poisson(test: Test, phi: float, df: int, base: tuple[int, int], new: tuple[int, int]) -> None:
     """The rate ratio with whole runs as the replicates (quasi-Poisson): the variance scaled by
-    how much more the runs' counts vary than Poisson's (at least 1), t with the runs' degrees of
-    freedom, so 3 runs a side give a wide interval, as they should."""
-    phi, df = _run_dispersion(base, new, level)
-    log_ratio = math.log(rate_n / rate_b)
-    se = math.sqrt(phi * (1 / kn + 1 / kb))
+    PHI, how much more the runs' counts vary than Poisson's (at least 1), t with the runs' DF
+    degrees of freedom, so 3 runs a side give a wide interval, as they should. BASE and NEW:
+    (wake-ups above the level, wake-ups). A side with none counts half of one, so that none
+    against many is a ratio with an interval, not a division by zero."""
+    (kb, nb), (kn, nn) = base, new
+    if not (kb and kn):
+        test.note += ": none on a side, counted as half of one"
+    cb, cn = kb or 0.5, kn or 0.5
+    log_ratio = math.log((cn / nn) / (cb / nb))
+    se = math.sqrt(phi * (1 / cn + 1 / cb))
     t = float(stats.t.ppf(0.975, df))
     test.test = f"quasi-Poisson rate ratio over whole runs (their dispersion phi {phi:.3g}, at least 1)"
     test.p_value = float(2 * stats.t.sf(abs(log_ratio) / se, df))

@@ -254,17 +254,25 @@ def _correct(verdicts: dict[str, LoadVerdict], family: int = 1) -> None:
     if family < 1:
         raise ValueError(f"a decision has at least one comparison, not {family}")
     tests = [t for v in verdicts.values() for t in v.tests if t.p_value is not None]
-    for t, adjusted in zip(tests, stationarity.holm([t.p_value for t in tests]), strict=True):  # type: ignore[misc]
+    alone = stationarity.holm([t.p_value for t in tests])  # type: ignore[misc]
+    for t, adjusted in zip(tests, alone, strict=True):
         t.p_adjusted = min(1.0, adjusted * family)
     for v in verdicts.values():
         for t in v.tests:
             _judge(t)
+    # the intervals shown are each 95 %: one that misses none yet stays unknown says why
+    for t, adjusted in zip(tests, alone, strict=True):
+        if t.verdict == "unknown" and adjusted < ALPHA <= (t.p_adjusted or 1.0):
+            why = f"shown on its own (p {adjusted:.2g}), not at 5 % over the {family} comparisons"
+            t.note = f"{why}; {t.note}" if t.note else why
 
 
 def _overall(tests: list[Test], runs_base: int, runs_new: int) -> tuple[str, str]:
     worse = [t.metric for t in tests if t.verdict == "worse"]
     better = [t.metric for t in tests if t.verdict == "better"]
     limit = "" if min(runs_base, runs_new) > 1 else "; one run per side: only within-run noise is tested"
+    if max(runs_base, runs_new) > 1 and min(runs_base, runs_new) == 1:
+        limit = "; one run on a side: its body is untested, the other side's runs carry the run-to-run noise"
     if worse:
         return "worse", f"worse in {', '.join(worse)}{limit}"
     if better:
