@@ -7,6 +7,7 @@ than their within-run noise; the repeats of a side (`--repeat`) are then the rep
 1. False alarms: A/A pairs (one system, 3 and 5 runs a side) called "worse" or "better"
    (goal: at most 5 %, after Holm's correction across the metrics), and the metrics that
    raised them.
+   The same for 5 runs against one, as `rtlab history regressions` checks the newest run.
 2. Power: the body 30 % slower, and the tail four times as frequent, 3 runs a side, found
    "worse".
 
@@ -47,14 +48,16 @@ def wilson(k: int, n: int) -> str:
     return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
 
 
-def rate(label: str, pairs: int, repeats: int, expected: str | None, offset: int, **kind: float) -> None:
+def rate(label: str, pairs: int, repeats: int, expected: str | None, offset: int, new_repeats: int = 0,
+         **kind: float) -> None:  # fmt: skip
+    """PAIRS comparisons of REPEATS runs against NEW_REPEATS (default as many) of KIND."""
     said: Counter[str] = Counter()
     metrics: Counter[str] = Counter()
     for pair in range(pairs):
         first = 100_000 + offset + 1000 * pair
         with tempfile.TemporaryDirectory() as tmp:
             base = runs(Path(tmp), range(first, first + repeats))
-            new = runs(Path(tmp), range(first + 500, first + 500 + repeats), **kind)
+            new = runs(Path(tmp), range(first + 500, first + 500 + (new_repeats or repeats)), **kind)
         idle = verdicts.compare(base, new)["loads"]["idle"]
         said[idle["verdict"]] += 1
         if idle["verdict"] in ("worse", "better"):
@@ -73,5 +76,6 @@ def rate(label: str, pairs: int, repeats: int, expected: str | None, offset: int
 if __name__ == "__main__":
     rate("A/A, 3 repeats a side", PAIRS, 3, None, 0)
     rate("A/A, 5 repeats a side", PAIRS, 5, None, 10_000_000)
+    rate("A/A, 5 runs against the newest one (history's check)", PAIRS, 5, None, 40_000_000, new_repeats=1)
     rate("body +30 %, 3 repeats a side", max(PAIRS // 4, 10), 3, "worse", 20_000_000, body=1.3)
     rate("tail x4, 3 repeats a side", max(PAIRS // 4, 10), 3, "worse", 30_000_000, tail_p=8e-3)

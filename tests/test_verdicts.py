@@ -316,3 +316,18 @@ def test_a_side_without_spread_gets_the_exact_permutation_test_however_the_other
         mask = np.isin(np.arange(5), picked)
         seen += abs(both[mask].mean() - both[~mask].mean()) >= abs(new.mean() - base.mean()) - 1e-9
     assert metric_tests._permutation_p(base, new) == pytest.approx(seen / len(splits))
+
+
+@pytest.mark.unit
+def test_one_run_against_several_judges_its_median_block_maximum_against_their_spread():
+    base = [np.full(20, float(m)) for m in (10, 12, 11, 13, 14)]
+    rng = np.random.default_rng(1)
+    for new, far in ((30.0, True), (13.0, False)):
+        test = metric_tests.block_max(base, [np.full(20, new)], metric_tests.Margin(), rng)
+        assert test.test.startswith("t-test of the one run's median block maximum"), test.test
+        se = np.std([10, 12, 11, 13, 14], ddof=1) * np.sqrt(1 + 1 / 5)
+        assert test.effect == pytest.approx(new - 12)
+        assert test.p_value == pytest.approx(2 * stats.t.sf(abs(new - 12) / se, 4), rel=1e-9)
+        half = stats.t.ppf(0.975, 4) * se
+        assert test.interval == pytest.approx((new - 12 - half, new - 12 + half))
+        assert (test.p_value < 0.05) is far

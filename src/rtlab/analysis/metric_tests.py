@@ -165,6 +165,24 @@ def _welch(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
     test.interval = (float(ci.low), float(ci.high))
 
 
+def _one_against_many(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
+    """One run's value against the runs of the other side (two or more): how far it lies from
+    their mean in their own spread, t with their degrees of freedom, the interval the
+    difference's (the prediction interval of one more run, moved). A side without spread:
+    the exact permutation test, as _welch."""
+    test.base, test.new = float(np.mean(base)), float(np.mean(new))
+    test.effect = test.new - test.base
+    many = base if len(base) > 1 else new
+    if np.ptp(many) == 0:
+        _welch(test, base, new, what)
+        return
+    se = float(np.std(many, ddof=1)) * math.sqrt(1 + 1 / len(many))
+    df = len(many) - 1
+    t = float(stats.t.ppf(0.975, df))
+    test.p_value = float(2 * stats.t.sf(abs(test.effect) / se, df))
+    test.interval = (test.effect - t * se, test.effect + t * se)
+
+
 def _permutation_p(base: np.ndarray, new: np.ndarray) -> float:
     """The two-sided exact permutation p-value of the difference of the means: the share of
     the ways to split the runs into sides of these sizes whose difference is at least as far
@@ -256,6 +274,17 @@ def block_max(base_runs: Sequence[np.ndarray], new_runs: Sequence[np.ndarray], m
             "means, with its Welch t interval"
         )
         _welch(test, medians_b, medians_n, "median block maximum")
+        test.margin = margin.of(test.base) if test.base is not None else None
+        return test
+    if max(len(medians_b), len(medians_n)) >= 2:
+        # one run against several (history's check of the newest run): the one run's median
+        # block maximum against the spread of the others', not their blocks pooled, which
+        # share each run's state and called 5 runs against 1 of the same system different
+        test.test = (
+            "t-test of the one run's median block maximum against the other side's runs "
+            "(their spread, a prediction interval)"
+        )
+        _one_against_many(test, medians_b, medians_n, "median block maximum")
         test.margin = margin.of(test.base) if test.base is not None else None
         return test
     test.base, test.new = float(np.median(base_blocks)), float(np.median(new_blocks))
