@@ -268,23 +268,22 @@ def block_max(base_runs: Sequence[np.ndarray], new_runs: Sequence[np.ndarray], m
         return test
     medians_b = np.asarray([np.median(x) for x in base_runs if len(x)])
     medians_n = np.asarray([np.median(x) for x in new_runs if len(x)])
-    if len(medians_b) >= 2 and len(medians_n) >= 2:
-        test.test = (
-            "Welch's t-test on the runs' median block maxima; effect: the difference of their "
-            "means, with its Welch t interval"
-        )
-        _welch(test, medians_b, medians_n, "median block maximum")
-        test.margin = margin.of(test.base) if test.base is not None else None
-        return test
     if max(len(medians_b), len(medians_n)) >= 2:
-        # one run against several (history's check of the newest run): the one run's median
-        # block maximum against the spread of the others', not their blocks pooled, which
-        # share each run's state and called 5 runs against 1 of the same system different
-        test.test = (
-            "t-test of the one run's median block maximum against the other side's runs "
-            "(their spread, a prediction interval)"
-        )
-        _one_against_many(test, medians_b, medians_n, "median block maximum")
+        if min(len(medians_b), len(medians_n)) >= 2:
+            test.test = (
+                "Welch's t-test on the runs' median block maxima; effect: the difference of their "
+                "means, with its Welch t interval"
+            )
+            _welch(test, medians_b, medians_n, "median block maximum")
+        else:
+            # one run against several (history's check of the newest run): the one run's median
+            # block maximum against the spread of the others', not their blocks pooled, which
+            # share each run's state and called 5 runs against 1 of the same system different
+            test.test = (
+                "t-test of the one run's median block maximum against the other side's runs "
+                "(their spread, a prediction interval)"
+            )
+            _one_against_many(test, medians_b, medians_n, "median block maximum")
         test.margin = margin.of(test.base) if test.base is not None else None
         return test
     test.base, test.new = float(np.median(base_blocks)), float(np.median(new_blocks))
