@@ -4,7 +4,7 @@
    summary and written, one transaction a run, as `rtlab history add` does. Summarising a run
    from its raw files (what `add` does first, once per run) is timed apart, per run.
 2. A trend query over them (goal: under 0.5 s): one board's series of one load, and the points
-   by kernel with their bootstrap intervals.
+   by kernel with their intervals over runs.
 3. The store's size per run (goal: under 200 kB without the run folders).
 
 The runs are synthetic (tests/evt_data.py: 10 minutes at 1 kHz per CPU, heavy tail), one
@@ -80,7 +80,7 @@ def main() -> None:
         print(f"summarise one run from its raw files (5 loads x 2 CPUs, 10 min): {summarise_s:.2f} s")
         print(f"index {RUNS} runs (5 loads x 4 CPUs): {index_s:.1f} s ({per_run_ms:.1f} ms a run); "
               f"goal < 30 s: ratio {index_s / 30:.2f}")  # fmt: skip
-        print(f"trend query ({len(series)} runs, {len(points)} kernels, bootstrap intervals): "
+        print(f"trend query ({len(series)} runs, {len(points)} kernels, intervals over runs): "
               f"{query_s:.2f} s; goal < 0.5 s: ratio {query_s / 0.5:.2f}")  # fmt: skip
         print(f"store size: {kb:.1f} kB a run; goal < 200 kB: ratio {kb / 200:.2f}")
 

@@ -97,7 +97,7 @@ def measure(db: str | None) -> None:
           f"monitor blocks over {BOARDS} boards")  # fmt: skip
     print(f"adding: runs {RUNS / runs_s:.0f}/s ({runs_s:.0f} s), blocks {BLOCKS * BOARDS / blocks_s:.0f}/s "
           f"({blocks_s:.0f} s)")  # fmt: skip
-    print(f"trend of one board's load ({len(series)} runs, {len(points)} kernels, bootstrap intervals): "
+    print(f"trend of one board's load ({len(series)} runs, {len(points)} kernels, intervals over runs): "
           f"{trend_s:.2f} s; goal < 1 s: ratio {trend_s:.2f}")  # fmt: skip
     print(f"regressions over that series ({len(found)} change(s) and the newest): {regressions_s:.2f} s; "
           f"goal < 5 s: ratio {regressions_s / 5:.2f}")  # fmt: skip

@@ -148,7 +148,7 @@ def test_the_trend_by_kernel_recomputed(runs, db, tmp_path):
         folders = [campaign / f"repeat-{k}" for k in range(1, 6)]
         assert p["value"] == _nearest_rank(*_pooled(folders), 0.9999)
         low, high = p["interval"]
-        assert low <= p["value"] <= high and "bootstrap over runs" in p["note"]
+        assert low <= p["value"] <= high and "t over the runs" in p["note"]
     # the busy kernel is the worse one: p99.9, as the busy loop makes one wake-up in 100 late
     # (CPU 0's every 10 ms) and this VM's own hiccups of several ms, which can reach a quiet
     # run's p99.99, are far fewer than one in 1000

@@ -1,0 +1,64 @@
+"""history trend's points: each kernel's value pooled over its runs and its 95 % interval
+recomputed by hand from the runs' own values (Student's t for a quantile, quasi-Poisson for
+the exceedance rate, Garwood's exact interval for one run), on histograms built here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rtlab.history import trend
+
+pytestmark = pytest.mark.unit
+
+
+def _run(kernel: str, late_us: int, late: int = 15, wakeups: int = 1000) -> dict:
+    """A run whose wake-ups are at 10 µs but LATE of them at LATE_US (its p99 when LATE > 10)."""
+    values, counts = np.asarray([10, late_us]), np.asarray([wakeups - late, late])
+    histogram = {"limit_us": 100_000, "overflows": 0, "values": values, "counts": counts}
+    return {"kernel": kernel, "started": "2026-11-27T00:00:00", "max_us": float(late_us),
+            "p99_99_us": float(late_us), "histogram": histogram}  # fmt: skip
+
+
+def test_a_quantile_is_pooled_give_or_take_t_over_the_runs_own():
+    runs = [_run("6.12-rt", us) for us in (30, 40, 50)]
+    (point,) = trend.points(runs, "p99", None)
+    # pooled: 2955 wake-ups at 10 µs and 15 at each of 30, 40, 50: the 2970th is 30 µs
+    assert point.value == 30
+    half = stats.t.ppf(0.975, 2) * np.std([30, 40, 50], ddof=1) / math.sqrt(3)
+    assert (point.low, point.high) == pytest.approx((30 - half, 30 + half))
+    assert half > 24  # 3 runs a side give a wide interval, as they should
+    assert "3 runs: t over the runs' own p99" in point.note
+
+
+def test_runs_that_agree_give_no_interval_rather_than_a_certain_one():
+    (point,) = trend.points([_run("k", 40) for _ in range(3)], "p99", None)
+    assert point.value == 40 and point.low is None and point.high is None
+    assert "no run-to-run spread" in point.note
+
+
+def test_the_exceedance_rate_is_quasi_poisson_over_runs():
+    runs = [_run("k", 500, late=k, wakeups=10_000) for k in (5, 20, 50)]
+    (point,) = trend.points(runs, "exceed-rate", 100.0)
+    rate = 75 / 30_000
+    assert point.value == pytest.approx(rate)
+    phi = sum((k - 25) ** 2 / 25 for k in (5, 20, 50)) / 2  # Pearson over 2 degrees of freedom: 21
+    spread = stats.t.ppf(0.975, 2) * math.sqrt(phi / 75)
+    assert (point.low, point.high) == pytest.approx((rate * math.exp(-spread), rate * math.exp(spread)))
+    assert "dispersion 21" in point.note
+
+
+def test_one_run_has_the_exact_poisson_interval_and_a_maximum_none():
+    (point,) = trend.points([_run("k", 500, late=4, wakeups=10_000)], "exceed-rate", 100.0)
+    low, high = stats.chi2.ppf(0.025, 8) / 2 / 10_000, stats.chi2.ppf(0.975, 10) / 2 / 10_000
+    assert (point.low, point.high) == pytest.approx((low, high)) and "exact Poisson" in point.note
+    (top,) = trend.points([_run("k", 500), _run("k", 700)], "max", None)
+    assert top.value == 700 and top.low is None and "no interval" in top.note
+
+
+def test_kernels_keep_the_order_they_were_first_measured_in():
+    rows = [_run("b", 30), _run("a", 40), _run("b", 50)]
+    assert [p.kernel for p in trend.points(rows, "p99", None)] == ["b", "a"]
