@@ -2,10 +2,15 @@
 
 1. A/A: the same kernel measured twice, PAIRS pairs of short runs (idle and cpu,
    BENCH_SECONDS each): how many pairs call a load "worse" or "better" (false alarms).
+   With BENCH_REPEATS=K (2 or more), each pair is one `--repeat 2K` campaign whose repeats are
+   split into two sides of K runs, the replicates compare reads: alternately (A B A B ...: the
+   machine's drift falls on both sides alike) and in order (K then K, as a user measures A
+   then B), each rate with its 95 % Wilson interval.
 2. A/B: Debian's PREEMPT_RT kernel against its standard one in QEMU guests under the cpu and
    os loads: the verdicts, RT as the new run (emulated guests: compare only with each other).
 
     BENCH_PAIRS=10 BENCH_SECONDS=10 .venv/bin/python bench/bench_compare_real.py
+    BENCH_PAIRS=20 BENCH_SECONDS=5 BENCH_REPEATS=3 .venv/bin/python bench/bench_compare_real.py
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "10"))
 SECONDS = os.environ.get("BENCH_SECONDS", "10")
+REPEATS = int(os.environ.get("BENCH_REPEATS", "1"))
 RTLAB = [sys.executable, "-m", "rtlab"]
 
 
@@ -50,6 +56,44 @@ def same_kernel_twice(tmp: Path) -> None:
           f"false alarms {alarms} of {total} ({alarms / max(total, 1):.0%})")  # fmt: skip
 
 
+def wilson(k: int, n: int) -> str:
+    """K of N as a rate with its 95 % Wilson interval."""
+    from scipy import stats
+
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson") if n else None
+    low, high = (ci.low, ci.high) if ci else (0.0, 1.0)
+    return f"{k}/{n} = {k / max(n, 1):.1%} [{low:.1%}, {high:.1%}]"
+
+
+def same_kernel_repeated(tmp: Path) -> None:
+    """A/A with K runs a side: one campaign of 2K repeats a pair, split two ways."""
+    from rtlab.analysis import verdicts
+    from rtlab.analysis.metric_tests import Margin
+    from rtlab.rundir import readback
+
+    said: dict[str, Counter[str]] = {"alternate": Counter(), "in order": Counter()}
+    raised: Counter[str] = Counter()
+    for pair in range(PAIRS):
+        folder = run(tmp / f"r{pair}", "--loads", "idle,cpu", "--duration", f"{SECONDS}s",
+                     "--repeat", str(2 * REPEATS))  # fmt: skip
+        runs = readback.replicates(folder)
+        if len(runs) < 2 * REPEATS:
+            raise SystemExit(f"{folder}: {len(runs)} of {2 * REPEATS} repeats measured")
+        splits = {"alternate": (runs[0::2], runs[1::2]), "in order": (runs[:REPEATS], runs[REPEATS:])}
+        for how, (a, b) in splits.items():
+            for load, v in verdicts.compare(a, b, Margin())["loads"].items():
+                said[how][v["verdict"]] += 1
+                if v["verdict"] in ("worse", "better"):
+                    raised.update(f"{how}: {load} {t['metric']}" for t in v["tests"]
+                                  if t["verdict"] in ("worse", "better"))  # fmt: skip
+        print(f"pair {pair + 1}: " + "; ".join(f"{h} {dict(c)}" for h, c in said.items()), flush=True)
+    for how, counted in said.items():
+        alarms, total = counted["worse"] + counted["better"], sum(counted.values())
+        print(f"A/A on this machine, {PAIRS} pairs x 2 loads, {REPEATS} runs of {SECONDS} s a side, "
+              f"{how}: {dict(counted)}; false alarms {wilson(alarms, total)}")  # fmt: skip
+    print(f"metrics that raised them: {dict(raised)}")
+
+
 def rt_against_standard(tmp: Path) -> None:
     common = ("--loads", "cpu,os", "--duration", f"{SECONDS}s")
     standard = run(tmp / "standard", "--target", "qemu:debian", *common)
@@ -67,5 +111,8 @@ def rt_against_standard(tmp: Path) -> None:
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
-        same_kernel_twice(Path(tmp))
-        rt_against_standard(Path(tmp))
+        if REPEATS >= 2:
+            same_kernel_repeated(Path(tmp))
+        else:
+            same_kernel_twice(Path(tmp))
+            rt_against_standard(Path(tmp))
