@@ -331,3 +331,76 @@ def test_one_run_against_several_judges_its_median_block_maximum_against_their_s
         half = stats.t.ppf(0.975, 4) * se
         assert test.interval == pytest.approx((new - 12 - half, new - 12 + half))
         assert (test.p_value < 0.05) is far
+
+
+def _welch_test(base: list[float], new: list[float]) -> metric_tests.Test:
+    test = metric_tests.Test("p99", "", "µs", margin=5.0)
+    metric_tests._welch(test, np.array(base), np.array(new), "p99")
+    return test
+
+
+def _by_hand(se: float, alpha: float, df_of_m) -> int:
+    """The least whole m with (t(1 - alpha/2) + t(0.8)) se / sqrt(m) <= the 5 µs margin."""
+    m = 1
+    while (stats.t.ppf(1 - alpha / 2, df_of_m(m)) + stats.t.ppf(0.8, df_of_m(m))) * se / np.sqrt(m) > 5:
+        m += 1
+    return m
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("base", "new", "df"),
+    [([20.0, 20.1, 19.9], [22.0, 30.0, 26.0], 2.0), ([20.0, 22.0, 24.0], [26.0, 28.0, 30.0], 4.0)],
+)
+def test_the_advice_reads_t_at_the_degrees_of_freedom_more_runs_would_have(base, new, df):
+    # 3 runs a side: Welch's df 2 (one side's spread) to 4 (both alike); with m times the
+    # runs, df (3m - 1) / 2 times as many
+    test = _welch_test(base, new)
+    se = np.sqrt(np.var(base, ddof=1) / 3 + np.var(new, ddof=1) / 3)
+    assert test.se == pytest.approx(se) and test.df == pytest.approx(df, abs=0.01) and test.runs == 3
+    needed = _by_hand(se, 0.05, lambda m: test.df * (3 * m - 1) / 2)
+    assert (
+        verdicts._how_much_more(test)
+        == f"about {needed} times the data would settle it (repeats, or longer runs)"
+    )
+    # the old advice read the t interval's width as a normal one's: (t(0.975, df) / z)^2 more,
+    # 4.8 times at df 2
+    lo, hi = test.interval
+    old = ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * (hi - lo) / 3.92 / 5) ** 2
+    normal = ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * se / 5) ** 2
+    assert old / normal == pytest.approx((stats.t.ppf(0.975, test.df) / stats.norm.ppf(0.975)) ** 2, rel=1e-3)
+    exact = verdicts._data_needed(se, 5.0, 0.05, test.df, test.runs)
+    assert normal < exact < old and needed == np.ceil(exact) <= np.ceil(old)
+    if df == 2.0:
+        assert old / normal == pytest.approx(4.8, abs=0.05) and (needed, int(np.ceil(old))) == (3, 9)
+
+
+@pytest.mark.unit
+def test_the_advice_is_at_the_metrics_share_of_the_decisions_five_percent():
+    # three metrics with p-values in a comparison that is one of a family of 3: each metric's
+    # advice is at 5 % / 9 (Bonferroni), and asks for more data than alone
+    notes = {}
+    for family in (1, 3):
+        test = _welch_test([20.0, 20.1, 19.9], [21.0, 30.0, 25.0])
+        others = [metric_tests.Test(m, "", "µs", p_value=0.5) for m in ("p99.9", "p99.99")]
+        found = {"idle": verdicts.LoadVerdict(tests=[test, *others])}
+        verdicts._correct(found, family)
+        assert test.verdict == "unknown", test
+        needed = _by_hand(test.se, 0.05 / (3 * family), lambda m, df=test.df: df * (3 * m - 1) / 2)
+        assert test.note.endswith(f"about {needed} times the data would settle it (repeats, or longer runs)")
+        notes[family] = needed
+    assert notes == {1: 4, 3: 5}
+
+
+@pytest.mark.unit
+def test_the_advice_without_a_tests_own_se_reads_a_normal_interval_and_none_without_one():
+    # no se stored (an older caller's Test): the interval's width over 3.92, normal, as before
+    test = metric_tests.Test("p99", "", "µs", effect=0.0, interval=(-9.8, 9.8), margin=5.0)
+    assert verdicts._how_much_more(test) == "about 8 times the data would settle it (repeats, or longer runs)"
+    test.interval = (-2.0, 2.0)
+    assert verdicts._how_much_more(test) == "near the edge: a little more data would settle it"
+    # every run of a side alike: the exact permutation test, no interval, no advice
+    test = _welch_test([20.0, 20.0, 20.0], [25.0, 25.0, 26.0])
+    found = {"idle": verdicts.LoadVerdict(tests=[test])}
+    verdicts._correct(found)
+    assert test.verdict == "unknown" and "times the data" not in test.note and test.se is None

@@ -86,6 +86,12 @@ class Test:
     margin: float | None = None
     verdict: str = "unknown"
     note: str = ""
+    # what "how much more data" needs (analysis/verdicts.py), kept off the JSON: nothing reads
+    # it back. The effect's standard error (of its log for a ratio), the degrees of freedom of
+    # its t (None: normal), and the runs a side they rest on, by which they grow with more runs
+    se: float | None = None
+    df: float | None = None
+    runs: int | None = None
 
     def to_json(self) -> MetricTestJSON:
         return {
@@ -163,6 +169,10 @@ def _welch(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
     ci = result.confidence_interval(0.95)
     test.p_value = float(result.pvalue)
     test.interval = (float(ci.low), float(ci.high))
+    test.se = math.sqrt(float(np.var(new, ddof=1)) / len(new) + float(np.var(base, ddof=1)) / len(base))
+    # Welch's degrees of freedom grow as (m n - 1) / (n - 1) with m times the runs of n a
+    # side; the larger side's n grows them least, so the advice is never too hopeful
+    test.df, test.runs = float(result.df), max(len(base), len(new))
 
 
 def _one_against_many(test: Test, base: np.ndarray, new: np.ndarray, what: str) -> None:
@@ -181,6 +191,7 @@ def _one_against_many(test: Test, base: np.ndarray, new: np.ndarray, what: str) 
     t = float(stats.t.ppf(0.975, df))
     test.p_value = float(2 * stats.t.sf(abs(test.effect) / se, df))
     test.interval = (test.effect - t * se, test.effect + t * se)
+    test.se, test.df, test.runs = se, df, len(many)
 
 
 def _permutation_p(base: np.ndarray, new: np.ndarray) -> float:
@@ -292,6 +303,7 @@ def block_max(base_runs: Sequence[np.ndarray], new_runs: Sequence[np.ndarray], m
     test.p_value = float(stats.mannwhitneyu(new_blocks, base_blocks, alternative="two-sided").pvalue)
     d = _moving_block_medians(new_blocks, rng) - _moving_block_medians(base_blocks, rng)
     test.interval = (float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975)))
+    test.se = float(np.std(d, ddof=1))
     return test
 
 
@@ -310,7 +322,7 @@ def exceedance(
     if kb + kn == 0:
         test.note += ": none on either side, the rates cannot be told apart"
         return test
-    phi, df = _run_dispersion(base, new, level)
+    phi, df, runs = _run_dispersion(base, new, level)
     if df:
         # repeats on a side: whole runs are the replicates of the rate, always. Pooling their
         # wake-ups (Poisson) or their blocks (Fisher) as if independent is blind to runs whose
@@ -318,6 +330,7 @@ def exceedance(
         # same-system pair of 3 runs a side was called different that way (and 5 runs against
         # the newest one, as history's check does, 1 time in 4)
         _quasi_poisson(test, phi, df, (kb, nb), (kn, nn))
+        test.runs = runs
         return test
     # one run a side: 30 s windows choose between Poisson and Fisher (an index of dispersion
     # at 5 %), not a refusal; the gate's storm check is stationarity's busiest 10 s window
@@ -342,6 +355,7 @@ def exceedance(
             test.effect = rn / rb
             se = math.sqrt(1 / xn - 1 / len(new_blocks) + 1 / xb - 1 / len(base_blocks))
             test.interval = (test.effect * math.exp(-1.96 * se), test.effect * math.exp(1.96 * se))
+            test.se = se
         return test
     test.test = "exact Poisson rate-ratio test (conditional binomial) on the wake-ups above the level"
     share = nn / (nn + nb)
@@ -359,6 +373,8 @@ def exceedance(
     if not kb:
         test.note += ": none on the baseline's side, counted as half of one"
     test.interval = (ratio(ci.low), ratio(ci.high))
+    if kb and kn:  # the exact interval has no se of its own: the log rate ratio's, large-sample
+        test.se = math.sqrt(1 / kn + 1 / kb)
     return test
 
 
@@ -379,12 +395,15 @@ def _quasi_poisson(test: Test, phi: float, df: int, base: tuple[int, int], new: 
     test.p_value = float(2 * stats.t.sf(abs(log_ratio) / se, df))
     test.effect = math.exp(log_ratio)
     test.interval = (math.exp(log_ratio - t * se), math.exp(log_ratio + t * se))
+    test.se, test.df = se, df
 
 
-def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate], level: float) -> tuple[float, int]:
-    """(phi, df): how much more the runs' counts above LEVEL vary than Poisson's, each side at
-    its own rate (Pearson's chi-square over its degrees of freedom); (1, 0) without replicates."""
-    chi2, df = 0.0, 0
+def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate],
+                    level: float) -> tuple[float, int, int]:  # fmt: skip
+    """(phi, df, runs): how much more the runs' counts above LEVEL vary than Poisson's, each
+    side at its own rate (Pearson's chi-square over its degrees of freedom), and the most runs
+    of a side that counts in them; (1, 0, 0) without replicates."""
+    chi2, df, runs = 0.0, 0, 0
     for side in (base, new):
         counts = []
         for entry in side:
@@ -396,4 +415,5 @@ def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate], level: 
         rate = k / n
         chi2 += sum((x - y * rate) ** 2 / (y * rate) for x, y in counts if y)
         df += len(counts) - 1
-    return (max(1.0, chi2 / df), df) if df else (1.0, 0)
+        runs = max(runs, len(counts))
+    return (max(1.0, chi2 / df), df, runs) if df else (1.0, 0, 0)

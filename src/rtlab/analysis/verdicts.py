@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from rtlab.analysis import probes, stationarity
 from rtlab.analysis.metric_tests import (
@@ -56,8 +56,9 @@ class LoadVerdict:
 # --- verdicts ------------------------------------------------------------------------------
 
 
-def _judge(test: Test) -> None:
-    """The metric's verdict from its corrected p-value, effect and interval (test.verdict)."""
+def _judge(test: Test, alpha: float = ALPHA) -> None:
+    """The metric's verdict from its corrected p-value, effect and interval (test.verdict);
+    ALPHA: its own share of the decision's 5 %, for the advice on how much more data."""
     if test.effect is None or test.margin is None:
         test.verdict = "unknown"
         return
@@ -76,29 +77,67 @@ def _judge(test: Test) -> None:
         test.verdict = "same"
     else:
         test.verdict = "unknown"
-        more = _how_much_more(test) if lo is not None and hi is not None else ""
+        more = _how_much_more(test, alpha) if lo is not None and hi is not None else ""
         if more:
             test.note = f"{test.note}: {more}" if test.note else more
 
 
-def _how_much_more(test: Test) -> str:
-    """How much more measuring would settle it: the data needed for the interval to fit in
-    the margin (or to show a difference of the margin's size with 80 % power)."""
+def _how_much_more(test: Test, alpha: float = ALPHA) -> str:
+    """How much more measuring would settle it: the least m for which m times the data shows a
+    difference of the margin's size with 80 % power at ALPHA, two-sided (or, the same size,
+    fits the interval in the margin). ALPHA is the metric's Bonferroni share of the decision's
+    5 %, ALPHA / (metrics tested x comparisons in the family): Holm's first step, so never too
+    hopeful. The effect's own standard error when its test gives one, else its interval's
+    width over 3.92; t quantiles whose degrees of freedom grow with the runs (_df_at), since
+    at 3 runs a side the interval is wide for t's sake, which more runs undo faster than se."""
+    se, width = _se_and_width(test)
+    if se is None or se <= 0 or width <= 0:
+        return ""
+    needed = _data_needed(se, width, alpha, test.df, test.runs)
+    if needed <= 1:
+        return "near the edge: a little more data would settle it"
+    return f"about {math.ceil(needed)} times the data would settle it (repeats, or longer runs)"
+
+
+def _se_and_width(test: Test) -> tuple[float | None, float]:
+    """The effect's standard error and the margin, on the log scale for a ratio."""
     lo, hi = test.interval
     assert lo is not None and hi is not None and test.margin is not None
-    if test.unit == "ratio":
-        if lo <= 0 or hi <= 0:
-            return ""
-        se, width = (math.log(hi) - math.log(lo)) / 3.92, math.log(test.margin)
-    else:
-        se, width = (hi - lo) / 3.92, test.margin
-    if se <= 0 or width <= 0:
-        return ""
-    z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
-    factor = (z * se / width) ** 2
-    if factor <= 1:
-        return "near the edge: a little more data would settle it"
-    return f"about {math.ceil(factor)} times the data would settle it (repeats, or longer runs)"
+    ratio = test.unit == "ratio"
+    width = math.log(test.margin) if ratio else test.margin
+    if test.se is not None:
+        return test.se, width
+    if ratio:  # a normal interval of the log ratio, as the old advice assumed of every test
+        return ((math.log(hi) - math.log(lo)) / 3.92 if lo > 0 and hi > 0 else None), width
+    return (hi - lo) / 3.92, width
+
+
+def _df_at(m: float, df: float | None, runs: int | None) -> float | None:
+    """The degrees of freedom with M times the runs: runs of n a side give df (n - 1) per side,
+    so m n runs give df (m n - 1) / (n - 1) (exact for equal sides, Welch's included); m df
+    when the runs are not known (the least they could grow)."""
+    if df is None:
+        return None
+    return df * (m * runs - 1) / (runs - 1) if runs and runs > 1 else df * m
+
+
+def _data_needed(se: float, width: float, alpha: float, df: float | None, runs: int | None) -> float:
+    """The least m with (q(1 - ALPHA/2) + q(POWER)) se / sqrt(m) <= WIDTH, q normal or t at
+    the degrees of freedom m times the data has (_df_at)."""
+
+    def shortfall(m: float) -> float:
+        d = _df_at(m, df, runs)
+        q = stats.norm.ppf if d is None else lambda p: stats.t.ppf(p, d)
+        return float(q(1 - alpha / 2) + q(POWER)) * se / math.sqrt(m) - width
+
+    if df is None:  # normal: the closed form
+        return float(((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(POWER)) * se / width) ** 2)
+    if shortfall(1.0) <= 0:
+        return 1.0
+    hi = 2.0
+    while shortfall(hi) > 0 and hi < 1e12:  # shortfall falls with m: bracket its root
+        hi *= 2
+    return float(optimize.brentq(shortfall, 1.0, hi, xtol=1e-6)) if shortfall(hi) <= 0 else hi
 
 
 def _refusal(base: Summary, new: Summary, load: str) -> str | None:
@@ -257,9 +296,10 @@ def _correct(verdicts: dict[str, LoadVerdict], family: int = 1) -> None:
     alone = stationarity.holm([t.p_value for t in tests])  # type: ignore[misc]
     for t, adjusted in zip(tests, alone, strict=True):
         t.p_adjusted = min(1.0, adjusted * family)
+    each = ALPHA / (max(1, len(tests)) * family)  # a metric's Bonferroni share, for the advice
     for v in verdicts.values():
         for t in v.tests:
-            _judge(t)
+            _judge(t, each)
     # the intervals shown are each 95 %: one that misses none yet stays unknown says why
     for t, adjusted in zip(tests, alone, strict=True):
         if t.verdict == "unknown" and adjusted < ALPHA <= (t.p_adjusted or 1.0):
