@@ -404,3 +404,18 @@ def test_the_advice_without_a_tests_own_se_reads_a_normal_interval_and_none_with
     found = {"idle": verdicts.LoadVerdict(tests=[test])}
     verdicts._correct(found)
     assert test.verdict == "unknown" and "times the data" not in test.note and test.se is None
+
+
+def test_a_probe_some_runs_lack_says_how_many_runs_its_verdict_read(tmp_path):
+    # oslat measured in every base run but in one of the three new runs: the load's verdict
+    # reads three runs a side, the probe's one against three, and each says so
+    base, new = varied(tmp_path, range(41, 44)), varied(tmp_path, range(44, 47))
+    for k, summary in enumerate([*base, *new]):
+        entry = summary["loads"]["idle"]
+        if k < 4:
+            entry["probes"] = {
+                "oslat": {"status": "complete", "histograms": {"merged": entry["histograms"]["merged"]}}
+            }
+    found = verdicts.compare(base, new)["loads"]
+    assert "one run" not in found["idle"]["reason"], found["idle"]
+    assert "one run on a side" in found["idle oslat"]["reason"], found["idle oslat"]

@@ -48,6 +48,8 @@ class LoadVerdict:
     verdict: str = "unknown"  # better / worse / same / unknown / refused
     reason: str = ""
     tests: list[Test] = field(default_factory=list)
+    # the runs each side's tests read: a load's own, or fewer for a probe some runs lack
+    runs: tuple[int, int] = (0, 0)
 
     def to_json(self) -> LoadComparisonJSON:
         return {"verdict": self.verdict, "reason": self.reason, "tests": [t.to_json() for t in self.tests]}
@@ -236,12 +238,12 @@ def compare(base: Sequence[Summary], new: Sequence[Summary], margin: Margin = Ma
             level, said = quantile(vb, cb, ob, 0.9999), "the baseline's p99.99"
         if level is not None:
             tests.append(exceedance(at_base, at_new, level, said, bb, nb, block_s, margin))
-        verdicts[load] = LoadVerdict(tests=tests)
+        verdicts[load] = LoadVerdict(tests=tests, runs=(len(at_base), len(at_new)))
         verdicts.update(_probe_verdicts(base, new, load, margin, rng))
     _correct(verdicts, family)
     for v in verdicts.values():
         if v.verdict != "refused":
-            v.verdict, v.reason = _overall(v.tests, len(base), len(new))
+            v.verdict, v.reason = _overall(v.tests, *v.runs)
     return {
         "alpha": ALPHA,
         "correction": "holm, across every load and metric"
@@ -281,7 +283,7 @@ def _probe_verdicts(base: Sequence[Summary], new: Sequence[Summary], load: str, 
             b, n = histograms(base, name, measure), histograms(new, name, measure)
             key = probes.series_name(load, name, measure, len(measures))
             if b and n:
-                verdicts[key] = LoadVerdict(tests=bodies(b, n, margin, rng))
+                verdicts[key] = LoadVerdict(tests=bodies(b, n, margin, rng), runs=(len(b), len(n)))
             else:
                 verdicts[key] = LoadVerdict("refused", f"{name} was measured with numbers on one side only")
     return verdicts
