@@ -14,7 +14,8 @@ the loads where the bad end is worse than the good one:
 A revision unlike both ends and surely nearer neither is `between`: measured again (a false
 alarm against one end goes away with more runs); one that stays there may hold part of the
 regression, or the range more than one change. No threshold is set here: what counts as a
-difference is compare's (its margin, its tests, Holm's correction across loads and metrics).
+difference is compare's (its margin, its tests, Holm's correction across loads and metrics,
+Bonferroni across the looks of one claim: bisect/judge.py).
 """
 
 from __future__ import annotations
