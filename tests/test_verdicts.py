@@ -419,3 +419,15 @@ def test_a_probe_some_runs_lack_says_how_many_runs_its_verdict_read(tmp_path):
     found = verdicts.compare(base, new)["loads"]
     assert "one run" not in found["idle"]["reason"], found["idle"]
     assert "one run on a side" in found["idle oslat"]["reason"], found["idle oslat"]
+
+
+def test_a_study_judges_its_cells_over_the_comparisons_it_planned(tmp_path):
+    # a study of five cells where two failed: the three measured are judged at 5 % over the
+    # four comparisons planned, not over the two made (a failed cell makes none surer)
+    from rtlab.cli.reports import judge
+
+    runs = [varied(tmp_path, range(k, k + 1)) for k in (51, 52, 53)]
+    summaries = [r[0] for r in runs]
+    compared = judge(summaries, ["a", "b", "c"], runs, metric_tests.Margin(), None, planned=4)
+    assert [found["family"] for _, found in compared] == [4, 4]
+    assert judge(summaries, ["a", "b", "c"], runs, metric_tests.Margin(), None)[0][1]["family"] == 2

@@ -273,8 +273,10 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, histo
     summaries = [readback.summary(path) for _, path in measured]
     labels = [it.label(c) for c, _ in measured]
     deadline_us = parse_latency(it.deadline) if it.deadline else None
-    # every cell against the first, as rtlab compare does: better, worse, same or unknown
-    compared = judge(summaries, labels, [readback.replicates(p) for _, p in measured], Margin(), deadline_us)
+    # every cell against the first, as rtlab compare does: better, worse, same or unknown; one
+    # decision over the comparisons the study planned, whether or not every cell was measured
+    replicates = [readback.replicates(p) for _, p in measured]
+    compared = judge(summaries, labels, replicates, Margin(), deadline_us, planned=len(cells) - 1)
     for fmt, name in (("md", "report.md"), ("html", "report.html"), ("json", "report.json")):
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     say(f"saved in {folder}: report.md, report.html, report.json")

@@ -281,15 +281,18 @@ def judge(
     sides: list[list[Summary]],
     margin: Margin,
     deadline_us: int | None,
+    planned: int | None = None,
 ) -> list[tuple[str, Comparison]]:
     """Each run after the first judged against it (its repeats as replicates); the verdicts go
     into the run's summary, where every format reads them. Those comparisons are one decision
-    (--gate reads them together): each is judged at 5 % over their number."""
+    (--gate reads them together): each is judged at 5 % over their number, or over the PLANNED
+    number when some were not measured (a cell that failed does not make the others surer)."""
     from rtlab.analysis import verdicts
 
+    family = max(planned or 0, len(sides) - 1)
     compared = []
     for summary, name, side in zip(summaries[1:], names[1:], sides[1:], strict=True):
-        found = verdicts.compare(sides[0], side, margin, deadline_us, family=len(sides) - 1)
+        found = verdicts.compare(sides[0], side, margin, deadline_us, family=family)
         summary["verdicts"] = {"against": names[0], **found}
         compared.append((name, found))
     return compared
