@@ -98,7 +98,7 @@ def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damage
     """Real cyclictest, stopped by SIGTERM after it set up its handler but before any thread's
     first wake-up (1 s away), writes its file with "avg": -nan for every thread. That is what an
     early Ctrl-C on a slow guest leaves: the load says it was stopped, not that a file was damaged."""
-    from rtlab.analysis.summary import verify
+    from rtlab.analysis.status import verify
     from rtlab.rundir import cyclictest
     from rtlab.rundir.disk import RawLoad
 

@@ -21,7 +21,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
-from rtlab.analysis.summary import verify
+from rtlab.analysis.status import verify
 from rtlab.plan import Plan
 from rtlab.plan.loads import BUILTIN, DEFAULT_LOADS
 from rtlab.rundir.disk import RawLoad

@@ -465,7 +465,7 @@ def test_a_killed_hosts_initramfs_is_removed_by_the_next_guest(tmp_path):
 def test_a_guest_that_overran_but_answers_is_told_to_take_longer():
     """The other side of a hung guest: one that still answered when its time ran out was only
     slow (a busy host), so the reason names the margin that gives it longer."""
-    from rtlab.analysis.summary import load_status
+    from rtlab.analysis.status import load_status
     from rtlab.rundir.events import Kind, line, parse
 
     said = [

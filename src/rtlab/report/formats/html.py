@@ -22,6 +22,7 @@ from rtlab.analysis.verdict import said
 from rtlab.boundary.summary_shapes import FindingJSON, Summary
 from rtlab.report import cells, escape, figures
 from rtlab.report.views import causes, verdict_table, worst_table
+from rtlab.report.worst_figure import worst_figure
 
 # The HTML report's worst-case section asks what `rtlab worst` asks by default.
 WORST_P = 1e-9
@@ -128,7 +129,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
     extra = []
     with matplotlib.rc_context({"text.parse_math": False}):
         for s, label, doc in zip(summaries, labels, documents, strict=True):
-            found = figures.worst_figure(s, label, doc)
+            found = worst_figure(s, label, doc)
             if found is not None:
                 extra.append({"name": found.name, "svg": escape.svg(figures.svg(found.figure))})
     return escape.templates.get_template("report.html.j2").render(
