@@ -13,6 +13,7 @@ from evt_data import write_run
 from rtlab.analysis import metric_tests, verdicts
 from rtlab.bisect.judge import Judge
 from rtlab.bisect.measured import Budget, family_size
+from rtlab.history import changes
 from rtlab.report.views import sweep_table
 from rtlab.rundir import readback
 
@@ -102,3 +103,82 @@ def test_a_metric_shown_on_its_own_but_not_across_the_family_says_so():
     test = loads["idle"].tests[0]
     assert test.verdict == "unknown"
     assert test.note.startswith("shown on its own (p 0.02), not at 5 % over the 3 comparisons"), test.note
+
+
+def _rows(n: int) -> list:
+    """N runs of a series, as much of each as the gate reads once its change points are proposed."""
+    return [{"id": k, "uid": f"run-{k}", "path": f"/runs/{k}", "kernel": "6.12"} for k in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("runs", "points", "comparisons"),
+    [(10, [5], 2), (10, [1, 5], 2), (10, [3, 6], 3), (10, [9], 1), (10, [], 1), (1, [], 0)],
+)
+def test_a_series_counts_the_comparisons_its_gate_makes(runs, points, comparisons):
+    # a change point with fewer than MIN_SIDE runs a side is only suspected, never compared;
+    # the newest run is checked whenever there are two
+    proposed = changes.Proposed(_rows(runs), [(i, 10.0, 20.0, 1e-4) for i in points])
+    assert proposed.comparisons == comparisons
+    assert changes.family_of([]) == 1 and changes.family_of([proposed, proposed]) == max(1, 2 * comparisons)
+
+
+def test_a_gate_over_two_series_judges_every_comparison_in_one_family(monkeypatch):
+    asked: list[int] = []
+
+    def compare(base, new, margin, deadline_us=None, seed=1, family=1):
+        asked.append(family)
+        return {"loads": {"idle": {"verdict": "same", "reason": "within the margin in p99"}}}
+
+    monkeypatch.setattr(verdicts, "compare", compare)
+    proposed = {
+        "a": changes.Proposed(_rows(10), [(5, 10.0, 20.0, 1e-4)]),
+        "b": changes.Proposed(_rows(4), []),
+    }
+    family = changes.family_of(proposed.values())
+    assert family == 3  # a: its change point and its newest run; b: its newest run
+    found = []
+    for board, series in proposed.items():
+        found += changes.regressions(board, "idle", series.series, "p99.99", None, lambda run: {},
+                                     family=family, proposed=series)  # fmt: skip
+    assert asked == [3, 3, 3] and [c.family for c in found] == [3, 3, 3]
+    assert all(c.reason.endswith("(one of the gate's 3 comparisons, 5 % for them together)") for c in found)
+    # a series judged on its own, as before: one comparison at 5 %, and no claim of a family
+    alone = changes.regressions("b", "idle", proposed["b"].series, "p99.99", None, lambda run: {},
+                                proposed=proposed["b"])  # fmt: skip
+    assert asked[-1] == 1 and alone[0].family == 1 and "comparisons" not in alone[0].reason
+
+
+def test_the_gates_family_shows_in_the_verdict_of_a_real_comparison(tmp_path):
+    # the newest run's tail four times as frequent as the four before it: worse at 5 % on its
+    # own; in a family of 1,000 comparisons, unknown, and compare's note says why
+    runs = [write_run(tmp_path, seed, 0.1, seconds=SECONDS) for seed in (1, 2, 3, 4)]
+    runs.append(write_run(tmp_path, 99, 0.1, seconds=SECONDS, tail_p=8e-3))
+    summaries = {str(r): readback.summary(r) for r in runs}
+    rows = [{**row, "path": str(r)} for row, r in zip(_rows(5), runs, strict=True)]
+    proposed = changes.Proposed(rows, [])
+
+    def newest(family: int) -> changes.Change:
+        found = changes.regressions("b", "idle", rows, "p99.99", None, lambda run: summaries[run["path"]],
+                                    family=family, proposed=proposed)  # fmt: skip
+        return found[-1]
+
+    alone, within = newest(1), newest(1000)
+    assert alone.kind == "regression" and alone.holds and alone.family == 1, alone.reason
+    assert within.kind == "unknown" and not within.holds and within.family == 1000
+    assert "not at 5 % over the 1000 comparisons" in within.reason, within.reason
+    assert within.reason.endswith("(one of the gate's 1000 comparisons, 5 % for them together)")
+
+
+def test_history_regressions_counts_every_boards_comparisons_as_one_gate(tmp_path):
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    for board, first in (("one", 10), ("two", 20)):
+        runs = [str(write_run(tmp_path / board, first + k, 0.1, seconds=SECONDS)) for k in range(3)]
+        assert rtlab("history", "add", "--db", db, "--board", board, *runs).returncode == 0
+    done = rtlab("history", "regressions", "--db", db, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)["changes"]
+    # no change point in three like runs: each board's newest check, two comparisons in all
+    assert sorted(c["board"] for c in found if c["newest"]) == ["one", "two"]
+    assert {c["family"] for c in found} == {2}
+    one = rtlab("history", "regressions", "--db", db, "--board", "one", "--format", "json")
+    assert {c["family"] for c in json.loads(one.stdout)["changes"]} == {1}

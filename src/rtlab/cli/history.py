@@ -189,9 +189,11 @@ def _series(store: Store, board: str, load: str | None, maxima: bool = False) ->
     return by_load
 
 
-def _changes(store: Store, board: str, rows: dict[str, list[SeriesRow]], metric: str,
-             level_us: float | None) -> list[Any]:  # fmt: skip
-    from rtlab.history import changes, trend
+def _changes(store: Store, board: str, rows: dict[str, list[SeriesRow]], metric: str, level_us: float | None,
+             family: int | None = None, proposed: dict[str, Any] | None = None) -> list[Any]:  # fmt: skip
+    """The board's change points and newest checks, judged as one gate of FAMILY comparisons
+    (default the board's own, counted on PROPOSED: changes.proposals)."""
+    from rtlab.history import changes
     from rtlab.rundir import readback
 
     def load_summary(run: RunRow) -> Summary | None:
@@ -200,12 +202,13 @@ def _changes(store: Store, board: str, rows: dict[str, list[SeriesRow]], metric:
         except (UsageError, OSError):
             return None
 
+    proposed = proposed or changes.proposals(rows, metric, level_us)
+    family = family or changes.family_of(proposed.values())
     found, accepted = [], store.accepted(board)
     for load, series in rows.items():
-        level = trend.level_of(series, level_us)
-        found += changes.regressions(
-            board, load, series, metric, level, load_summary, store.baseline(board, load), None, accepted
-        )
+        baseline = store.baseline(board, load)
+        found += changes.regressions(board, load, series, metric, None, load_summary, baseline, None,
+                                     accepted, family, proposed[load])  # fmt: skip
     return found
 
 
@@ -269,7 +272,9 @@ def regressions(
     output: Output = None,
 ) -> None:
     """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
-    compare of the runs before and after; and the newest run against the baseline."""
+    compare of the runs before and after; and the newest run against the baseline. The gate
+    is one decision: all its comparisons together are wrong at most 5 % of the time."""
+    from rtlab.history import changes
     from rtlab.report.views import history as shown
 
     metric = _metric(metric)
@@ -278,9 +283,13 @@ def regressions(
     level_us = float(parse_latency(level)) if level is not None else None
     with opened(db) as store:
         boards = [_one_board(store, board)] if board else store.boards()
+        # one gate, one family: every board's change points proposed and counted before any is judged
+        rows = {name: _series(store, name, load) for name in boards}
+        proposed = {name: changes.proposals(rows[name], metric, level_us) for name in boards}
+        family = changes.family_of(p for each in proposed.values() for p in each.values())
         found = []
         for name in boards:
-            found += _changes(store, name, _series(store, name, load), metric, level_us)
+            found += _changes(store, name, rows[name], metric, level_us, family, proposed[name])
     _show(fmt, output, lambda: shown.changes_json(found), lambda: shown.changes_table(found, metric))
     failing = [c for c in found if c.holds]
     if gate and failing:

@@ -10,6 +10,13 @@ corrected). A point the comparison confirms is a regression (worse) or an improv
 The newest run is also compared with the board's baseline (else the runs before it since
 the last change).
 
+One gate is one decision: every comparison it makes (each board's and load's change points
+with runs enough a side, and each newest run's check) is judged at 5 % over their number
+(compare's FAMILY: Holm within a comparison, Bonferroni across them), else an unchanged lab
+with many boards and loads would close it far more often than 1 time in 20. Their number is
+fixed before any is judged: every series' change points are proposed first (`propose`), then
+counted (`family_of`), then put to the test (`regressions`).
+
 The gate forgets nothing: it stays closed while a confirmed regression stands between the
 baseline (the first run when none is set) and the newest run, not only while the newest run
 is worse than the runs just before it (which, a run after the change, are as bad as it). A
@@ -19,13 +26,13 @@ a later baseline is set, or a later confirmed improvement on the same load undoe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rtlab.analysis import metric_tests, verdicts
 from rtlab.boundary.summary_shapes import Summary
 from rtlab.history.documents import Accepted, RunRow, SeriesRow
-from rtlab.history.trend import Point, run_value
+from rtlab.history.trend import Point, level_of, run_value
 
 SIDE = 5  # runs on each side of a change point put to the test
 # A series varies from run to run: a change is confirmed only by a comparison with whole runs
@@ -56,6 +63,46 @@ class Change:
     newest: bool = False  # the gate's comparison of the newest run, not an Otava change point
     accepted: Accepted | None = None  # a regression someone accepted: reason and when
     holds: bool = False  # a regression that keeps the gate closed
+    family: int = 1  # the comparisons of the gate this was judged in, at 5 % together
+
+
+@dataclass
+class Proposed:
+    """A series' runs that have the metric (oldest first) and the change points Otava proposes
+    in them: what the gate will put to the test, fixed before anything is judged."""
+
+    series: list[SeriesRow]
+    points: list[tuple[int, float, float, float]]
+
+    def sides(self, k: int) -> tuple[list[SeriesRow], list[SeriesRow]]:
+        """The runs just before and just after change point K, within its neighbours."""
+        bounds = [0, *[i for i, *_ in self.points], len(self.series)]
+        i = self.points[k][0]
+        return self.series[max(bounds[k], i - SIDE) : i], self.series[i : min(bounds[k + 2], i + SIDE)]
+
+    @property
+    def comparisons(self) -> int:
+        """How many comparisons the gate makes of this series: each change point with MIN_SIDE
+        runs a side, and the newest run's check (made whenever there are two runs: a confirmed
+        change point has MIN_SIDE runs from it on, so none is the newest run)."""
+        tested = sum(min(len(b), len(a)) >= MIN_SIDE for b, a in map(self.sides, range(len(self.points))))
+        return tested + (1 if len(self.series) >= 2 else 0)
+
+
+def propose(rows: Sequence[SeriesRow], metric: str, level: float | None) -> Proposed:
+    """The runs with a value of METRIC and Otava's change points among them."""
+    usable = [(r, v) for r in rows if (v := run_value(r, metric, level)) is not None]
+    return Proposed([r for r, _ in usable], change_points([v for _, v in usable]))
+
+
+def proposals(rows: dict[str, list[SeriesRow]], metric: str, level_us: float | None) -> dict[str, Proposed]:
+    """Each load's proposal, the exceedance level its own (trend.level_of)."""
+    return {load: propose(series, metric, level_of(series, level_us)) for load, series in rows.items()}
+
+
+def family_of(proposed: Iterable[Proposed]) -> int:
+    """The comparisons of one gate over these series (at least one, as compare wants)."""
+    return max(1, sum(p.comparisons for p in proposed))
 
 
 def change_points(values: Sequence[float]) -> list[tuple[int, float, float, float]]:
@@ -81,15 +128,17 @@ def _judge(
     after: Sequence[RunRow],
     load_summary: Loader,
     margin: metric_tests.Margin,
+    family: int,
 ) -> tuple[str, str]:
     base = [s for s in (load_summary(r) for r in before) if s is not None]
     new = [s for s in (load_summary(r) for r in after) if s is not None]
     if not base or not new:
         return "unknown", "the run folders on a side are gone: nothing to compare"
-    found = verdicts.compare(base, new, margin)["loads"].get(load)
+    found = verdicts.compare(base, new, margin, family=family)["loads"].get(load)
     if found is None:
         return "unknown", f"{load} is not measured on both sides"
-    return found["verdict"], f"compare: {found['verdict']}: {found['reason']}"
+    whole = f" (one of the gate's {family} comparisons, 5 % for them together)" if family > 1 else ""
+    return found["verdict"], f"compare: {found['verdict']}: {found['reason']}{whole}"
 
 
 def regressions(
@@ -102,17 +151,18 @@ def regressions(
     baseline: RunRow | None = None,
     margin: metric_tests.Margin | None = None,
     accepted: dict[tuple[str, str], Accepted] | None = None,
+    family: int = 1,
+    proposed: Proposed | None = None,
 ) -> list[Change]:
     """The change points of one board's and load's series (rows oldest first), judged, and
-    the newest run against the baseline; the regressions that hold the gate marked."""
-    usable = [(r, v) for r in rows if (v := run_value(r, metric, level)) is not None]
-    series = [r for r, _ in usable]
-    cps = change_points([v for _, v in usable])
-    bounds = [0, *[i for i, *_ in cps], len(series)]
+    the newest run against the baseline; the regressions that hold the gate marked. FAMILY:
+    the comparisons of the whole gate (family_of over every series it covers), each judged at
+    5 % over them; PROPOSED: this series' proposal when the family was counted from it."""
+    proposed = proposed or propose(rows, metric, level)
+    series, margin = proposed.series, margin or metric_tests.Margin()
     found = []
-    for k, (i, mean_1, mean_2, p) in enumerate(cps):
-        before = series[max(bounds[k], i - SIDE) : i]
-        after = series[i : min(bounds[k + 2], i + SIDE)]
+    for k, (i, mean_1, mean_2, p) in enumerate(proposed.points):
+        before, after = proposed.sides(k)
         if min(len(before), len(after)) < MIN_SIDE:
             kind, why = (
                 "suspected",
@@ -122,32 +172,39 @@ def regressions(
                 ),
             )
         else:
-            verdict, why = _judge(load, before, after, load_summary, margin or metric_tests.Margin())
+            verdict, why = _judge(load, before, after, load_summary, margin, family)
             kind = KINDS.get(verdict, "suspected")
-        found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why))
+        found.append(Change(board, load, i, series[i], kind, mean_1, mean_2, p, why, family=family))
     # a regression accepted since the baseline is the new level: the newest run is judged
     # against the runs after it, not against a baseline from before it
     start = next((i for i, r in enumerate(series) if baseline is not None and r["id"] == baseline["id"]), 0)
     taken = [c.index for c in found if c.kind == "regression" and c.index > start
              and (accepted or {}).get((load, c.run["uid"])) is not None]  # fmt: skip
     if len(series) >= 2 and (not taken or max(taken) < len(series) - 1):
-        newest = series[-1]
-        reference: Sequence[RunRow] | None = (
-            [baseline] if baseline is not None and baseline["id"] != newest["id"] and not taken else None
-        )
-        said = "the baseline"
-        if reference is None:
-            last = (
-                max(taken) if taken else bounds[-2] if bounds[-2] < len(series) - 1 else 0
-            )  # the last change
-            first = max(last, len(series) - 1 - SIDE)
-            reference, said = series[first:-1], f"the {len(series) - 1 - first} run(s) before it"
-        verdict, why = _judge(load, reference, [newest], load_summary, margin or metric_tests.Margin())
-        kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
-        found.append(Change(board, load, len(series) - 1, newest, kind, None, None, None,
-                            f"newest against {said}: {why}", newest=True))  # fmt: skip
+        point = proposed.points[-1][0] if proposed.points else 0  # the last change, unless the newest run
+        last = max(taken) if taken else point if point < len(series) - 1 else 0
+        judge = lambda b, a: _judge(load, b, a, load_summary, margin, family)  # noqa: E731
+        found.append(_newest(board, load, series, baseline, last, bool(taken), judge, family))
     _standing(found, start, accepted or {})
     return found
+
+
+def _newest(board: str, load: str, series: Sequence[SeriesRow], baseline: RunRow | None, last: int,
+            taken: bool, judge: Callable[[Sequence[RunRow], Sequence[RunRow]], tuple[str, str]],
+            family: int) -> Change:  # fmt: skip
+    """The newest run against the baseline, else (none, or a regression accepted since, the
+    new level) the runs before it since LAST, the last change."""
+    newest = series[-1]
+    if baseline is not None and baseline["id"] != newest["id"] and not taken:
+        reference: Sequence[RunRow] = [baseline]
+        said = "the baseline"
+    else:
+        first = max(last, len(series) - 1 - SIDE)
+        reference, said = series[first:-1], f"the {len(series) - 1 - first} run(s) before it"
+    verdict, why = judge(reference, [newest])
+    kind = KINDS.get(verdict, verdict)  # same, unknown or refused: said as compare said it
+    return Change(board, load, len(series) - 1, newest, kind, None, None, None,
+                  f"newest against {said}: {why}", newest=True, family=family)  # fmt: skip
 
 
 def _standing(found: list[Change], start: int, accepted: dict[tuple[str, str], Accepted]) -> None:

@@ -105,7 +105,9 @@ def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, 
 
 
 def changes_table(found: Sequence[Change], metric: str) -> Table:
-    table = Table(title=f"Change points in {metric}, each put to rtlab compare", title_justify="left")
+    family = max((c.family for c in found), default=1)
+    whole = f" (one gate of {family} comparisons, 5 % for them together)" if family > 1 else ""
+    table = Table(title=f"Change points in {metric}, each put to rtlab compare{whole}", title_justify="left")
     for heading in ("Board", "Load", "Run", "Kernel", "Kind", "Mean before → after", "Otava p", "Why"):
         table.add_column(heading, overflow="fold")
     for c in found:
@@ -128,7 +130,7 @@ def changes_json(found: Sequence[Change]) -> str:
     doc = [{"board": c.board, "load": c.load, "run": c.run["uid"], "path": c.run["path"],
             "kernel": c.run["kernel"], "kind": c.kind, "newest": c.newest, "mean_before": c.before,
             "mean_after": c.after, "p_value": c.p_value, "reason": c.reason, "holds_gate": c.holds,
-            "accepted": c.accepted} for c in found]  # fmt: skip
+            "accepted": c.accepted, "family": c.family} for c in found]  # fmt: skip
     return escape.json({"changes": doc})
 
 
