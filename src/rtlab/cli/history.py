@@ -17,9 +17,7 @@ from rtlab.errors import UsageError
 from rtlab.units import parse_latency, parse_probability
 
 if TYPE_CHECKING:
-    from rtlab.boundary.summary_shapes import Summary
     from rtlab.history.db import Added, Store
-    from rtlab.history.documents import RunRow, SeriesRow
 
 app = typer.Typer(
     help="Every run in one store (SQLite, or a lab's PostgreSQL): trends across kernels, regressions.",
@@ -179,39 +177,6 @@ def list_runs(
     _show(fmt, output, lambda: shown.runs_json(found), lambda: shown.runs_table(found))
 
 
-def _series(store: Store, board: str, load: str | None, maxima: bool = False) -> dict[str, list[SeriesRow]]:
-    """The board's series by load; MAXIMA: with each run's time axis (figures, limits)."""
-    by_load: dict[str, list[SeriesRow]] = {}
-    for row in store.series(board, load, maxima):
-        by_load.setdefault(row["load"], []).append(row)
-    if load and not by_load:
-        raise UsageError(f"board {board!r} has no run of load {load!r}")
-    return by_load
-
-
-def _changes(store: Store, board: str, rows: dict[str, list[SeriesRow]], metric: str, level_us: float | None,
-             family: int | None = None, proposed: dict[str, Any] | None = None) -> list[Any]:  # fmt: skip
-    """The board's change points and newest checks, judged as one gate of FAMILY comparisons
-    (default the board's own, counted on PROPOSED: changes.proposals)."""
-    from rtlab.history import changes
-    from rtlab.rundir import readback
-
-    def load_summary(run: RunRow) -> Summary | None:
-        try:
-            return readback.summary(Path(run["path"]))
-        except (UsageError, OSError):
-            return None
-
-    proposed = proposed or changes.proposals(rows, metric, level_us)
-    family = family or changes.family_of(proposed.values())
-    found, accepted = [], store.accepted(board)
-    for load, series in rows.items():
-        baseline = store.baseline(board, load)
-        found += changes.regressions(board, load, series, metric, None, load_summary, baseline, None,
-                                     accepted, family, proposed[load])  # fmt: skip
-    return found
-
-
 @app.command("trend")
 def trend(
     db: Db = None,
@@ -224,7 +189,7 @@ def trend(
 ) -> None:
     """A board's metric across its kernels, with 95 % intervals and change points (html:
     figures, each kernel's histogram overlaid, every run's block maxima)."""
-    from rtlab.history import changes
+    from rtlab.history import changes, gate
     from rtlab.history import trend as trends
     from rtlab.report.views import history as shown
 
@@ -234,8 +199,8 @@ def trend(
     level_us = float(parse_latency(level)) if level is not None else None
     with opened(db) as store:
         name = _one_board(store, board)
-        rows = _series(store, name, load, maxima=fmt == "html")
-        found = [c for c in _changes(store, name, rows, metric, level_us) if not c.newest]
+        rows = gate.series_of(store, name, load, maxima=fmt == "html")
+        found = [c for c in gate.judged(store, name, rows, metric, level_us) if not c.newest]
     by_load = {}
     for each, series in rows.items():
         by_load[each] = trends.points(series, metric, trends.level_of(series, level_us))
@@ -274,7 +239,7 @@ def regressions(
     """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
     compare of the runs before and after; and the newest run against the baseline. The gate
     is one decision: all its comparisons together are wrong at most 5 % of the time."""
-    from rtlab.history import changes
+    from rtlab.history import gate as gates
     from rtlab.report.views import history as shown
 
     metric = _metric(metric)
@@ -283,57 +248,18 @@ def regressions(
     level_us = float(parse_latency(level)) if level is not None else None
     with opened(db) as store:
         boards = [_one_board(store, board)] if board else store.boards()
-        # one gate, one family: every board's change points proposed and counted before any is judged
-        rows = {name: _series(store, name, load) for name in boards}
-        proposed = {name: changes.proposals(rows[name], metric, level_us) for name in boards}
-        family = changes.family_of(p for each in proposed.values() for p in each.values())
-        found = []
-        for name in boards:
-            found += _changes(store, name, rows[name], metric, level_us, family, proposed[name])
+        found = gates.across(store, boards, load, metric, level_us)
     _show(fmt, output, lambda: shown.changes_json(found), lambda: shown.changes_table(found, metric))
     failing = [c for c in found if c.holds]
     if gate and failing:
         for c in failing:
-            err.print(f"rtlab: {c.board} {c.load}: {_holding(c)}", highlight=False, soft_wrap=True)
+            err.print(f"rtlab: {c.board} {c.load}: {gates.holding(c)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
-
-
-def _holding(c: Any) -> str:
-    """Why the gate is closed, and how to open it."""
-    if c.newest:
-        return f"the newest run is a regression: {c.reason}"
-    return (
-        f"the regression at {c.run['path']} (kernel {c.run['kernel']}) stands since the baseline: "
-        f"{c.reason}; "
-        f"accept it with `rtlab history accept {c.run['path']} --load {c.load} --reason TEXT`, "
-        "or set a later baseline (rtlab history baseline set RUN)"
-    )
 
 
 def parse_rate(text: str, what: str = "--false-alarm") -> float:
     """A false-alarm rate: "1%" or 0.01, below 50 % (the one gate for probabilities)."""
     return parse_probability(text, what, below=0.5)
-
-
-def limits_of(store: Store, board: str, load: str | None, false_alarm: float,
-              duration_s: float | None) -> list[Any]:  # fmt: skip
-    """Each load's limit from the board's accepted runs (the regressions as the gate sees them)."""
-    from rtlab.history import limit
-
-    rows = _series(store, board, load, maxima=True)
-    found = _changes(store, board, rows, "p99.99", None)
-    return [
-        limit.derive(
-            board,
-            each,
-            series,
-            [c for c in found if c.load == each],
-            store.baseline(board, each),
-            false_alarm,
-            duration_s,
-        )  # fmt: skip
-        for each, series in rows.items()
-    ]
 
 
 def history_deadlines(spec: str, loads: tuple[str, ...], duration_s: int, target: str | None = None) -> Any:
@@ -344,6 +270,7 @@ def history_deadlines(spec: str, loads: tuple[str, ...], duration_s: int, target
     import socket
 
     from rtlab.analysis.verdict import Deadlines
+    from rtlab.history.gate import limits_of
 
     head, _, rate_text = spec.partition("@")
     board = head.partition(":")[2] or None
@@ -353,13 +280,15 @@ def history_deadlines(spec: str, loads: tuple[str, ...], duration_s: int, target
             board = socket.gethostname()
         name = _one_board(store, board)
         found = {f.load: f for f in limits_of(store, name, None, rate, duration_s)}
+    per_load = {}
     for load in loads:
         f = found.get(load)
         if f is None or f.limit_us is None:
             why = f.refused if f is not None else "the history has no complete run of it"
             raise UsageError(f"--deadline history: no limit for {load} on {name}: {why}")
+        per_load[load] = f.limit_us
     return Deadlines(
-        per_load={load: found[load].limit_us for load in loads},
+        per_load=per_load,
         source={"from": "history", "board": name, "false_alarm": rate,
                 "duration_s": duration_s, "limits": {load: found[load].to_json() for load in loads}},
     )  # fmt: skip
@@ -385,6 +314,7 @@ def limit(
 ) -> None:
     """The latency a run of the board's accepted kernel exceeds with the stated probability,
     from its history (a worst-case fit where it passes its checks, else empirical)."""
+    from rtlab.history.gate import limits_of
     from rtlab.report.views import history as shown
     from rtlab.units import parse_duration
 

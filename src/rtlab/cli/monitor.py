@@ -38,7 +38,8 @@ class Lab:
         self.local = local
 
     def limit(self) -> tuple[int | None, str]:
-        from rtlab.cli.history import limits_of, opened
+        from rtlab.cli.history import opened
+        from rtlab.history.gate import limits_of
 
         # the board as the history names it: the first block's, or this host's when local
         board = self.index.get("board") or (socket.gethostname() if self.local else None)
@@ -53,7 +54,8 @@ class Lab:
         return found.limit_us, f"{found.method}, {len(found.runs)} runs, {self.rate:.3g} false alarms"
 
     def remember(self, where: Path) -> str | None:
-        from rtlab.cli.history import _changes, _holding, _series, opened, say_added
+        from rtlab.cli.history import opened, say_added
+        from rtlab.history.gate import holding, judged, series_of
 
         with opened(self.db) as store:
             added = store.add(where)
@@ -62,12 +64,12 @@ class Lab:
             if board is None:
                 return None
             self.index["board"] = board
-            found = _changes(store, board, _series(store, board, self.load), "p99.99", None)
+            found = judged(store, board, series_of(store, board, self.load), "p99.99", None)
         # confirmed regressions only: the newest block alone against the ones before it is
         # one run a side (within-run noise), which over days of blocks would cry wolf; the
         # block itself is judged by the held-out limit
-        holding = [c for c in found if c.holds and not c.newest]
-        return "; ".join(_holding(c) for c in holding) or None
+        closing = [c for c in found if c.holds and not c.newest]
+        return "; ".join(holding(c) for c in closing) or None
 
 
 def _plan(options: dict[str, str], loads_file: Path | None) -> Plan:
