@@ -239,7 +239,7 @@ def regressions(
     """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
     compare of the runs before and after; and the newest run against the baseline. The gate
     is one decision: all its comparisons together are wrong at most 5 % of the time."""
-    from rtlab.history import gate as gates
+    from rtlab.history.gate import across, holding
     from rtlab.report.views import history as shown
 
     metric = _metric(metric)
@@ -248,12 +248,12 @@ def regressions(
     level_us = float(parse_latency(level)) if level is not None else None
     with opened(db) as store:
         boards = [_one_board(store, board)] if board else store.boards()
-        found = gates.across(store, boards, load, metric, level_us)
+        found = across(store, boards, load, metric, level_us)
     _show(fmt, output, lambda: shown.changes_json(found), lambda: shown.changes_table(found, metric))
     failing = [c for c in found if c.holds]
     if gate and failing:
         for c in failing:
-            err.print(f"rtlab: {c.board} {c.load}: {gates.holding(c)}", highlight=False, soft_wrap=True)
+            err.print(f"rtlab: {c.board} {c.load}: {holding(c)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
