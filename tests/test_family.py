@@ -141,7 +141,7 @@ def test_a_gate_over_two_series_judges_every_comparison_in_one_family(monkeypatc
         found += changes.regressions(board, "idle", series.series, "p99.99", None, lambda run: {},
                                      family=family, proposed=series)  # fmt: skip
     assert asked == [3, 3, 3] and [c.family for c in found] == [3, 3, 3]
-    assert all(c.reason.endswith("(one of the gate's 3 comparisons, 5 % for them together)") for c in found)
+    assert all(c.reason.endswith("(one of 3 comparisons judged together, 5 % for them all)") for c in found)
     # a series judged on its own, as before: one comparison at 5 %, and no claim of a family
     alone = changes.regressions("b", "idle", proposed["b"].series, "p99.99", None, lambda run: {},
                                 proposed=proposed["b"])  # fmt: skip
@@ -166,7 +166,7 @@ def test_the_gates_family_shows_in_the_verdict_of_a_real_comparison(tmp_path):
     assert alone.kind == "regression" and alone.holds and alone.family == 1, alone.reason
     assert within.kind == "unknown" and not within.holds and within.family == 1000
     assert "not at 5 % over the 1000 comparisons" in within.reason, within.reason
-    assert within.reason.endswith("(one of the gate's 1000 comparisons, 5 % for them together)")
+    assert within.reason.endswith("(one of 1000 comparisons judged together, 5 % for them all)")
 
 
 def test_history_regressions_counts_every_boards_comparisons_as_one_gate(tmp_path):

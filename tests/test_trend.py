@@ -62,3 +62,34 @@ def test_one_run_has_the_exact_poisson_interval_and_a_maximum_none():
 def test_kernels_keep_the_order_they_were_first_measured_in():
     rows = [_run("b", 30), _run("a", 40), _run("b", 50)]
     assert [p.kernel for p in trend.points(rows, "p99", None)] == ["b", "a"]
+
+
+def test_a_run_without_a_wake_up_holds_no_value_and_no_degree_of_freedom():
+    empty = _run("k", 500, late=0, wakeups=0)
+    rates = [_run("k", 500, late=k, wakeups=10_000) for k in (5, 20)]
+    (with_empty,) = trend.points([*rates, empty], "exceed-rate", 100.0)
+    (without,) = trend.points(rates, "exceed-rate", 100.0)
+    assert (with_empty.low, with_empty.high) == (without.low, without.high)  # df 1, not 2
+    assert "2 runs" in with_empty.note
+    (alone,) = trend.points([empty], "p99", None)
+    assert alone.value is None and alone.note == "not measured"  # not "beyond the histogram"
+    (quantile,) = trend.points([_run("k", 30), _run("k", 50), empty], "p99", None)
+    assert quantile.low is not None and "2 runs: t over" in quantile.note
+
+
+def test_intervals_stay_within_what_can_be():
+    # two runs far apart: t with 1 degree of freedom reaches below 0 µs, a latency cannot
+    (point,) = trend.points([_run("k", 30), _run("k", 50)], "p99", None)
+    assert point.low == 0.0 and point.high > 50
+    # two runs of few wake-ups that scatter: a rate's interval stops at 1 (every wake-up)
+    scattered = [_run("k", 500, late=k, wakeups=20) for k in (1, 19)]
+    (rate,) = trend.points(scattered, "exceed-rate", 100.0)
+    assert rate.high == 1.0 and 0 < rate.low < rate.value
+
+
+def test_pearson_of_runs_counts_by_hand():
+    from rtlab.analysis.pooling import pearson
+
+    assert pearson([(5, 10_000), (20, 10_000), (50, 10_000)]) == pytest.approx((42.0, 2))
+    assert pearson([(5, 10_000), (0, 0)]) == (0.0, 0)  # one run with wake-ups: no spread to read
+    assert pearson([(0, 10_000), (0, 10_000)]) == (0.0, 0)  # none above the level

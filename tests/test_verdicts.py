@@ -359,10 +359,7 @@ def test_the_advice_reads_t_at_the_degrees_of_freedom_more_runs_would_have(base,
     se = np.sqrt(np.var(base, ddof=1) / 3 + np.var(new, ddof=1) / 3)
     assert test.se == pytest.approx(se) and test.df == pytest.approx(df, abs=0.01) and test.runs == 3
     needed = _by_hand(se, 0.05, lambda m: test.df * (3 * m - 1) / 2)
-    assert (
-        verdicts._how_much_more(test)
-        == f"about {needed} times the data would settle it (repeats, or longer runs)"
-    )
+    assert verdicts._how_much_more(test) == f"about {needed} times the data would settle it (repeats)"
     # the old advice read the t interval's width as a normal one's: (t(0.975, df) / z)^2 more,
     # 4.8 times at df 2
     lo, hi = test.interval
@@ -387,7 +384,7 @@ def test_the_advice_is_at_the_metrics_share_of_the_decisions_five_percent():
         verdicts._correct(found, family)
         assert test.verdict == "unknown", test
         needed = _by_hand(test.se, 0.05 / (3 * family), lambda m, df=test.df: df * (3 * m - 1) / 2)
-        assert test.note.endswith(f"about {needed} times the data would settle it (repeats, or longer runs)")
+        assert test.note.endswith(f"about {needed} times the data would settle it (repeats)")
         notes[family] = needed
     assert notes == {1: 4, 3: 5}
 
@@ -431,3 +428,23 @@ def test_a_study_judges_its_cells_over_the_comparisons_it_planned(tmp_path):
     compared = judge(summaries, ["a", "b", "c"], runs, metric_tests.Margin(), None, planned=4)
     assert [found["family"] for _, found in compared] == [4, 4]
     assert judge(summaries, ["a", "b", "c"], runs, metric_tests.Margin(), None)[0][1]["family"] == 2
+
+
+@pytest.mark.unit
+def test_one_run_against_several_grows_as_m_runs_against_m_times_theirs():
+    # one run against 5 (df 4): m times the data is m runs against 5m, Welch's df for those
+    # sides with one spread (far fewer than 5m - 1 when m is small), so the advice is the
+    # least whole m that Welch's test with those sides would need
+    test = metric_tests.Test("block-max", "", "µs", margin=2.0)
+    metric_tests._one_against_many(test, np.array([20.0, 21.0, 19.0, 20.5, 19.5]), np.array([22.5]), "x")
+    assert (test.df, test.runs) == (4, 1)
+
+    def welch_df(m: float) -> float:
+        a, b = 1 / m, 1 / (5 * m)
+        return (a + b) ** 2 / (a * a / (m - 1) + b * b / (5 * m - 1)) if m > 1 else 4
+
+    assert verdicts._df_at(2.0, 4, 1) == pytest.approx(welch_df(2.0)) and welch_df(2.0) < 2
+    m = 1
+    while (stats.t.ppf(1 - 0.025, welch_df(m)) + stats.t.ppf(0.8, welch_df(m))) * test.se / np.sqrt(m) > 2:
+        m += 1
+    assert verdicts._how_much_more(test) == f"about {m} times the data would settle it (repeats)"

@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 
 from rtlab.analysis import stationarity
-from rtlab.analysis.pooling import above, grid, pooled, quantiles
+from rtlab.analysis.pooling import above, grid, pearson, pooled, quantiles
 from rtlab.boundary.summary_shapes import HistogramJSON, MetricTestJSON, TimelineJSON
 
 ALPHA = 0.05
@@ -191,7 +191,8 @@ def _one_against_many(test: Test, base: np.ndarray, new: np.ndarray, what: str) 
     t = float(stats.t.ppf(0.975, df))
     test.p_value = float(2 * stats.t.sf(abs(test.effect) / se, df))
     test.interval = (test.effect - t * se, test.effect + t * se)
-    test.se, test.df, test.runs = se, df, len(many)
+    # one run against N: more data is M runs against M N, Welch's df for those (verdicts._df_at)
+    test.se, test.df, test.runs = se, df, 1
 
 
 def _permutation_p(base: np.ndarray, new: np.ndarray) -> float:
@@ -409,11 +410,7 @@ def _run_dispersion(base: Sequence[Replicate], new: Sequence[Replicate],
         for entry in side:
             v, c, o, _ = histogram([entry])
             counts.append((above(v, c, o, level), int(c.sum()) + o))
-        k, n = sum(x for x, _ in counts), sum(y for _, y in counts)
-        if len(counts) < 2 or k == 0 or n == 0:
-            continue
-        rate = k / n
-        chi2 += sum((x - y * rate) ** 2 / (y * rate) for x, y in counts if y)
-        df += len(counts) - 1
-        runs = max(runs, len(counts))
+        side_chi2, side_df = pearson(counts)
+        if side_df:
+            chi2, df, runs = chi2 + side_chi2, df + side_df, max(runs, side_df + 1)
     return (max(1.0, chi2 / df), df, runs) if df else (1.0, 0, 0)

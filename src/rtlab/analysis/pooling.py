@@ -55,6 +55,19 @@ def above(values: np.ndarray, counts: np.ndarray, overflows: int, level: float) 
     return int(counts[values > level].sum()) + overflows
 
 
+def pearson(counts: Sequence[tuple[int, int]]) -> tuple[float, int]:
+    """(chi-square, degrees of freedom) of runs' counts (above a level, of wake-ups) against
+    one rate for them all: Pearson's, how much more than Poisson's they vary. A run without a
+    wake-up holds no count and no degree of freedom; (0, 0) when fewer than two runs do or
+    none is above the level."""
+    held = [(k, n) for k, n in counts if n > 0]
+    k, n = sum(x for x, _ in held), sum(y for _, y in held)
+    if len(held) < 2 or k == 0:
+        return 0.0, 0
+    rate = k / n
+    return sum((x - y * rate) ** 2 / (y * rate) for x, y in held), len(held) - 1
+
+
 def grid(histograms: Sequence[HistogramJSON | StoredHistogram]) -> tuple[np.ndarray, np.ndarray, int]:
     """Histograms on one grid of values: (values, counts (a row each, the last column what
     lies at or beyond the smallest limit), that limit)."""

@@ -13,8 +13,6 @@ from rtlab.rundir.disk import CONSOLE, RawLoad
 from rtlab.rundir.events import Event, Kind
 
 ENDINGS = ("complete", "partial", "failed")
-# Fewer merged samples than this and the tail percentiles say nothing: p99.99 needs 10,000.
-FEW_SAMPLES = 10_000
 
 
 def load_status(

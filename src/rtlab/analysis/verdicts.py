@@ -86,19 +86,23 @@ def _judge(test: Test, alpha: float = ALPHA) -> None:
 
 def _how_much_more(test: Test, alpha: float = ALPHA) -> str:
     """How much more measuring would settle it: the least m for which m times the data shows a
-    difference of the margin's size with 80 % power at ALPHA, two-sided (or, the same size,
-    fits the interval in the margin). ALPHA is the metric's Bonferroni share of the decision's
-    5 %, ALPHA / (metrics tested x comparisons in the family): Holm's first step, so never too
-    hopeful. The effect's own standard error when its test gives one, else its interval's
-    width over 3.92; t quantiles whose degrees of freedom grow with the runs (_df_at), since
-    at 3 runs a side the interval is wide for t's sake, which more runs undo faster than se."""
+    difference of the margin's size with 80 % power at ALPHA, two-sided (an interval at that
+    ALPHA then fits in the margin too, with room: "same" needs only the 95 % one). ALPHA is
+    the metric's Bonferroni share of the decision's 5 %, 5 % / (metrics tested x comparisons
+    in the family): Holm's first step, so never too hopeful. The effect's own standard error
+    when its test gives one, else its interval's width over 3.92; t quantiles whose degrees of
+    freedom grow with the runs (_df_at), since at 3 runs a side the interval is wide for t's
+    sake, which more runs undo faster than se."""
     se, width = _se_and_width(test)
     if se is None or se <= 0 or width <= 0:
         return ""
     needed = _data_needed(se, width, alpha, test.df, test.runs)
     if needed <= 1:
         return "near the edge: a little more data would settle it"
-    return f"about {math.ceil(needed)} times the data would settle it (repeats, or longer runs)"
+    # a test over runs reads their spread, which only more runs narrow; one within a run, its
+    # samples or blocks, which longer runs add as well
+    how = "repeats" if test.df is not None else "repeats, or longer runs"
+    return f"about {math.ceil(needed)} times the data would settle it ({how})"
 
 
 def _se_and_width(test: Test) -> tuple[float | None, float]:
@@ -117,9 +121,16 @@ def _se_and_width(test: Test) -> tuple[float | None, float]:
 def _df_at(m: float, df: float | None, runs: int | None) -> float | None:
     """The degrees of freedom with M times the runs: runs of n a side give df (n - 1) per side,
     so m n runs give df (m n - 1) / (n - 1) (exact for equal sides, Welch's included); m df
-    when the runs are not known (the least they could grow)."""
+    when the runs are not known (the least they could grow). RUNS 1: one run against df + 1
+    (metric_tests._one_against_many), so m runs against m (df + 1): Welch's df for those
+    sides, one spread."""
     if df is None:
         return None
+    if runs == 1:
+        if m <= 1:
+            return df
+        a, b = 1 / m, 1 / (m * (df + 1))
+        return (a + b) ** 2 / (a * a / (m - 1) + b * b / (m * (df + 1) - 1))
     return df * (m * runs - 1) / (runs - 1) if runs and runs > 1 else df * m
 
 

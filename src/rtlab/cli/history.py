@@ -238,7 +238,7 @@ def regressions(
 ) -> None:
     """Change points in each board's series (Apache Otava), each confirmed or not by rtlab
     compare of the runs before and after; and the newest run against the baseline. The gate
-    is one decision: all its comparisons together are wrong at most 5 % of the time."""
+    is one decision: its comparisons are judged together, at 5 % over their number."""
     from rtlab.history.gate import across, holding
     from rtlab.report.views import history as shown
 

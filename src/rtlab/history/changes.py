@@ -137,7 +137,7 @@ def _judge(
     found = verdicts.compare(base, new, margin, family=family)["loads"].get(load)
     if found is None:
         return "unknown", f"{load} is not measured on both sides"
-    whole = f" (one of the gate's {family} comparisons, 5 % for them together)" if family > 1 else ""
+    whole = f" (one of {family} comparisons judged together, 5 % for them all)" if family > 1 else ""
     return found["verdict"], f"compare: {found['verdict']}: {found['reason']}{whole}"
 
 

@@ -74,6 +74,8 @@ def _pooled(rows: Sequence[SeriesRow], metric: str, level: float | None) -> tupl
         return None, False
     values, counts, overflows = h
     n = int(counts.sum()) + overflows
+    if n == 0:  # a histogram without a wake-up measured nothing, not something beyond it
+        return None, False
     if metric in QUANTILES:
         q = quantile(values, counts, overflows, QUANTILES[metric])
         if q is None:  # beyond the histogram: at least its limit
@@ -85,13 +87,12 @@ def _pooled(rows: Sequence[SeriesRow], metric: str, level: float | None) -> tupl
 
 
 def _counts(rows: Sequence[SeriesRow], level: float) -> list[tuple[int, int]]:
-    """(wake-ups above LEVEL, wake-ups) of each run with a histogram."""
+    """(wake-ups above LEVEL, wake-ups) of each run with a wake-up in its histogram."""
     found = []
     for row in rows:
         h = pooled_histogram([row])
-        if h is not None:
-            values, counts, overflows = h
-            found.append((above(values, counts, overflows, level), int(counts.sum()) + overflows))
+        if h is not None and (n := int(h[1].sum()) + h[2]) > 0:
+            found.append((above(*h, level), n))
     return found
 
 
@@ -99,7 +100,7 @@ def _poisson(k: int, n: int) -> tuple[float, float]:
     """The exact (Garwood) interval of a rate: K counted in N."""
     low = stats.chi2.ppf((1 - LEVEL) / 2, 2 * k) / 2 if k else 0.0
     high = stats.chi2.ppf((1 + LEVEL) / 2, 2 * k + 2) / 2
-    return float(low / n), float(high / n)
+    return float(low / n), min(1.0, float(high / n))  # a share of wake-ups: at most all
 
 
 def _rate_interval(point: Point, level: float) -> None:
@@ -114,27 +115,31 @@ def _rate_interval(point: Point, level: float) -> None:
         said = "1 run" if len(counts) < 2 else f"{len(counts)} runs, none above the level"
         point.note = f"{said}: exact Poisson"
         return
-    rate, df = k / n, len(counts) - 1
-    phi = max(1.0, sum((x - y * rate) ** 2 / (y * rate) for x, y in counts if y) / df)
+    chi2, df = pooling.pearson(counts)
+    phi = max(1.0, chi2 / df)
     spread = float(stats.t.ppf((1 + LEVEL) / 2, df)) * math.sqrt(phi / k)
-    point.low, point.high = rate * math.exp(-spread), rate * math.exp(spread)
+    point.low, point.high = k / n * math.exp(-spread), min(1.0, k / n * math.exp(spread))
     point.note = f"{len(counts)} runs: quasi-Poisson over runs (dispersion {phi:.3g}, at least 1)"
 
 
 def _quantile_interval(point: Point, metric: str) -> None:
     """The pooled quantile give or take Student's t over the runs' own quantiles."""
     assert point.value is not None
-    own = [_pooled([r], metric, None) for r in point.runs]
-    if any(v is None or bound for v, bound in own):
-        point.note = f"{len(own)} runs: a run's {metric} is beyond its histogram or missing: no interval"
+    # a run without a histogram or a wake-up measured nothing: it holds no value of its own
+    own = [(v, bound) for v, bound in (_pooled([r], metric, None) for r in point.runs) if v is not None]
+    if any(bound for _, bound in own):
+        point.note = f"{len(own)} runs: a run's {metric} is beyond its histogram: no interval"
         return
     values = np.asarray([v for v, _ in own], dtype=float)
+    if len(values) < 2:
+        point.note = f"{len(values)} run with a {metric} of its own: no interval (measure with --repeat 3)"
+        return
     if np.ptp(values) == 0:
         point.note = f"{len(values)} runs, each {values[0]:g} µs: no run-to-run spread to give an interval"
         return
     half = float(stats.t.ppf((1 + LEVEL) / 2, len(values) - 1)) * float(np.std(values, ddof=1))
     half /= math.sqrt(len(values))
-    point.low, point.high = point.value - half, point.value + half
+    point.low, point.high = max(0.0, point.value - half), point.value + half  # no latency below 0
     point.note = f"{len(values)} runs: t over the runs' own {metric}"
 
 

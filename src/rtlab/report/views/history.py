@@ -106,7 +106,7 @@ def trend_json(board: str, metric: str, level: float | None, by_load: dict[str, 
 
 def changes_table(found: Sequence[Change], metric: str) -> Table:
     family = max((c.family for c in found), default=1)
-    whole = f" (one gate of {family} comparisons, 5 % for them together)" if family > 1 else ""
+    whole = f" ({family} comparisons judged together, 5 % for them all)" if family > 1 else ""
     table = Table(title=f"Change points in {metric}, each put to rtlab compare{whole}", title_justify="left")
     for heading in ("Board", "Load", "Run", "Kernel", "Kind", "Mean before → after", "Otava p", "Why"):
         table.add_column(heading, overflow="fold")
