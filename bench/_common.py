@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmarks: running rtlab in-process and reading its CPU time."""
+"""Helpers shared by the benchmarks: running rtlab in-process and reading its CPU time, and a
+rate with its interval."""
 
 from __future__ import annotations
 
@@ -48,3 +49,13 @@ def start_rtlab(*args: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def wilson(k: int, n: int) -> str:
+    """K of N as a share with its 95 % Wilson interval (every rate a bench claims)."""
+    from scipy import stats
+
+    if n == 0:
+        return "0/0"
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"

@@ -23,6 +23,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from _common import wilson
+
 PAIRS = int(os.environ.get("BENCH_PAIRS", "10"))
 SECONDS = os.environ.get("BENCH_SECONDS", "10")
 REPEATS = int(os.environ.get("BENCH_REPEATS", "1"))
@@ -54,15 +56,6 @@ def same_kernel_twice(tmp: Path) -> None:
     total = sum(said.values())
     print(f"A/A on this machine, {PAIRS} pairs x 2 loads of {SECONDS} s: {dict(said)}; "
           f"false alarms {alarms} of {total} ({alarms / max(total, 1):.0%})")  # fmt: skip
-
-
-def wilson(k: int, n: int) -> str:
-    """K of N as a rate with its 95 % Wilson interval."""
-    from scipy import stats
-
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson") if n else None
-    low, high = (ci.low, ci.high) if ci else (0.0, 1.0)
-    return f"{k}/{n} = {k / max(n, 1):.1%} [{low:.1%}, {high:.1%}]"
 
 
 def same_kernel_repeated(tmp: Path) -> None:

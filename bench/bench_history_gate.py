@@ -29,10 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import wilson  # noqa: E402
 from evt_data import write_varied_run  # noqa: E402
 from rtlab.analysis import verdicts  # noqa: E402
 from rtlab.boundary.summary_shapes import Summary  # noqa: E402
@@ -112,11 +111,6 @@ def gates(store: Store, summaries: dict[str, dict]) -> tuple[bool, bool, int]:
                                          proposed[load])  # fmt: skip
         closed.append(any(c.holds for c in found))
     return closed[0], closed[1], family
-
-
-def wilson(k: int, n: int) -> str:
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
 
 
 def rate(label: str, histories: int, changed: bool, offset: int) -> None:

@@ -26,10 +26,9 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-from scipy import stats
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import wilson  # noqa: E402
 from evt_data import write_varied_run  # noqa: E402
 from rtlab.analysis import verdicts  # noqa: E402
 from rtlab.rundir import readback  # noqa: E402
@@ -41,11 +40,6 @@ warnings.simplefilter("ignore")
 
 def runs(tmp: Path, seeds: range, **kind: float) -> list:
     return [readback.summary(write_varied_run(tmp, seed, 0.1, seconds=SECONDS, **kind)) for seed in seeds]
-
-
-def wilson(k: int, n: int) -> str:
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
 
 
 def rate(label: str, pairs: int, repeats: int, expected: str | None, offset: int, new_repeats: int = 0,

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import wilson  # noqa: E402
 from evt_data import write_varied_run  # noqa: E402
 from rtlab.analysis import verdicts  # noqa: E402
 from rtlab.bisect.sweep import family_size  # noqa: E402
@@ -37,11 +36,6 @@ VARIANTS = int(os.environ.get("BENCH_VARIANTS", "3"))
 REPEATS, MOST = 3, 6  # rtlab sweep's defaults (--repeats, --max-repeats)
 SECONDS = 120
 warnings.simplefilter("ignore")
-
-
-def wilson(k: int, n: int) -> str:
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
 
 
 def sweep(run: Callable[[int, int], Any], variants: int, family: int) -> dict[int, str]:
