@@ -1,6 +1,7 @@
-"""history trend's points: each kernel's value pooled over its runs and its 95 % interval
-recomputed by hand from the runs' own values (Student's t for a quantile, quasi-Poisson for
-the exceedance rate, Garwood's exact interval for one run), on histograms built here."""
+"""history trend's points: each kernel's value and its 95 % interval recomputed by hand from
+the runs' own values (the mean of their quantiles and Student's t over them, the pooled
+exceedance rate and quasi-Poisson over the runs, Garwood's exact interval for one run), on
+histograms built here."""
 
 from __future__ import annotations
 
@@ -23,15 +24,16 @@ def _run(kernel: str, late_us: int, late: int = 15, wakeups: int = 1000) -> dict
             "p99_99_us": float(late_us), "histogram": histogram}  # fmt: skip
 
 
-def test_a_quantile_is_pooled_give_or_take_t_over_the_runs_own():
+def test_a_quantile_is_the_runs_mean_give_or_take_t_over_them():
     runs = [_run("6.12-rt", us) for us in (30, 40, 50)]
     (point,) = trend.points(runs, "p99", None)
-    # pooled: 2955 wake-ups at 10 µs and 15 at each of 30, 40, 50: the 2970th is 30 µs
-    assert point.value == 30
+    # each run's p99 is its own late value: 30, 40 and 50 µs (pooled, the 2970th of 3000
+    # wake-ups would be 30 µs: the runs that happened to be quick)
+    assert point.value == 40
     half = stats.t.ppf(0.975, 2) * np.std([30, 40, 50], ddof=1) / math.sqrt(3)
-    assert (point.low, point.high) == pytest.approx((30 - half, 30 + half))
-    assert half > 24  # 3 runs a side give a wide interval, as they should
-    assert "3 runs: t over the runs' own p99" in point.note
+    assert (point.low, point.high) == pytest.approx((40 - half, 40 + half))
+    assert half > 24  # 3 runs give a wide interval, as they should
+    assert "3 runs: the mean of their own p99, t over them" in point.note
 
 
 def test_runs_that_agree_give_no_interval_rather_than_a_certain_one():
@@ -74,7 +76,7 @@ def test_a_run_without_a_wake_up_holds_no_value_and_no_degree_of_freedom():
     (alone,) = trend.points([empty], "p99", None)
     assert alone.value is None and alone.note == "not measured"  # not "beyond the histogram"
     (quantile,) = trend.points([_run("k", 30), _run("k", 50), empty], "p99", None)
-    assert quantile.low is not None and "2 runs: t over" in quantile.note
+    assert quantile.value == 40 and quantile.low is not None and "2 runs: the mean" in quantile.note
 
 
 def test_intervals_stay_within_what_can_be():

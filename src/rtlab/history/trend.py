@@ -1,16 +1,15 @@
-"""A board's metric across kernels: one point per kernel (its runs pooled, in the order the
-kernels were first measured), each with a 95 % interval where the data give one.
+"""A board's metric across kernels: one point per kernel (in the order the kernels were first
+measured), each with a 95 % interval where the data give one.
 
-The interval replicates at the level that varies, as `rtlab compare`'s tests do
-(analysis/metric_tests.py): across a kernel's runs when it has two or more. A quantile's
-interval is the pooled value give or take Student's t over the runs' own values (n - 1
-degrees of freedom): with 2 or 3 runs it is wide, as it should be. (A bootstrap over 3 runs,
-as this once was, has 10 distinct resamples: its interval is about 0.4 times as wide and holds
-the truth about 3 times in 4, on normal runs.) The exceedance rate's is
-quasi-Poisson over the runs (their dispersion, at least 1, and t with their degrees of
-freedom); with one run it is exact Poisson (exceedances are rare and counted). A maximum has
-no interval: it is the highest of what was seen (compare judges block maxima instead). Pure:
-the rows come from db.Store.series.
+The point and its interval replicate at the level that varies, as `rtlab compare`'s tests do
+(analysis/metric_tests.py): a kernel's runs, when it has two or more. A quantile is then the
+mean of the runs' own quantiles (what compare's Welch test reads), give or take Student's t
+over them (n - 1 degrees of freedom): with 2 or 3 runs it is wide, as it should be. The
+exceedance rate is the runs' counts pooled, its interval quasi-Poisson over the runs (their
+dispersion, at least 1, and t with their degrees of freedom). With one run: its own value,
+an exact Poisson interval for the exceedance rate, none for a quantile. A maximum is the
+highest seen and has no interval (compare judges block maxima instead). bench/bench_trend.py
+measures how often the intervals hold the truth. Pure: the rows come from db.Store.series.
 """
 
 from __future__ import annotations
@@ -122,25 +121,30 @@ def _rate_interval(point: Point, level: float) -> None:
     point.note = f"{len(counts)} runs: quasi-Poisson over runs (dispersion {phi:.3g}, at least 1)"
 
 
-def _quantile_interval(point: Point, metric: str) -> None:
-    """The pooled quantile give or take Student's t over the runs' own quantiles."""
-    assert point.value is not None
+def _runs_quantile(point: Point, metric: str) -> None:
+    """Two or more runs: the mean of the runs' own quantiles, give or take Student's t over
+    them (n - 1 degrees of freedom), as compare's Welch test reads them. Not the pooled
+    quantile: with few runs that differ, the pooled one leans on whichever runs were slow,
+    and no interval over 2 to 5 runs holds it 95 % of the time (bench/bench_trend.py)."""
     # a run without a histogram or a wake-up measured nothing: it holds no value of its own
     own = [(v, bound) for v, bound in (_pooled([r], metric, None) for r in point.runs) if v is not None]
     if any(bound for _, bound in own):
-        point.note = f"{len(own)} runs: a run's {metric} is beyond its histogram: no interval"
+        point.note = f"{len(own)} runs: a run's {metric} is beyond its histogram: pooled, no interval"
+        return
+    if len(own) < 2:
+        point.note = (
+            f"{len(own)} run with a {metric} of its own: pooled, no interval (measure with --repeat 3)"
+        )
         return
     values = np.asarray([v for v, _ in own], dtype=float)
-    if len(values) < 2:
-        point.note = f"{len(values)} run with a {metric} of its own: no interval (measure with --repeat 3)"
-        return
+    point.value = float(values.mean())
     if np.ptp(values) == 0:
         point.note = f"{len(values)} runs, each {values[0]:g} µs: no run-to-run spread to give an interval"
         return
     half = float(stats.t.ppf((1 + LEVEL) / 2, len(values) - 1)) * float(np.std(values, ddof=1))
     half /= math.sqrt(len(values))
     point.low, point.high = max(0.0, point.value - half), point.value + half  # no latency below 0
-    point.note = f"{len(values)} runs: t over the runs' own {metric}"
+    point.note = f"{len(values)} runs: the mean of their own {metric}, t over them"
 
 
 def points(rows: Sequence[SeriesRow], metric: str, level: float | None) -> list[Point]:
@@ -161,7 +165,7 @@ def points(rows: Sequence[SeriesRow], metric: str, level: float | None) -> list[
         elif bound:
             point.note = "beyond the histogram: at least this, no interval"
         elif len(runs) >= 2:
-            _quantile_interval(point, metric)
+            _runs_quantile(point, metric)
         else:
             point.note = "1 run: no interval (measure with --repeat 3 for one)"
         found.append(point)
