@@ -126,6 +126,14 @@ def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damage
     )
     # not stopped: a run that measured nothing at all says that
     assert verify("idle", raw, "complete", None) == ("failed", cyclictest.NOTHING_MEASURED)
+    # stopped a moment after one thread's first wake-up, before the other's (a slow guest): the
+    # load is failed, and says it was stopped before every CPU was measured
+    one = RawLoad(data, f"{cyclictest.FILE}: thread 1 (CPU 1) {cyclictest.NO_SAMPLES}")
+    assert verify("idle", one, "partial", None) == (
+        "failed",
+        f"stopped before every CPU was measured: {cyclictest.FILE}: thread 1 (CPU 1) measured no samples",
+    )
+    assert verify("idle", one, "complete", None) == ("failed", one.problem)
 
 
 def test_a_crashed_cyclictest_keeps_its_partial_file_apart(tmp_path):

@@ -59,6 +59,9 @@ def verify(load: str, raw: RawLoad, status: str, reason: str | None) -> tuple[st
         return status, reason
     if raw.problem == cyclictest.NOTHING_MEASURED and status == "partial":  # the agent was stopped
         return "failed", reason or "stopped before cyclictest had measured anything"
+    if raw.problem is not None and raw.problem.endswith(cyclictest.NO_SAMPLES) and status == "partial":
+        # stopped a moment after cyclictest began: a CPU not yet measured cannot be vouched for
+        return "failed", reason or f"stopped before every CPU was measured: {raw.problem}"
     if raw.problem is not None:
         return "failed", reason or raw.problem
     if raw.cyclictest is None:

@@ -27,6 +27,7 @@ FILE = layout.CYCLICTEST_JSON
 # cyclictest's whole file, stopped before any thread had taken a sample (the agent's stop came
 # after cyclictest had set up its own SIGTERM handler, or a starved target never woke it)
 NOTHING_MEASURED = f"{FILE}: no thread measured a sample"
+NO_SAMPLES = "measured no samples"  # one thread did not (the others may have)
 # cyclictest's spelling of an average over no cycles, read as null (the field only: anywhere
 # else it stays what it is, not JSON)
 _NAN_AVG = re.compile(rb'("avg":[ ]?)-?nan(?=[ \n]*[,}])')
@@ -76,7 +77,7 @@ def _thread(thread: Any, name: str, limit_us: int) -> ThreadResult:
         raise InvalidResult(f"{FILE}: {where} has CPU {cpu}, beyond the {values.MAX_CPUS} Linux can have")
     cycles = _count(thread, "cycles", where)
     if cycles == 0:
-        raise InvalidResult(f"{FILE}: {where} (CPU {cpu}) measured no samples")
+        raise InvalidResult(f"{FILE}: {where} (CPU {cpu}) {NO_SAMPLES}")
     min_us, max_us = _count(thread, "min", where), _count(thread, "max", where)
     if min_us > max_us:
         raise InvalidResult(f"{FILE}: {where} has min {min_us} above max {max_us}")
