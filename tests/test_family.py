@@ -122,30 +122,31 @@ def test_a_series_counts_the_comparisons_its_gate_makes(runs, points, comparison
     assert changes.family_of([]) == 1 and changes.family_of([proposed, proposed]) == max(1, 2 * comparisons)
 
 
-def test_a_gate_over_two_series_judges_every_comparison_in_one_family(monkeypatch):
-    asked: list[int] = []
-
-    def compare(base, new, margin, deadline_us=None, seed=1, family=1):
-        asked.append(family)
-        return {"loads": {"idle": {"verdict": "same", "reason": "within the margin in p99"}}}
-
-    monkeypatch.setattr(verdicts, "compare", compare)
+def test_a_gate_over_two_series_judges_every_comparison_in_one_family(tmp_path):
+    # two series of one unchanged system, runs written in cyclictest's own formats; series a
+    # with a change point proposed at its 6th run: its two sides and its newest run are put
+    # to compare, b's newest run too: three comparisons, each judged at 5 % over the three
+    folders = {k: write_run(tmp_path, 200 + k, 0.1, seconds=SECONDS) for k in range(14)}
+    summaries = {str(path): readback.summary(path) for path in folders.values()}
+    rows = [{**row, "path": str(folders[k])} for k, row in enumerate(_rows(14))]
     proposed = {
-        "a": changes.Proposed(_rows(10), [(5, 10.0, 20.0, 1e-4)]),
-        "b": changes.Proposed(_rows(4), []),
+        "a": changes.Proposed(rows[:10], [(5, 10.0, 20.0, 1e-4)]),
+        "b": changes.Proposed(rows[10:], []),
     }
     family = changes.family_of(proposed.values())
     assert family == 3  # a: its change point and its newest run; b: its newest run
     found = []
     for board, series in proposed.items():
-        found += changes.regressions(board, "idle", series.series, "p99.99", None, lambda run: {},
-                                     family=family, proposed=series)  # fmt: skip
-    assert asked == [3, 3, 3] and [c.family for c in found] == [3, 3, 3]
+        found += changes.regressions(board, "idle", series.series, "p99.99", None,
+                                     lambda run: summaries[run["path"]], family=family,
+                                     proposed=series)  # fmt: skip
+    assert [(c.board, c.newest, c.family) for c in found] == [("a", False, 3), ("a", True, 3), ("b", True, 3)]
     assert all(c.reason.endswith("(one of 3 comparisons judged together, 5 % for them all)") for c in found)
+    assert not any(c.holds for c in found), [c.reason for c in found]  # nothing changed
     # a series judged on its own, as before: one comparison at 5 %, and no claim of a family
-    alone = changes.regressions("b", "idle", proposed["b"].series, "p99.99", None, lambda run: {},
-                                proposed=proposed["b"])  # fmt: skip
-    assert asked[-1] == 1 and alone[0].family == 1 and "comparisons" not in alone[0].reason
+    alone = changes.regressions("b", "idle", proposed["b"].series, "p99.99", None,
+                                lambda run: summaries[run["path"]], proposed=proposed["b"])  # fmt: skip
+    assert alone[0].family == 1 and "comparisons" not in alone[0].reason
 
 
 def test_the_gates_family_shows_in_the_verdict_of_a_real_comparison(tmp_path):

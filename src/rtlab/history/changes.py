@@ -12,8 +12,9 @@ the last change).
 
 One gate is one decision: every comparison it makes (each board's and load's change points
 with runs enough a side, and each newest run's check) is judged at 5 % over their number
-(compare's FAMILY: Holm within a comparison, Bonferroni across them), else an unchanged lab
-with many boards and loads would close it far more often than 1 time in 20. Their number is
+(compare's FAMILY: Holm within a comparison, Bonferroni across them): each comparison made at
+5 % on its own adds its own chance of a false alarm, the more boards and loads the more (the
+rates: bench/bench_history_gate.py). Their number is
 fixed before any is judged: every series' change points are proposed first (`propose`), then
 counted (`family_of`), then put to the test (`regressions`).
 
@@ -180,7 +181,7 @@ def regressions(
     start = next((i for i, r in enumerate(series) if baseline is not None and r["id"] == baseline["id"]), 0)
     taken = [c.index for c in found if c.kind == "regression" and c.index > start
              and (accepted or {}).get((load, c.run["uid"])) is not None]  # fmt: skip
-    if len(series) >= 2 and (not taken or max(taken) < len(series) - 1):
+    if len(series) >= 2:  # a regression confirmed has MIN_SIDE runs from it on: never the newest
         point = proposed.points[-1][0] if proposed.points else 0  # the last change, unless the newest run
         last = max(taken) if taken else point if point < len(series) - 1 else 0
         judge = lambda b, a: _judge(load, b, a, load_summary, margin, family)  # noqa: E731

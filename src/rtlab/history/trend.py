@@ -80,7 +80,7 @@ def _pooled(rows: Sequence[SeriesRow], metric: str, level: float | None) -> tupl
         if q is None:  # beyond the histogram: at least its limit
             return float(min(r["histogram"]["limit_us"] for r in rows if r["histogram"])), True
         return q, False
-    if level is None or n == 0:
+    if level is None:
         return None, False
     return above(values, counts, overflows, level) / n, False
 
@@ -123,9 +123,9 @@ def _rate_interval(point: Point, level: float) -> None:
 
 def _runs_quantile(point: Point, metric: str) -> None:
     """Two or more runs: the mean of the runs' own quantiles, give or take Student's t over
-    them (n - 1 degrees of freedom), as compare's Welch test reads them. Not the pooled
-    quantile: with few runs that differ, the pooled one leans on whichever runs were slow,
-    and no interval over 2 to 5 runs holds it 95 % of the time (bench/bench_trend.py)."""
+    them (n - 1 degrees of freedom), as compare's Welch test reads them (how often it holds the
+    truth: bench/bench_trend.py). Not the pooled quantile: with few runs that differ it leans
+    on whichever runs were quick or slow (runs whose p99 are 30, 40 and 50 µs pool to 30)."""
     # a run without a histogram or a wake-up measured nothing: it holds no value of its own
     own = [(v, bound) for v, bound in (_pooled([r], metric, None) for r in point.runs) if v is not None]
     if any(bound for _, bound in own):
