@@ -89,11 +89,18 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
     # a capture that came back incomplete (rtla cut off on a busy host) claims nothing and says why
     unread = [s for s in traced["spikes"] if s["problem"] is not None]
     assert all(s["top"] is None and s["causes"] == [] for s in unread), unread
-    # the spin thread holds CPU 1 only; a spike on CPU 0 is the emulated guest stalled by a busy
-    # host (158 ms "blocked" by the matrix stressor that was running, seen here): never spin's
-    elsewhere = [s for s in traced["spikes"] if s["problem"] is None and s["cpu"] != 1]
+    # the spin thread holds CPU 1 only, in bursts: a spike on CPU 0, or on CPU 1 seconds away
+    # from every burst, is the emulated guest stalled by a busy host (158 ms "blocked" by the
+    # matrix stressor that was running on CPU 0, and a 100 ms "timerlat IRQ" on CPU 1 3.6 s
+    # after the last burst, seen here): never spin's. Level b has the kernel's time (within
+    # 1 s of a burst's end), level a only when rtla said it hit, which an emulated guest under
+    # the load delayed by up to 1.6 s (seen here).
+    ends = [start + ms / 1000 - origin for start, ms, _, _ in bursts]
+    near = {"a": 2.0, "b": 1.0}[level]
+    read = [s for s in traced["spikes"] if s["problem"] is None]
+    named = [s for s in read if s["cpu"] == 1 and min(abs(s["t_s"] - end) for end in ends) < near]
+    elsewhere = [s for s in read if s not in named]
     assert not any(s["top"] and s["top"]["name"].startswith("spin:") for s in elsewhere), elsewhere
-    named = [s for s in traced["spikes"] if s["problem"] is None and s["cpu"] == 1]
     assert named, traced["spikes"]
     for spike in named:
         top = spike["top"]
@@ -104,12 +111,6 @@ def test_an_injected_thread_is_named_with_its_load_time_and_duration(injected, l
         assert top["role"] in ("blocking", "interference")
         # never longer than the 400 ms burst (a burst seen from the middle on is shorter)
         assert top["duration_us"] <= 480_000, spike
-        # at the right moment: when a burst ended (the measured thread ran again); level b has
-        # the kernel's time (within 1 s), level a only when rtla said it hit, which an emulated
-        # guest under the load delayed by up to 1.6 s (seen here)
-        ends = [start + ms / 1000 - origin for start, ms, _, _ in bursts]
-        near = {"a": 2.0, "b": 1.0}[level]
-        assert min(abs(spike["t_s"] - end) for end in ends) < near, (spike["t_s"], ends)
         # inside the cpu load's trace pass
         phases = summary["loads"]["cpu"]["phases"]
         assert phases["trace_start"] <= spike["t_s"] <= phases["trace_end"]
