@@ -332,3 +332,28 @@ def test_the_makefiles_parts_are_the_groups_conftest_names():
     assert part("PARALLEL") == PARALLEL_GROUPS and part("SHARED") == SHARED_GROUPS
     assert set(PARALLEL_GROUPS) | set(SHARED_GROUPS) < set(GROUPS)
     assert part("ALONE") == (ALONE,) and ALONE not in GROUPS
+
+
+@pytest.mark.tools
+def test_xdist_keeps_a_group_on_one_worker(tmp_path):
+    # make test's measuring part (--dist loadgroup) keeps a file's tests, and the boards'
+    # files, on one worker through xdist_group marks: with pytest 9.2 they stopped grouping,
+    # silently, and two boards booted side by side
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xdist_group(item.nodeid.partition('::')[0][:6]))\n"
+    )
+    for name in ("test_a1.py", "test_a2.py", "test_b1.py"):
+        (tmp_path / name).write_text("".join(f"def test_{i}():\n    pass\n" for i in range(4)))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = re.findall(r"^\[(gw\d)\] .*PASSED (test_\w)\d", done.stdout, re.MULTILINE)
+    assert len(ran) == 12, done.stdout
+    workers = {prefix: {gw for gw, p in ran if p == prefix} for prefix in ("test_a", "test_b")}
+    assert all(len(w) == 1 for w in workers.values()), workers
