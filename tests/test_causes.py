@@ -20,7 +20,6 @@ import pytest
 from conftest import (
     console_tail,
     event_seen,
-    guest_run,
     read_json,
     rtlab,
     run_args,
@@ -61,12 +60,10 @@ def injected(tmp_path_factory) -> dict[str, Path]:
     extra = initrd(tmp, {"usr/local/bin/stress-ng": wrapper, "usr/local/bin/spin": spin})
     runs = {}
     for level in ("a", "b"):
-        out, done = guest_run(
-            tmp / f"level-{level}",
-            lambda out, level=level: run_args(out, "idle,cpu", "2s", "--target",
-                f"qemu:debian-rt,initrd={extra}", "--trace", "100ms", "--trace-duration", "24s",
-                "--trace-level", level, settle="1s"),
-        )  # fmt: skip
+        out = tmp / f"level-{level}"
+        done = rtlab(*run_args(out, "idle,cpu", "2s", "--target", f"qemu:debian-rt,initrd={extra}",
+                               "--trace", "100ms", "--trace-duration", "24s", "--trace-level", level,
+                               settle="1s"))  # fmt: skip
         assert done.returncode == 0, done.stderr + console_tail(out)
         runs[level] = out
     return runs

@@ -318,10 +318,11 @@ def test_a_lava_log_that_is_a_fifo_is_one_line_not_a_wait(tmp_path):
 
 @pytest.mark.unit
 def test_the_makefiles_parts_are_the_groups_conftest_names():
-    # make test runs PARALLEL on every CPU and SHARED two at a time: a group added to one
-    # side and not the other would run beside a measurement
+    # make test runs PARALLEL on every CPU, SHARED two at a time and ALONE with the machine
+    # to itself: a group or mark added to one side and not the other would run beside a
+    # measurement that needs the machine
     makefile = (Path(__file__).parent.parent / "Makefile").read_text()
-    from conftest import GROUPS, PARALLEL_GROUPS, SHARED_GROUPS
+    from conftest import ALONE, GROUPS, PARALLEL_GROUPS, SHARED_GROUPS
 
     def part(name: str) -> tuple[str, ...]:
         found = re.search(rf"^{name} := (.+)$", makefile, re.MULTILINE)
@@ -330,3 +331,52 @@ def test_the_makefiles_parts_are_the_groups_conftest_names():
 
     assert part("PARALLEL") == PARALLEL_GROUPS and part("SHARED") == SHARED_GROUPS
     assert set(PARALLEL_GROUPS) | set(SHARED_GROUPS) < set(GROUPS)
+    assert part("ALONE") == (ALONE,) and ALONE not in GROUPS
+
+
+@pytest.mark.tools
+def test_xdist_keeps_a_group_on_one_worker(tmp_path):
+    # make test's measuring part (--dist loadgroup) keeps a file's tests, and the boards'
+    # files, on one worker through xdist_group marks: with pytest 9.2 they stopped grouping,
+    # silently, and two boards booted side by side
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xdist_group(item.nodeid.partition('::')[0][:6]))\n"
+    )
+    for name in ("test_a1.py", "test_a2.py", "test_b1.py"):
+        (tmp_path / name).write_text("".join(f"def test_{i}():\n    pass\n" for i in range(4)))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = re.findall(r"^\[(gw\d)\] .*PASSED (test_\w)\d", done.stdout, re.MULTILINE)
+    assert len(ran) == 12, done.stdout
+    workers = {prefix: {gw for gw, p in ran if p == prefix} for prefix in ("test_a", "test_b")}
+    assert all(len(w) == 1 for w in workers.values()), workers
+
+
+@pytest.mark.tools
+def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_by_itself():
+    # tests/conftest.py reruns a guests test once when its failure quotes rtlab saying the
+    # emulated guest itself failed: the words are read here from rtlab's own code
+    from conftest import GUEST_FAILED
+    from rtlab.analysis.status import _guest_end
+    from rtlab.rundir.events import Kind, line, parse
+
+    said = {
+        "hung": line(Kind.GUEST_TIMEOUT, seconds=444, silent=441, answered="no"),
+        "slow": line(Kind.GUEST_TIMEOUT, seconds=90, margin=60, answered="yes"),
+        "died": line(Kind.GUEST_DIED, reason="qemu exited with status 1"),
+    }
+    for kind, event in said.items():
+        reason = _guest_end([parse(event)])
+        assert reason and re.search(GUEST_FAILED, f"AssertionError: warning: idle: failed: {reason}"), kind
+    qemu = Path(__file__).parents[1] / "src/rtlab/targets/qemu/__init__.py"
+    assert 'f"the {self.name} guest did not start' in qemu.read_text()
+    assert re.search(GUEST_FAILED, "rtlab: the debian-rt guest did not start (no shell within 300 s)")
+    for other in ("cyclictest: failed (exit 1)", "the board did not come back", "load cpu: partial"):
+        assert not re.search(GUEST_FAILED, other)

@@ -150,11 +150,14 @@ def _cpu_seconds(group: int) -> float:
 
 
 @pytest.mark.host
+@pytest.mark.alone
 @needs_root
 @needs_tools
 def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
-    # Measured against cpu100 in the same run: on a machine busy with other work both get
-    # less CPU than they ask, and the ratio of the two takes that other use out.
+    # Measured against cpu100 in the same run: on a machine a little busy with other work both
+    # get less CPU than they ask, and the ratio of the two takes that other use out. Not when
+    # the other work takes more than the 40 % cpu60 leaves: beside another measuring test
+    # cpu100 got 47 % of the CPUs and cpu60 43 % (seen here), hence alone.
     out = tmp_path / "partial"
     proc = start_rtlab(*run_args(out, "cpu60,cpu100", "6s", settle="1s"))
     busy = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import guest_run, measured_run, needs_root, needs_tools, read_json, rtlab, run_args, spin_binary
+from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, run_args, spin_binary
 from rtlab.plan import probes
 
 LOADS = ("idle", "cpu")
@@ -448,12 +448,10 @@ def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tm
     extra = initrd(tmp_path, {"usr/local/bin/spin": spin_binary(tmp_path).read_bytes()})
     loads = tmp_path / "loads.toml"
     loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "150", "4", "1000", "0.1"]\n')
-    out, done = guest_run(
-        tmp_path / "run",
-        lambda out: run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
-                             f"qemu:debian-rt-backports,initrd={extra}", "--probe", "timerlat-u,hwnoise",
-                             settle="1s"),
-    )  # fmt: skip
+    out = tmp_path / "run"
+    done = rtlab(*run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
+                           f"qemu:debian-rt-backports,initrd={extra}", "--probe", "timerlat-u,hwnoise",
+                           settle="1s"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = read_json(out / "summary.json")
     entry = summary["loads"]["late"]
