@@ -31,19 +31,18 @@ SQUAD := .cache/squad
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN_ARGS ?= --duration 10s
 # `make test-slow` runs what this leaves out: a full RT kernel build booted in QEMU (~10 min),
-# the example studies whole. TESTS narrows the four parts of `make test` (a -m expression).
+# the example studies whole. TESTS narrows the three parts of `make test` (a -m expression).
 TESTS ?= not slow
 # The groups that measure nothing and boot nothing (tests/conftest.py: PARALLEL_GROUPS) run on
-# every CPU. The farms' tests (SHARED_GROUPS) judge what a farm does (takes a job, boots its
-# guest, carries the run home), never how late a thread woke: two at a time. The tests that
-# measure or boot (host, guests, boards) check only what they started, so they pass beside
-# another rtlab measuring: two at a time as well, a file's tests on one worker (its runs made
-# once) and the boards' files on one worker, one after another: a riscv64 U-Boot board
-# rebooted beside another board's boot once never came back (1 of 2 runs). A test marked
-# ALONE judges this machine's own share of the CPU, which a neighbour changes: it runs last,
-# with the machine to itself.
+# every CPU. The tests that measure or boot (host, guests, boards) check only what they
+# started, so they pass beside another rtlab measuring, and the farms' tests judge what a farm
+# does (takes a job, boots its guest, carries the run home), never how late a thread woke: two
+# at a time, a file's tests on one worker (its runs made once) and the files that boot boards,
+# the farms' too, on one worker, one after another: a riscv64 U-Boot board rebooted beside
+# another board's boot once never came back (1 of 2 runs). A test marked ALONE judges this
+# machine's own share of the CPU, which a neighbour changes: it runs last, with the machine
+# to itself.
 PARALLEL := unit or hostile or tools
-SHARED := farm
 ALONE := alone
 XDIST := -n auto --dist loadfile
 # pytest's 5 (no test selected: TESTS left a part empty) is no failure, unless every part says it
@@ -116,12 +115,11 @@ lint: setup
 test: lint test-setup
 	$(PYTEST_OK); \
 	$(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
-	$(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadfile -m "($(TESTS)) and ($(SHARED))"; second=$$?; \
-	$(call TIMED,measuring two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadgroup \
-	    -m "($(TESTS)) and not ($(PARALLEL) or $(SHARED) or $(ALONE))"; third=$$?; \
-	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; fourth=$$?; \
-	if [ "$$first$$second$$third$$fourth" = 5555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
-	ok $$first && ok $$second && ok $$third && ok $$fourth
+	$(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadgroup \
+	    -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
+	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
+	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
+	ok $$first && ok $$second && ok $$third
 	@$(MAKE) --no-print-directory test-newest
 
 # The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).

@@ -43,17 +43,16 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 
 # The groups a test belongs to, exactly one each (pyproject.toml says what each means). The
 # first three measure nothing and boot nothing: `make test` runs them on every CPU at once.
-# The farms' tests judge what a farm does, never how late a thread woke: two at a time. The
-# others measure or boot, and check only what they started, so they pass beside another
-# rtlab measuring: two at a time too, a file's tests on one worker (its runs made once) and
-# the boards' files on one worker, one after another (BOARDS_TOGETHER: a riscv64 U-Boot board
-# rebooted beside another board's boot once never came back). What judges this machine's own
-# share of the CPU (a load's duty cycle, the work it did) needs the machine to itself: ALONE.
-# (The Makefile's PARALLEL, SHARED and ALONE say the same.)
+# The others measure or boot, and check only what they started, so they pass beside another
+# rtlab measuring (a farm's tests judge what the farm does, never how late a thread woke): two
+# at a time, a file's tests on one worker (its runs made once) and the files that boot a
+# board, the farms' too, on one worker, one after another (BOARDS_TOGETHER: a riscv64 U-Boot
+# board rebooted beside another board's boot once never came back). What judges this
+# machine's own share of the CPU (a load's duty cycle, the work it did) needs the machine to
+# itself: ALONE. (The Makefile's PARALLEL and ALONE say the same.)
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
-SHARED_GROUPS = ("farm",)
-BOARDS_TOGETHER = "boards"
+BOARDS_TOGETHER = ("boards", "farm")
 ALONE = "alone"
 
 
@@ -94,10 +93,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("guests"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
-    # each file is one, the boards' files together one (read before pytest-xdist's own hook)
+    # each file is one, the files that boot boards together one (read before pytest-xdist's
+    # own hook)
     for item in items:
-        if item.get_closest_marker(BOARDS_TOGETHER):
-            item.add_marker(pytest.mark.xdist_group(BOARDS_TOGETHER))
+        if any(item.get_closest_marker(group) for group in BOARDS_TOGETHER):
+            item.add_marker(pytest.mark.xdist_group("boards"))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
 
