@@ -88,7 +88,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # 3 times in 5), bookworm-backports' 6.12 RT kernel panicked in run_timer_softirq 1.3 s into
     # its boot (once). rtlab stops such a guest and says so, as test_qemu checks; a test of
     # something else that failed with those words runs once more (pytest-rerunfailures), and
-    # the summary lists the rerun with rtlab's words (-r R).
+    # pytest's summary shows each rerun with the failure that caused it, rtlab's words in it
+    # (--rerun-show-tracebacks in pyproject.toml).
     for item in items:
         if item.get_closest_marker("guests"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))

@@ -358,7 +358,7 @@ def test_xdist_keeps_a_group_on_one_worker(tmp_path):
     assert all(len(w) == 1 for w in workers.values()), workers
 
 
-@pytest.mark.tools
+@pytest.mark.unit
 def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_by_itself():
     # tests/conftest.py reruns a guests test once when its failure quotes rtlab saying the
     # emulated guest itself failed: the words are read here from rtlab's own code
