@@ -625,6 +625,36 @@ def test_only_what_apt_fetched_this_time_is_unpacked(tmp_path):
     assert all(p.parent == archives and p.stat().st_size > 0 for p in fetched)
 
 
+@pytest.mark.unit
+@needs_apt
+def test_apt_caches_answers_are_kept_until_the_index_changes(tmp_path, monkeypatch):
+    apt, repo = local_debian(tmp_path, b"image", b"module")
+    apt.update()
+    assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
+    answers = apt.root / "var/cache/rtlab-answers"
+    [kept] = [path for folder in answers.iterdir() for path in folder.iterdir()]
+    # asked again, the kept answer is the answer: no apt-cache runs (none could, here)
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
+    monkeypatch.setenv("PATH", path)
+    # a link put in its place is not followed: apt-cache is asked again
+    planted = tmp_path / "planted"
+    planted.write_text("Depends: linux-image-planted\n")
+    kept.unlink()
+    kept.symlink_to(planted)
+    assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
+    # the archive moves on to a new kernel: the updated index gives the new answer, and the
+    # answers of the old one are gone
+    packages = (repo / "Packages").read_text()
+    newer = "Package: linux-image-7.0\nVersion: 7.0-1\nArchitecture: all\nFilename: ./n.deb\nDescription: n\n"
+    packages = packages.replace(f"Depends: linux-image-{RELEASE}", "Depends: linux-image-7.0")
+    (repo / "Packages").write_text(f"{packages.rstrip()}\n\n{newer}")
+    apt.update(force=True)
+    assert apt.depends_on("linux-image-amd64", "linux-image-") == "linux-image-7.0"
+    assert len(list(answers.iterdir())) == 1 and not kept.parent.exists()
+
+
 # --- the guest's libraries: found inside the packages, never beside them ------------------------
 
 

@@ -9,7 +9,9 @@ Debian's archive keyring, downloaded once and never rebuilt per run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from rtlab import children
 from rtlab.boundary import untrusted
+from rtlab.cache import writing
 from rtlab.errors import UsageError
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
@@ -71,6 +74,8 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 UPDATE_TRIES = 3
 UPDATE_PAUSE_S = 15
+# apt-cache's answers are kept (Apt._ask) up to this size, far over any depends or show
+ANSWER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -181,9 +186,47 @@ class Apt:
                     raise
                 time.sleep(UPDATE_PAUSE_S * attempt)
 
+    def _ask(self, *question: str) -> str:
+        """What `apt-cache QUESTION` says, kept beside the index it read. apt-cache parses the
+        whole index for every question (half a CPU-second each here; a guest's start asks two
+        to four), and its answer changes only with the index: the answers live in a folder
+        named after the index files' names, sizes and times, so an update (or a damaged
+        index put back) leaves them behind, and they go once another index is asked. An
+        answer is read back as any outside file (no link, a cap)."""
+        answers = self.root / "var/cache/rtlab-answers"
+        folder = answers / self._index_state()
+        path = folder / hashlib.sha256("\0".join(question).encode()).hexdigest()
+        with contextlib.suppress(OSError, untrusted.Damaged):
+            return untrusted.read_text(path, ANSWER_BYTES)
+        out = _run(["apt-cache", *self.options(), *question])
+        # a second rtlab may be reading or clearing the same folder: an answer not kept is
+        # only asked again
+        with contextlib.suppress(OSError):
+            for old in answers.glob("*"):
+                if old != folder:
+                    shutil.rmtree(old, ignore_errors=True)
+            if len(out.encode()) <= ANSWER_BYTES:
+                with writing(path) as part:
+                    part.write_text(out)
+        return out
+
+    def _index_state(self) -> str:
+        """A name for the index apt-cache reads: its files' names, sizes, times and inodes (apt
+        gives a file the archive's time and replaces it whole), and the sources list's."""
+        lists = self.root / "var/lib/apt/lists"
+        files = [self.root / "etc/apt/sources.list", self.root / "var/lib/dpkg/status"]
+        with contextlib.suppress(OSError):
+            files += sorted(path for path in lists.iterdir() if path.is_file())
+        state = []
+        for path in files:
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                state.append([path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino])
+        return hashlib.sha256(json.dumps(state).encode()).hexdigest()[:32]
+
     def depends_on(self, package: str, prefix: str) -> str:
         """The package a metapackage points to, e.g. linux-image-rt-amd64 -> linux-image-6.1.0-28-rt-amd64."""
-        out = _run(["apt-cache", *self.options(), "depends", package])
+        out = self._ask("depends", package)
         for name in re.findall(r"Depends:\s*(\S+)", out):
             if name.startswith(prefix):
                 return str(name)
@@ -191,11 +234,11 @@ class Apt:
 
     def depends(self, package: str) -> list[str]:
         """The packages `package` depends on, by name."""
-        out = _run(["apt-cache", *self.options(), "depends", package])
+        out = self._ask("depends", package)
         return [str(name) for name in re.findall(r"^\s*\|?(?:Pre)?Depends:\s*(\S+)", out, re.M)]
 
     def version(self, package: str) -> str:
-        out = _run(["apt-cache", *self.options(), "show", "--no-all-versions", package])
+        out = self._ask("show", "--no-all-versions", package)
         match = re.search(r"^Version:\s*(\S+)", out, re.M)
         return match.group(1) if match else "unknown"
 
