@@ -39,6 +39,11 @@ from rtlab.targets.base import target_dir
 ANSWER_S = 30.0  # a board that is up answers within this; one that hung never does
 POWER_CYCLE_S = 120.0  # a power switch's command answers within this
 COPY_S = 900.0  # a kernel and an initramfs over a slow link
+# After --power-cycle, the default kernel has at least this long (--boot-timeout's default) to
+# answer, however short --boot-timeout is: that limit is for the kernel on trial, which a user
+# shortens to give up on a hung one sooner; the default boots in its own time, and waiting on
+# it is what keeps the board off an unknown kernel. It answers, and the wait ends, long before.
+BACK_S = 300.0
 
 
 def fetch_debian_kernel(target: str, package: str, machine: str) -> tuple[Path, dict[str, str]]:
@@ -510,7 +515,7 @@ class Engine:
             self.say(f"{r.target} did not come back: running --power-cycle {r.power_cycle!r}")
             lines.append(self._power_cycle())
             self._enter("wait-default")
-            back = self.board.new_boot(self.before["boot_id"], r.boot_timeout)
+            back = self.board.new_boot(self.before["boot_id"], max(r.boot_timeout, BACK_S))
         if back is not None:
             running = untrusted.printable(back.get("uname", "?"))
             on_default = f"{kexec.MARK}=" not in back.get("cmdline", "")

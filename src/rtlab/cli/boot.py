@@ -35,7 +35,11 @@ Append = Annotated[
 Initrd = Annotated[Path | None, typer.Option(help="an initramfs for the kernel")]
 Dtb = Annotated[Path | None, typer.Option(help="a device tree for the kernel (arm64, riscv64)")]
 BootTimeout = Annotated[
-    float, typer.Option(help="seconds the board has to answer over SSH from the new kernel")
+    float,
+    typer.Option(
+        help="seconds the board has to answer over SSH from the new kernel (from its default one, "
+        "after --power-cycle: 300 or more)"
+    ),
 ]
 PowerCycle = Annotated[
     str | None, typer.Option(help="a command that resets the board when it does not come back")
