@@ -34,18 +34,14 @@ RUN_ARGS ?= --duration 10s
 # the example studies whole. TESTS narrows the three parts of `make test` (a -m expression).
 TESTS ?= not slow
 # The groups that measure nothing and boot nothing (tests/conftest.py: PARALLEL_GROUPS) run on
-# every CPU, beside the tests that measure or boot, at SCHED_IDLE: those leave a third of this
-# machine's CPU time idle (their guests' boots and timeouts, a board's waits for SSH, a farm's
-# scheduler), which the idle part takes, and a task of theirs that wakes takes its CPU back at
-# once (cyclictest's SCHED_FIFO threads are above both). Its output comes after theirs, with
-# the unit tests on the newest Python, which run the same way. The tests that measure or boot (host, guests,
-# boards) check only what they started, so they pass beside another rtlab measuring, and the
-# farms' tests judge what a farm does (takes a job, boots its guest, carries the run home),
-# never how late a thread woke: two at a time, a file's tests on one worker (its runs made
-# once) and the files that boot boards, the farms' too, on one worker, one after another: a
-# riscv64 U-Boot board rebooted beside another board's boot once never came back (1 of 2
-# runs). A test marked ALONE judges this machine's own share of the CPU, which a neighbour
-# changes: it runs last, with the machine to itself.
+# every CPU. The tests that measure or boot (host, guests, boards) check only what they
+# started, so they pass beside another rtlab measuring, and the farms' tests judge what a farm
+# does (takes a job, boots its guest, carries the run home), never how late a thread woke: two
+# at a time, a file's tests on one worker (its runs made once) and the files that boot boards,
+# the farms' too, on one worker, one after another: a riscv64 U-Boot board rebooted beside
+# another board's boot once never came back (1 of 2 runs). A test marked ALONE judges this
+# machine's own share of the CPU, which a neighbour changes: it runs last, with the machine
+# to itself.
 PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile
@@ -55,7 +51,7 @@ PYTEST_OK := ok() { [ "$$1" = 0 ] || [ "$$1" = 5 ]; }
 # seconds over this machine's CPUs are the shortest wall time the part could take here
 TIMED = /usr/bin/time -f "make test, $(1): %e s wall, %U s user + %S s system CPU (%P of one CPU)"
 
-.PHONY: setup test-setup apt-install run test test-beside test-fast test-newest test-slow lint bench clean
+.PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
 
 setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
@@ -117,21 +113,14 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint test-setup
-	$(PYTEST_OK); beside=$$(mktemp); \
-	setsid -w chrt --idle 0 $(MAKE) --no-print-directory test-beside > $$beside 2>&1 & behind=$$!; \
-	trap 'kill -TERM -$$behind 2>/dev/null; rm -f $$beside' EXIT; trap 'exit 130' INT TERM; \
+	$(PYTEST_OK); \
+	$(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
 	$(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadgroup \
 	    -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
-	wait $$behind; first=$$?; echo "make test, every CPU (SCHED_IDLE, beside the part above):"; cat $$beside; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
-
-# make test's part at SCHED_IDLE: what measures nothing, then the unit tests on the newest Python;
-# pytest's own exit status (5: TESTS selected none of it), 1 when the newest Python's failed
-test-beside:
-	@$(PYTEST_OK); $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; \
-	first=$$?; $(MAKE) --no-print-directory test-newest || exit 1; exit $$first
+	@$(MAKE) --no-print-directory test-newest
 
 # The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).
 test-fast: setup

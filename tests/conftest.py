@@ -26,8 +26,8 @@ from rtlab.agent import script_path
 
 # Property tests (test_readers.py): new examples at every run on a developer's machine, the
 # same ones on CI (CI=true), so a landing is never decided by the draw; and no deadline on an
-# example, which would be a timing assertion: make test runs them at SCHED_IDLE beside the
-# tests that measure, where an example waits for the CPU as long as those keep it busy
+# example (hypothesis's 200 ms by default), which would be a timing assertion: on a busy
+# machine an example waits for the CPU
 settings.register_profile("rtlab", deadline=None)
 settings.register_profile("ci", parent=settings.get_profile("rtlab"), derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "rtlab")

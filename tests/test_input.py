@@ -318,9 +318,9 @@ def test_a_lava_log_that_is_a_fifo_is_one_line_not_a_wait(tmp_path):
 
 @pytest.mark.unit
 def test_the_makefiles_parts_are_the_groups_conftest_names():
-    # make test runs the other groups two at a time, PARALLEL beside them at SCHED_IDLE on
-    # every CPU and ALONE with the machine to itself: a group or mark added to one side and
-    # not the other would run beside a measurement that needs the machine
+    # make test runs PARALLEL on every CPU, the other groups two at a time and ALONE with the
+    # machine to itself: a group or mark added to one side and not the other would run beside
+    # a measurement that needs the machine
     makefile = (Path(__file__).parent.parent / "Makefile").read_text()
     from conftest import ALONE, GROUPS, PARALLEL_GROUPS
 
