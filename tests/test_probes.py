@@ -482,7 +482,9 @@ def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tm
     assert ["timer IRQ latency (timerlat irq max)", timerlat["irq"]["max_us"]] in said["parts"]
     assert any(name.startswith("return to user space") for name, _ in said["parts"])
     warning = next(w["message"] for w in summary["warnings"] if w["code"] == "probes-disagree")
-    assert warning.startswith("late: the probes disagree: timerlat-u")
+    # the disagreement said first may be the p99s' (a busy host's noise in the guest's
+    # cyclictest, as the figures above allow): either way it names timerlat-u
+    assert warning.startswith("late: the probes disagree: ") and "timerlat-u" in warning, warning
     for fmt in ("table", "md", "html", "json"):
         shown = rtlab("report", str(out), "--format", fmt)
         assert "the probes disagree" in shown.stdout + shown.stderr, fmt
