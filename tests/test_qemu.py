@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import (
     AGENT,
@@ -30,6 +32,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
+from rtlab.boundary import paths
 from rtlab.errors import UsageError
 from rtlab.plan.loads import BUILTIN
 from rtlab.targets.qemu import GuestSpec, cpio
@@ -512,7 +515,8 @@ def deb(folder: Path, package: str, files: dict[str, bytes], depends: str = "") 
 
 def local_debian(tmp_path: Path, image: bytes, module: bytes) -> tuple[Any, Path]:
     """apt over a Debian archive on disk (a copy: source, no network): the metapackage
-    linux-image-amd64, its kernel (an image and a config) and that kernel's modules."""
+    linux-image-amd64, its kernel (an image and a config) and that kernel's modules; its index
+    fetched."""
     from rtlab.debian import Apt
 
     repo = tmp_path / "archive"
@@ -544,7 +548,9 @@ def local_debian(tmp_path: Path, image: bytes, module: bytes) -> tuple[Any, Path
     arch = subprocess.run(["dpkg", "--print-architecture"], check=True, capture_output=True, text=True).stdout
     # copy: (not file:) as a mirror: apt copies each package into place instead of using it there
     source = (("local.list", f"deb [trusted=yes] copy:{repo} ./\n"),)
-    return Apt(tmp_path / "apt", "local", arch.strip(), sources=source), repo
+    apt = Apt(tmp_path / "apt", "local", arch.strip(), sources=source)
+    apt.update()
+    return apt, repo
 
 
 @pytest.mark.unit
@@ -609,7 +615,6 @@ def test_a_package_cut_short_is_refused_in_one_line_and_leaves_nothing(tmp_path)
 @needs_apt
 def test_only_what_apt_fetched_this_time_is_unpacked(tmp_path):
     apt, _ = local_debian(tmp_path, b"image", b"module")
-    apt.update()
     into = tmp_path / "debs"
     other = deb(into, "linux-image-0.0-other", {"boot/vmlinuz-0.0-other": b"not this kernel"})
     assert [p.name for p in apt.download([f"linux-modules-{RELEASE}"], into)] == [
@@ -629,7 +634,6 @@ def test_only_what_apt_fetched_this_time_is_unpacked(tmp_path):
 @needs_apt
 def test_apt_caches_answers_are_kept_until_the_index_changes(tmp_path, monkeypatch):
     apt, repo = local_debian(tmp_path, b"image", b"module")
-    apt.update()
     assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
     answers = apt.root / "var/cache/rtlab-answers"
     [kept] = [path for folder in answers.iterdir() for path in folder.iterdir()]
@@ -653,6 +657,55 @@ def test_apt_caches_answers_are_kept_until_the_index_changes(tmp_path, monkeypat
     apt.update(force=True)
     assert apt.depends_on("linux-image-amd64", "linux-image-") == "linux-image-7.0"
     assert len(list(answers.iterdir())) == 1 and not kept.parent.exists()
+
+
+@pytest.mark.unit
+@needs_apt
+def test_a_link_on_the_way_to_apt_caches_answers_is_never_followed(tmp_path):
+    # the answers' folder made a link to a user's folder: nothing is written there, nothing
+    # of it removed, and the answer is apt-cache's own
+    apt, _ = local_debian(tmp_path, b"image", b"module")
+    users = tmp_path / "users"
+    (users / "photos").mkdir(parents=True)
+    (users / "photos" / "one.jpg").write_bytes(b"kept")
+    (apt.root / "var/cache").mkdir(parents=True, exist_ok=True)
+    (apt.root / "var/cache/rtlab-answers").symlink_to(users)
+    for _ in range(2):
+        assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
+    assert [p.relative_to(users).as_posix() for p in sorted(users.rglob("*"))] == ["photos", "photos/one.jpg"]
+    assert (users / "photos" / "one.jpg").read_bytes() == b"kept"
+
+
+@pytest.fixture(scope="module")
+def kept_answer(tmp_path_factory) -> tuple[Any, Path]:
+    """apt over a local archive and the file its answer to `depends linux-image-amd64` is kept in."""
+    apt, _ = local_debian(tmp_path_factory.mktemp("answers"), b"image", b"module")
+    apt.depends_on("linux-image-amd64", "linux-image-")
+    answers = apt.root / "var/cache/rtlab-answers"
+    [kept] = [path for folder in answers.iterdir() for path in folder.iterdir()]
+    return apt, kept
+
+
+_NAMED = st.text(max_size=40).map(lambda name: f"linux-image-amd64\n  Depends: linux-image-{name}\n")
+
+
+@pytest.mark.unit
+@needs_apt
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(st.text(max_size=300), _NAMED))
+def test_whatever_a_kept_apt_answer_says_the_kernel_package_is_a_name(kept_answer, text):
+    # the package becomes a folder of the cache (kernels/ARCH/PACKAGE): a kept answer someone
+    # wrote in is read through the boundary, and one that names no package is asked anew
+    apt, kept = kept_answer
+    kept.write_text(text, encoding="utf-8")
+    package = apt.depends_on("linux-image-amd64", "linux-image-")
+    assert package.startswith("linux-image-") and paths.is_component(package), package
+    first = next((n for n in re.findall(r"Depends:\s*(\S+)", text) if n.startswith("linux-image-")), None)
+    if first is not None and paths.is_component(first):
+        assert package == first  # a name: the cache's, as the kernel's own folder is
+    else:
+        assert package == f"linux-image-{RELEASE}"  # apt-cache's own answer, kept again
+        assert kept.read_text() != text
 
 
 # --- the guest's libraries: found inside the packages, never beside them ------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtlab import children
-from rtlab.boundary import untrusted
+from rtlab.boundary import paths, untrusted
 from rtlab.cache import writing
 from rtlab.errors import UsageError
 
@@ -186,28 +186,32 @@ class Apt:
                     raise
                 time.sleep(UPDATE_PAUSE_S * attempt)
 
-    def _ask(self, *question: str) -> str:
-        """What `apt-cache QUESTION` says, kept beside the index it read. apt-cache parses the
-        whole index for every question (half a CPU-second each here; a guest's start asks two
-        to four), and its answer changes only with the index: the answers live in a folder
-        named after the index files' names, sizes and times, so an update (or a damaged
-        index put back) leaves them behind, and they go once another index is asked. An
-        answer is read back as any outside file (no link, a cap)."""
+    def _ask(self, *question: str, fresh: bool = False) -> str:
+        """What `apt-cache QUESTION` says, kept beside the index it read (FRESH: asked anew).
+        apt-cache parses the whole index for every question (half a CPU-second each here; a
+        guest's start asks two to four), and its answer changes only with the index: the
+        answers live in a folder named after the index files' names, sizes and times, so an
+        update (or a damaged index put back) leaves them behind, and they go once another
+        index is asked. A kept answer is read back as any outside file (no link anywhere
+        below the apt folder, a cap); where a link lies on the way, nothing is kept or
+        removed."""
         answers = self.root / "var/cache/rtlab-answers"
         folder = answers / self._index_state()
         path = folder / hashlib.sha256("\0".join(question).encode()).hexdigest()
-        with contextlib.suppress(OSError, untrusted.Damaged):
-            return untrusted.read_text(path, ANSWER_BYTES)
+        if not fresh:
+            with contextlib.suppress(untrusted.Damaged):
+                return untrusted.read_text(path, ANSWER_BYTES, root=self.root)
         out = _run(["apt-cache", *self.options(), *question])
+        if paths.link_along(self.root, folder) is not None or len(out.encode()) > ANSWER_BYTES:
+            return out
         # a second rtlab may be reading or clearing the same folder: an answer not kept is
         # only asked again
         with contextlib.suppress(OSError):
-            for old in answers.glob("*"):
+            for old in answers.glob("*"):  # none yet: an empty list
                 if old != folder:
-                    shutil.rmtree(old, ignore_errors=True)
-            if len(out.encode()) <= ANSWER_BYTES:
-                with writing(path) as part:
-                    part.write_text(out)
+                    shutil.rmtree(old, ignore_errors=True)  # a link among them: refused, left
+            with writing(path) as part:
+                part.write_text(out)
         return out
 
     def _index_state(self) -> str:
@@ -225,11 +229,17 @@ class Apt:
         return hashlib.sha256(json.dumps(state).encode()).hexdigest()[:32]
 
     def depends_on(self, package: str, prefix: str) -> str:
-        """The package a metapackage points to, e.g. linux-image-rt-amd64 -> linux-image-6.1.0-28-rt-amd64."""
-        out = self._ask("depends", package)
-        for name in re.findall(r"Depends:\s*(\S+)", out):
-            if name.startswith(prefix):
-                return str(name)
+        """The package a metapackage points to, e.g. linux-image-rt-amd64 -> linux-image-6.1.0-28-rt-amd64.
+        It becomes a folder of the cache: a kept answer that names no package (a cache
+        someone wrote in) is asked of apt-cache anew."""
+        for fresh in (False, True):
+            out = self._ask("depends", package, fresh=fresh)
+            named = [name for name in re.findall(r"Depends:\s*(\S+)", out) if name.startswith(prefix)]
+            if named and paths.is_component(named[0]):
+                return str(named[0])
+        if named:
+            shown = untrusted.printable(named[0])[:60]
+            raise UsageError(f"apt-cache names {shown!r} as {package}'s {prefix}*: not a package name")
         raise UsageError(f"{package} has no {prefix}* dependency in Debian {self.release}/{self.arch}")
 
     def depends(self, package: str) -> list[str]:
