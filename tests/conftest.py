@@ -51,10 +51,13 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # board, the farms' too, on one worker, one after another (BOARDS_TOGETHER: a riscv64 U-Boot
 # board rebooted beside another board's boot once never came back). What judges this
 # machine's own share of the CPU (a load's duty cycle, the work it did) needs the machine to
-# itself: ALONE. (The Makefile's PARALLEL and ALONE say the same.)
+# itself: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants a spike on this
+# machine (a SCHED_FIFO 99 busy loop) also judges its quiet runs quiet: two such beside each
+# other would each take the other's spike for the machine's, so they share one worker (SPIKES).
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
 BOARDS_TOGETHER = ("boards", "farm")
+SPIKES = "spikes"
 ALONE = "alone"
 
 
@@ -96,11 +99,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("guests"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
-    # each file is one, the files that boot boards together one (read before pytest-xdist's
-    # own hook)
+    # each file is one, the files that boot boards together one, the tests that plant spikes
+    # on this machine together one (read before pytest-xdist's own hook)
     for item in items:
         if any(item.get_closest_marker(group) for group in BOARDS_TOGETHER):
             item.add_marker(pytest.mark.xdist_group("boards"))
+        elif item.get_closest_marker(SPIKES):
+            item.add_marker(pytest.mark.xdist_group(SPIKES))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
 

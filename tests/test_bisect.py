@@ -23,6 +23,7 @@ import pytest
 from conftest import ours, processes_named, rtlab, spin_binary, start_rtlab, wait_for
 from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing, carries, ends, judge
 
+pytestmark = pytest.mark.spikes
 REVISIONS = 20  # the good end, 18 between, the bad end
 CULPRIT = 13  # the first revision whose work.sh runs the busy loop
 BROKEN = 9  # the first one the search tries; its "build" fails: the prepare command skips it (exit 125)

@@ -27,7 +27,7 @@ from scipy import stats
 from conftest import PG_BIN, needs_root, needs_tools, postgres, read_json, rtlab, spin_binary
 from test_html_browser import CHROMIUM, chromium
 
-pytestmark = [needs_root, needs_tools]
+pytestmark = [pytest.mark.spikes, needs_root, needs_tools]
 
 NEXT_KERNEL = "6.12.0-rtlab-next"
 

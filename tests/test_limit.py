@@ -26,6 +26,7 @@ from conftest import needs_root, needs_tools, read_json, rtlab, spin_binary
 from rtlab.history import limit
 from rtlab.history.changes import Change
 
+pytestmark = pytest.mark.spikes
 RUN = ("--loads", "work", "--settle", "0s", "--block", "100ms")
 
 

@@ -30,7 +30,7 @@ from conftest import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.host, needs_root, needs_tools]
+pytestmark = [pytest.mark.host, pytest.mark.spikes, needs_root, needs_tools]
 
 BLOCK = ("--duration", "2s", "--settle", "0s", "--block", "100ms")
 

@@ -441,13 +441,17 @@ def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
 def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tmp_path):
     """bookworm-backports' RT kernel (6.12): rtla's user-space threads (timerlat -u) and hwnoise,
     each CPU's numbers read again from rtla's own tables. Planted: the load sleeps while
-    cyclictest measures (1 s settle, 2 s), then tests/spin.c holds CPU 0 for 150 ms at a time
-    while timerlat measures after it: the report says the probes disagree and gives the parts."""
+    cyclictest measures (1 s settle, 2 s), then, once rtla runs, tests/spin.c holds CPU 0 for
+    150 ms at a time while timerlat measures: the report says the probes disagree and gives
+    the parts."""
     from test_qemu import initrd
 
     extra = initrd(tmp_path, {"usr/local/bin/spin": spin_binary(tmp_path).read_bytes()})
     loads = tmp_path / "loads.toml"
-    loads.write_text('[loads.late]\ncommand = ["/usr/local/bin/spin", "0", "150", "4", "1000", "0.1"]\n')
+    # the spike starts once rtla runs, not after a fixed delay: a busy host can slow the guest's
+    # cyclictest to start late enough to catch the first spike itself
+    wait_rtla = "until pidof rtla >/dev/null; do sleep 0.05; done; exec /usr/local/bin/spin 0 150 0 1000 0.1"
+    loads.write_text(f'[loads.late]\ncommand = ["/bin/sh", "-c", "{wait_rtla}"]\n')
     out = tmp_path / "run"
     done = rtlab(*run_args(out, "late", "2s", "--loads-file", str(loads), "--target",
                            f"qemu:debian-rt-backports,initrd={extra}", "--probe", "timerlat-u,hwnoise",

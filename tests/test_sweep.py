@@ -23,6 +23,7 @@ from test_bisect import RUN, _loads, _p999
 
 # what a board's prepare command would do with the fragment: build and install; here the
 # "kernel" is the load work.sh, which spins when the fragment asks for CONFIG_SPIN
+pytestmark = pytest.mark.spikes
 PREPARE = (
     'if grep -qx "CONFIG_LOCALVERSION_AUTO=y" "$RTLAB_FRAGMENT" && [ ! -e "$INSTALL/fixed" ]; then '
     'echo "the build failed" >&2; exit 1; fi; '
