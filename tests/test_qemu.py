@@ -662,18 +662,24 @@ def test_apt_caches_answers_are_kept_until_the_index_changes(tmp_path, monkeypat
 @pytest.mark.unit
 @needs_apt
 def test_a_link_on_the_way_to_apt_caches_answers_is_never_followed(tmp_path):
-    # the answers' folder made a link to a user's folder: nothing is written there, nothing
-    # of it removed, and the answer is apt-cache's own
+    # the answers' folder made a link to a user's folder that holds an answer of its own where
+    # the kept one would be: nothing is read, written or removed there, and the answer is
+    # apt-cache's own
     apt, _ = local_debian(tmp_path, b"image", b"module")
+    apt.depends_on("linux-image-amd64", "linux-image-")
+    answers = apt.root / "var/cache/rtlab-answers"
+    [kept] = [path for folder in answers.iterdir() for path in folder.iterdir()]
+    kept.write_text("linux-image-amd64\n  Depends: linux-image-planted\n")
     users = tmp_path / "users"
-    (users / "photos").mkdir(parents=True)
+    answers.rename(users)
+    (users / "photos").mkdir()
     (users / "photos" / "one.jpg").write_bytes(b"kept")
-    (apt.root / "var/cache").mkdir(parents=True, exist_ok=True)
-    (apt.root / "var/cache/rtlab-answers").symlink_to(users)
+    before = {p: p.read_bytes() for p in users.rglob("*") if p.is_file()}
+    answers.symlink_to(users)
     for _ in range(2):
         assert apt.depends_on("linux-image-amd64", "linux-image-") == f"linux-image-{RELEASE}"
-    assert [p.relative_to(users).as_posix() for p in sorted(users.rglob("*"))] == ["photos", "photos/one.jpg"]
-    assert (users / "photos" / "one.jpg").read_bytes() == b"kept"
+    assert {p: p.read_bytes() for p in users.rglob("*") if p.is_file()} == before
+    assert len(before) == 2 and len(list(users.rglob("*"))) == 4  # two folders, two files
 
 
 @pytest.fixture(scope="module")

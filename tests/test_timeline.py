@@ -21,9 +21,10 @@ from rtlab.rundir import timeline
 
 pytestmark = [pytest.mark.host, pytest.mark.spikes, needs_root, needs_tools]
 CPU = os.cpu_count() - 1  # the CPU the spike is injected on
-# far above this VM's own hiccups on a busy host (53.7 ms seen on the injected CPU, where the
-# block holding the spike must be the highest)
-SPIN_MS = 150
+# above this VM's own hiccups on a busy host (53.7 ms seen on the injected CPU, where the block
+# holding the spike must be the highest) and within the default histogram's 100 ms, where a
+# neighbour's run measuring beside it counts it
+SPIN_MS = 90
 
 # Pins itself to CPU, says when (CLOCK_MONOTONIC), then spins SPIN_MS at SCHED_FIFO 99: the
 # measuring thread on that CPU, also FIFO 99, cannot preempt it and wakes late by up to that.
