@@ -94,15 +94,8 @@ def test_bad_cyclictest_output_fails_its_load_and_spares_the_others(mode, reason
     assert processes_named(*TOOLS) == set()
 
 
-def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damaged(tmp_path):
-    """Real cyclictest, stopped by SIGTERM after it set up its handler but before any thread's
-    first wake-up (1 s away), writes its file with "avg": -nan for every thread. That is what an
-    early Ctrl-C on a slow guest leaves: the load says it was stopped, not that a file was damaged."""
-    from rtlab.analysis.status import verify
-    from rtlab.rundir import cyclictest
-    from rtlab.rundir.disk import RawLoad
-
-    path = tmp_path / cyclictest.FILE
+def stopped_before_its_first_cycle(path: Path) -> None:
+    """Real cyclictest's JSON at PATH from two threads that took no sample."""
     proc = subprocess.Popen(
         ["cyclictest", "-q", "-m", "-t", "2", "-i", "1000000", "-D", "10", f"--json={path}"],
         stdout=subprocess.DEVNULL,
@@ -114,6 +107,38 @@ def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damage
         assert proc.wait(10) == 0
     finally:
         proc.kill()
+
+
+def test_a_load_whose_every_segment_had_a_starved_thread_says_so(tmp_path):
+    """A board whose CPU is kept from cyclictest's thread for whole segments (an emulated
+    riscv64 board on a busy host did, for every segment of a load): the load is failed, and
+    its reason names each segment and thread, not a missing file: the files are there."""
+    from rtlab.analysis.status import verify
+    from rtlab.rundir import cyclictest, layout
+
+    run = tmp_path / "run"
+    folder = run / "loads" / "idle" / layout.SEGMENTS
+    for n in ("001", "002"):
+        (folder / n).mkdir(parents=True)
+        stopped_before_its_first_cycle(folder / n / cyclictest.FILE)
+    raw = RunDir(run).raw_load("idle")
+    assert raw.segments_lost == ("001", "002") and raw.cyclictest is None
+    each = "threads 0, 1 measured no samples"
+    said = f"no segment left a whole result (001: {each}; 002: {each})"
+    assert raw.problem == said
+    assert verify("idle", raw, "complete", None) == ("failed", said)
+
+
+def test_cyclictest_stopped_before_its_first_cycle_is_told_as_such_not_as_damaged(tmp_path):
+    """Real cyclictest, stopped by SIGTERM after it set up its handler but before any thread's
+    first wake-up (1 s away), writes its file with "avg": -nan for every thread. That is what an
+    early Ctrl-C on a slow guest leaves: the load says it was stopped, not that a file was damaged."""
+    from rtlab.analysis.status import verify
+    from rtlab.rundir import cyclictest
+    from rtlab.rundir.disk import RawLoad
+
+    path = tmp_path / cyclictest.FILE
+    stopped_before_its_first_cycle(path)
     assert path.read_text().count('"avg": -nan') == 2  # cyclictest's own spelling, not JSON
     data = cyclictest.read(path)
     assert cyclictest.idle_threads(data) == ["0", "1"]

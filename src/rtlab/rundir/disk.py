@@ -303,6 +303,7 @@ class RunDir:
         path = folder / cyclictest.FILE
         verbose: list[tuple[int, timeline.Verbose]] = []
         lost: list[str] = []
+        why: list[str] = []  # each lost segment's reason, said when none is left
         linked = paths.link_along(self.path, folder)
         if linked is not None:
             raise UnreadableFile(f"{linked} is a link: rtlab reads no links in a run")
@@ -312,11 +313,15 @@ class RunDir:
             for n, segment in segments:
                 try:
                     part = cyclictest.read(segment / cyclictest.FILE, self.path)
-                except cyclictest.InvalidResult:
+                except cyclictest.InvalidResult as e:
                     lost.append(segment.name)  # cut off by a crash or a power loss: that segment only
+                    why.append(f"{segment.name}: {e}")
                     continue
-                if cyclictest.idle_threads(part):  # a CPU starved for a whole segment: no sum hides it
+                idle = cyclictest.idle_threads(part)
+                if idle:  # a CPU starved for a whole segment: no sum hides it
                     lost.append(segment.name)
+                    named = f"threads {', '.join(idle)}" if len(idle) > 1 else f"thread {idle[0]}"
+                    why.append(f"{segment.name}: {named} measured no samples")
                     continue
                 parts.append(part)
                 found = timeline.read(segment, self.path)
@@ -326,6 +331,8 @@ class RunDir:
                 data = cyclictest.combine(parts) if parts else None
             except cyclictest.InvalidResult as e:
                 problem = str(e)
+            if not parts:  # not "no cyclictest.json": the files are there, and say why
+                problem = f"no segment left a whole result ({'; '.join(why)})"
         elif path.is_file():
             try:
                 data = cyclictest.read(path, self.path)
