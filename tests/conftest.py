@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from rtlab import children
 from rtlab.agent import script_path
 
 # Property tests (test_readers.py): new examples at every run on a developer's machine, the
@@ -376,7 +377,11 @@ def board(tmp_path_factory) -> Iterator[Board]:
         "Subsystem sftp /usr/lib/openssh/sftp-server\n"
     )
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL)
+    # ends with the worker even when a SIGTERM or SIGKILL skips this fixture's teardown
+    # (a listener outlived its killed run by an hour)
+    parent = os.getpid()
+    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: children.die_with_parent(signal.SIGTERM, parent))  # fmt: skip
     deadline = time.monotonic() + 20
     while True:
         try:
