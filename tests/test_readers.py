@@ -635,6 +635,33 @@ def test_run_json(good_run, tmp_path, data):
     assert _outside(tmp_path, run) == before
 
 
+_STARVED = {"histogram": {}, "cycles": 0, "min": 1000000, "max": 0, "avg": None, "cpu": 0, "node": -1}
+
+
+@pytest.mark.hostile
+@given(
+    names=st.lists(st.text(max_size=300), min_size=1, max_size=40, unique=True), segments=st.integers(1, 9)
+)
+@FOLDER
+def test_a_load_whose_every_segment_starved_says_so_in_one_bounded_line(tmp_path, names, segments):
+    # the reason a load failed is made of the segments' own thread names (a board's file):
+    # whatever they are, it stays one line of bounded length, and every segment is counted lost
+    from rtlab.rundir.disk import RunDir
+
+    run = tmp_path / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    doc = {"thread": {name: dict(_STARVED, cpu=cpu) for cpu, name in enumerate(names)}}
+    for n in range(1, segments + 1):
+        folder = run / "loads/idle/segments" / f"{n:03d}"
+        folder.mkdir(parents=True)
+        (folder / "cyclictest.json").write_text(json.dumps(doc))
+    raw = bounded(lambda: RunDir(run).raw_load("idle"))
+    assert raw.cyclictest is None and raw.segments_lost == tuple(f"{n:03d}" for n in range(1, segments + 1))
+    assert raw.problem.startswith("no segment left a whole result (001: thread"), raw.problem
+    assert raw.problem.splitlines() == [raw.problem] and untrusted.printable(raw.problem) == raw.problem
+    assert len(raw.problem) < 600, len(raw.problem)
+
+
 def _json_or_none(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())

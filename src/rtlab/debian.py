@@ -199,7 +199,7 @@ class Apt:
         folder = answers / self._index_state()
         path = folder / hashlib.sha256("\0".join(question).encode()).hexdigest()
         if not fresh:
-            with contextlib.suppress(untrusted.Damaged):
+            with contextlib.suppress(OSError, untrusted.Damaged):  # none kept, or unreadable: asked
                 return untrusted.read_text(path, ANSWER_BYTES, root=self.root)
         out = _run(["apt-cache", *self.options(), *question])
         if paths.link_along(self.root, folder) is not None or len(out.encode()) > ANSWER_BYTES:

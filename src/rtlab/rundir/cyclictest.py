@@ -116,6 +116,14 @@ def idle_threads(data: Any) -> list[str]:
     return [str(name) for name, t in raw.items() if isinstance(t, dict) and t.get("cycles") == 0]
 
 
+def starved(idle: list[str]) -> str:
+    """Why a result whose threads IDLE took no sample is not whole, in one bounded line (the
+    names are the file's: a board's, not rtlab's)."""
+    shown = [untrusted.printable(name)[:20] for name in idle[:4]]
+    more = f" and {len(idle) - 4} more" if len(idle) > 4 else ""
+    return f"thread{'s' if len(idle) > 1 else ''} {', '.join(shown)}{more} {NO_SAMPLES}"
+
+
 def threads(data: Any, limit_us: int) -> list[ThreadResult]:
     """One checked result per measurement thread, in CPU order."""
     if not isinstance(data, dict):

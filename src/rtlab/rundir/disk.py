@@ -302,8 +302,7 @@ class RunDir:
         problem = None
         path = folder / cyclictest.FILE
         verbose: list[tuple[int, timeline.Verbose]] = []
-        lost: list[str] = []
-        why: list[str] = []  # each lost segment's reason, said when none is left
+        lost: list[tuple[str, str]] = []  # (segment, why its result is not whole)
         linked = paths.link_along(self.path, folder)
         if linked is not None:
             raise UnreadableFile(f"{linked} is a link: rtlab reads no links in a run")
@@ -314,14 +313,11 @@ class RunDir:
                 try:
                     part = cyclictest.read(segment / cyclictest.FILE, self.path)
                 except cyclictest.InvalidResult as e:
-                    lost.append(segment.name)  # cut off by a crash or a power loss: that segment only
-                    why.append(f"{segment.name}: {e}")
+                    lost.append((segment.name, str(e)))  # cut off by a crash or a power loss: that one only
                     continue
                 idle = cyclictest.idle_threads(part)
                 if idle:  # a CPU starved for a whole segment: no sum hides it
-                    lost.append(segment.name)
-                    named = f"threads {', '.join(idle)}" if len(idle) > 1 else f"thread {idle[0]}"
-                    why.append(f"{segment.name}: {named} measured no samples")
+                    lost.append((segment.name, cyclictest.starved(idle)))
                     continue
                 parts.append(part)
                 found = timeline.read(segment, self.path)
@@ -332,7 +328,9 @@ class RunDir:
             except cyclictest.InvalidResult as e:
                 problem = str(e)
             if not parts:  # not "no cyclictest.json": the files are there, and say why
-                problem = f"no segment left a whole result ({'; '.join(why)})"
+                said = "; ".join(f"{name}: {why}" for name, why in lost[:3])
+                more = f"; and {len(lost) - 3} more" if len(lost) > 3 else ""
+                problem = f"no segment left a whole result ({said}{more})"
         elif path.is_file():
             try:
                 data = cyclictest.read(path, self.path)
@@ -362,8 +360,9 @@ class RunDir:
         check_file = folder / LOAD_CHECK
         check = self.text(check_file).strip() if check_file.is_file() else "alive"
         return RawLoad(
-            data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose), tuple(lost),
-            trace_events, self._traces(folder / layout.TRACE_FOLDER), self._probes(folder),
+            data, problem, stressed, stress_end, words, check, argv, text, tuple(verbose),
+            tuple(name for name, _ in lost), trace_events, self._traces(folder / layout.TRACE_FOLDER),
+            self._probes(folder),
         )  # fmt: skip
 
     def _probe_order(self) -> list[str]:
