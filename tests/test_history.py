@@ -494,6 +494,30 @@ def test_otava_finds_the_shift_of_a_short_history_and_none_in_noise():
     assert change_points([5030, 5031, 5029, 5032, 5030, 5060, 5061, 5059, 5062, 5060]) == []
 
 
+@pytest.mark.unit
+def test_one_outlying_run_before_a_step_leaves_the_step_two_sides():
+    from rtlab.history.changes import MIN_SIDE, change_points, propose
+
+    # a monitor's blocks as seen here: four quiet ones, one at 9 ms (the host's hiccup), then
+    # the busy ones. Otava makes the 9 ms run a level of its own; the gate must still see the
+    # step at the first busy run with the quiet runs before it, or it can never confirm it
+    values = [2000, 3000, 2500, 2800, 9000, 100070, 100084]
+    assert [i for i, *_ in change_points(values)] == [4, 5]
+    rows = [{"id": k, "uid": f"run-{k}", "path": f"/runs/{k}", "max_us": v} for k, v in enumerate(values)]
+    proposed = propose(rows, "max", None)
+    assert [(i, round(before), round(after)) for i, before, after, _ in proposed.points] == [
+        (5, round(sum(values[:5]) / 5), round(sum(values[5:]) / 2))
+    ]
+    before, after = proposed.sides(0)
+    assert [r["id"] for r in before] == [0, 1, 2, 3, 4] and [r["id"] for r in after] == [5, 6]
+    # points MIN_SIDE runs apart or more are two levels, each kept
+    wide = [100, 104, 98, 101, 5000, 5100, 4990, 20000, 20100, 19900]
+    found = change_points(wide)
+    assert len(found) == 2 and found[1][0] - found[0][0] >= MIN_SIDE
+    rows = [{"id": k, "uid": f"run-{k}", "path": f"/runs/{k}", "max_us": v} for k, v in enumerate(wide)]
+    assert [i for i, *_ in propose(rows, "max", None).points] == [i for i, *_ in found]
+
+
 @pytest.mark.host
 def test_a_campaign_missing_a_repeat_says_so_and_is_not_complete(runs, tmp_path):
     """A campaign whose last repeat has no run.json (killed before it began) pools the others

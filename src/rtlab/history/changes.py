@@ -7,6 +7,11 @@ performance histories) proposes where a series moves; the runs just before and j
 compared from their folders with rtlab's own verdicts (whole runs as replicates, Holm-
 corrected). A point the comparison confirms is a regression (worse) or an improvement
 (better); one it cannot confirm, or with too few runs a side, is "suspected", with why.
+Two proposals fewer than MIN_SIDE runs apart are one move, not two levels: the less
+significant is dropped (`thinned`). Otava gives a single outlying run just before a step its
+own level (a quiet run at 9 ms, then runs at 100 ms: points at both), and that run alone
+would then be the step's whole "before": never confirmable, the regression left suspected
+and the gate open.
 The newest run is also compared with the board's baseline (else the runs before it since
 the last change).
 
@@ -57,7 +62,7 @@ class Change:
     index: int  # the first run after the change, in the series
     run: SeriesRow
     kind: str  # regression / improvement / suspected (the newest run: same / unknown / refused too)
-    before: float | None  # the series' mean before and after (Otava's statistics)
+    before: float | None  # the series' mean before and after, within its neighbouring points
     after: float | None
     p_value: float | None
     reason: str
@@ -91,9 +96,34 @@ class Proposed:
 
 
 def propose(rows: Sequence[SeriesRow], metric: str, level: float | None) -> Proposed:
-    """The runs with a value of METRIC and Otava's change points among them."""
+    """The runs with a value of METRIC and Otava's change points among them, thinned."""
     usable = [(r, v) for r in rows if (v := run_value(r, metric, level)) is not None]
-    return Proposed([r for r, _ in usable], change_points([v for _, v in usable]))
+    values = [v for _, v in usable]
+    return Proposed([r for r, _ in usable], thinned(change_points(values), values))
+
+
+def thinned(points: Sequence[tuple[int, float, float, float]],
+            values: Sequence[float]) -> list[tuple[int, float, float, float]]:  # fmt: skip
+    """POINTS with none fewer than MIN_SIDE runs from the next: of two that are, the one with
+    the larger p (the earlier on a tie) dropped, until none is; each kept point's means then
+    over the runs between its kept neighbours. Decided from the proposals alone, before
+    anything is judged, so the gate's family is still counted first."""
+    kept = list(points)
+    while True:
+        crowded = [k for k in range(len(kept) - 1) if kept[k + 1][0] - kept[k][0] < MIN_SIDE]
+        if not crowded:
+            break
+        weakest = max({k for c in crowded for k in (c, c + 1)}, key=lambda k: (kept[k][3], -k))
+        del kept[weakest]
+    bounds = [0, *[i for i, *_ in kept], len(values)]
+    return [
+        (i, _mean(values[bounds[k] : i], before), _mean(values[i : bounds[k + 2]], after), p)
+        for k, (i, before, after, p) in enumerate(kept)
+    ]
+
+
+def _mean(values: Sequence[float], otavas: float) -> float:
+    return sum(values) / len(values) if values else otavas
 
 
 def proposals(rows: dict[str, list[SeriesRow]], metric: str, level_us: float | None) -> dict[str, Proposed]:
