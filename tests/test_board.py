@@ -181,27 +181,41 @@ def test_a_whole_campaign_over_ssh_with_segments_and_traces(board, tmp_path):
                   "--trace", "5ms", "--trace-duration", "2s", "--trace-level", "b"),
         env=board.env,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
     manifest = read_json(out / "run.json")
-    assert manifest["status"] == "complete" and manifest["target"]["kind"] == "ssh"
+    assert manifest["target"]["kind"] == "ssh", done.stderr
     summary = read_json(out / "summary.json")
     assert list(summary["loads"]) == LOADS.split(",")
+    starved = []
     for load, result in summary["loads"].items():
-        assert manifest["loads"][load]["status"] == "complete", (load, manifest["loads"][load])
         segments = sorted((out / "loads" / load / "segments").glob("*/cyclictest.json"))
         assert len(segments) == 2, (load, segments)
-        # a segment in which a thread measured nothing (an emulated board starved by a busy
-        # host) has "avg": -nan, not JSON: rtlab must say it lost that one, and count the rest
+        # a segment in which a thread measured nothing has "avg": -nan, not JSON: rtlab must say
+        # it lost that one, and count the rest. The emulated riscv64 board starves CPU 1's
+        # thread for whole 1 s segments under the os load (stress-ng --set): 7 of 12 segments
+        # at 200 us, 3 of 12 at 1 ms, with the tracer or without, on a busy host; x86_64's and
+        # arm64's boards did not. A load whose every segment was lost fails, saying why.
         whole = [seg for seg in segments if "nan," not in seg.read_text()]
         said = " ".join(
             w["message"] for w in summary["warnings"] if w["code"] == "segments-lost" and w["load"] == load
         )
+        if not whole:
+            starved.append(load)
+            assert manifest["loads"][load]["status"] == result["status"] == "failed", (load, result)
+            assert result["reason"].startswith("no segment left a whole result (001: thread "), result
+            assert result["reason"].count("measured no samples") == 2, result
+            continue
+        assert manifest["loads"][load]["status"] == "complete", (load, manifest["loads"][load])
         assert all((seg.parent.name in said) == (seg not in whole) for seg in segments), (load, said)
         threads = [t for seg in whole for t in read_json(seg)["thread"].values()]
         # the statistics recomputed from cyclictest's own JSON of each segment
         assert result["merged"]["samples"] == sum(t["cycles"] for t in threads)
         assert result["merged"]["max_us"] == max(t["max"] for t in threads)
         assert result["causes"]["level"] == "b", result["causes"]
+    assert not starved or board.guest.spec.arch.name == "riscv64", starved
+    assert len(starved) < len(summary["loads"]), done.stderr
+    # complete, or (a load lost) partial: exit 3, as for any run not wholly measured
+    expected = (3, "partial") if starved else (0, "complete")
+    assert (done.returncode, summary["status"]) == expected, done.stderr
     # the board keeps nothing once its results are home
     assert board.sh(f"ls {TARGET_DIR}/runs").strip() == ""
 
