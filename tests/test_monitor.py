@@ -96,12 +96,11 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
         assert f"exceeds the limit {limit_7} µs" in by_n[7]["alert"]
     gated = [n for n in (8, 9) if "the gate is closed" in (by_n[n]["alert"] or "")]
     assert gated, [by_n[n] for n in (7, 8, 9)]
-    # the step is named at the first busy block; or at the quiet one before it when the host's
-    # own hiccup lifted that one above every quiet block before it (rtlab puts the step there)
-    named = re.search(r"regression at \S*block-0*(\d+)", by_n[gated[0]]["alert"])
-    assert named, by_n[gated[0]]["alert"]
-    quiet = [b["max_us"] for b in index["blocks"] if b["n"] < 6 and b["status"] == "complete"]
-    assert int(named[1]) == 7 or (int(named[1]) == 6 and by_n[6]["max_us"] > max(quiet)), by_n[gated[0]]
+    # the step is named at the first busy block, or at the quiet one just before it when the
+    # host's own hiccup made that one the more significant of two change points a run apart
+    # (history/changes.thinned keeps one of them)
+    named = {int(n) for n in re.findall(r"regression at \S*block-0*(\d+)", by_n[gated[0]]["alert"])}
+    assert named & {6, 7}, by_n[gated[0]]
     alerted = [n for n in range(1, 10) if by_n[n]["alert"]]
     assert alerts.read_text().split() == [w for n in alerted for w in (str(n), "work")]
     assert f"ALERT block {gated[0]}" in done.stderr

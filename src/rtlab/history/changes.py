@@ -64,7 +64,7 @@ class Change:
     kind: str  # regression / improvement / suspected (the newest run: same / unknown / refused too)
     before: float | None  # the series' mean before and after, within its neighbouring points
     after: float | None
-    p_value: float | None
+    p_value: float | None  # Otava's, from its own split (before thinning: it only ranks points)
     reason: str
     newest: bool = False  # the gate's comparison of the newest run, not an Otava change point
     accepted: Accepted | None = None  # a regression someone accepted: reason and when
@@ -75,7 +75,7 @@ class Change:
 @dataclass
 class Proposed:
     """A series' runs that have the metric (oldest first) and the change points Otava proposes
-    in them: what the gate will put to the test, fixed before anything is judged."""
+    in them, thinned: what the gate will put to the test, fixed before anything is judged."""
 
     series: list[SeriesRow]
     points: list[tuple[int, float, float, float]]

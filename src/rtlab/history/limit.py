@@ -5,8 +5,9 @@ number set by hand. Both ways below bound the quantile from above: a point estim
 short history is exceeded more often than stated (on held-out A/A runs about twice as often,
 bench/bench_limit.py), its upper confidence bound is not.
 
-1. The runs it rests on: one board's and load's series since its last change point (Otava's:
-   an accepted regression, an improvement or a suspected change all start a new level; a
+1. The runs it rests on: one board's and load's series since its last change point (Otava's,
+   thinned as the gate's are, so a lone outlying run joins its level rather than starting
+   one: an accepted regression, an improvement or a suspected change all start a new level; a
    baseline set later starts one too), and before the first regression that still stands (its
    runs are what the limit is for). At least MIN_RUNS, and no drift of the runs' maxima
    (Kendall's tau against their order, refused below TREND_P): the history must be stationary.
