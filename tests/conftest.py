@@ -101,12 +101,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
     # each file is one, the files that boot boards together one, the tests that plant spikes
-    # on this machine together one (read before pytest-xdist's own hook)
+    # on this machine together one, whatever else they are (a farm test's blockers too): read
+    # before pytest-xdist's own hook
     for item in items:
-        if any(item.get_closest_marker(group) for group in BOARDS_TOGETHER):
-            item.add_marker(pytest.mark.xdist_group("boards"))
-        elif item.get_closest_marker(SPIKES):
+        if item.get_closest_marker(SPIKES):
             item.add_marker(pytest.mark.xdist_group(SPIKES))
+        elif any(item.get_closest_marker(group) for group in BOARDS_TOGETHER):
+            item.add_marker(pytest.mark.xdist_group("boards"))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
 

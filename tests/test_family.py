@@ -183,3 +183,51 @@ def test_history_regressions_counts_every_boards_comparisons_as_one_gate(tmp_pat
     assert {c["family"] for c in found} == {2}
     one = rtlab("history", "regressions", "--db", db, "--board", "one", "--format", "json")
     assert {c["family"] for c in json.loads(one.stdout)["changes"]} == {1}
+
+
+class _Lab:
+    """A lab whose fresh runs always compare as DIRECT: what confirm reads, nothing measured."""
+
+    def __init__(self, direct: dict) -> None:
+        self.direct, self.asked, self.looks = direct, {}, 0
+
+    def alternate(self, *_args) -> None:
+        pass
+
+    def compare(self, *_args, **_kw) -> dict:
+        self.looks += 1
+        return self.direct
+
+
+def _load(verdict: str, p99: str = "unknown", interval: tuple = (-6.0, 57.0)) -> dict:
+    test = {"metric": "p99", "unit": "µs", "effect": 25.0, "interval": list(interval), "p_adjusted": 0.3,
+            "verdict": p99}  # fmt: skip
+    said = "p99: about 98 times the data would settle it (repeats)"
+    return {"verdict": verdict, "reason": said, "tests": [test]}
+
+
+@pytest.mark.parametrize(
+    ("load", "unsettled", "words"),
+    [
+        # every interval too wide at the budget: not told apart, which is not "not worse"
+        (_load("unknown"), True, "neither told apart nor shown the same after 6 runs each (work unknown"),
+        (_load("same", "same"), False, "not worse after 6 runs each (work same: p99"),
+        # surely a small part of the ends' 5 ms: said at the first look, not at the budget
+        (_load("worse", "worse", (10.0, 30.0)), False, "not the whole regression (worse by surely less"),
+    ],
+)
+def test_a_confirmation_that_fails_says_whether_it_was_settled(load, unsettled, words):
+    gap = {"loads": {"work": {"tests": [{"metric": "p99", "effect": 5000.0, "interval": [4900.0, 5100.0],
+                                         "verdict": "worse"}]}}}  # fmt: skip
+    lab = _Lab({"loads": {"work": load}})
+    judge = Judge(lab, Budget(repeats=3, most=6), print, {})  # type: ignore[arg-type]
+    said = judge.confirm(_Subject("base"), _Subject("alone"), gap, ["work"])  # type: ignore[arg-type]
+    assert not said.worse and said.unsettled is unsettled
+    assert words in said.reason, said.reason
+    # the budget's every look spent only where nothing was shown: the small part is said at once
+    assert lab.looks == (1 if load["verdict"] == "worse" else 4)
+
+
+class _Subject:
+    def __init__(self, key: str) -> None:
+        self.key = self.label = key

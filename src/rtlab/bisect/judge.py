@@ -23,6 +23,9 @@ class Confirmed:
     worse: bool
     direct: dict[str, Any]  # brief of compare(before, after) on the fresh runs
     reason: str
+    # not worse only because the budget ran out with every load's verdict unknown: neither
+    # shown a part of the regression nor shown the same (a noisy hour can do that)
+    unsettled: bool = False
 
 
 class Judge:
@@ -105,12 +108,18 @@ class Judge:
                     f"measured in turns, worse in {'; '.join(unsure)}; its share of the whole regression "
                     f"is not settled after {k} runs each (wide intervals), and it is surely not a small part",
                 )  # fmt: skip
-            if small or k >= self.budget.most:
-                said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
-                shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
-                if small:
-                    shown = f"worse by surely less than the ends differ: {'; '.join(small)}"
+            if small:
+                shown = f"worse by surely less than the ends differ: {'; '.join(small)}"
                 return Confirmed(
                     False, brief(direct, loads), f"measured in turns, not the whole regression ({shown})"
                 )
+            if k >= self.budget.most:
+                said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
+                shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
+                unsettled = all(v["verdict"] == "unknown" for v in said.values())
+                how = "neither told apart nor shown the same" if unsettled else "not worse"
+                return Confirmed(
+                    False, brief(direct, loads), f"measured in turns, {how} after {k} runs each ({shown})",
+                    unsettled,
+                )  # fmt: skip
             k += 1

@@ -188,8 +188,11 @@ class Sweep:
             return self._finish(
                 {**result, "kind": "culprit", "reason": f"{option}={value} alone: {said.reason}"}
             )
-        reason = (f"{option}={value} alone is not shown worse than the base ({said.reason}): the regression "
-                  "may need several of the options together")  # fmt: skip
+        # "several options together" only when the option alone was judged: not when the
+        # budget ran out on intervals too wide to tell (more runs would say)
+        why = ("a larger --max-repeats may settle it" if said.unsettled
+               else "the regression may need several of the options together")  # fmt: skip
+        reason = f"{option}={value} alone is not shown worse than the base ({said.reason}): {why}"
         return self._finish({**result, "kind": "cannot-tell", "reason": reason})
 
     def _step(
