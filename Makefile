@@ -39,9 +39,9 @@ TESTS ?= not slow
 # does (takes a job, boots its guest, carries the run home), never how late a thread woke: two
 # at a time, a file's tests on one worker (its runs made once) and the files that boot boards,
 # the farms' too, on one worker, one after another: a riscv64 U-Boot board rebooted beside
-# another board's boot once never came back (1 of 2 runs). A test marked ALONE judges this
-# machine's own share of the CPU, which a neighbour changes: it runs last, with the machine
-# to itself.
+# another board's boot once never came back (1 of 2 runs). A test marked ALONE judges what a
+# neighbour changes (this machine's own share of the CPU; its quiet latency held for a
+# minute, as a monitor's gate reads it): it runs last, with the machine to itself.
 PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile

@@ -50,12 +50,21 @@ def _stop_in_block(args: list[str], out: Path, n: int, env: dict[str, str] | Non
     assert f"the monitor stopped in block {n}" in stderr and "run the same command again" in stderr
 
 
+def _maxima(out: Path) -> dict[int, int | None]:
+    """Each block's max (µs), to say what the host did when a quiet block alerted."""
+    return {b["n"]: b.get("max_us") for b in read_json(out / "monitor.json")["blocks"]}
+
+
 def _added(db: Path) -> list[str]:
     done = rtlab("history", "list", "--db", str(db), "--format", "json")
     assert done.returncode == 0, done.stderr
     return [r["path"] for r in json.loads(done.stdout)["runs"]]
 
 
+# Its six quiet 2 s blocks must stay quiet for the gate: beside an emulated arm64 board's
+# campaign they did not (maxima 772, 3,366, 1,352, 6,945 and 11,959 µs, and blocks 5 and 6
+# worse in p99 and p99.9 too: a real change of this machine, which the gate rightly named)
+@pytest.mark.alone
 def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     spin, flag = spin_binary(tmp_path), tmp_path / "worse"
     loads = tmp_path / "loads.toml"
@@ -70,7 +79,7 @@ def test_a_monitor_stopped_resumes_feeds_the_history_and_alerts(tmp_path):
     assert not processes_in(out)  # nothing of the stopped block still runs
 
     done = rtlab(*args, "--blocks", "6", timeout=600)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (done.stderr, _maxima(out))
     assert "resuming after block 3: a gap of" in done.stderr
     flag.touch()
     done = rtlab(*args, "--blocks", "9", timeout=600)
