@@ -40,8 +40,9 @@ TESTS ?= not slow
 # at a time, a file's tests on one worker (its runs made once) and the files that boot boards,
 # the farms' too, on one worker, one after another: a riscv64 U-Boot board rebooted beside
 # another board's boot once never came back (1 of 2 runs). A test marked ALONE judges what a
-# neighbour changes (this machine's own share of the CPU; its quiet latency held for a
-# minute, as a monitor's gate reads it): it runs last, with the machine to itself.
+# neighbour changes (this machine's own share of the CPU; its quiet latency over a monitor's
+# quiet blocks), or changes what a neighbour judges (SCHED_FIFO 99 on every CPU): it runs
+# last, with the machine to itself.
 PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile

@@ -52,9 +52,10 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # board, the farms' too, on one worker, one after another (BOARDS_TOGETHER: a riscv64 U-Boot
 # board rebooted beside another board's boot once never came back). What judges this
 # machine's own share of the CPU (a load's duty cycle, the work it did), or its quiet latency
-# held for a minute (a monitor's gate), needs the machine to itself: ALONE. (The Makefile's
-# PARALLEL and ALONE say the same.) What plants a spike on this machine (a SCHED_FIFO 99 busy
-# loop, a farm test's blockers) also judges its quiet runs quiet: two such beside each
+# over a monitor's quiet blocks, needs the machine to itself, and so does what holds every
+# CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants
+# a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU; spikes before a group
+# marker's worker) also judges its quiet runs quiet: two such beside each
 # other would each take the other's spike for the machine's, so they share one worker (SPIKES).
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")

@@ -355,11 +355,10 @@ while time.monotonic() < end:
 @pytest.mark.farm
 @needs_root
 @needs_tools
-# the blockers are SCHED_FIFO 99 on every CPU of this machine: beside them another test's
-# quiet runs are 3 ms late hundreds of times a second (a sweep's base run then looked as bad
-# as its planted 5 ms spin, and the option to blame went unconfirmed), so that case goes one
-# after another with the other spike planters
-@pytest.mark.parametrize("blocked", [False, pytest.param(True, marks=pytest.mark.spikes)])
+# the blockers are SCHED_FIFO 99 on every CPU of this machine: beside them any other test's
+# runs are 3 ms late hundreds of times a second (a sweep's base run then looked as bad as its
+# planted 5 ms spin, and the option to blame went unconfirmed), so that case runs alone
+@pytest.mark.parametrize("blocked", [False, pytest.param(True, marks=pytest.mark.alone)])
 def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path, blocked):
     # A soak run keeps one cyclictest JSON per segment; LAVA gets one figure per CPU for the
     # load, the same as rtlab's summary of all segments together. Beyond the histogram's range

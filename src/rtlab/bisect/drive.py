@@ -189,8 +189,9 @@ class Bisection:
                 "against_parent": said.direct,
                 "reason": f"worse than the revision before it, {said.reason}",
             }
+        hint = ": a larger --max-repeats may settle it" if said.unsettled else ""
         return {**result, "kind": "cannot-tell", "first": parent.sha, "against_parent": said.direct,
-                "reason": f"{culprit.short} against the revision before it, {said.reason}"}  # fmt: skip
+                "reason": f"{culprit.short} against the revision before it, {said.reason}{hint}"}  # fmt: skip
 
     def _record(self, i: int, standing: Standing, verdicts: dict[str, Any], left: int | None = None) -> None:
         rev = self.revisions[i]

@@ -83,10 +83,13 @@ class Judge:
             self.lab.alternate(before, after, k, (since[0], since[1]))
             direct = self.lab.compare(before, after, (since[0], since[1]), family=self.looks)
             found, small, unsure = [], [], []
+            judged: list[str] = []  # the verdicts in the metrics the ends differ in
             for load in loads:
                 ends_tests = {t["metric"]: t for t in gap["loads"].get(load, {}).get("tests", [])
                               if t.get("verdict") == "worse"}  # fmt: skip
                 for t in direct["loads"].get(load, {}).get("tests", []):
+                    if t["metric"] in ends_tests:
+                        judged.append(str(t.get("verdict")))
                     if t.get("verdict") != "worse" or t["metric"] not in ends_tests:
                         continue
                     whole = carries(t, ends_tests[t["metric"]])
@@ -116,8 +119,12 @@ class Judge:
             if k >= self.budget.most:
                 said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
                 shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
-                unsettled = all(v["verdict"] == "unknown" for v in said.values())
-                how = "neither told apart nor shown the same" if unsettled else "not worse"
+                # settled only where every metric of the regression was judged: one still
+                # unknown is what more runs could show worse
+                unsettled = "unknown" in judged
+                how = ("not told apart in a metric the ends differ in" if unsettled
+                       else "not worse in the metrics the ends differ in")  # fmt: skip
+                shown = shown or f"no result for {', '.join(loads)}"
                 return Confirmed(
                     False, brief(direct, loads), f"measured in turns, {how} after {k} runs each ({shown})",
                     unsettled,
