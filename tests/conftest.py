@@ -54,9 +54,9 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # machine's own share of the CPU (a load's duty cycle, the work it did), or its quiet latency
 # over a monitor's quiet blocks, needs the machine to itself, and so does what holds every
 # CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants
-# a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU; spikes before a group
-# marker's worker) also judges its quiet runs quiet: two such beside each
-# other would each take the other's spike for the machine's, so they share one worker (SPIKES).
+# a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU) also judges its quiet runs
+# quiet: two such beside each other would each take the other's spike for the machine's, so
+# they share one worker (SPIKES), even a test that would otherwise go with the boards.
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
 BOARDS_TOGETHER = ("boards", "farm")
@@ -103,8 +103,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
     # each file is one, the files that boot boards together one, the tests that plant spikes
-    # on this machine together one, whatever else they are (a farm test's blockers too): read
-    # before pytest-xdist's own hook
+    # on this machine together one, whatever else they are: read before pytest-xdist's own hook
     for item in items:
         if item.get_closest_marker(SPIKES):
             item.add_marker(pytest.mark.xdist_group(SPIKES))

@@ -199,11 +199,16 @@ class _Lab:
         return self.direct
 
 
-def _load(verdict: str, p99: str = "unknown", interval: tuple = (-6.0, 57.0)) -> dict:
+def _load(verdict: str, p99: str = "unknown", interval: tuple = (-6.0, 57.0), more: tuple = ()) -> dict:
     test = {"metric": "p99", "unit": "µs", "effect": 25.0, "interval": list(interval), "p_adjusted": 0.3,
             "verdict": p99}  # fmt: skip
     said = "p99: about 98 times the data would settle it (repeats)"
-    return {"verdict": verdict, "reason": said, "tests": [test]}
+    return {"verdict": verdict, "reason": said, "tests": [test, *more]}
+
+
+# worse in a metric the ends do not differ in
+_MAX_WORSE = {"metric": "max", "unit": "µs", "effect": 900.0, "interval": [400.0, 1400.0], "p_adjusted": 0.01,
+              "verdict": "worse"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -221,9 +226,20 @@ def _load(verdict: str, p99: str = "unknown", interval: tuple = (-6.0, 57.0)) ->
             "not worse in the metrics the ends differ in after 6 runs each (work same",
         ),
         # worse only in a metric the ends do not differ in, and p99 (theirs) still unknown
-        (_load("worse"), True, "not told apart in a metric the ends differ in after 6 runs each (work worse"),
+        (
+            _load("worse", more=(_MAX_WORSE,)),
+            True,
+            "not told apart in a metric the ends differ in after 6 runs each (work worse",
+        ),
         # the ends' metric shown the same; the load unknown for another metric's sake
         (_load("unknown", "same"), False, "not worse in the metrics the ends differ in after 6 runs"),
+        # refused (its runs not stationary: no test at all), or not measured: nothing settled it
+        (
+            {"verdict": "refused", "reason": "not stationary", "tests": []},
+            True,
+            "(work refused: not stationary)",
+        ),
+        (None, True, "not told apart in a metric the ends differ in after 6 runs each (no result for work)"),
         # surely a small part of the ends' 5 ms: said at the first look, not at the budget
         (_load("worse", "worse", (10.0, 30.0)), False, "not the whole regression (worse by surely less"),
     ],
@@ -231,13 +247,14 @@ def _load(verdict: str, p99: str = "unknown", interval: tuple = (-6.0, 57.0)) ->
 def test_a_confirmation_that_fails_says_whether_it_was_settled(load, unsettled, words):
     gap = {"loads": {"work": {"tests": [{"metric": "p99", "effect": 5000.0, "interval": [4900.0, 5100.0],
                                          "verdict": "worse"}]}}}  # fmt: skip
-    lab = _Lab({"loads": {"work": load}})
+    lab = _Lab({"loads": {"work": load} if load is not None else {}})
     judge = Judge(lab, Budget(repeats=3, most=6), print, {})  # type: ignore[arg-type]
     said = judge.confirm(_Subject("base"), _Subject("alone"), gap, ["work"])  # type: ignore[arg-type]
     assert not said.worse and said.unsettled is unsettled
     assert words in said.reason, said.reason
     # a small part is said at once; anything else waits for the budget's every look
-    assert lab.looks == (1 if load["tests"][0]["verdict"] == "worse" else 4)
+    small = load is not None and load["tests"] and load["tests"][0]["verdict"] == "worse"
+    assert lab.looks == (1 if small else 4)
 
 
 class _Subject:

@@ -23,8 +23,9 @@ class Confirmed:
     worse: bool
     direct: dict[str, Any]  # brief of compare(before, after) on the fresh runs
     reason: str
-    # not worse only because the budget ran out with every load's verdict unknown: neither
-    # shown a part of the regression nor shown the same (a noisy hour can do that)
+    # not worse only because the budget ran out with a metric the ends differ in neither shown
+    # worse nor shown the same or better (unknown, refused, not measured): a noisy hour can do
+    # that, and more runs may settle it
     unsettled: bool = False
 
 
@@ -83,13 +84,10 @@ class Judge:
             self.lab.alternate(before, after, k, (since[0], since[1]))
             direct = self.lab.compare(before, after, (since[0], since[1]), family=self.looks)
             found, small, unsure = [], [], []
-            judged: list[str] = []  # the verdicts in the metrics the ends differ in
             for load in loads:
                 ends_tests = {t["metric"]: t for t in gap["loads"].get(load, {}).get("tests", [])
                               if t.get("verdict") == "worse"}  # fmt: skip
                 for t in direct["loads"].get(load, {}).get("tests", []):
-                    if t["metric"] in ends_tests:
-                        judged.append(str(t.get("verdict")))
                     if t.get("verdict") != "worse" or t["metric"] not in ends_tests:
                         continue
                     whole = carries(t, ends_tests[t["metric"]])
@@ -119,9 +117,7 @@ class Judge:
             if k >= self.budget.most:
                 said = {load: direct["loads"][load] for load in loads if load in direct["loads"]}
                 shown = "; ".join(f"{load} {v['verdict']}: {v['reason']}" for load, v in said.items())
-                # settled only where every metric of the regression was judged: one still
-                # unknown is what more runs could show worse
-                unsettled = "unknown" in judged
+                unsettled = _open(direct, gap, loads)
                 how = ("not told apart in a metric the ends differ in" if unsettled
                        else "not worse in the metrics the ends differ in")  # fmt: skip
                 shown = shown or f"no result for {', '.join(loads)}"
@@ -130,3 +126,14 @@ class Judge:
                     unsettled,
                 )  # fmt: skip
             k += 1
+
+
+def _open(direct: Mapping[str, Any], gap: Mapping[str, Any], loads: Sequence[str]) -> bool:
+    """Whether a metric the ends differ in (GAP's worse ones) is left open by DIRECT: neither
+    shown the same nor better, for it was unknown, refused, or not measured at all."""
+    for load in loads:
+        judged = {t["metric"]: t.get("verdict") for t in direct["loads"].get(load, {}).get("tests", [])}
+        for t in gap["loads"].get(load, {}).get("tests", []):
+            if t.get("verdict") == "worse" and judged.get(t["metric"]) not in ("same", "better"):
+                return True
+    return False
