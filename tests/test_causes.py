@@ -82,16 +82,16 @@ def _first_cause(traced: dict, spans: list[tuple[float, float]]) -> dict:
 def injected(tmp_path_factory) -> dict[str, Path]:
     """The same injected spike traced at level a (rtla) and at level b (tracefs), one run each.
     The cpu load's stress-ng starts the spin program: after 10 s (past the settle and the
-    measurement, inside the trace pass) it holds CPU 1 for 400 ms, nine times, 1.2 s apart:
-    the last ends 23.2 s after stress-ng started, and the 24 s pass, which an emulated guest
-    begins 4.6 to 8.9 s after the load (seen here), ends 28.6 s or more after it. rtla
-    arms its tracer in an emulated guest under the load only seconds into the pass (up to
-    ~10 s), so the first bursts may go unseen, or be seen from the middle on."""
+    measurement, inside the trace pass) it holds CPU 1 for 400 ms every 1.6 s until the load
+    ends (60 bursts would take 96 s), since rtla arms its tracer in an emulated guest under
+    the load only seconds into the pass: about 10 s, and once, on a busy host, after the last
+    of nine bursts had ended 16 s into a pass that then lasted 51 s. Bursts before it armed go
+    unseen, or are seen from the middle on."""
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("make test installs qemu-system-x86")
     tmp = tmp_path_factory.mktemp("causes")
     wrapper = (
-        '#!/bin/sh\ncase " $* " in *" --matrix "*) /usr/local/bin/spin 1 400 10 9 1.2 & ;; esac\n'
+        '#!/bin/sh\ncase " $* " in *" --matrix "*) /usr/local/bin/spin 1 400 10 60 1.2 & ;; esac\n'
         'exec /usr/bin/stress-ng "$@"\n'
     )
     spin = spin_binary(tmp).read_bytes()

@@ -244,10 +244,13 @@ class Plan:
         """The load's whole command line on the target (None: idle); `scratch` is the run's
         own scratch folder, unless --storage-dir names another."""
         # Each segment of a soak run starts a new cyclictest: allow it 2 s, or a 72-hour run's
-        # stress-ng would end on its own before the last segment does.
+        # stress-ng would end on its own before the last segment does. Each probe gets all the
+        # time the agent waits for it (GRACE_S past its planned end), not only its usual start:
+        # a probe the agent still waits for must not outlive its load (rtla osnoise took 41 s
+        # for its 2 s in an emulated guest on a busy host, and the cpu load had ended).
         timeout = (
             self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
-            + self.probing()
+            + len(self.probes) * (self.duration_s + GRACE_S)
         )  # fmt: skip
         return self.load(name).argv(
             self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)
