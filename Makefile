@@ -15,8 +15,9 @@ DEB_PACKAGES := rt-tests stress-ng busybox dash python3-venv
 # busy loop the spike-cause tests inject into guests, LAVA's dispatcher (lava-run) for the
 # board-farm tests; libelf-dev for the kcompile load (x86_64 defconfig builds objtool);
 # GRUB's i386-pc images and tools and SeaBIOS for the x86_64 board that boots from its disk.
+# xz, zstd and binutils' readelf unpack and read an x86 kernel as rtlab's own unpacking is checked.
 TEST_DEB_PACKAGES := time chromium util-linux cpio qemu-system-x86 qemu-system-misc qemu-system-arm opensbi u-boot-qemu fdisk e2fsprogs grub-pc-bin grub-common seabios openssh-server openssh-client procps \
-    linux-source-6.12 gcc-riscv64-linux-gnu gcc-aarch64-linux-gnu flex bison bc make patch xz-utils gcc libc6-dev libelf-dev lava-dispatcher
+    linux-source-6.12 gcc-riscv64-linux-gnu gcc-aarch64-linux-gnu flex bison bc make patch xz-utils zstd binutils gcc libc6-dev libelf-dev lava-dispatcher
 # LAVA's server for the board-farm test: its code unpacked, not installed (the package depends
 # on systemd-sysv, and its postinst sets up a system database); what it runs on is Debian's.
 LAVA_SERVER_DEB_PACKAGES := postgresql gunicorn python3-celery python3-defusedxml python3-django \

@@ -11,10 +11,12 @@ test_every_reader_has_a_property_test fails when a reader is listed without one 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib
 import io
 import json
+import lzma
 import shutil
 import tarfile
 import tracemalloc
@@ -550,6 +552,42 @@ def test_server_answer(body):
     bounded(answer.json)
     said = bounded(answer.message)
     assert said is None or ("\x1b" not in said and len(said) <= 300)
+
+
+def _bzimage(payload: bytes) -> bytes:
+    """A bzImage's layout (its setup header, protocol 2.15), the payload after one setup sector."""
+    setup = bytearray(1024)
+    setup[0x1F1] = 1
+    setup[0x202:0x20A] = b"HdrS\x0f\x02\0\0"
+    setup[0x248:0x250] = (0).to_bytes(4, "little") + len(payload).to_bytes(4, "little")
+    return bytes(setup) + payload
+
+
+KERNEL_IMAGES = [
+    _bzimage(gzip.compress(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 4)),
+    _bzimage(lzma.compress(b"\x7fELF\x02\x01\x01" + bytes(1000))),
+]
+
+
+@pytest.mark.unit
+@reads("kernel-image")
+@given(st.sampled_from(KERNEL_IMAGES), st.data())
+@UNIT
+def test_kernel_image(image, data):
+    from rtlab.targets.qemu import pvh
+
+    raw = bytearray(image)
+    for _ in range(data.draw(st.integers(1, 4))):
+        how = data.draw(st.sampled_from(["flip", "cut", "field"]))
+        if how == "flip" and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+        elif how == "cut":
+            del raw[data.draw(st.integers(0, len(raw))) :]
+        elif len(raw) >= 0x250:  # the header's numbers: sectors, protocol, payload's offset and length
+            at = data.draw(st.sampled_from([0x1F1, 0x206, 0x248, 0x24C]))
+            raw[at : at + 4] = data.draw(st.integers(0, 2**32 - 1)).to_bytes(4, "little")
+    elf = bounded(lambda: pvh.unpack(bytes(raw)))
+    assert elf is None or (elf.startswith(b"\x7fELF") and len(elf) <= pvh.ELF_BYTES)
 
 
 @pytest.mark.unit

@@ -55,4 +55,5 @@ READERS: dict[str, tuple[str, str]] = {
         "the history store's histograms, read as arrays",
     ),
     "server-answer": ("rtlab.boundary.web:Answer.json", "a server's answer"),
+    "kernel-image": ("rtlab.targets.qemu.pvh:unpack", "an x86 kernel's bzImage, unpacked on the host"),
 }

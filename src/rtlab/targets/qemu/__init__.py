@@ -43,7 +43,7 @@ from rtlab.rundir import disk, liveness
 from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.rundir.events import Event, Kind, line, parse
 from rtlab.system.files import AgentFiles
-from rtlab.targets.qemu import cpio, initramfs, kernels, machines
+from rtlab.targets.qemu import cpio, initramfs, kernels, machines, pvh
 from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
@@ -153,7 +153,7 @@ class FarmImages:
 
 @dataclass
 class _Boot:
-    kernel: Path
+    kernel: Path  # as QEMU loads it (an x86 kernel unpacked on the host: pvh.py)
     kernel_info: dict[str, Any]
     initrd: Path
     accel: str = "tcg"
@@ -292,7 +292,10 @@ class QemuTarget:
             packages = machines.QEMU_PACKAGES[self.spec.arch.name]
             raise UsageError(f"{self.spec.arch.qemu} is not installed: apt-get install {packages}")
         kernel, info = self._kernel()
-        boot = _Boot(kernel, info, self._initrd(kernel))
+        loaded = pvh.bootable(kernel, self.cache, self._tmp) if self.spec.arch.name == "x86_64" else kernel
+        if loaded != kernel:
+            info = {**info, "entry": "pvh"}  # started at its PVH entry, unpacked on the host
+        boot = _Boot(loaded, info, self._initrd(kernel))
         accels = self._accels()
         for accel in accels:
             console = Console(self._argv(boot, accel))
