@@ -539,3 +539,37 @@ def test_cyclictests_argv_is_read_back_by_the_table_it_was_built_by(tmp_path):
     manifest, _, _, problems = readback.read(RunDir(tmp_path))
     assert {k: manifest["plan"][k] for k in numbers} == numbers
     assert problems and "the plan is read from plan.loads and cyclictest.argv" in problems[0]
+
+
+class _LocalAgent:
+    """The agent under SHELL with RTLAB_ROOT at a folder: a target's files, each call counted."""
+
+    name = "local agent"
+
+    def __init__(self, shell: str, busybox_path: str, root: Path):
+        self.shell, self.busybox_path, self.root, self.calls = shell, busybox_path, root, 0
+
+    def agent(self, args: list[str]) -> tuple[int, str]:
+        self.calls += 1
+        cmd, env = agent_cmd(self.shell, self.busybox_path, *args)
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "RTLAB_ROOT": str(self.root)})
+        return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_file_written_through_the_agent_arrives_whole_in_one_call_when_small(shell, busybox_path, tmp_path):
+    from rtlab.system.files import AgentFiles
+
+    target = _LocalAgent(shell, busybox_path, tmp_path)
+    files = AgentFiles(target)
+    small = "-m\n-p\n99\n$(touch pwned)\n'quoted' \\ é\n"
+    files.write_text("/run/1/loads/idle/cyclictest.argv", small)
+    assert target.calls == 1  # put64: written beside and renamed, in one shell
+    large = "".join(f"line {i} ünïcode\n" for i in range(400))  # several chunks of base64
+    files.write_text("/run/1/plan.loads", large)
+    files.write_text("/run/1/plan.loads", large + "again\n")  # over an older file
+    run = tmp_path / "run/1"
+    assert (run / "loads/idle/cyclictest.argv").read_bytes() == small.encode()
+    assert (run / "plan.loads").read_bytes() == (large + "again\n").encode()
+    assert sorted(p.name for p in run.rglob("*.part")) == [] and not list(tmp_path.rglob("pwned"))

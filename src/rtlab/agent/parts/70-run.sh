@@ -259,6 +259,8 @@ cmd_file() {
 		done
 		;;
 	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
+	# a small file whole in one call: written beside, then renamed over PATH
+	put64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path.part" && mv -f "$path.part" "$path" ;;
 	rename) mv -f "$path" "$ROOT$3" ;;
 	remove) rm -f "$path" ;;
 	mkdir) mkdir "$path" ;;
