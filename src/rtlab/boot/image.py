@@ -27,7 +27,7 @@ class KernelVersion:
         return uname_r.strip() == self.release and proc_version.strip().endswith(self.build)
 
 
-def _from_setup_header(data: bytes) -> KernelVersion | None:
+def from_setup_header(data: bytes) -> KernelVersion | None:
     if len(data) < 0x210 or data[0x202:0x206] != b"HdrS":
         return None
     offset = int.from_bytes(data[0x20E:0x210], "little")
@@ -52,7 +52,7 @@ def read(path: Path) -> KernelVersion:
         data = path.read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read the kernel image {path}: {e.strerror}") from None
-    found = _from_setup_header(data)
+    found = from_setup_header(data)
     if found is not None:
         return found
     banner = _BANNER.search(data)

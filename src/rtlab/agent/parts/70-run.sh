@@ -260,7 +260,14 @@ cmd_file() {
 		;;
 	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
 	# a small file whole in one call: written beside, then renamed over PATH
-	put64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path.part" && mv -f "$path.part" "$path" ;;
+	put64)
+		if mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path.part"; then
+			mv -f "$path.part" "$path"
+		else
+			rm -f "$path.part"
+			false
+		fi
+		;;
 	rename) mv -f "$path" "$ROOT$3" ;;
 	remove) rm -f "$path" ;;
 	mkdir) mkdir "$path" ;;
