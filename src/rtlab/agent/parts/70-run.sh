@@ -261,10 +261,10 @@ cmd_file() {
 	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
 	# a small file whole in one call: written beside, then renamed over PATH
 	put64)
-		if mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path.part"; then
-			mv -f "$path.part" "$path"
+		if mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path$F_PART"; then
+			mv -f "$path$F_PART" "$path"
 		else
-			rm -f "$path.part"
+			rm -f "$path$F_PART"
 			false
 		fi
 		;;
