@@ -139,8 +139,8 @@ def test_the_planted_regression_is_named_after_an_interruption(lab, monkeypatch)
     assert culprit_runs and parent_runs
     # most runs of each side (the median): beside an emulated board a busy host once spoiled
     # one quiet run (p99.9 3,362 µs) while the verdict, on every run, was still right
-    worse, before = [_p999(r) for r in culprit_runs], [_p999(r) for r in parent_runs]
-    assert statistics.median(worse) > 3000 > statistics.median(before), (worse, before)
+    worse, parent = [_p999(r) for r in culprit_runs], [_p999(r) for r in parent_runs]
+    assert statistics.median(worse) > 3000 > statistics.median(parent), (worse, parent)
 
     # the user's checkout as it was; the worktree gone; the busy loop not left running
     assert (

@@ -193,7 +193,10 @@ def test_a_regression_is_found_confirmed_and_gated(runs, db):
     assert [Path(c["path"]) for c in newest] == [runs.busy / "repeat-5"]
     assert "newest against the 4 run(s) before it" in newest[0]["reason"]
     # against a quiet baseline the newest run is a regression: the gate fails
-    assert history(db, "baseline", "set", str(runs.quiet / "repeat-2")).returncode == 0
+    # the quietest of the quiet runs, as a user would choose it: one with a host hiccup in it
+    # (a 34 ms one once; its p99.99 32 ms) cannot show a busy run worse in exceedance
+    quietest = min(runs.quiet.glob("repeat-[0-9]"), key=_run_max)
+    assert history(db, "baseline", "set", str(quietest)).returncode == 0
     gated = history(db, "regressions", "--gate")
     assert gated.returncode == 1, gated.stderr
     assert "the newest run is a regression" in gated.stderr
@@ -276,6 +279,11 @@ def test_rebuild_from_the_folders(runs, db, tmp_path):
     ]
     shown = history(db, "baseline", "show", "--load", "work")
     assert shown.stdout.strip() == str(runs.busy / "repeat-1")
+
+
+def _run_max(run: Path) -> int:
+    """A run's largest wake-up latency (µs), from cyclictest's own JSON, every CPU."""
+    return max(t["max"] for t in read_json(run / "loads" / "work" / "cyclictest.json")["thread"].values())
 
 
 def _odd(runs: Runs, where: Path, case: str) -> Path:

@@ -129,7 +129,10 @@ def test_a_monitor_of_an_ssh_board_resumes(board, tmp_path):  # noqa: F811
     assert done.returncode == 0, done.stderr
     index = read_json(out / "monitor.json")
     assert [b["n"] for b in index["blocks"]] == [1, 2, 3] and index["gaps"][0]["after"] == 2
-    assert [b["status"] for b in index["blocks"]] == ["complete", "partial", "complete"]
+    # the block cut off is partial, or failed when a CPU's thread had no sample yet (seen once:
+    # stopped 1.1 s into it, CPU 0's thread had measured nothing); it is never in the history
+    statuses = [b["status"] for b in index["blocks"]]
+    assert statuses[0] == statuses[2] == "complete" and statuses[1] in ("partial", "failed"), statuses
     assert len(_added(db)) == 2
     # nothing left running on the board: rtlab's own folders there are gone
     found = subprocess.run(["pgrep", "-f", "cyclictest.*rtlab"], capture_output=True, text=True)
