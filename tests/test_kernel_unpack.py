@@ -47,7 +47,7 @@ def _elf(folder: Path, entry: int) -> bytes:
     return out.read_bytes()
 
 
-def _bzimage(
+def bzimage(
     payload: bytes,
     setup_sects: int = 1,
     version: int = 0x20F,
@@ -67,7 +67,7 @@ def _bzimage(
     return bytes(setup) + b"\0" * offset + payload
 
 
-def _sized(packed: bytes, plain: bytes) -> bytes:
+def sized(packed: bytes, plain: bytes) -> bytes:
     """PACKED as the kernel's build leaves it: the unpacked size appended (gzip ends with it)."""
     return packed if packed.startswith(b"\x1f\x8b") else packed + struct.pack("<I", len(plain))
 
@@ -85,7 +85,7 @@ PACKINGS = {
 @pytest.mark.parametrize("packing", PACKINGS)
 def test_each_packing_unpacks_to_the_elf_it_was_made_from(tmp_path, packing):
     elf = _elf(tmp_path, 18)
-    image = _bzimage(_sized(PACKINGS[packing](elf), elf), setup_sects=3, offset=0x40)
+    image = bzimage(sized(PACKINGS[packing](elf), elf), setup_sects=3, offset=0x40)
     assert pvh.unpack(image) == elf
 
 
@@ -99,9 +99,9 @@ def test_a_kernel_without_a_startable_entry_is_booted_as_its_bzimage_and_not_unp
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     for i, image in enumerate([
-        _bzimage(_sized(gzip.compress(elf), elf)),
+        bzimage(sized(gzip.compress(elf), elf)),
         # Linux 4.11 to 4.20 carry the note, but their entry assumed Xen
-        _bzimage(_sized(gzip.compress(entry), entry), release="4.19.255-rt113"),
+        bzimage(sized(gzip.compress(entry), entry), release="4.19.255-rt113"),
     ]):  # fmt: skip
         kernel = tmp_path / f"bzImage{i}"
         kernel.write_bytes(image)
@@ -114,9 +114,10 @@ def test_a_kernel_without_a_startable_entry_is_booted_as_its_bzimage_and_not_unp
     assert not (scratch / "vmlinux").exists()
 
 
-def _notes(count: int, phnum: int = 1) -> bytes:
-    """An x86-64 ELF header and PHNUM program headers, all at one PT_NOTE of COUNT empty notes."""
-    notes = struct.pack("<III", 0, 0, 6) * count
+def _notes(count: int, phnum: int = 1, kind: int = 6) -> bytes:
+    """An x86-64 ELF header and PHNUM program headers, all at one PT_NOTE of COUNT Xen notes of
+    KIND, each with a 4-byte body (18 names the PVH entry)."""
+    notes = struct.pack("<III4sI", 4, 4, kind, b"Xen\0", 0x1000000) * count
     phoff = 64
     at = phoff + phnum * 56
     header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 2, 62, 1, 0, phoff, 0, 0,
@@ -125,26 +126,31 @@ def _notes(count: int, phnum: int = 1) -> bytes:
     return header + phdr * phnum + notes
 
 
+def pvh_elf() -> bytes:
+    """The smallest kernel ELF has_pvh_entry accepts: one PVH entry note (no gcc needed)."""
+    return _notes(1, kind=18)
+
+
 @pytest.mark.hostile
 @pytest.mark.parametrize(
     "image",
     [
         pytest.param(b"", id="empty"),
         pytest.param(b"MZ" + b"\0" * 4096, id="no header"),
-        pytest.param(_bzimage(gzip.compress(b"x"), version=0x207), id="protocol before 2.08"),
-        pytest.param(_bzimage(gzip.compress(b"x"))[:-3], id="payload past the end"),
-        pytest.param(_bzimage(b""), id="empty payload"),
-        pytest.param(_bzimage(b"\x1f\x8b" + b"\xff" * 64), id="damaged gzip"),
-        pytest.param(_bzimage(b"LZ4!" + b"\0" * 64), id="a packing not read here"),
-        pytest.param(_bzimage(gzip.compress(b"\x7fELF" + b"\0" * 60)), id="a damaged ELF"),
-        pytest.param(_bzimage(gzip.compress(b"\x7fELF\x02\x01\x01" + b"\xff" * 200)), id="ELF of garbage"),
-        pytest.param(_bzimage(gzip.compress(_notes(1 << 16))), id="65536 notes"),
-        pytest.param(_bzimage(gzip.compress(_notes(10, phnum=60000))), id="60000 program headers"),
+        pytest.param(bzimage(gzip.compress(b"x"), version=0x207), id="protocol before 2.08"),
+        pytest.param(bzimage(gzip.compress(b"x"))[:-3], id="payload past the end"),
+        pytest.param(bzimage(b""), id="empty payload"),
+        pytest.param(bzimage(b"\x1f\x8b" + b"\xff" * 64), id="damaged gzip"),
+        pytest.param(bzimage(b"LZ4!" + b"\0" * 64), id="a packing not read here"),
+        pytest.param(bzimage(gzip.compress(b"\x7fELF" + b"\0" * 60)), id="a damaged ELF"),
+        pytest.param(bzimage(gzip.compress(b"\x7fELF\x02\x01\x01" + b"\xff" * 200)), id="ELF of garbage"),
+        pytest.param(bzimage(gzip.compress(_notes(1 << 13))), id="8192 notes"),
+        pytest.param(bzimage(gzip.compress(_notes(10, phnum=60000))), id="60000 program headers"),
         # an lzma stream that asks for a 4 GiB dictionary before it unpacks a byte
         pytest.param(
-            _bzimage(b"\x5d\x00\x00\x00\xff" + b"\xff" * 8 + b"\0" * 64), id="lzma's 4 GiB dictionary"
+            bzimage(b"\x5d\x00\x00\x00\xff" + b"\xff" * 8 + b"\0" * 64), id="lzma's 4 GiB dictionary"
         ),
-        pytest.param(_bzimage(gzip.compress(b"\x7fELF"), release="not a version"), id="no release"),
+        pytest.param(bzimage(gzip.compress(b"\x7fELF"), release="not a version"), id="no release"),
     ],
 )
 def test_a_bzimage_that_lies_is_booted_as_it_is(image):
@@ -157,12 +163,12 @@ def test_a_payload_cut_short_or_past_the_cap_is_not_unpacked(tmp_path, packing):
     plain = b"\0" * (4 << 20)
     packed = PACKINGS[packing](plain)
     assert len(packed) < 64 << 10  # small on disk, large unpacked
-    assert pvh.unpack(_bzimage(_sized(packed, plain)), cap=1 << 20) is None
+    assert pvh.unpack(bzimage(sized(packed, plain)), cap=1 << 20) is None
     # a stream that ends early: shorter than the build recorded, whatever the unpacker says
     elf = _elf(tmp_path, 18) + bytes(4096)
     whole = PACKINGS[packing](elf)
     cut = whole[: len(whole) * 3 // 4] + struct.pack("<I", len(elf))
-    assert pvh.unpack(_bzimage(_sized(whole, elf))) == elf and pvh.unpack(_bzimage(cut)) is None
+    assert pvh.unpack(bzimage(sized(whole, elf))) == elf and pvh.unpack(bzimage(cut)) is None
 
 
 @pytest.mark.tools
@@ -174,7 +180,7 @@ def test_the_cache_keeps_the_newest_and_checks_what_it_serves(tmp_path):
     for i in range(pvh.KEPT + 2):
         elf = _elf(tmp_path, 18) + bytes([i])  # bytes past the ELF's end: another kernel
         kernel = tmp_path / f"bzImage{i}"
-        kernel.write_bytes(_bzimage(_sized(gzip.compress(elf), elf)))
+        kernel.write_bytes(bzimage(sized(gzip.compress(elf), elf)))
         link = tmp_path / f"link{i}"
         link.symlink_to(kernel.name)  # as a build tree's arch/x86_64/boot/bzImage is
         (scratch / str(i)).mkdir()  # a guest's own scratch folder
@@ -227,3 +233,18 @@ def test_debians_kernels_unpack_as_xz_and_zstd_unpack_them(tmp_path):
         path.write_bytes(elf)
         listed = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True).stdout
         assert "Unknown note type: (0x00000012)" in listed, listed[:2000]
+
+
+@pytest.mark.unit
+def test_a_cache_that_cannot_be_written_boots_the_bzimage(tmp_path):
+    elf = pvh_elf()
+    kernel = tmp_path / "bzImage"
+    kernel.write_bytes(bzimage(sized(gzip.compress(elf), elf)))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "qemu").write_text("a file where the folder goes\n")  # as a full disk would fail
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert pvh.bootable(kernel, tmp_path / "cache", scratch) == kernel
+    assert list(scratch.iterdir()) == []
+    # and with a cache it can write, the same kernel is started at its entry
+    assert pvh.bootable(kernel, tmp_path / "cache2", scratch).read_bytes() == elf

@@ -11,12 +11,10 @@ test_every_reader_has_a_property_test fails when a reader is listed without one 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import importlib
 import io
 import json
-import lzma
 import shutil
 import tarfile
 import tracemalloc
@@ -34,6 +32,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.plan.probes import InvalidProbe
 from rtlab.rundir.cyclictest import InvalidResult
 from rtlab.rundir.disk import UnreadableFile
+from test_kernel_unpack import PACKINGS, bzimage, pvh_elf, sized
 
 # the project's one-line errors: any other exception is a bug
 ONE_LINE = (
@@ -554,19 +553,8 @@ def test_server_answer(body):
     assert said is None or ("\x1b" not in said and len(said) <= 300)
 
 
-def _bzimage(payload: bytes) -> bytes:
-    """A bzImage's layout (its setup header, protocol 2.15), the payload after one setup sector."""
-    setup = bytearray(1024)
-    setup[0x1F1] = 1
-    setup[0x202:0x20A] = b"HdrS\x0f\x02\0\0"
-    setup[0x248:0x250] = (0).to_bytes(4, "little") + len(payload).to_bytes(4, "little")
-    return bytes(setup) + payload
-
-
-KERNEL_IMAGES = [
-    _bzimage(gzip.compress(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 4)),
-    _bzimage(lzma.compress(b"\x7fELF\x02\x01\x01" + bytes(1000))),
-]
+# a kernel that unpacks and is read as an ELF to its note, in each way the build packs it
+KERNEL_IMAGES = [bzimage(sized(packing(pvh_elf()), pvh_elf())) for packing in PACKINGS.values()]
 
 
 @pytest.mark.unit
@@ -576,6 +564,7 @@ KERNEL_IMAGES = [
 def test_kernel_image(image, data):
     from rtlab.targets.qemu import pvh
 
+    assert pvh.unpack(image) == pvh_elf()  # each sample is read to its note before it is mangled
     raw = bytearray(image)
     for _ in range(data.draw(st.integers(1, 4))):
         how = data.draw(st.sampled_from(["flip", "cut", "field"]))

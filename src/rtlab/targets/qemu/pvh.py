@@ -179,11 +179,19 @@ def bootable(kernel: Path, cache: Path, scratch: Path) -> Path:
         image = untrusted.read_bytes(kernel.resolve(), IMAGE_BYTES, "the kernel image")
     except untrusted.Damaged:  # too large to be a bzImage: QEMU is given it as it is
         return kernel
-    folder = cache / "qemu" / "pvh"
+    try:
+        return _cached(image, cache / "qemu" / "pvh", scratch) or kernel
+    except OSError:  # the cache cannot be written (a full disk): the bzImage boots, only slower
+        return kernel
+
+
+def _cached(image: bytes, folder: Path, scratch: Path) -> Path | None:
+    """IMAGE's ELF from the cache (unpacked into it first if need be), linked into SCRATCH;
+    None when it has none QEMU can start."""
     name = f"{FORMAT}-{hashlib.sha256(image).hexdigest()[:32]}"
     cached, refused = folder / f"{name}.elf", folder / f"{name}.none"
     if refused.is_file():  # unpacked before, and not startable: not every boot again
-        return kernel
+        return None
     booted = scratch / "vmlinux"
     for _ in range(2):  # once more when another rtlab let the entry go as it was linked
         if not _checked(cached):
@@ -191,7 +199,7 @@ def bootable(kernel: Path, cache: Path, scratch: Path) -> Path:
             if elf is None:
                 with writing(refused):
                     pass
-                return kernel
+                return None
             with writing(cached) as part:
                 part.write_bytes(elf)
         booted.unlink(missing_ok=True)
@@ -209,7 +217,7 @@ def bootable(kernel: Path, cache: Path, scratch: Path) -> Path:
             os.utime(booted)  # the cache's entry too (one file): the last the cache lets go
         _forget_all_but_newest(folder)
         return booted
-    return kernel
+    return None
 
 
 def _checked(cached: Path) -> bool:
