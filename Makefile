@@ -47,13 +47,16 @@ TESTS ?= not slow
 PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile
+# The measuring part's groups start heaviest first, by tests/durations.json (tests/conftest.py);
+# each run writes its groups' seconds here, and `make test-durations` keeps them there.
+TEST_TIMES := .cache/test-times.json
 # pytest's 5 (no test selected: TESTS left a part empty) is no failure, unless every part says it
 PYTEST_OK := ok() { [ "$$1" = 0 ] || [ "$$1" = 5 ]; }
 # each part's wall time and the CPU time it and everything it started used (GNU time): the CPU
 # seconds over this machine's CPUs are the shortest wall time the part could take here
 TIMED = /usr/bin/time -f "make test, $(1): %e s wall, %U s user + %S s system CPU (%P of one CPU)"
 
-.PHONY: setup test-setup apt-install run test test-fast test-newest test-slow lint bench clean
+.PHONY: setup test-setup apt-install run test test-fast test-newest test-slow test-durations lint bench clean
 
 setup: $(BIN)/rtlab
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEB_PACKAGES)"
@@ -117,12 +120,16 @@ lint: setup
 test: lint test-setup
 	$(PYTEST_OK); \
 	$(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
-	$(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 -n 2 --dist loadgroup \
-	    -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
+	RTLAB_TEST_TIMES=$(TEST_TIMES) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
+	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
 	@$(MAKE) --no-print-directory test-newest
+
+# after a whole `make test` (TESTS left as it is): its groups' seconds order the next runs
+test-durations:
+	cp $(TEST_TIMES) tests/durations.json
 
 # The inner loop: parsers, archives, statistics and renderers, no tool run (under a minute).
 test-fast: setup

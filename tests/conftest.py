@@ -98,8 +98,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # something else that failed with those words runs once more (pytest-rerunfailures), and
     # pytest's summary shows each rerun with the failure that caused it, rtlab's words in it
     # (--rerun-show-tracebacks in pyproject.toml).
+    # A farm's test that boots rtlab's own guest beside the farm's is rerun so too: a riscv64
+    # guest once printed nothing after OpenSBI for 300 s (QEMU's SMP emulation with Sstc).
     for item in items:
-        if item.get_closest_marker("guests"):
+        if item.get_closest_marker("guests") or item.get_closest_marker("farm"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
     # each file is one, the files that boot boards together one, the tests that plant spikes
@@ -111,6 +113,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(SPIKES))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
+    # ... and hands the groups to its workers heaviest first (with --no-loadscope-reorder: its
+    # own order, most tests first, left test_study's 370 s for last while the other worker
+    # had nothing to do): the groups that start last are then short. The seconds are a whole
+    # run's (DURATIONS; `make test-durations` writes them anew), a group not there counts as
+    # NEW_GROUP_S; the order is all they change.
+    if hasattr(config, "workerinput"):
+        seconds = json.loads(DURATIONS.read_text())
+        items.sort(key=lambda item: -seconds.get(_xdist_group(item), NEW_GROUP_S))
+
+
+DURATIONS = Path(__file__).with_name("durations.json")
+NEW_GROUP_S = 60
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker is not None else item.nodeid.partition("::")[0]
+
+
+_spent: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each group's seconds (set-up, test and teardown), added up where the session is led: a
+    worker's reports reach it too, their node IDs ending in @GROUP under --dist loadgroup."""
+    nodeid, _, group = report.nodeid.partition("@")
+    group = group or nodeid.partition("::")[0]
+    _spent[group] = _spent.get(group, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With RTLAB_TEST_TIMES=FILE, the groups' seconds go there, heaviest first: the Makefile
+    asks for them in its measuring part, and `make test-durations` keeps them as DURATIONS."""
+    where = os.environ.get("RTLAB_TEST_TIMES")
+    if where and not hasattr(session.config, "workerinput") and _spent:
+        ranked = dict(sorted(((g, round(s)) for g, s in _spent.items()), key=lambda gs: -gs[1]))
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+        Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

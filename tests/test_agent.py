@@ -3,6 +3,7 @@ commands on PATH) and dash."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -573,3 +574,19 @@ def test_a_file_written_through_the_agent_arrives_whole_in_one_call_when_small(s
     assert (run / "loads/idle/cyclictest.argv").read_bytes() == small.encode()
     assert (run / "plan.loads").read_bytes() == (large + "again\n").encode()
     assert sorted(p.name for p in run.rglob("*.part")) == [] and not list(tmp_path.rglob("pwned"))
+    # a run's plan: its small files together in one call, a large one in chunks beside them
+    target.calls = 0
+    plan = {f"/run/2/loads/{name}/cyclictest.argv": f"-m\n-a\n{i}\n" for i, name in enumerate("abcd")}
+    files.write_texts({**plan, "/run/2/plan.loads": large, "/run/2/plan.probes": "\n"})
+    chunks = -(-len(base64.b64encode(large.encode())) // AgentFiles.CHUNK)
+    assert target.calls == 1 + chunks + 2  # the small five in one; the large: remove, appends, rename
+    for path, text in {**plan, "/run/2/plan.loads": large, "/run/2/plan.probes": "\n"}.items():
+        assert (tmp_path / path.lstrip("/")).read_bytes() == text.encode()
+    # one that cannot be written (its folder is a file) ends the call: named, and no .part left
+    (tmp_path / "run/3").mkdir(parents=True)
+    (tmp_path / "run/3/loads").write_text("a file")
+    with pytest.raises(OSError, match="run/3/loads/x/cyclictest.argv"):
+        files.write_texts({"/run/3/plan.loads": "x\n", "/run/3/loads/x/cyclictest.argv": "-m\n"})
+    assert (tmp_path / "run/3/plan.loads").read_text() == "x\n"
+    assert not list(tmp_path.rglob("*.part"))
+    assert target.agent(["file", "put64", "/run/3/odd"])[0] != 0  # a path without its content

@@ -14,7 +14,7 @@ from rtlab.boot import kexec, verify
 from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed, UsageError
 
-POLL_S = 3.0  # between two attempts to reach a rebooting board
+POLL_S = 1.0  # between two attempts to reach a rebooting board: a board up waits 0.5 s for rtlab on average
 CONNECT_S = 10.0  # one attempt
 
 

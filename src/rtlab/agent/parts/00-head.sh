@@ -19,8 +19,8 @@
 #   agent.sh stressors [CLASS...] stress-ng's stressors (all, then each CLASS's) for rtlab scan
 #   agent.sh file OP PATH [ARG]   reads and writes /proc, /sys and rtlab's state for tuning:
 #                                 read, write VALUE, glob, exists, append64 BASE64, put64
-#                                 BASE64 (a whole file), rename TO, remove, mkdir, rmdir (every
-#                                 PATH under RTLAB_ROOT)
+#                                 BASE64 [PATH BASE64 ...] (whole files), rename TO, remove,
+#                                 mkdir, rmdir (every PATH under RTLAB_ROOT)
 #
 # One run measures at a time on a system: `run` holds the lock $RTLAB_TARGET_DIR/lock (a
 # folder made with mkdir, atomic everywhere; its `owner` file says "PID START DIR"). A lock

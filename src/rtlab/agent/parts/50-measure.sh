@@ -50,7 +50,14 @@ run_argv() {
 
 # busybox without FEATURE_FLOAT_SLEEP (and some old sleeps) take whole seconds only.
 FINE_NAP=1
-if sleep 0.01 2>/dev/null; then FINE_NAP=0.1; fi
+if sleep 0.0 2>/dev/null; then FINE_NAP=0.1; fi # at once: each agent call runs it
+
+# Waits while process $1 lives, $2 seconds at most, looking every FINE_NAP: a tool told to end
+# is usually gone in a fraction of a second, which a whole second's sleep would add to each load.
+wait_gone() {
+	gone_since=$(now_s)
+	while alive "$1" && [ $(($(now_s) - gone_since)) -lt "$2" ]; do sleep "$FINE_NAP"; done
+}
 
 # A process group of its own (setsid), so one signal reaches every process it starts.
 SETSID=
@@ -237,8 +244,7 @@ load_stop() {
 	running=no
 	if alive "$STRESS_PID"; then running=yes; fi
 	signal_group TERM "$STRESS_PID"
-	since=$(now_s)
-	while alive "$STRESS_PID" && [ $(($(now_s) - since)) -lt $STOP_GRACE ]; do sleep 1; done
+	wait_gone "$STRESS_PID" "$STOP_GRACE"
 	ignored=no
 	if alive "$STRESS_PID"; then ignored=yes; fi
 	# Workers that outlived their parent (or ignored SIGTERM) still belong to its group.

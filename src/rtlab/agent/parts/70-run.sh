@@ -138,11 +138,7 @@ cmd_stop() {
 	if [ -f "$DIR/$F_AGENT_PID" ]; then
 		pid=$(cat "$DIR/$F_AGENT_PID")
 		kill -TERM "$pid" 2>/dev/null
-		n=0
-		while alive "$pid" && [ $n -lt 60 ]; do
-			sleep 1
-			n=$((n + 1))
-		done
+		wait_gone "$pid" 60
 	fi
 	left=
 	lds=$DIR/$F_LOADS
@@ -170,14 +166,8 @@ cmd_stop() {
 			left="$left $pid"
 		fi
 	done
-	n=0
-	while [ $n -lt "$STOP_GRACE" ]; do
-		alive_left=
-		for pid in $left; do if alive "$pid"; then alive_left="$alive_left $pid"; fi; done
-		[ -n "$alive_left" ] || break
-		sleep 1
-		n=$((n + 1))
-	done
+	stop_since=$(now_s) # STOP_GRACE seconds for them all, not each
+	for pid in $left; do wait_gone "$pid" $((STOP_GRACE - ($(now_s) - stop_since))); done
 	for pid in $left; do signal_group KILL "$pid"; done # and whatever ignored SIGTERM
 	n=0
 	for pid in $left; do
@@ -259,14 +249,21 @@ cmd_file() {
 		done
 		;;
 	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
-	# a small file whole in one call: written beside, then renamed over PATH
+	# small files whole, as many as one call holds (PATH BASE64 ...): each written beside,
+	# then renamed over its PATH; the first that fails ends the call, leaving no .part
 	put64)
-		if mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >"$path$F_PART"; then
-			mv -f "$path$F_PART" "$path"
-		else
-			rm -f "$path$F_PART"
-			false
-		fi
+		shift
+		[ $(($# % 2)) = 0 ] || die "put64 takes PATH BASE64 pairs"
+		while [ $# -gt 0 ]; do
+			path=$ROOT$1
+			if mkdir -p "${path%/*}" && printf '%s' "$2" | base64 -d >"$path$F_PART"; then
+				mv -f "$path$F_PART" "$path"
+			else
+				rm -f "$path$F_PART"
+				return 1
+			fi
+			shift 2
+		done
 		;;
 	rename) mv -f "$path" "$ROOT$3" ;;
 	remove) rm -f "$path" ;;

@@ -373,13 +373,14 @@ class QemuTarget:
     def push(self, run: RunDir, remote: str) -> None:
         self._remote = remote
         self._limits = unpack.Limits.for_plan(run.plan())
-        files = self.files()  # the one way files reach a target through the agent
+        plan: dict[str, str] = {}
         for path in sorted(run.path.rglob("*")):
             rel = path.relative_to(run.path).as_posix()
             if path.is_dir():
                 self._must(f"mkdir -p {shlex.quote(f'{remote}/{rel}')}")
             elif path.name in PLAN_FILES:
-                files.write_text(f"{remote}/{rel}", run.text(path))
+                plan[f"{remote}/{rel}"] = run.text(path)
+        self.files().write_texts(plan)  # the one way files reach a target through the agent
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
         console = self.started()
