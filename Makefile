@@ -48,7 +48,8 @@ PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile
 # The measuring part's groups start heaviest first, by tests/durations.json (tests/conftest.py);
-# each run writes its groups' seconds here, and `make test-durations` keeps them there.
+# each whole run (TESTS as it is) writes its groups' seconds here, and `make test-durations`
+# keeps them there.
 TEST_TIMES := .cache/test-times.json
 # pytest's 5 (no test selected: TESTS left a part empty) is no failure, unless every part says it
 PYTEST_OK := ok() { [ "$$1" = 0 ] || [ "$$1" = 5 ]; }
@@ -120,7 +121,7 @@ lint: setup
 test: lint test-setup
 	$(PYTEST_OK); \
 	$(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; first=$$?; \
-	RTLAB_TEST_TIMES=$(TEST_TIMES) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
+	RTLAB_TEST_TIMES=$(if $(subst not slow,,$(TESTS)),,$(TEST_TIMES)) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \

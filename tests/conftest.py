@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+import heaviest_first
+from heaviest_first import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401 (its hooks)
 from rtlab import children
 from rtlab.agent import script_path
 
@@ -113,44 +115,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(SPIKES))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
-    # ... and hands the groups to its workers heaviest first (with --no-loadscope-reorder: its
-    # own order, most tests first, left test_study's 370 s for last while the other worker
-    # had nothing to do): the groups that start last are then short. The seconds are a whole
-    # run's (DURATIONS; `make test-durations` writes them anew), a group not there counts as
-    # NEW_GROUP_S; the order is all they change.
-    if hasattr(config, "workerinput"):
-        seconds = json.loads(DURATIONS.read_text())
-        items.sort(key=lambda item: -seconds.get(_xdist_group(item), NEW_GROUP_S))
-
-
-DURATIONS = Path(__file__).with_name("durations.json")
-NEW_GROUP_S = 60
-
-
-def _xdist_group(item: pytest.Item) -> str:
-    marker = item.get_closest_marker("xdist_group")
-    return str(marker.args[0]) if marker is not None else item.nodeid.partition("::")[0]
-
-
-_spent: dict[str, float] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Each group's seconds (set-up, test and teardown), added up where the session is led: a
-    worker's reports reach it too, their node IDs ending in @GROUP under --dist loadgroup."""
-    nodeid, _, group = report.nodeid.partition("@")
-    group = group or nodeid.partition("::")[0]
-    _spent[group] = _spent.get(group, 0.0) + report.duration
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """With RTLAB_TEST_TIMES=FILE, the groups' seconds go there, heaviest first: the Makefile
-    asks for them in its measuring part, and `make test-durations` keeps them as DURATIONS."""
-    where = os.environ.get("RTLAB_TEST_TIMES")
-    if where and not hasattr(session.config, "workerinput") and _spent:
-        ranked = dict(sorted(((g, round(s)) for g, s in _spent.items()), key=lambda gs: -gs[1]))
-        Path(where).parent.mkdir(parents=True, exist_ok=True)
-        Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
+    heaviest_first.order(config, items)  # ... and hands the groups out heaviest first
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

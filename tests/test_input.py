@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -356,6 +357,38 @@ def test_xdist_keeps_a_group_on_one_worker(tmp_path):
     assert len(ran) == 12, done.stdout
     workers = {prefix: {gw for gw, p in ran if p == prefix} for prefix in ("test_a", "test_b")}
     assert all(len(w) == 1 for w in workers.values()), workers
+
+
+@pytest.mark.tools
+def test_the_measuring_parts_groups_go_heaviest_first_and_their_seconds_are_kept(tmp_path):
+    # tests/heaviest_first.py: by the seconds of a whole run, a group not there as a minute;
+    # each group's tests in their own order; the seconds of this run written for the next
+    (tmp_path / "conftest.py").write_text(
+        "import heaviest_first, pytest\n"
+        "from heaviest_first import pytest_runtest_logreport, pytest_sessionfinish\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xdist_group(item.nodeid.partition('.py')[0]))\n"
+        "    heaviest_first.order(config, items)\n"
+    )
+    for name in ("test_light", "test_mid", "test_new", "test_heavy"):
+        (tmp_path / f"{name}.py").write_text("".join(f"def test_{i}():\n    pass\n" for i in range(3)))
+    weights = {"test_heavy": 100, "test_mid": 50, "test_light": 1}  # test_new: NEW_GROUP_S, 60
+    (tmp_path / "durations.json").write_text(json.dumps(weights))
+    times = tmp_path / "times" / "test-times.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "RTLAB_TEST_TIMES": str(times),
+           "RTLAB_TEST_DURATIONS": str(tmp_path / "durations.json")}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "1", "--dist", "loadgroup", "--no-loadscope-reorder", "-v",
+         "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = re.findall(r"PASSED (test_\w+)\.py::test_(\d)", done.stdout)
+    heaviest_first = ("test_heavy", "test_new", "test_mid", "test_light")
+    assert ran == [(name, str(i)) for name in heaviest_first for i in range(3)], ran
+    assert set(json.loads(times.read_text())) == set(heaviest_first)
 
 
 @pytest.mark.unit

@@ -131,8 +131,10 @@ def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_pa
 
 def test_collect_while_the_board_still_measures(board, tmp_path):
     out = tmp_path / "busy"
+    # 18 s: after its first segment, the refused run and the early collect have 15 s between
+    # them (each a Python start and an SSH connection: 6 s were once too few beside a booting board)
     proc = start_rtlab(
-        *run_args(out, "idle", "9s", "--target", "ssh://board", "--segment", "3s"), env=board.env
+        *run_args(out, "idle", "18s", "--target", "ssh://board", "--segment", "3s"), env=board.env
     )
     remote = remote_of(out)
     wait_for(lambda: event_seen(remote / "events", "segment-end", n="1", status="complete"))

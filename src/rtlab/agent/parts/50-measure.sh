@@ -49,14 +49,18 @@ run_argv() {
 }
 
 # busybox without FEATURE_FLOAT_SLEEP (and some old sleeps) take whole seconds only.
-FINE_NAP=1
-if sleep 0.0 2>/dev/null; then FINE_NAP=0.1; fi # at once: each agent call runs it
+FINE_NAP=1 NAPS_A_SECOND=1
+if sleep 0.0 2>/dev/null; then FINE_NAP=0.1 NAPS_A_SECOND=10; fi # at once: each agent call runs it
 
-# Waits while process $1 lives, $2 seconds at most, looking every FINE_NAP: a tool told to end
-# is usually gone in a fraction of a second, which a whole second's sleep would add to each load.
+# Waits while process $1 lives, $2 seconds at least, looking every FINE_NAP: a tool told to
+# end is usually gone in a fraction of a second, which a whole second's sleep would add to each
+# load. Naps are counted, not the clock read: never less than $2 s, and never more naps.
 wait_gone() {
-	gone_since=$(now_s)
-	while alive "$1" && [ $(($(now_s) - gone_since)) -lt "$2" ]; do sleep "$FINE_NAP"; done
+	gone_naps=0
+	while alive "$1" && [ $gone_naps -lt $(($2 * NAPS_A_SECOND)) ]; do
+		sleep "$FINE_NAP"
+		gone_naps=$((gone_naps + 1))
+	done
 }
 
 # A process group of its own (setsid), so one signal reaches every process it starts.

@@ -234,7 +234,7 @@ cmd_hwlat() {
 }
 
 cmd_file() {
-	[ $# -ge 2 ] || die "usage: agent.sh file OP PATH [ARG]"
+	[ $# -ge 2 ] || die "usage: agent.sh file OP PATH [ARG] (put64 PATH BASE64 [PATH BASE64 ...])"
 	op=$1
 	path=$ROOT$2
 	case $op in
@@ -256,10 +256,10 @@ cmd_file() {
 		[ $(($# % 2)) = 0 ] || die "put64 takes PATH BASE64 pairs"
 		while [ $# -gt 0 ]; do
 			path=$ROOT$1
-			if mkdir -p "${path%/*}" && printf '%s' "$2" | base64 -d >"$path$F_PART"; then
-				mv -f "$path$F_PART" "$path"
-			else
+			if ! { mkdir -p "${path%/*}" && printf '%s' "$2" | base64 -d >"$path$F_PART" &&
+				mv -f "$path$F_PART" "$path"; }; then
 				rm -f "$path$F_PART"
+				echo "cannot write $1" >&2
 				return 1
 			fi
 			shift 2

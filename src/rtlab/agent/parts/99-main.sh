@@ -11,5 +11,5 @@ hwlat) cmd_hwlat "$@" ;;
 stressors) cmd_stressors "$@" ;;
 lava-report) cmd_lava_report "$@" ;;
 file) cmd_file "$@" ;;
-*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | stressors [CLASS...] | lava-report DIR [DEADLINE_US [REFUSED]] | file OP PATH [ARG]" ;;
+*) die "usage: agent.sh sysinfo | preflight PRIO | run DIR [options] | stop DIR | hwlat DIR S US | stressors [CLASS...] | lava-report DIR [DEADLINE_US [REFUSED]] | file OP PATH [ARG ...]" ;;
 esac

@@ -21,6 +21,7 @@ cached ELF is checked again before QEMU is given it.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import errno
 import hashlib
 import lzma
@@ -215,7 +216,8 @@ def _cached(image: bytes, folder: Path, scratch: Path) -> Path | None:
                 part.write_bytes(untrusted.read_bytes(cached, ELF_BYTES, "the unpacked kernel"))
         else:
             os.utime(booted)  # the cache's entry too (one file): the last the cache lets go
-        _forget_all_but_newest(folder)
+        with contextlib.suppress(OSError):  # a cache that cannot be pruned still served this boot
+            _forget_all_but_newest(folder)
         return booted
     return None
 

@@ -1,0 +1,60 @@
+"""make test's measuring part hands its groups to its two workers heaviest first.
+
+pytest-xdist's --dist loadgroup gives a worker its next group as it nears the end of the last
+one; by its own order (--loadscope-reorder, the groups with the most tests first) the few long
+tests of test_study and test_causes started last while the other worker had nothing left. With
+--no-loadscope-reorder it takes them in the order the workers collected them, and `order` sorts
+that by the seconds each group took in a whole run (DURATIONS): the groups that start last are
+then short ones. A group not in DURATIONS counts as NEW_GROUP_S. The seconds change only the
+order, never what runs.
+
+Each whole run writes its groups' seconds to $RTLAB_TEST_TIMES (the Makefile's measuring part
+asks for them); `make test-durations` keeps them as DURATIONS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(os.environ.get("RTLAB_TEST_DURATIONS") or Path(__file__).with_name("durations.json"))
+NEW_GROUP_S = 60
+
+
+def group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker is not None else item.nodeid.partition("::")[0]
+
+
+def order(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Heaviest group first, in a worker (each sorts alike: xdist checks they collected the
+    same); a group's own tests keep their order (the sort is stable)."""
+    if hasattr(config, "workerinput"):
+        seconds = json.loads(DURATIONS.read_text())
+        items.sort(key=lambda item: -seconds.get(group(item), NEW_GROUP_S))
+
+
+_spent: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each group's seconds (set-up, test and teardown, reruns too), added up where the session
+    is led: workers' reports reach it, their node IDs ending in @GROUP under --dist loadgroup."""
+    _, at, name = report.nodeid.rpartition("@")
+    if not at or "]" in name or "::" in name:  # no group, or an @ inside a test's parameters
+        name = report.nodeid.partition("::")[0]
+    _spent[name] = _spent.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The groups' seconds to $RTLAB_TEST_TIMES, heaviest first, when every test ran (passed
+    or failed; not after an interrupt)."""
+    where = os.environ.get("RTLAB_TEST_TIMES")
+    ran = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    if where and ran and not hasattr(session.config, "workerinput") and _spent:
+        ranked = dict(sorted(((g, round(s)) for g, s in _spent.items()), key=lambda gs: -gs[1]))
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+        Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
