@@ -1,5 +1,5 @@
-"""Helpers shared by the benchmarks: running rtlab in-process and reading its CPU time, and a
-rate with its interval."""
+"""Helpers shared by the benchmarks: running rtlab in-process and reading its CPU time, a
+rate with its interval and a mean of seconds with its interval."""
 
 from __future__ import annotations
 
@@ -59,3 +59,16 @@ def wilson(k: int, n: int) -> str:
         return "0/0"
     ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
     return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
+
+
+def seconds_interval(values: list[float]) -> str:
+    """The mean of VALUES (seconds) with its 95 % interval (Student's t)."""
+    import statistics
+
+    from scipy import stats
+
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return f"{mean:.2f} s"
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return f"{mean:.2f} s [{mean - half:.2f}, {mean + half:.2f}]"

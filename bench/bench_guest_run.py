@@ -16,18 +16,16 @@ checkouts (a git worktree of the older one) to compare them on the same machine.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from scipy import stats
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _common import seconds_interval  # noqa: E402
 from rtlab.rundir.events import parse  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -61,14 +59,6 @@ def one_run(out: Path) -> dict[str, float]:
     }
 
 
-def interval(values: list[float]) -> str:
-    mean = statistics.mean(values)
-    if len(values) < 2:
-        return f"{mean:6.2f} s"
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
-    return f"{mean:6.2f} s [{mean - half:.2f}, {mean + half:.2f}]"
-
-
 def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +67,7 @@ def main() -> None:
             print(f"run {i + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in runs[-1].items()), flush=True)
     print(f"\n{ROUNDS} runs of idle,cpu for 2 s each on qemu:{KERNEL} ({ROOT}), 95 % intervals:")
     for phase in runs[0]:
-        print(f"  {phase:36s} {interval([r[phase] for r in runs])}")
+        print(f"  {phase:36s} {seconds_interval([r[phase] for r in runs])}")
 
 
 if __name__ == "__main__":

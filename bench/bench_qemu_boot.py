@@ -12,7 +12,6 @@ to unpack the kernel once.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,10 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from scipy import stats
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _common import seconds_interval  # noqa: E402
 from rtlab.targets.qemu import GuestSpec, QemuTarget, _Boot, pvh  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -55,14 +53,6 @@ def boot(argv: list[str]) -> float:
         proc.wait()
 
 
-def interval(times: list[float]) -> str:
-    mean = statistics.mean(times)
-    if len(times) < 2:
-        return f"{mean:.2f} s"
-    half = stats.t.ppf(0.975, len(times) - 1) * statistics.stdev(times) / len(times) ** 0.5
-    return f"{mean:.2f} s [{mean - half:.2f}, {mean + half:.2f}]"
-
-
 def main() -> None:
     target = QemuTarget(GuestSpec.parse(f"{KERNEL},accel=tcg"))
     kernel, _ = target._kernel()
@@ -85,7 +75,7 @@ def main() -> None:
         target.close()
     print(f"{KERNEL} ({kernel.name}), {ROUNDS} boots each way, QEMU start to the agent's ready line:")
     for way, values in times.items():
-        print(f"  {way:8s} {interval(values)}")
+        print(f"  {way:8s} {seconds_interval(values)}")
     print(f"  unpacking it on the host (once per kernel, then cached): {unpacked_s:.2f} s")
 
 
