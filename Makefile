@@ -47,7 +47,7 @@ TESTS ?= not slow
 PARALLEL := unit or hostile or tools
 ALONE := alone
 XDIST := -n auto --dist loadfile
-# The measuring part's groups start heaviest first, by tests/durations.json (tests/conftest.py);
+# The measuring part's groups start heaviest first, by tests/durations.json (tests/heaviest_first.py);
 # each whole run (TESTS as it is) writes its groups' seconds here, and `make test-durations`
 # keeps them there.
 TEST_TIMES := .cache/test-times.json
