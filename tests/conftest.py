@@ -123,6 +123,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid}: {item.stash[MISGROUPED]}: {RULE}", pytrace=False)
 
 
+# A failed test's report carries the last lines of its guests' consoles (a fixture value with
+# a `console_tail()`): a board that went silent mid-run says why there (a panic, an RCU stall),
+# not in a console the fixture's end throws away.
+CONSOLE_LINES = 60
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        for name, value in getattr(item, "funcargs", {}).items():
+            tail = getattr(value, "console_tail", None)
+            if callable(tail):
+                title = f"{name}'s console, its last {CONSOLE_LINES} lines"
+                report.sections.append((title, tail(CONSOLE_LINES)))
+    return report
+
+
 @pytest.fixture(autouse=True)
 def _test_mark() -> Any:
     """Each test's processes carry a mark of their own too (RTLAB_TEST_CASE)."""

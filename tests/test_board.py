@@ -84,6 +84,11 @@ class Board:
         assert status == 0, (command, lines)
         return "\n".join(lines)
 
+    def console_tail(self, lines: int) -> str:
+        """The board's last console lines (a failed test's report shows them: tests/conftest.py)."""
+        console = self.guest.console
+        return "\n".join(list(console.tail)[-lines:]) if console is not None else "(no console)"
+
     def events(self, remote: str) -> str:
         return self.sh(f"cat {shlex.quote(remote)}/events 2>/dev/null || true")
 
