@@ -31,6 +31,7 @@ def refused(base: int, new: int, kind: str, trial: int) -> bool:
     return bool(verdicts.gate({"idle": sides}, seed=trial)[0])
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 @pytest.mark.parametrize("repeats", [1, 8])
 def test_more_repeats_never_make_a_refusal_likelier_when_nothing_changed(repeats):
@@ -52,6 +53,7 @@ def test_more_repeats_never_make_a_refusal_likelier_when_nothing_changed(repeats
     assert np.sum(p < 0.5) <= 0.5 * trials + 2.5 * np.sqrt(0.25 * trials)  # uniform, not piled low
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 @pytest.mark.parametrize("kind", ["storm", "shift"])
 def test_a_planted_non_stationarity_is_still_refused_among_many_repeats(kind):
@@ -59,6 +61,7 @@ def test_a_planted_non_stationarity_is_still_refused_among_many_repeats(kind):
     assert sum(refused(5, 5, kind, t) for t in range(10)) >= 8
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 def test_tail_dispersion_is_exact_with_two_windows_and_finds_a_storm():
     # 299 blocks of 100 ms: two 10 s windows. The old scan needed 3 and returned p = 1 here
@@ -107,6 +110,7 @@ def test_compare_names_the_family_in_its_json(tmp_path):
     assert gate["series"] == 2 and gate["refused"] == []  # a 120 s run: 119 blocks, gated
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 def test_history_confirms_a_planted_regression_across_5_and_3_runs(tmp_path):
     """Five i.i.d. runs, then three whose tail is twice as frequent: the change point is

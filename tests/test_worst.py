@@ -141,6 +141,7 @@ def _gpd_row(seed: int, xi: float, bump: bool = False) -> tuple[np.ndarray, np.n
     return np.append(12, values), np.append(3_000_000 - len(excess), counts)
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 def test_a_gpd_tail_is_rarely_refused_and_a_second_mode_is():
     from rtlab.analysis import tail, worst
@@ -164,6 +165,7 @@ def test_a_gpd_tail_is_rarely_refused_and_a_second_mode_is():
     assert all_rejected and refused and not check["passed"] and check["p_value"] <= worst.REFUSE_ALPHA
 
 
+@pytest.mark.trials
 @pytest.mark.unit
 def test_the_shape_step_is_calibrated_on_nested_fits():
     """A GPD's shape estimated above two thresholds, the higher's samples a part of the
