@@ -54,6 +54,9 @@ PARALLEL := unit or hostile or tools
 # took 2,580 s (2,149 s alone) and they ended 1,100 s before it; at nice 10 (a tenth of a CPU
 # they contend for, CI29) 2,293 s, and they ended 220 s after it; nice 5 gives them a quarter.
 BESIDE_NICE := 5
+# make itself, named so that `make -n test` prints the line that runs the tests rather than
+# running it (make runs a line that names $(MAKE) even with -n)
+SUBMAKE = $(MAKE) --no-print-directory
 BESIDE_LOG := .cache/test-beside.log
 ALONE := alone
 XDIST := -n auto --dist loadfile
@@ -132,7 +135,7 @@ test: lint test-setup
 	$(PYTEST_OK); mkdir -p .cache; \
 	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $(BESIDE_LOG))"; \
 	setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; \
-	    first=$$?; $(MAKE) --no-print-directory test-newest || exit 1; exit $$first' > $(BESIDE_LOG) 2>&1 & beside=$$!; \
+	    first=$$?; $(SUBMAKE) test-newest || exit 1; exit $$first' > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	trap 'kill -TERM -$$beside $$beside 2>/dev/null' EXIT; trap 'exit 1' INT TERM; \
 	RTLAB_TEST_TIMES=$(if $(subst not slow,,$(TESTS)),,$(TEST_TIMES)) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
