@@ -57,7 +57,6 @@ BESIDE_NICE := 5
 # make itself, named so that `make -n test` prints the line that runs the tests rather than
 # running it (make runs a line that names $(MAKE) even with -n)
 SUBMAKE = $(MAKE) --no-print-directory
-BESIDE_LOG := .cache/test-beside.log
 ALONE := alone
 XDIST := -n auto --dist loadfile
 # The measuring part's groups start heaviest first, by tests/durations.json (tests/heaviest_first.py);
@@ -132,14 +131,15 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint test-setup
-	$(PYTEST_OK); mkdir -p .cache; \
-	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $(BESIDE_LOG))"; \
-	setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -m "($(TESTS)) and ($(PARALLEL))"; \
-	    first=$$?; $(SUBMAKE) test-newest || exit 1; exit $$first' > $(BESIDE_LOG) 2>&1 & beside=$$!; \
-	trap 'kill -TERM -$$beside $$beside 2>/dev/null' EXIT; trap 'exit 1' INT TERM; \
+	$(PYTEST_OK); mkdir -p .cache; beside=; log=$$(mktemp .cache/test-beside.XXXXXX) || exit 1; \
+	trap 'kill -TERM -$$beside $$beside 2>/dev/null; rm -f "$$log"' EXIT; trap 'exit 1' HUP INT TERM; \
+	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $$log)"; \
+	BESIDE_M="($(TESTS)) and ($(PARALLEL))" setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; \
+	    $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider -m "$$BESIDE_M"; \
+	    first=$$?; $(SUBMAKE) test-newest || exit 1; exit $$first' > "$$log" 2>&1 & beside=$$!; \
 	RTLAB_TEST_TIMES=$(if $(subst not slow,,$(TESTS)),,$(TEST_TIMES)) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
-	wait $$beside; first=$$?; cat $(BESIDE_LOG); \
+	wait $$beside; first=$$?; kill -TERM -$$beside 2>/dev/null; beside=; cat "$$log"; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
@@ -155,7 +155,7 @@ test-fast: setup
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
 	echo "unit tests but the trials on $$($(NEWEST_PYTHON) --version)"; \
-	$(MAKE) --no-print-directory .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m "unit and not trials" -p no:cacheprovider
+	$(SUBMAKE) .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m "unit and not trials" -p no:cacheprovider
 
 # rebuilt, as .venv is, when the project's dependencies change
 .venv-newest/bin/pytest: pyproject.toml

@@ -132,12 +132,17 @@ CONSOLE_LINES = 60
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.failed:
+    if report.failed and report.when != "teardown":  # once per test, not again for its teardown
         for name, value in getattr(item, "funcargs", {}).items():
             tail = getattr(value, "console_tail", None)
-            if callable(tail):
-                title = f"{name}'s console, its last {CONSOLE_LINES} lines"
-                report.sections.append((title, tail(CONSOLE_LINES)))
+            if not callable(tail):
+                continue
+            try:
+                text = tail(CONSOLE_LINES)
+            except Exception as e:  # the test's own failure is what the report is for
+                text = f"(the console could not be read: {e!r})"
+            if isinstance(text, str):
+                report.sections.append((f"{name}'s console, its last {CONSOLE_LINES} lines", text))
     return report
 
 
