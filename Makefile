@@ -53,7 +53,8 @@ PARALLEL := unit or hostile or tools
 # its tasks' nice, so the group's nice is set too. At an equal share (CI28) the measuring part
 # took 2,580 s (2,149 s alone) and they ended 1,100 s before it; at nice 10 (a tenth of a CPU
 # they contend for, CI29) 2,293 s, and they ended 220 s after it: 2,727 s in all, the best
-# measured; at nice 5 (a quarter, CI30) the measuring part was 7 minutes behind CI29's by its middle.
+# measured; at nice 5 (a quarter, CI30, with two short make test runs beside it for 3 minutes)
+# the measuring part was 7 minutes behind CI29's by its middle.
 BESIDE_NICE := 10
 # make itself, named so that `make -n test` prints the line that runs the tests rather than
 # running it (make runs a line that names $(MAKE) even with -n)

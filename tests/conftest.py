@@ -23,6 +23,7 @@ import pytest
 from hypothesis import settings
 
 import heaviest_first
+from console_report import pytest_runtest_makereport  # noqa: F401 (its hook)
 from heaviest_first import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401 (its hooks)
 from rtlab import children
 from rtlab.agent import script_path
@@ -121,29 +122,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if MISGROUPED in item.stash:
         pytest.fail(f"{item.nodeid}: {item.stash[MISGROUPED]}: {RULE}", pytrace=False)
-
-
-# A failed test's report carries the last lines of its guests' consoles (a fixture value with
-# a `console_tail()`): a board that went silent mid-run says why there (a panic, an RCU stall),
-# not in a console the fixture's end throws away.
-CONSOLE_LINES = 60
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.failed and report.when != "teardown":  # once per test, not again for its teardown
-        for name, value in getattr(item, "funcargs", {}).items():
-            tail = getattr(value, "console_tail", None)
-            if not callable(tail):
-                continue
-            try:
-                text = tail(CONSOLE_LINES)
-            except Exception as e:  # the test's own failure is what the report is for
-                text = f"(the console could not be read: {e!r})"
-            if isinstance(text, str):
-                report.sections.append((f"{name}'s console, its last {CONSOLE_LINES} lines", text))
-    return report
 
 
 @pytest.fixture(autouse=True)

@@ -391,6 +391,42 @@ def test_the_measuring_parts_groups_go_heaviest_first_and_their_seconds_are_kept
     assert set(json.loads(times.read_text())) == set(heaviest_first)
 
 
+@pytest.mark.tools
+def test_a_failed_tests_report_shows_its_boards_console_made_printable(tmp_path):
+    # tests/conftest.py: the last lines of a fixture's console_tail(), once, control
+    # characters and line breaks made visible; a console that cannot be read is said so
+    (tmp_path / "conftest.py").write_text("from console_report import pytest_runtest_makereport\n")
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n"
+        "class Board:\n"
+        "    def console_tail(self, lines):\n"
+        "        return f'{lines} lines\\nkernel \\x1b[2J panic\\u2028here'\n"
+        "class Gone:\n"
+        "    def console_tail(self, lines):\n"
+        "        raise OSError('closed')\n"
+        "@pytest.fixture\n"
+        "def board():\n"
+        "    return Board()\n"
+        "@pytest.fixture\n"
+        "def gone():\n"
+        "    return Gone()\n"
+        "def test_fails(board, gone):\n"
+        "    assert False\n"
+        "def test_passes(board):\n"
+        "    pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "1", "-p", "no:cacheprovider", "test_one.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
+    assert done.stdout.count("board's console, its last 60 lines") == 1, done.stdout
+    assert "60 lines\nkernel ?[2J panic?here\n" in done.stdout, done.stdout
+    assert "\x1b" not in done.stdout and "\u2028" not in done.stdout
+    assert "(the console could not be read: OSError('closed'))" in done.stdout, done.stdout
+
+
 @pytest.mark.unit
 def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_by_itself():
     # tests/conftest.py reruns a guests test once when its failure quotes rtlab saying the
