@@ -209,7 +209,9 @@ def trend(
     if fmt == "json":
         emit(shown.trend_json(name, metric, first_level, by_load), output)
     elif fmt == "html":
-        emit(shown.trend_html(name, metric, first_level, by_load, rows, found), output)
+        from rtlab.report.views import history_figures
+
+        emit(history_figures.trend_html(name, metric, first_level, by_load, rows, found), output)
     else:
         tables = [shown.trend_table(name, each, metric, trends.level_of(rows[each], level_us), points)
                   for each, points in by_load.items()]  # fmt: skip
