@@ -309,6 +309,103 @@ def test_stop_after_a_hard_kill_ends_a_loads_preparation(busybox_path, tmp_path)
     assert processes_in(run) == []
 
 
+# rtla as the agent meets it, for a tracefs that cannot exist here (a fake tree under
+# RTLAB_ROOT): it changes an osnoise option and makes its instance with its tracer on, as rtla
+# does, then either dies without undoing them ("die") or, on SIGINT, undoes them and ends as
+# rtla does ("stop"), writing the signal it got into $FAKE_RTLA_SAID. Python, not sh: a
+# non-interactive sh cannot trap SIGINT when it started ignored, as a background job's does.
+FAKE_RTLA = """#!/usr/bin/env python3
+import os, pathlib, signal, sys, time
+t = pathlib.Path(os.environ["RTLAB_ROOT"]) / "sys/kernel/tracing"
+period = (t / "osnoise/period_us").read_text()
+(t / "osnoise/period_us").write_text("500\\n")
+(t / "instances/timerlat_hist").mkdir()
+(t / "instances/timerlat_hist/current_tracer").write_text("timerlat\\n")
+(t / "instances/timerlat_hist/tracing_on").write_text("1\\n")
+if os.environ["FAKE_RTLA"] == "die":
+    sys.exit("rtla: died")
+def stop(signum, frame):
+    pathlib.Path(os.environ["FAKE_RTLA_SAID"]).write_text(signal.Signals(signum).name)
+    (t / "osnoise/period_us").write_text(period)
+    for f in ("current_tracer", "tracing_on"):
+        (t / "instances/timerlat_hist" / f).unlink()
+    (t / "instances/timerlat_hist").rmdir()
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.host
+@needs_root
+@needs_tools
+@pytest.mark.parametrize("ending", ["die", "stop"])
+def test_an_rtla_probe_leaves_tracefs_as_it_found_it(tmp_path, ending):
+    """An rtla probe that dies leaves its tracer on in its own instance (then no osnoise probe
+    can start after a timerlat one, as in an emulated guest whose timerlat was killed) and the
+    osnoise options it set: the agent saved them before and puts them back; a user's own
+    instance is left alone. A run stopped during an rtla probe stops it with SIGINT, on which
+    rtla undoes what it set (it dies of SIGTERM)."""
+    root = tmp_path / "root"
+    fake_root(root)
+    tfs = root / "sys/kernel/tracing"
+    files = {"trace_marker": "", "set_event": "sched:sched_switch\n", "tracing_on": "1\n",
+             "current_tracer": "nop\n", "trace": "", "trace_clock": "[mono]\n",
+             "buffer_size_kb": "1408\n", "osnoise/period_us": "1000000\n",
+             "osnoise/runtime_us": "900000\n", "instances/mine/current_tracer": "timerlat\n",
+             "instances/mine/tracing_on": "1\n"}  # fmt: skip
+    for name, text in files.items():
+        (tfs / name).parent.mkdir(parents=True, exist_ok=True)
+        (tfs / name).write_text(text)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "rtla").write_text(FAKE_RTLA)
+    (bin_dir / "rtla").chmod(0o755)
+    run = tmp_path / "run"
+    write_plan(run, {"idle": None}, seconds=1)
+    (run / "plan.probes").write_text("timerlat\n")
+    (run / "loads/idle/timerlat").mkdir()
+    (run / "loads/idle/timerlat/probe.argv").write_text("rtla\ntimerlat\nhist\n-d\n1\n")
+    said = tmp_path / "said"
+    cmd, env = agent_cmd(
+        "dash", "", "run", str(run), "--duration", "1", "--settle", "0", "--governor", "keep"
+    )
+    env.update(
+        RTLAB_ROOT=str(root), FAKE_RTLA=ending, FAKE_RTLA_SAID=str(said), PATH=f"{bin_dir}:{env['PATH']}"
+    )
+    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        out, _ = agent.communicate(timeout=60) if ending == "die" else ("", None)
+        if ending == "stop":
+            probe_out = run / "loads/idle/timerlat/probe.out"
+            deadline = time.monotonic() + 30
+            while "ready" not in (probe_out.read_text() if probe_out.exists() else ""):
+                assert time.monotonic() < deadline, "the fake rtla never started"
+                time.sleep(0.1)
+            agent.send_signal(signal.SIGTERM)  # the host's stop
+            out, _ = agent.communicate(timeout=60)
+    finally:
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+    ends = [parse(line) for line in out.splitlines() if line.startswith("@rtlab probe-end")]
+    if ending == "die":
+        assert [(e.get("status"), e.get("reason")) for e in ends] == [
+            ("failed", "timerlat exited with status 1: rtla: died")
+        ]
+        # the instance it left: its tracer off (a real tracefs also removes it: rmdir, which a
+        # fake directory with files refuses)
+        assert (tfs / "instances/timerlat_hist/current_tracer").read_text() == "nop\n"
+        assert (tfs / "instances/timerlat_hist/tracing_on").read_text() == "0\n"
+    else:
+        assert said.read_text() == "SIGINT" and [e.get("status") for e in ends] == ["partial"]
+        assert not (tfs / "instances/timerlat_hist").exists()
+    for name in ("osnoise/period_us", "osnoise/runtime_us", "instances/mine/current_tracer",
+                 "instances/mine/tracing_on", "set_event", "tracing_on"):  # fmt: skip
+        assert (tfs / name).read_text() == files[name], name
+    assert not (run / "tracefs.saved").exists() and processes_in(run) == []
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

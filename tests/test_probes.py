@@ -200,7 +200,8 @@ def test_the_tracer_probes_and_others_in_the_rt_guest(tmp_path):
             reason = found["cyclicdeadline"]["reason"]
             assert "Failed to perform task within runtime" in reason, reason
             statuses["cyclicdeadline"] = "complete"  # every other probe must still be complete
-        assert statuses == dict.fromkeys(probes_asked.split(","), "complete")
+        reasons = {name: p["reason"] for name, p in found.items() if statuses[name] != "complete"}
+        assert statuses == dict.fromkeys(probes_asked.split(","), "complete"), (load, reasons)
         for probe, columns in (
             ("timerlat", (("irq", "IRQ"), ("thread", "Thr"))),
             ("osnoise", (("noise", "CPU"),)),

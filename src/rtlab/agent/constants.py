@@ -10,12 +10,14 @@ from rtlab.agent.shell import quote
 def part() -> str:
     from rtlab.plan import CYCLICTEST_FLAGS, DEFAULT_TARGET_DIR, STOP_GRACE_S
     from rtlab.plan.loads import PREPARE_LIMIT_S
+    from rtlab.plan.probes import RTLA_START_S
     from rtlab.system.kernel import RECORDED_CONFIG_RE
     from rtlab.system.knobs import RUNTIME_FILES
 
     values = {
         "STOP_GRACE": (str(STOP_GRACE_S), "rtlab.plan.STOP_GRACE_S"),
         "PREPARE_LIMIT": (str(PREPARE_LIMIT_S), "rtlab.plan.loads.PREPARE_LIMIT_S"),
+        "RTLA_START": (str(RTLA_START_S), "rtlab.plan.probes.RTLA_START_S"),
         "CONFIG_RE": (quote(RECORDED_CONFIG_RE), "rtlab.system.kernel.RECORDED_CONFIG"),
         "RUNTIME_FILES": (quote(" ".join(RUNTIME_FILES)), "rtlab.system.knobs.RUNTIME_FILES"),
         "CT_HISTOGRAM_FLAG": (quote(CYCLICTEST_FLAGS["histogram_us"]), "rtlab.plan.CYCLICTEST_FLAGS"),

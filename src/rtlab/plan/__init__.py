@@ -51,8 +51,6 @@ DEFAULT_SPIKE_US = 100  # a quiet RT system records few samples above 100 µs
 GRACE_S = 30
 DEFAULT_TARGET_DIR = "/tmp/rtlab"  # rtlab's folder on a target, the agent's default too
 STOP_GRACE_S = 10
-# The other probes (--probe): each is given this long to start beside its measuring time.
-PROBE_START_S = 5
 # The hardware gate (--hwlat-gate): the hwlat pass before measuring, and the tracer's threshold
 # (gaps shorter than it are not recorded; the gate's limit if that is lower).
 DEFAULT_HWLAT_GATE_S = 10
@@ -245,12 +243,13 @@ class Plan:
         own scratch folder, unless --storage-dir names another."""
         # Each segment of a soak run starts a new cyclictest: allow it 2 s, or a 72-hour run's
         # stress-ng would end on its own before the last segment does. Each probe gets all the
-        # time the agent waits for it (GRACE_S past its planned end), not only its usual start:
-        # a probe the agent still waits for must not outlive its load (rtla osnoise took 41 s
-        # for its 2 s in an emulated guest on a busy host, and the cpu load had ended).
+        # time the agent waits for it (its start and GRACE_S past its planned end), not only
+        # its usual start: a probe the agent still waits for must not outlive its load (rtla
+        # osnoise took 41 s for its 2 s in an emulated guest on a busy host, and the cpu load
+        # had ended).
         timeout = (
             self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
-            + len(self.probes) * (self.duration_s + GRACE_S)
+            + sum(self.duration_s + PROBES[p].start_s + GRACE_S for p in self.probes)
         )  # fmt: skip
         return self.load(name).argv(
             self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)
@@ -296,7 +295,7 @@ class Plan:
 
     def probing(self) -> int:
         """Seconds of the other probes per load, each with its start allowed."""
-        return len(self.probes) * (self.duration_s + PROBE_START_S)
+        return sum(self.duration_s + PROBES[p].start_s for p in self.probes)
 
     def segments(self) -> int:
         """cyclictest runs per load: one, or one per segment of a soak run."""

@@ -70,6 +70,19 @@ class Probe:
     tracer: str | None = None  # the kernel's tracer it measures with (tracefs' available_tracers)
     tracefs_file: str | None = None  # a file of tracefs it needs besides (a newer kernel's)
 
+    @property
+    def start_s(self) -> int:
+        """Seconds it may take to start measuring, given beside its measuring time."""
+        return RTLA_START_S if self.program == "rtla" else PROBE_START_S
+
+
+# A probe is given this long to start beside its measuring time; rtla longer: it reads the
+# format of every event tracefs has before it measures (its -d counts from then), 20 s in an
+# emulated guest and over 30 s there under the cpu load on a busy host, where the 30 s the
+# agent allowed past the planned end once ran out while rtla printed its histogram.
+# The agent is given RTLA_START_S (rtlab.agent.constants): both sides count with one number.
+PROBE_START_S = 5
+RTLA_START_S = 60
 
 NO_HISTOGRAM = (
     "cyclicdeadline keeps no histogram: its avg and max only, no percentiles; no min either, as"

@@ -51,8 +51,9 @@
 #
 # A measurement never outlives its plan: cyclictest that has not ended GRACE_S seconds
 # (default 30) after its planned end, or that ignores SIGTERM for STOP_GRACE seconds, is
-# killed with its process group; so is a load that ignores SIGTERM. A load whose
-# process ends before cyclictest does is stopped at once and failed: it measured no load.
+# killed with its process group; so is a load that ignores SIGTERM. An rtla probe is given
+# RTLA_START seconds more and stopped with SIGINT, its own stop, before it is killed. A load
+# whose process ends before cyclictest does is stopped at once and failed: it measured no load.
 # The agent and cyclictest are never the OOM killer's victims (oom_score_adj -1000); the
 # load's processes are (0, and stress-ng makes its own workers the first to go).
 
@@ -69,6 +70,9 @@ EVENTS=
 STOP=0
 GOT_SIGNAL=0
 CT_PID=
+# the signal on which the watched tool stops and keeps what it has: cyclictest writes its JSON
+# on SIGTERM; rtla dies of it with its tracer still on, and stops so on SIGINT
+CT_STOP=TERM
 SLEEP_PID=
 STRESS_PID=
 LOAD_DIR=

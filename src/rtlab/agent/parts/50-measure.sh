@@ -5,8 +5,8 @@ on_signal() {
 	[ $STOP = 1 ] && return
 	STOP=1
 	if [ -n "$SLEEP_PID" ]; then kill "$SLEEP_PID" 2>/dev/null; fi
-	# cyclictest writes its JSON on SIGTERM, so what was measured is kept.
-	if [ -n "$CT_PID" ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
+	# the tool's own stop (CT_STOP), so what was measured is kept.
+	if [ -n "$CT_PID" ]; then kill "-$CT_STOP" "$CT_PID" 2>/dev/null; fi
 }
 
 # wait for $1 even when a signal interrupts `wait`; the status lands in WAIT_RC.
@@ -334,6 +334,16 @@ measure() {
 		m_argv=$F_PROBE_ARGV m_json=$F_PROBE_JSON m_out=$F_PROBE_OUT
 		m_log=$F_PROBE_LOG m_pid=$F_PROBE_PID m_mark=$M_PROBE
 	fi
+	# rtla is given RTLA_START seconds to start (it reads every event format tracefs has
+	# first) and is stopped as it stops itself (CT_STOP); what it sets in tracefs is saved
+	# first, put back here (or by the cleanup) if it did not end well: killed, it leaves its
+	# tracer on.
+	m_start=0
+	if [ "$tool" != cyclictest ] && [ "$(sed -n 1p "$mf/$m_argv")" = rtla ]; then
+		m_start=$RTLA_START
+		CT_STOP=INT
+		if m_tfs=$(tracefs_dir); then tracefs_save "$m_tfs"; fi
+	fi
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
 		if [ -n "$CGROUP" ]; then echo 0 >"$ROOT$CGROUP/cgroup.procs"; fi
@@ -357,9 +367,14 @@ measure() {
 		t=$(($(now_s) - start))
 		if [ -z "$REASON" ] && [ -n "$STRESS_PID" ] && ! alive "$STRESS_PID"; then
 			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
-			kill -TERM "$CT_PID" 2>/dev/null
+			kill "-$CT_STOP" "$CT_PID" 2>/dev/null
 			stop_sent=$t
-		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + GRACE_S)) ]; then
+		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + m_start + GRACE_S)) ] && [ "$CT_STOP" = INT ]; then
+			# rtla's stop: it prints what it has and puts its tracer back; killed STOP_GRACE later
+			REASON="no result $((m_start + GRACE_S)) s after its planned end: $tool was stopped"
+			signal_group INT "$CT_PID"
+			stop_sent=$t
+		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + GRACE_S)) ] && [ "$CT_STOP" != INT ]; then
 			REASON="no result ${GRACE_S} s after its planned end: $tool was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
@@ -367,7 +382,7 @@ measure() {
 		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
 		resources_sample "$t"
 		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
-			[ -n "$REASON" ] || REASON="$tool did not stop within ${STOP_GRACE} s of SIGTERM: it was killed"
+			[ -n "$REASON" ] || REASON="$tool did not stop within ${STOP_GRACE} s of SIG$CT_STOP: it was killed"
 			signal_group KILL "$CT_PID"
 			killed=1
 		fi
@@ -381,6 +396,10 @@ measure() {
 	# Whatever the tool started goes with it.
 	signal_group KILL "$(cat "$mf/$m_pid")"
 	say "$m_mark" exit="$rc" >>"$mf/$m_log"
+	if [ "$CT_STOP" = INT ]; then
+		if [ "$rc" = 0 ]; then rm -f "$TRACESAVE"; else tracefs_restore; fi
+		CT_STOP=TERM
+	fi
 	if [ "$rc" = 0 ] && [ -s "$mf/$m_json$F_PART" ]; then
 		mv "$mf/$m_json$F_PART" "$mf/$m_json"
 	elif [ -z "$REASON" ] && [ $STOP = 1 ] && [ "$rc" = 143 ]; then

@@ -39,6 +39,11 @@ tracefs_state() {
 		case ${f##*/} in options) continue ;; esac
 		if [ -f "$f" ] && [ -r "$f" ]; then printf 'osnoise/%s %s\n' "${f##*/}" "$(cat "$f" 2>/dev/null)"; fi
 	done
+	# the instances there were: a killed rtla leaves its own behind, its tracer still on (and
+	# while a timerlat instance is on, no osnoise tracer can start)
+	for i in "$1"/instances/*; do
+		if [ -d "$i" ]; then printf 'instance %s\n' "${i##*/}"; fi
+	done
 }
 
 tracefs_save() {
@@ -61,6 +66,18 @@ tracefs_restore() {
 		done <"$TRACESAVE"
 		: >"$t/trace"
 		sed -n 's/^tracing_on //p' "$TRACESAVE" >"$t/tracing_on"
+		# an instance made since, running rtla's tracers, is what a killed rtla left
+		for i in "$t"/instances/*; do
+			[ -d "$i" ] || continue
+			if grep -qxF "instance ${i##*/}" "$TRACESAVE"; then continue; fi
+			case $(cat "$i/current_tracer" 2>/dev/null) in
+			osnoise | timerlat)
+				echo 0 >"$i/tracing_on"
+				echo nop >"$i/current_tracer"
+				rmdir "$i" 2>/dev/null
+				;;
+			esac
+		done
 	fi
 	rm -f "$TRACESAVE"
 }
@@ -105,6 +122,7 @@ rtla_run() {
 	rf=$1
 	rtla_s=$2
 	HIT=
+	CT_STOP=INT
 	# shellcheck disable=SC2086 # $NORMAL is "chrt -o 0" or nothing: split on purpose
 	(cd "$rf" && run_argv "$F_RTLA_ARGV" $NORMAL $SETSID rtla) >"$rf/$F_RTLA_OUT" 2>&1 &
 	CT_PID=$!
@@ -129,6 +147,7 @@ rtla_run() {
 	done
 	wait_pid "$CT_PID"
 	CT_PID=
+	CT_STOP=TERM
 	say "$M_RTLA" exit="$WAIT_RC" >>"$rf/$F_RTLA_OUT"
 	if [ -z "$HIT" ] && grep -q 'hit stop tracing' "$rf/$F_RTLA_OUT"; then read -r HIT _ </proc/uptime; fi
 }

@@ -162,7 +162,8 @@ cmd_stop() {
 		fi
 		# Only a group still led by the tool this run started: a reused PID is left alone.
 		if alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$tool" ]; then
-			signal_group TERM "$pid" # cyclictest writes what it measured on SIGTERM
+			# cyclictest writes what it measured on SIGTERM; rtla puts its tracer back on SIGINT
+			if [ "$tool" = rtla ]; then signal_group INT "$pid"; else signal_group TERM "$pid"; fi
 			left="$left $pid"
 		fi
 	done
