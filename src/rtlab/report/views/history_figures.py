@@ -27,6 +27,14 @@ def _legend(ax: Any, **options: Any) -> None:
     ax.legend(unique.values(), unique.keys(), fontsize=8, **options)
 
 
+def _log_scale(ax: Any, x: str, y: str, title: str) -> None:
+    """A figure of counts or maxima: a log scale (an empty bucket masked, not an error)."""
+    ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(title)
+
+
 def trend_figure(load: str, metric: str, found: Sequence[Point]) -> Figure:
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -67,10 +75,7 @@ def overlay_figure(load: str, found: Sequence[Point]) -> Figure | None:
         drawn = True
     if not drawn:
         return None
-    ax.set_yscale("log", nonpositive="mask")
-    ax.set_xlabel("latency (µs)")
-    ax.set_ylabel("samples")
-    ax.set_title(f"{load}: each kernel's histogram")
+    _log_scale(ax, "latency (µs)", "samples", f"{load}: each kernel's histogram")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -93,10 +98,12 @@ def maxima_figure(load: str, rows: Sequence[SeriesRow]) -> Figure | None:
         ax.axvline(start - 0.5, color="0.85", linewidth=0.5)
     if not start:
         return None
-    ax.set_yscale("log", nonpositive="mask")
-    ax.set_xlabel("block, runs end to end (oldest first)")
-    ax.set_ylabel("block maximum (µs)")
-    ax.set_title(f"{load}: block maxima of every run")
+    _log_scale(
+        ax,
+        "block, runs end to end (oldest first)",
+        "block maximum (µs)",
+        f"{load}: block maxima of every run",
+    )
     _legend(ax, markerscale=4)
     return fig
 
