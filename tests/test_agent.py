@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -314,12 +315,12 @@ def test_stop_after_a_hard_kill_ends_a_loads_preparation(busybox_path, tmp_path)
 # does, then either dies without undoing them ("die") or, on SIGINT, undoes them and ends as
 # rtla does ("stop"), writing the signal it got into $FAKE_RTLA_SAID. Python, not sh: a
 # non-interactive sh cannot trap SIGINT when it started ignored, as a background job's does.
-FAKE_RTLA = """#!/usr/bin/env python3
+FAKE_RTLA = """#!{python}
 import os, pathlib, signal, sys, time
 t = pathlib.Path(os.environ["RTLAB_ROOT"]) / "sys/kernel/tracing"
 period = (t / "osnoise/period_us").read_text()
 (t / "osnoise/period_us").write_text("500\\n")
-(t / "instances/timerlat_hist").mkdir()
+(t / "instances/timerlat_hist").mkdir(exist_ok=True)
 (t / "instances/timerlat_hist/current_tracer").write_text("timerlat\\n")
 (t / "instances/timerlat_hist/tracing_on").write_text("1\\n")
 if os.environ["FAKE_RTLA"] == "die":
@@ -340,8 +341,9 @@ time.sleep(60)
 @pytest.mark.host
 @needs_root
 @needs_tools
+@pytest.mark.parametrize("shell", SHELLS)
 @pytest.mark.parametrize("ending", ["die", "stop"])
-def test_an_rtla_probe_leaves_tracefs_as_it_found_it(tmp_path, ending):
+def test_an_rtla_probe_leaves_tracefs_as_it_found_it(shell, busybox_path, tmp_path, ending):
     """An rtla probe that dies leaves its tracer on in its own instance (then no osnoise probe
     can start after a timerlat one, as in an emulated guest whose timerlat was killed) and the
     osnoise options it set: the agent saved them before and puts them back; a user's own
@@ -351,16 +353,22 @@ def test_an_rtla_probe_leaves_tracefs_as_it_found_it(tmp_path, ending):
     fake_root(root)
     tfs = root / "sys/kernel/tracing"
     files = {"trace_marker": "", "set_event": "sched:sched_switch\n", "tracing_on": "1\n",
-             "current_tracer": "nop\n", "trace": "", "trace_clock": "[mono]\n",
+             "current_tracer": "nop\n", "trace": "a user's trace\n", "trace_clock": "[mono]\n",
              "buffer_size_kb": "1408\n", "osnoise/period_us": "1000000\n",
              "osnoise/runtime_us": "900000\n", "instances/mine/current_tracer": "timerlat\n",
              "instances/mine/tracing_on": "1\n"}  # fmt: skip
+    if ending == "die":
+        # what an earlier rtla killed while starting left: its instance, no tracer on yet
+        files |= {
+            "instances/timerlat_hist/current_tracer": "nop\n",
+            "instances/timerlat_hist/tracing_on": "0\n",
+        }
     for name, text in files.items():
         (tfs / name).parent.mkdir(parents=True, exist_ok=True)
         (tfs / name).write_text(text)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "rtla").write_text(FAKE_RTLA)
+    (bin_dir / "rtla").write_text(FAKE_RTLA.replace("{python}", sys.executable))
     (bin_dir / "rtla").chmod(0o755)
     run = tmp_path / "run"
     write_plan(run, {"idle": None}, seconds=1)
@@ -369,7 +377,7 @@ def test_an_rtla_probe_leaves_tracefs_as_it_found_it(tmp_path, ending):
     (run / "loads/idle/timerlat/probe.argv").write_text("rtla\ntimerlat\nhist\n-d\n1\n")
     said = tmp_path / "said"
     cmd, env = agent_cmd(
-        "dash", "", "run", str(run), "--duration", "1", "--settle", "0", "--governor", "keep"
+        shell, busybox_path, "run", str(run), "--duration", "1", "--settle", "0", "--governor", "keep"
     )
     env.update(
         RTLAB_ROOT=str(root), FAKE_RTLA=ending, FAKE_RTLA_SAID=str(said), PATH=f"{bin_dir}:{env['PATH']}"
@@ -393,17 +401,26 @@ def test_an_rtla_probe_leaves_tracefs_as_it_found_it(tmp_path, ending):
         assert [(e.get("status"), e.get("reason")) for e in ends] == [
             ("failed", "timerlat exited with status 1: rtla: died")
         ]
-        # the instance it left: its tracer off (a real tracefs also removes it: rmdir, which a
-        # fake directory with files refuses)
-        assert (tfs / "instances/timerlat_hist/current_tracer").read_text() == "nop\n"
-        assert (tfs / "instances/timerlat_hist/tracing_on").read_text() == "0\n"
+        # its instance was there before (no tracer on): turned off again, kept (one rtla made
+        # is removed too, by rmdir, which a fake directory with files refuses)
     else:
         assert said.read_text() == "SIGINT" and [e.get("status") for e in ends] == ["partial"]
         assert not (tfs / "instances/timerlat_hist").exists()
-    for name in ("osnoise/period_us", "osnoise/runtime_us", "instances/mine/current_tracer",
-                 "instances/mine/tracing_on", "set_event", "tracing_on"):  # fmt: skip
-        assert (tfs / name).read_text() == files[name], name
+    # as it was byte for byte: what rtla changed, a user's own instance and the top level
+    for name, text in files.items():
+        assert (tfs / name).read_text() == text, name
     assert not (run / "tracefs.saved").exists() and processes_in(run) == []
+
+
+@pytest.mark.unit
+def test_tracefs_changes_compare_the_instances_as_a_set():
+    from rtlab.rundir.ftrace import tracefs_changes
+
+    before = "tracing_on 1\ninstance nop rtla_left\ninstance timerlat mine\nevent sched:sched_switch\n"
+    assert tracefs_changes(before, "\n".join(reversed(before.splitlines()))) == []
+    after = before.replace("instance nop rtla_left", "instance timerlat rtla_left")
+    assert tracefs_changes(before, after) == ["the instances and their tracers"]
+    assert tracefs_changes(before, before + "instance osnoise new\n") == ["the instances and their tracers"]
 
 
 def _group_alive(pgid: int) -> bool:

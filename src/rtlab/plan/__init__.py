@@ -249,7 +249,7 @@ class Plan:
         # had ended).
         timeout = (
             self.settle_s + self.duration_s + STRESS_TIMEOUT_MARGIN_S + 2 * self.segments() + self.tracing()
-            + sum(self.duration_s + PROBES[p].start_s + GRACE_S for p in self.probes)
+            + sum(self.duration_s + PROBES[p].start_s + GRACE_S + PROBES[p].stop_s for p in self.probes)
         )  # fmt: skip
         return self.load(name).argv(
             self.workers_for(name), self.storage_dir or scratch, timeout, self.load_cpus(name)

@@ -75,6 +75,14 @@ class Probe:
         """Seconds it may take to start measuring, given beside its measuring time."""
         return RTLA_START_S if self.program == "rtla" else PROBE_START_S
 
+    @property
+    def stop_s(self) -> int:
+        """Seconds the agent waits for it to stop past its limit: rtla is sent SIGINT, its own
+        stop, and killed STOP_GRACE_S later; the others are killed at once."""
+        from rtlab.plan import STOP_GRACE_S  # the package's, which imports this module
+
+        return STOP_GRACE_S if self.program == "rtla" else 0
+
 
 # A probe is given this long to start beside its measuring time; rtla longer: it reads the
 # format of every event tracefs has before it measures (its -d counts from then), 20 s in an

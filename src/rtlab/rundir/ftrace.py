@@ -228,15 +228,17 @@ def tracefs_changes(before: str, after: str) -> list[str]:
     """What differs between the agent's tracefs.before and .after ("file value" lines). The
     buffer's size counts as kept within a page: the kernel allocates it in whole pages of
     4080 bytes, so a never-used buffer's 1408 kB comes back as 1410 kB."""
-    old = dict(line.partition(" ")[::2] for line in untrusted.lines(before) if not line.startswith("event "))
-    new = dict(line.partition(" ")[::2] for line in untrusted.lines(after) if not line.startswith("event "))
+    sets = ("event ", "instance ")  # lines of a set, each its own line: compared as sets
+    old = dict(line.partition(" ")[::2] for line in untrusted.lines(before) if not line.startswith(sets))
+    new = dict(line.partition(" ")[::2] for line in untrusted.lines(after) if not line.startswith(sets))
     changed = [
         f"{key}: {old.get(key)} -> {new.get(key)}"
         for key in sorted(set(old) | set(new))
         if old.get(key) != new.get(key)
         and not (key == "buffer_size_kb" and abs(int(old.get(key) or 0) - int(new.get(key) or 0)) < 4)
     ]
-    events = ({x for x in untrusted.lines(text) if x.startswith("event ")} for text in (before, after))
-    if next(events) != next(events):
-        changed.append("the enabled events")
+    for prefix, what in (("event ", "the enabled events"), ("instance ", "the instances and their tracers")):
+        kept = ({x for x in untrusted.lines(text) if x.startswith(prefix)} for text in (before, after))
+        if next(kept) != next(kept):
+            changed.append(what)
     return changed

@@ -339,10 +339,12 @@ measure() {
 	# first, put back here (or by the cleanup) if it did not end well: killed, it leaves its
 	# tracer on.
 	m_start=0
-	if [ "$tool" != cyclictest ] && [ "$(sed -n 1p "$mf/$m_argv")" = rtla ]; then
+	m_program=
+	if [ "$tool" != cyclictest ]; then m_program=$(sed -n 1p "$mf/$m_argv"); fi
+	if [ "${m_program##*/}" = rtla ]; then
 		m_start=$RTLA_START
 		CT_STOP=INT
-		if m_tfs=$(tracefs_dir); then tracefs_save "$m_tfs"; fi
+		if m_tfs=$(tracefs_dir); then rtla_save "$m_tfs"; fi
 	fi
 	(
 		# Into the RT CPUs' cpuset partition first: outside it, those CPUs cannot be used.
@@ -369,12 +371,12 @@ measure() {
 			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
 			kill "-$CT_STOP" "$CT_PID" 2>/dev/null
 			stop_sent=$t
-		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + m_start + GRACE_S)) ] && [ "$CT_STOP" = INT ]; then
+		elif [ -z "$REASON$stop_sent" ] && [ "$t" -ge $((duration_s + m_start + GRACE_S)) ] && [ "$CT_STOP" = INT ]; then
 			# rtla's stop: it prints what it has and puts its tracer back; killed STOP_GRACE later
 			REASON="no result $((m_start + GRACE_S)) s after its planned end: $tool was stopped"
 			signal_group INT "$CT_PID"
 			stop_sent=$t
-		elif [ -z "$REASON" ] && [ "$t" -ge $((duration_s + GRACE_S)) ] && [ "$CT_STOP" != INT ]; then
+		elif [ -z "$REASON$stop_sent" ] && [ "$t" -ge $((duration_s + GRACE_S)) ] && [ "$CT_STOP" != INT ]; then
 			REASON="no result ${GRACE_S} s after its planned end: $tool was killed"
 			signal_group KILL "$CT_PID"
 			killed=1

@@ -34,15 +34,38 @@ tracefs_state() {
 	for f in tracing_thresh tracing_cpumask hwlat_detector/width hwlat_detector/window; do
 		if [ -r "$1/$f" ]; then printf '%s %s\n' "$f" "$(cat "$1/$f")"; fi
 	done
-	# what rtla sets for the timerlat tracer and puts back itself, unless it is killed
+	rtla_state "$1"
+}
+
+# What rtla sets and puts back itself unless it is killed: the osnoise tracer's options, and
+# an instance of its own with its tracer on (while a timerlat instance is on, no osnoise
+# tracer can start). The instances there were: "instance TRACER NAME" lines.
+rtla_state() {
 	for f in "$1"/osnoise/*; do
 		case ${f##*/} in options) continue ;; esac
 		if [ -f "$f" ] && [ -r "$f" ]; then printf 'osnoise/%s %s\n' "${f##*/}" "$(cat "$f" 2>/dev/null)"; fi
 	done
-	# the instances there were: a killed rtla leaves its own behind, its tracer still on (and
-	# while a timerlat instance is on, no osnoise tracer can start)
 	for i in "$1"/instances/*; do
-		if [ -d "$i" ]; then printf 'instance %s\n' "${i##*/}"; fi
+		if [ -d "$i" ]; then printf 'instance %s %s\n' "$(cat "$i/current_tracer" 2>/dev/null)" "${i##*/}"; fi
+	done
+}
+
+# An rtla probe's save: what rtla changes, nothing of the top level it leaves alone.
+rtla_save() {
+	{ printf 'dir %s\n' "$1" && rtla_state "$1"; } >"$TRACESAVE$F_PART" && mv "$TRACESAVE$F_PART" "$TRACESAVE"
+}
+
+# Puts back the instances of tracefs $1 as the save found them: one that now runs rtla's
+# tracers and did not is turned off, and removed if it is new.
+instances_restore() {
+	for i in "$1"/instances/*; do
+		[ -d "$i" ] || continue
+		tracer=$(cat "$i/current_tracer" 2>/dev/null)
+		case $tracer in osnoise | timerlat) ;; *) continue ;; esac
+		if grep -qxF "instance $tracer ${i##*/}" "$TRACESAVE"; then continue; fi
+		echo 0 >"$i/tracing_on"
+		echo nop >"$i/current_tracer"
+		if ! sed -n 's/^instance [^ ]* //p' "$TRACESAVE" | grep -qxF "${i##*/}"; then rmdir "$i" 2>/dev/null; fi
 	done
 }
 
@@ -53,9 +76,15 @@ tracefs_save() {
 tracefs_restore() {
 	[ -n "$TRACESAVE" ] && [ -f "$TRACESAVE" ] || return 0
 	t=$(sed -n 's/^dir //p' "$TRACESAVE")
+	# an rtla probe's save holds its options and instances only: the top level is left as it is
+	whole=
+	if grep -q '^tracing_on ' "$TRACESAVE"; then whole=1; fi
 	if [ -d "$t" ]; then
-		echo 0 >"$t/tracing_on"
-		: >"$t/set_event"
+		instances_restore "$t" # first: an osnoise option cannot change under a running tracer
+		if [ -n "$whole" ]; then
+			echo 0 >"$t/tracing_on"
+			: >"$t/set_event"
+		fi
 		while read -r f v; do
 			case $f in
 			event) echo "$v" >>"$t/set_event" ;;
@@ -64,20 +93,10 @@ tracefs_restore() {
 				;;
 			esac
 		done <"$TRACESAVE"
-		: >"$t/trace"
-		sed -n 's/^tracing_on //p' "$TRACESAVE" >"$t/tracing_on"
-		# an instance made since, running rtla's tracers, is what a killed rtla left
-		for i in "$t"/instances/*; do
-			[ -d "$i" ] || continue
-			if grep -qxF "instance ${i##*/}" "$TRACESAVE"; then continue; fi
-			case $(cat "$i/current_tracer" 2>/dev/null) in
-			osnoise | timerlat)
-				echo 0 >"$i/tracing_on"
-				echo nop >"$i/current_tracer"
-				rmdir "$i" 2>/dev/null
-				;;
-			esac
-		done
+		if [ -n "$whole" ]; then
+			: >"$t/trace"
+			sed -n 's/^tracing_on //p' "$TRACESAVE" >"$t/tracing_on"
+		fi
 	fi
 	rm -f "$TRACESAVE"
 }
