@@ -11,13 +11,14 @@ import lzma
 import os
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import zstandard
 
 from rtlab import debian
-from rtlab.cache import cache_dir
+from rtlab.cache import cache_dir, whole
 from rtlab.targets.qemu import kernels, machines, pvh
 
 # an ELF as the kernel's build makes it, small: a PT_NOTE segment with Xen's PVH entry note
@@ -233,6 +234,37 @@ def test_debians_kernels_unpack_as_xz_and_zstd_unpack_them(tmp_path):
         path.write_bytes(elf)
         listed = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True).stdout
         assert "Unknown note type: (0x00000012)" in listed, listed[:2000]
+
+
+# a kernel fetched into the cache folder given, from the index in rtlab's own cache
+FETCH = """import sys
+from pathlib import Path
+from rtlab import debian
+from rtlab.cache import cache_dir, whole
+from rtlab.targets.qemu import kernels, machines
+arch = machines.arch("x86_64")
+apt = debian.Apt.first_verified(cache_dir(), arch.releases, arch.debian, arch.suites)
+print(kernels.fetch_kernel(apt, Path(sys.argv[1]), machines.named_kernel("debian-rt")[1])[0])
+"""
+
+
+@pytest.mark.tools
+def test_two_rtlab_fetching_one_kernel_at_once_fetch_it_once(tmp_path):
+    """Two rtlab starting guests of one kernel on a fresh cache at once (two terminals, two
+    workers of make test) both fetched it, and the second's fresh start removed the first's
+    files half written (a FileNotFoundError in make test): the second waits for the first
+    and finds the kernel whole."""
+    cache = tmp_path / "cache"
+    fetching = [
+        subprocess.Popen([sys.executable, "-c", FETCH, str(cache)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    said = [p.communicate(timeout=600) for p in fetching]
+    assert [p.returncode for p in fetching] == [0, 0], [err[-2000:] for _, err in said]
+    image = Path(said[0][0].strip())
+    assert said[0][0] == said[1][0] and whole(image) and image.stat().st_size > 1 << 20
+    assert not [p for p in cache.rglob("*") if p.name.endswith(".part") or p.name.startswith(".fetching-")]
 
 
 @pytest.mark.unit

@@ -59,9 +59,17 @@ def test_builtin_loads_are_the_studies_stress_ng_lines():
         "kcompile": ["sh", "-c", BUILTIN["kcompile"].command[2], "kcompile", "/run/s", "4"],
     }
     # each probe measured beside the load: stress-ng outlives the agent's whole wait for it
-    # (its duration and 30 s past it), so a slow probe is never left without its load
-    probed = Plan(loads=("cpu",), probes=("timerlat", "osnoise")).for_target("0-3", 4)
-    seconds = probed.settle_s + probed.duration_s + 30 + 2 + 2 * (probed.duration_s + 30)
+    # (its duration, its start: 5 s, rtla's 60 s, and 30 s past it; rtla's SIGINT 10 s more),
+    # so a slow probe is never left without its load
+    probed = Plan(loads=("cpu",), probes=("timerlat", "oslat")).for_target("0-3", 4)
+    seconds = (
+        probed.settle_s
+        + probed.duration_s
+        + 30
+        + 2
+        + (probed.duration_s + 60 + 30 + 10)
+        + (probed.duration_s + 5 + 30)
+    )
     assert probed.load_argv("cpu", scratch="/run/s")[-2:] == ["--timeout", f"{seconds}s"]
     assert plan.load_prepare_argv("kcompile", scratch="/run/s")[-2:] == ["kcompile", "/run/s"]
     assert all(plan.load_prepare_argv(name, "/run/s") is None for name in BUILTIN if name != "kcompile")

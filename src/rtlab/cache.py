@@ -9,6 +9,7 @@ on that list as it is, so it is fetched again instead of being served (`whole`).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,18 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rtlab"
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """PATH (a lock file, made if missing) held by this process alone while the block runs: two
+    rtlab fetching or unpacking one cache entry at once do it once, one after the other (the
+    second finds it whole), instead of removing each other's files half written. The kernel
+    lets go of it however the process ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 @contextmanager

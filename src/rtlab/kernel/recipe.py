@@ -10,21 +10,20 @@ dependency not met) is an error that names it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rtlab import children
 from rtlab.boundary import untrusted
+from rtlab.cache import locked
 from rtlab.errors import RunFailed, UsageError
 from rtlab.kernel import fragments, patches
 from rtlab.rundir.disk import write_json
@@ -114,7 +113,7 @@ def source(
     name = "linux-source-6.12" + (f"+rt-{series.digest}" if series else "")
     tree = cache / "kernel-src" / name
     tree.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(tree.parent / ".lock"):  # two builds at once unpack it once
+    with locked(tree.parent / ".lock"):  # two builds at once unpack it once
         if (tree / "Makefile").is_file():
             return tree
         if not DEBIAN_SOURCE.is_file():
@@ -129,13 +128,6 @@ def source(
         (partial / "linux-source-6.12").rename(tree)
         partial.rmdir()
     return tree
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 def _make(tree: Path, build: Path, arch: Arch, *targets: str, log: Path, jobs: int | None = None) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtlab import children
-from rtlab.cache import record, whole, writing
+from rtlab.cache import locked, record, whole, writing
 from rtlab.debian import Apt
 from rtlab.errors import UsageError
 
@@ -49,6 +49,11 @@ def fetch_kernel(apt: Apt, cache: Path, metapackage: str) -> tuple[Path, str, st
     """The kernel image of `metapackage`'s current kernel: (path, package, version), cached."""
     package, packages = kernel_packages(apt, metapackage, _SPLIT)
     folder = cache / "kernels" / apt.arch / package
+    with locked(folder.with_name(f".{package}.lock")):  # what one fetches, the other finds whole
+        return _fetch_kernel(apt, folder, package, packages)
+
+
+def _fetch_kernel(apt: Apt, folder: Path, package: str, packages: list[str]) -> tuple[Path, str, str]:
     image = kernel_image(folder / "root")
     if image is None or not whole(image) or not (folder / "VERSION").is_file():
         # what a fetch cut off, or an rtlab that wrote in place, left is not this kernel
@@ -81,6 +86,15 @@ def fetch_modules(apt: Apt, cache: Path, metapackage: str, names: list[str]) -> 
     package, packages = kernel_packages(apt, metapackage, (_MODULES,))
     folder = cache / "kernels" / apt.arch / package / "modules"
     wanted = {name: folder / f"{name}.ko" for name in names}
+    with locked(folder.parent.with_name(f".{package}.lock")):
+        _fetch_modules(apt, folder, packages, wanted)
+    missing = [name for name, path in wanted.items() if not whole(path)]
+    if missing:
+        raise UsageError(f"{', '.join(packages)} have no module {', '.join(missing)}: it may be built in")
+    return list(wanted.values())
+
+
+def _fetch_modules(apt: Apt, folder: Path, packages: list[str], wanted: dict[str, Path]) -> None:
     if not all(whole(path) for path in wanted.values()):
         debs = apt.download(packages, folder.parent / "debs")
 
@@ -94,10 +108,6 @@ def fetch_modules(apt: Apt, cache: Path, metapackage: str, names: list[str]) -> 
 
         record(folder, [path for deb in debs for path in _extract(deb, folder, module)])
         shutil.rmtree(folder.parent / "debs")
-    missing = [name for name, path in wanted.items() if not whole(path)]
-    if missing:
-        raise UsageError(f"{', '.join(packages)} have no module {', '.join(missing)}: it may be built in")
-    return list(wanted.values())
 
 
 def kernel_image(root: Path) -> Path | None:
