@@ -212,6 +212,7 @@ def running_uboot_board(
     # Started twice at most, 600 s each: an emulated riscv64 guest on a busy host once printed
     # nothing after U-Boot's "Starting kernel ..." for 1,200 s (its kernel is quiet), where a
     # boot takes under 80 s; a guest of the same disk started again boots.
+    first = ""
     for attempt in (1, 2):
         port = free_port()
         guest = UbootGuest(
@@ -221,11 +222,15 @@ def running_uboot_board(
         try:
             console = guest.started()
             break
-        except RunFailed:
+        except RunFailed as e:
             guest.close()
             (folder / "monitor.sock").unlink(missing_ok=True)
             if attempt == 2:
-                raise
+                raise RunFailed(f"started twice, in vain; the first time: {first}") from e
+            first = str(e)
+        except BaseException:
+            guest.close()
+            raise
     try:
         board = UbootBoard(guest, port, folder / "home", "LAZY")
         board.firmware_said = list(console.tail)

@@ -18,7 +18,7 @@ import pytest
 import zstandard
 
 from rtlab import debian
-from rtlab.cache import cache_dir, whole
+from rtlab.cache import cache_dir, locked, whole
 from rtlab.targets.qemu import kernels, machines, pvh
 
 # an ELF as the kernel's build makes it, small: a PT_NOTE segment with Xen's PVH entry note
@@ -240,7 +240,7 @@ def test_debians_kernels_unpack_as_xz_and_zstd_unpack_them(tmp_path):
 FETCH = """import sys
 from pathlib import Path
 from rtlab import debian
-from rtlab.cache import cache_dir, whole
+from rtlab.cache import cache_dir, locked, whole
 from rtlab.targets.qemu import kernels, machines
 arch = machines.arch("x86_64")
 apt = debian.Apt.first_verified(cache_dir(), arch.releases, arch.debian, arch.suites)
@@ -265,6 +265,14 @@ def test_two_rtlab_fetching_one_kernel_at_once_fetch_it_once(tmp_path):
     image = Path(said[0][0].strip())
     assert said[0][0] == said[1][0] and whole(image) and image.stat().st_size > 1 << 20
     assert not [p for p in cache.rglob("*") if p.name.endswith(".part") or p.name.startswith(".fetching-")]
+
+
+@pytest.mark.unit
+def test_a_lock_that_cannot_be_made_leaves_the_block_to_run():
+    ran = []
+    with locked(Path("/proc/self/rtlab.lock")):  # procfs: no file can be made there, even by root
+        ran.append("ran")
+    assert ran == ["ran"]
 
 
 @pytest.mark.unit

@@ -9,6 +9,7 @@ on that list as it is, so it is fetched again instead of being served (`whole`).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
@@ -34,11 +35,21 @@ def locked(path: Path) -> Iterator[None]:
     """PATH (a lock file, made if missing) held by this process alone while the block runs: two
     rtlab fetching or unpacking one cache entry at once do it once, one after the other (the
     second finds it whole), instead of removing each other's files half written. The kernel
-    lets go of it however the process ends."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    lets go of it however the process ends. A cache that cannot be written (or a file system
+    without locks) runs the block unlocked: what it then fails to write says why itself."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        fd = None
+    try:
+        if fd is not None:
+            with contextlib.suppress(OSError):  # ENOLCK: NFS without its lock service
+                fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 @contextmanager

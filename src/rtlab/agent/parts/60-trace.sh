@@ -62,10 +62,10 @@ instances_restore() {
 		[ -d "$i" ] || continue
 		tracer=$(cat "$i/current_tracer" 2>/dev/null)
 		case $tracer in osnoise | timerlat) ;; *) continue ;; esac
-		if grep -qxF "instance $tracer ${i##*/}" "$TRACESAVE"; then continue; fi
+		if grep -qxF -e "instance $tracer ${i##*/}" "$TRACESAVE"; then continue; fi
 		echo 0 >"$i/tracing_on"
 		echo nop >"$i/current_tracer"
-		if ! sed -n 's/^instance [^ ]* //p' "$TRACESAVE" | grep -qxF "${i##*/}"; then rmdir "$i" 2>/dev/null; fi
+		if ! sed -n 's/^instance [^ ]* //p' "$TRACESAVE" | grep -qxF -e "${i##*/}"; then rmdir "$i" 2>/dev/null; fi
 	done
 }
 

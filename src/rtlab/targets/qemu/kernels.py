@@ -49,13 +49,21 @@ def fetch_kernel(apt: Apt, cache: Path, metapackage: str) -> tuple[Path, str, st
     """The kernel image of `metapackage`'s current kernel: (path, package, version), cached."""
     package, packages = kernel_packages(apt, metapackage, _SPLIT)
     folder = cache / "kernels" / apt.arch / package
-    with locked(folder.with_name(f".{package}.lock")):  # what one fetches, the other finds whole
-        return _fetch_kernel(apt, folder, package, packages)
+    if _whole_image(folder) is None:  # a kernel in the cache is read without the lock
+        with locked(folder.with_name(f".{package}.lock")):  # what one fetches, the other finds whole
+            _fetch_kernel(apt, folder, package, packages)
+    image = _whole_image(folder)
+    assert image is not None
+    return image, package, (folder / "VERSION").read_text().strip()
 
 
-def _fetch_kernel(apt: Apt, folder: Path, package: str, packages: list[str]) -> tuple[Path, str, str]:
+def _whole_image(folder: Path) -> Path | None:
     image = kernel_image(folder / "root")
-    if image is None or not whole(image) or not (folder / "VERSION").is_file():
+    return image if image is not None and whole(image) and (folder / "VERSION").is_file() else None
+
+
+def _fetch_kernel(apt: Apt, folder: Path, package: str, packages: list[str]) -> None:
+    if _whole_image(folder) is None:
         # what a fetch cut off, or an rtlab that wrote in place, left is not this kernel
         (folder / "VERSION").unlink(missing_ok=True)
         shutil.rmtree(folder / "root", ignore_errors=True)
@@ -69,7 +77,6 @@ def _fetch_kernel(apt: Apt, folder: Path, package: str, packages: list[str]) -> 
         with writing(folder / "VERSION") as part:
             part.write_text(version + "\n")
         shutil.rmtree(folder / "debs")
-    return image, package, (folder / "VERSION").read_text().strip()
 
 
 def _boot_name(name: str, base: str) -> str | None:
@@ -86,8 +93,9 @@ def fetch_modules(apt: Apt, cache: Path, metapackage: str, names: list[str]) -> 
     package, packages = kernel_packages(apt, metapackage, (_MODULES,))
     folder = cache / "kernels" / apt.arch / package / "modules"
     wanted = {name: folder / f"{name}.ko" for name in names}
-    with locked(folder.parent.with_name(f".{package}.lock")):
-        _fetch_modules(apt, folder, packages, wanted)
+    if not all(whole(path) for path in wanted.values()):
+        with locked(folder.parent.with_name(f".{package}.lock")):
+            _fetch_modules(apt, folder, packages, wanted)
     missing = [name for name, path in wanted.items() if not whole(path)]
     if missing:
         raise UsageError(f"{', '.join(packages)} have no module {', '.join(missing)}: it may be built in")
