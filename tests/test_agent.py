@@ -412,6 +412,19 @@ def test_an_rtla_probe_leaves_tracefs_as_it_found_it(shell, busybox_path, tmp_pa
     assert not (run / "tracefs.saved").exists() and processes_in(run) == []
 
 
+@pytest.mark.hostile
+@given(st.text(max_size=300), st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_tracefs_changes_of_any_text_are_a_list_of_strings(before, after):
+    # a board's tracefs.before/.after, any bytes it wrote (buffer_size_kb "abc" raised before)
+    from rtlab.rundir.ftrace import tracefs_changes
+
+    for a, b in ((before, after), ("buffer_size_kb " + before, "buffer_size_kb " + after)):
+        found = tracefs_changes(a, b)
+        assert isinstance(found, list) and all(isinstance(x, str) for x in found)
+    assert tracefs_changes(before, before) == []
+
+
 @pytest.mark.unit
 def test_tracefs_changes_compare_the_instances_as_a_set():
     from rtlab.rundir.ftrace import tracefs_changes

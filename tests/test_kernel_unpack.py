@@ -240,7 +240,7 @@ def test_debians_kernels_unpack_as_xz_and_zstd_unpack_them(tmp_path):
 FETCH = """import sys
 from pathlib import Path
 from rtlab import debian
-from rtlab.cache import cache_dir, locked, whole
+from rtlab.cache import cache_dir
 from rtlab.targets.qemu import kernels, machines
 arch = machines.arch("x86_64")
 apt = debian.Apt.first_verified(cache_dir(), arch.releases, arch.debian, arch.suites)

@@ -371,15 +371,17 @@ measure() {
 			REASON="$LOAD_PROGRAM ended after ${t} s of measuring: $(last_words "$slog")"
 			kill "-$CT_STOP" "$CT_PID" 2>/dev/null
 			stop_sent=$t
-		elif [ -z "$REASON$stop_sent" ] && [ "$t" -ge $((duration_s + m_start + GRACE_S)) ] && [ "$CT_STOP" = INT ]; then
-			# rtla's stop: it prints what it has and puts its tracer back; killed STOP_GRACE later
-			REASON="no result $((m_start + GRACE_S)) s after its planned end: $tool was stopped"
-			signal_group INT "$CT_PID"
-			stop_sent=$t
-		elif [ -z "$REASON$stop_sent" ] && [ "$t" -ge $((duration_s + GRACE_S)) ] && [ "$CT_STOP" != INT ]; then
-			REASON="no result ${GRACE_S} s after its planned end: $tool was killed"
-			signal_group KILL "$CT_PID"
-			killed=1
+		elif [ -z "$REASON$stop_sent" ] && [ "$t" -ge $((duration_s + m_start + GRACE_S)) ]; then
+			if [ "$CT_STOP" = INT ]; then
+				# rtla's stop: it prints what it has and puts its tracer back; killed STOP_GRACE later
+				REASON="no result $((m_start + GRACE_S)) s after its planned end: $tool was stopped"
+				signal_group INT "$CT_PID"
+				stop_sent=$t
+			else
+				REASON="no result ${GRACE_S} s after its planned end: $tool was killed"
+				signal_group KILL "$CT_PID"
+				killed=1
+			fi
 		fi
 		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
 		resources_sample "$t"
