@@ -11,10 +11,13 @@ one board are), so whole runs are what varies, and the machine drifts: each run'
 was measured early for no fault of the revision's.
 
 Goals: right >= 95 % of the planted ranges, wrong <= 2 % of all ranges, revisions measured
-between the ends within log2(N) + 2.
+between the ends within log2(N) + 2. BENCH_BURST=3 puts a noisy hour in each range: three runs
+in a row, wherever they fall, with the culprit's tail (a revision they fall on is placed bad,
+a wrong turn the confirmation undoes); wrong must stay <= 2 % there too.
 
     BENCH_RANGES=40 .venv/bin/python bench/bench_bisect.py
     BENCH_WORSE=4e-3 BENCH_DRIFT=0.01 .venv/bin/python bench/bench_bisect.py   # harder: x2, 1 %/run
+    BENCH_BURST=3 .venv/bin/python bench/bench_bisect.py   # a noisy hour in every range
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ SPREAD = 0.03  # run-to-run spread of the body (log-normal sigma)
 DRIFT = float(
     os.environ.get("BENCH_DRIFT", "0.002")
 )  # the body slower by this much per run: a warming machine
+# a noisy hour: this many runs in a row, from a run drawn at random in each range, have the
+# culprit's tail whatever they measure (a host busy with other work); 0: none
+BURST = int(os.environ.get("BENCH_BURST", "0"))
 warnings.simplefilter("ignore")
 
 
@@ -68,10 +74,11 @@ def bisect(base: Path, n: int, culprit: int | None, seed: int) -> tuple[str, int
     shas = _repo(base / "repo", n, culprit)
     state, rng = base / "installed", np.random.default_rng(seed)
     made = iter(range(10**6))
+    noisy = int(rng.integers(6, 30))  # the first run of the noisy hour (the ends take 6 or more)
 
     def measure(where: Path, name: str, subject: object) -> str:
-        worse = state.read_text().startswith("worse")
         k = next(made)
+        worse = state.read_text().startswith("worse") or noisy <= k < noisy + BURST
         body = float(np.exp(rng.normal(0, SPREAD))) * (1 + DRIFT * k)
         tail = WORSE if worse else TAIL
         run = write_run(base / "made", seed * 10**6 + k, 0.1, seconds=SECONDS, tail_p=tail, body=body)

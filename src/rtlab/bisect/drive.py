@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from rtlab.bisect import revisions as revs
 from rtlab.bisect.builds import KernelBuild
 from rtlab.bisect.judge import Judge
 from rtlab.bisect.measured import READY, Measure, Settings, Subject, Subjects, brief, prepare
-from rtlab.bisect.search import BAD, UNKNOWN, Conclusion, Search, Standing
+from rtlab.bisect.search import BAD, GOOD, SKIP, UNKNOWN, Search, Standing
 from rtlab.children import stops_deferred
 from rtlab.errors import UsageError
 from rtlab.rundir.disk import write_json
@@ -36,6 +37,14 @@ INDEX = "bisect.json"
 BUILD = "kernel-build"
 SCHEMA = "rtlab.bisect/1"
 MOST_REVISIONS = 100_000
+# confirmations a bisection may make: the first bad revision (or an unknown one next to the
+# change) measured in turns against the last good one. One that is not borne out (a revision
+# placed bad, or left unknown, by a noisy hour on the host) is taken as good when its fresh
+# runs place it so, and the search goes on. Each is judged at 5 % / (its looks x TRIES) on runs
+# of its own, so trying again never makes a false claim likelier than one try was (Judge's
+# claims). Two: bench_bisect with a noisy hour in every range names 54 of 75 culprits (42 with
+# one); three named 52, each try judged at a stricter level
+TRIES = 2
 
 
 def index(
@@ -69,6 +78,16 @@ SAME = (
 )
 
 
+@dataclass(frozen=True)
+class Settled:
+    """What a confirmation at the search's conclusion gives: the result; and, when it did not
+    bear the claim out and the search may go on, the revision tried and its new standing."""
+
+    result: dict[str, Any]
+    tried: int | None = None
+    standing: Standing | None = None
+
+
 def revisions_of(doc: dict[str, Any]) -> list[revs.Revision]:
     return [revs.Revision(r["sha"], r["subject"]) for r in doc["revisions"]]
 
@@ -88,7 +107,8 @@ class Bisection:
             for i, r in enumerate(revisions)
         ]
         self.lab = Subjects(out, measure, self._prepare, say, doc["prepared"], self.save, settings)
-        self.judge = Judge(self.lab, settings.budget, say, doc.setdefault("confirm", {}))
+        self.judge = Judge(self.lab, settings.budget, say, doc.setdefault("confirm", {}), TRIES)
+        self.ends = (self.subjects[0], self.subjects[-1])
 
     def save(self) -> None:
         write_json(self.out / INDEX, self.doc)
@@ -160,38 +180,66 @@ class Bisection:
         if found.kind != "differ":
             return self._finish({"kind": "no-difference", "runs_each": k, "reason": found.reason})
         self.say(f"{found.reason}; judging on {', '.join(found.loads)}")
-        search = Search(n)
-        while (i := search.next()) is not None:
-            standing, verdicts = self.judge.place(subjects[i], good, bad, found.loads)
-            search.record(i, standing)
-            self._record(i, standing, verdicts, search.steps_left())
-            if standing.kind == UNKNOWN:
-                # a revision that cannot be placed: first make sure the ends themselves differ
-                again = self.judge.still_differ(good, bad, found.loads)
-                if again.kind != "differ":
-                    most = self.budget.most
-                    reason = f"measured {most} times each, {again.reason}"
-                    return self._finish({"kind": "no-difference", "runs_each": most, "reason": reason})
-        return self._finish(self._confirm(search.conclusion(), found.loads))
+        search, tries = Search(n), 0
+        while True:
+            while (i := search.next()) is not None:
+                standing, verdicts = self.judge.place(subjects[i], good, bad, found.loads)
+                search.record(i, standing)
+                self._record(i, standing, verdicts, search.steps_left())
+                if standing.kind == UNKNOWN:
+                    # a revision that cannot be placed: first make sure the ends themselves differ
+                    again = self.judge.still_differ(good, bad, found.loads)
+                    if again.kind != "differ":
+                        most = self.budget.most
+                        reason = f"measured {most} times each, {again.reason}"
+                        return self._finish({"kind": "no-difference", "runs_each": most, "reason": reason})
+            settled, tries = self._settle(search, found.loads), tries + 1
+            if settled.standing is None or settled.tried is None or tries == TRIES:
+                return self._finish(settled.result)
+            # a wrong turn (a revision placed bad, or left unknown, in a noisy hour) undone: the
+            # search goes on above it
+            search.record(settled.tried, settled.standing)
+            placed = next(s for s in self.doc["steps"] if s["index"] == settled.tried)
+            verdicts = {k: placed[k] for k in ("vs_good", "vs_bad") if k in placed}
+            self._record(settled.tried, settled.standing, verdicts, search.steps_left())
 
-    def _confirm(self, found: Conclusion, loads: Sequence[str]) -> dict[str, Any]:
-        """A culprit stands only if it is worse than the revision before it, measured again."""
-        culprit, parent = self.revisions[found.first], self.revisions[found.first - 1]
-        last = self.revisions[found.last].sha
-        result = {"kind": found.kind, "first": culprit.sha, "last": last, "reason": found.reason}
-        if found.kind != "culprit":
-            return result
+    def _settle(self, search: Search, loads: Sequence[str]) -> Settled:
+        """The search's conclusion, its claim confirmed on fresh runs measured in turns: the
+        first revision that is neither good nor skipped (the culprit, the first bad revision
+        after skipped ones, or an unknown one next to the change) stands only if it is worse
+        than the last good one. Not borne out, it is taken as good, unless it is the bad end."""
+        found = search.conclusion()
+        last_good = found.first - 1
+        tried = next(i for i in range(found.first, found.last + 1) if search.standing[i].kind != SKIP)
+        it, good_one, last = (self.revisions[i] for i in (tried, last_good, found.last))
+        first = self.revisions[found.first].sha
+        result: dict[str, Any] = {"kind": found.kind, "first": first, "last": last.sha}
+        result["reason"] = found.reason
         gap = self.lab.compare(self.subjects[0], self.subjects[-1], family=self.judge.looks)
-        said = self.judge.confirm(self.subjects[found.first - 1], self.subjects[found.first], gap, loads)
+        said = self.judge.confirm(self.subjects[last_good], self.subjects[tried], gap, loads)
+        skipped = tried - found.first
+        against = "the revision before it" if not skipped else f"{good_one.short}, the last good revision"
         if said.worse:
-            return {
-                **result,
-                "against_parent": said.direct,
-                "reason": f"worse than the revision before it, {said.reason}",
-            }
+            could = f"{skipped} skipped revision(s) before {it.short}, or it: " if skipped else ""
+            kind = "culprit" if not skipped else "cannot-tell"
+            return Settled({**result, "kind": kind, "last": it.sha, "against_parent": said.direct,
+                            "reason": f"{could}worse than {against}, {said.reason}"})  # fmt: skip
         hint = ": a larger --max-repeats may settle it" if said.unsettled else ""
-        return {**result, "kind": "cannot-tell", "first": parent.sha, "against_parent": said.direct,
-                "reason": f"{culprit.short} against the revision before it, {said.reason}{hint}"}  # fmt: skip
+        reason = f"{it.short} against {against}, {said.reason}{hint}"
+        result = {**result, "kind": "cannot-tell", "first": good_one.sha, "against_parent": said.direct,
+                  "reason": reason if found.kind == "culprit" else f"{found.reason}; {reason}"}  # fmt: skip
+        if tried == len(self.revisions) - 1:
+            return Settled(result)
+        # taken as good only if its fresh runs place it so: a noisy hour during the confirmation
+        # (its parent's runs as bad as the bad end) must not walk the search past the culprit
+        now = self.judge.placed_afresh(self.subjects[tried], self.subjects[last_good], *self.ends, loads)
+        if now.kind != GOOD:
+            return Settled(result)
+        was = search.standing[tried]
+        taken = (
+            f"{was.kind} ({was.reason}), then not worse than {against}: {reason}; its fresh runs {now.reason}"
+        )
+        return Settled(result, tried, Standing(GOOD, taken))
 
     def _record(self, i: int, standing: Standing, verdicts: dict[str, Any], left: int | None = None) -> None:
         rev = self.revisions[i]
@@ -201,7 +249,8 @@ class Bisection:
             "between": standing.between, "reason": standing.reason, "runs": self.asked(self.subjects[i]),
             **verdicts,
         }  # fmt: skip
-        self.doc["steps"].append(step)
+        # a revision placed again (a wrong turn undone) keeps one entry: its latest standing
+        self.doc["steps"] = [s for s in self.doc["steps"] if s["index"] != i] + [step]
         self.save()
         if left is not None:
             self.say(f"[{rev.short}] {standing.kind}: {standing.reason} (about {left} steps left)")

@@ -172,10 +172,14 @@ def _measurer(plan: Plan, target: str, folder: Path, accept: bool, built: bool) 
         open_target(spec(None), accept).close()
 
     def measure(where: Path, name: str, subject: Subject) -> str:
-        with RunProgress(plan, err) as progress:
-            outcome = execute(
-                plan, open_target(spec(subject), accept), out=where, name=name, on_event=progress
-            )
+        try:
+            with RunProgress(plan, err) as progress:
+                outcome = execute(
+                    plan, open_target(spec(subject), accept), out=where, name=name, on_event=progress
+                )
+        except Stopped:  # before its agent measured: the run is measured again, as one cut off
+            said = f"interrupted before {name} was measured: run the same command again to go on"
+            raise Stopped(said) from None
         if outcome.interrupted:
             raise Stopped(f"interrupted during {name}: run the same command again to go on")
         return str(outcome.summary["status"])
