@@ -9,6 +9,8 @@ import json
 import os
 import shutil
 import signal
+import socket
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -303,3 +305,102 @@ def test_ctrl_c_over_ssh_stops_the_board_cleanly(board, tmp_path):
         manifest["loads"]["idle"]["status"] == "partial" and manifest["loads"]["cpu"]["status"] == "not-run"
     )
     assert read_json(out / "loads/idle/cyclictest.json")["thread"]
+
+
+class _Relay:
+    """A TCP relay to sshd whose connections can be frozen: from then on no byte passes either
+    way and the sockets stay open, as with a board that rebooted under a command and never
+    answers again (its TCP state gone, its network down). Connections made later pass."""
+
+    def __init__(self, port: int) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        self.sockets: list[socket.socket] = [self.server]
+        self.gates: list[threading.Event] = []
+        threading.Thread(target=self._accept, args=(port,), daemon=True).start()
+
+    def _accept(self, port: int) -> None:
+        while True:
+            try:
+                near, _ = self.server.accept()
+            except OSError:
+                return
+            far, gate = socket.create_connection(("127.0.0.1", port)), threading.Event()
+            self.sockets += [near, far]
+            self.gates.append(gate)
+            for a, b in ((near, far), (far, near)):
+                threading.Thread(target=self._pump, args=(a, b, gate), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket, frozen: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(1 << 16):
+                if not frozen.is_set():
+                    b.sendall(data)
+
+    def freeze(self) -> None:
+        for gate in self.gates:
+            gate.set()
+
+    def close(self) -> None:
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def _sleeps(seconds: str) -> list[int]:
+    """Live processes whose command line is `sleep SECONDS`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == f"sleep\0{seconds}\0".encode():
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_board_silent_mid_command_ends_the_command_at_its_timeout(board, tmp_path, monkeypatch):
+    """A command to a board that went silent under it (rtlab boot's poll of a rebooting board)
+    fails at its timeout, and the next command connects anew: the wait for the channel's close
+    no longer lasts until TCP gives up (a boot's wait took 566 s for a 45 s --boot-timeout)."""
+    from rtlab.errors import RunFailed
+    from rtlab.targets import ssh
+
+    relay = _Relay(board.port)
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh/config").write_text(
+        f"Host silent\n  HostName 127.0.0.1\n  Port {relay.port}\n  User root\n"
+        f"  IdentityFile {board.keys}/user_key\n"
+    )
+    algorithm, blob = (board.keys / "host_key.pub").read_text().split()[:2]
+    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{relay.port} {algorithm} {blob}\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SSH_AUTH_SOCK", "")
+    seconds = f"{600 + os.getpid() % 1000}.5"  # this test's own sleep, found by its command line
+    target = ssh.SshTarget("ssh://silent")
+    said: list[str] = []
+
+    def call() -> None:
+        try:
+            target.shell(f"sleep {seconds}", timeout=3)
+        except RunFailed as e:
+            said.append(str(e))
+
+    try:
+        assert target.shell("echo up") == (0, b"up\n")
+        waiting = threading.Thread(target=call, daemon=True)
+        waiting.start()
+        wait_for(lambda: _sleeps(seconds), 20)
+        relay.freeze()
+        waiting.join(60)
+        assert not waiting.is_alive(), "the command outlived its 3 s timeout by a minute"
+        assert len(said) == 1 and "no answer within 3 s" in said[0], said
+        assert target.shell("echo again") == (0, b"again\n")  # a new connection
+    finally:
+        target.close()
+        relay.close()
+        for pid in _sleeps(seconds):  # a command without a terminal outlives its session
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not _sleeps(seconds), 10)

@@ -193,8 +193,21 @@ class SshTarget:
 
     async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
         """COMMAND's exit status and its stdout then stderr, read as they come and refused past
-        SHELL_OUTPUT_CAP bytes together: what a board prints is never held whole unread."""
-        return await asyncio.wait_for(self._bounded(command, data), timeout)
+        SHELL_OUTPUT_CAP bytes together: what a board prints is never held whole unread.
+        Past TIMEOUT the connection is dropped: a channel ends only when the board says so, and
+        a board that stopped answering (rebooted under the command, its network gone) would
+        hold the wait until TCP gives up, minutes later (asyncio.wait_for waits for that too)."""
+        task = asyncio.ensure_future(self._bounded(command, data))
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if task in done:
+            return task.result()
+        if self._conn is not None:
+            self._conn.abort()  # every channel of it ends at once; the next command reconnects
+            self._conn = None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError, asyncssh.Error):
+            await task
+        raise TimeoutError(f"no answer within {timeout:.0f} s")
 
     async def _bounded(self, command: str, data: bytes | None) -> tuple[int, bytes]:
         assert self._conn is not None
