@@ -436,35 +436,47 @@ def test_a_culprit_carries_the_whole_regression():
 # --- the whole path on synthetic runs: a wrong turn and skipped revisions ---------------------
 
 
-def _synthetic_bisection(base: Path, n: int, culprit: int, noisy: dict[int, int], prepare: str) -> tuple:
+def _synthetic_bisection(
+    base: Path, n: int, culprit: int, noisy: dict[int, int], prepare: str, stop_at: int | None = None
+) -> tuple:
     """rtlab's bisection over N revisions of a real repository, each run synthetic (20 s of
     cyclictest on 2 CPUs): the tail four times as frequent from CULPRIT on, and in the first
-    NOISY[i] runs of revision i (a noisy hour on the host while they were measured). (The
-    index, the bisection.)"""
+    NOISY[i] runs of revision i (a noisy hour on the host while they were measured). Stopped
+    (as by Ctrl-C) before its STOP_AT-th run, then the same bisection again on its folder, as
+    the same command given again. (The index, the bisection.)"""
     from evt_data import write_run
     from rtlab.bisect import drive
     from rtlab.bisect.measured import Settings
+    from rtlab.errors import Stopped
 
+    base.mkdir(parents=True, exist_ok=True)
     shas = _range(base / "repo", base / "spin", None)[:n]
-    runs: dict[str, int] = {}
+    made = iter(range(1, 10**6))
 
     def measure(where: Path, name: str, subject) -> str:
-        i = shas.index(subject.key)
-        runs[subject.key] = runs.get(subject.key, 0) + 1
-        spiky = i >= culprit or runs[subject.key] <= noisy.get(i, 0)
-        seed = 1000 * i + runs[subject.key]
-        made = write_run(base / "made", seed, 0.1, seconds=20, tail_p=8e-3 if spiky else 2e-3)
-        made.rename(where)
+        if next(made) == stop_at:
+            raise Stopped("interrupted")
+        i, k = shas.index(subject.key), int(name.rsplit("-", 1)[1])  # the subject's run K
+        spiky = i >= culprit or k <= noisy.get(i, 0)
+        run = write_run(base / "made", 1000 * i + k, 0.1, seconds=20, tail_p=8e-3 if spiky else 2e-3)
+        run.rename(where)
         return "complete"
+
+    def bisection(doc: dict) -> drive.Bisection:
+        return drive.Bisection(
+            base / "out", base / "repo", drive.revisions_of(doc), prepare, None, Settings(), measure,
+            lambda line: None, doc,
+        )  # fmt: skip
 
     doc = drive.index(base / "repo", shas[0], shas[n - 1], prepare, "synthetic", {})
     (base / "out").mkdir()
-    bisection = drive.Bisection(
-        base / "out", base / "repo", drive.revisions_of(doc), prepare, None, Settings(), measure,
-        lambda line: None, doc,
-    )  # fmt: skip
-    bisection.run()
-    return doc, bisection
+    if stop_at is not None:
+        with pytest.raises(Stopped):
+            bisection(doc).run()
+        doc = json.loads((base / "out" / drive.INDEX).read_text())
+    again = bisection(doc)
+    again.run()
+    return doc, again
 
 
 @pytest.mark.unit
@@ -494,3 +506,44 @@ def test_the_first_bad_revision_after_skipped_ones_is_confirmed_against_the_last
     )  # fmt: skip
     assert "1 skipped revision(s) before" in result["reason"], result
     assert "the last good revision, measured in turns, worse in" in result["reason"], result
+
+
+@pytest.mark.unit
+def test_two_wrong_turns_end_in_a_range_above_the_second(tmp_path):
+    # revisions 5 and 6 are each first measured in a noisy hour: each is placed bad, not borne
+    # out by its confirmation and placed good on its fresh runs; two confirmations spent, the
+    # result is the range above the second, never its parent's as if the --max-repeats were short
+    doc, _ = _synthetic_bisection(tmp_path, 12, 8, {5: 3, 6: 3}, "true")
+    steps = {s["index"]: s for s in doc["steps"]}
+    assert [steps[i]["standing"] for i in (5, 6, 8)] == [GOOD, GOOD, BAD], steps
+    result = doc["result"]
+    assert (result["kind"], result["first"], result["last"]) == (
+        "cannot-tell", doc["revisions"][7]["sha"], doc["revisions"][8]["sha"],
+    )  # fmt: skip
+    assert result["reason"].startswith("2 confirmations not borne out"), result
+    assert "--max-repeats" not in result["reason"]
+    # the step shows the verdicts of its fresh runs, which placed it good: better than bad
+    assert steps[6]["vs_bad"]["idle"]["verdict"] == "better", steps[6]
+    assert steps[6]["vs_good"]["idle"]["verdict"] != "worse", steps[6]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("stop_at", [20, 33, 42])  # in the 1st confirmation (runs 19-30), after, in the 2nd
+def test_a_wrong_turn_undone_is_decided_the_same_after_an_interruption(tmp_path, stop_at):
+    whole, _ = _synthetic_bisection(tmp_path / "whole", 12, 8, {5: 3}, "true")
+    resumed, _ = _synthetic_bisection(tmp_path / "cut", 12, 8, {5: 3}, "true", stop_at)
+
+    def decided(doc: dict) -> tuple:
+        """What was decided, by revision numbers (the two repositories' shas differ)."""
+        at = {r["sha"]: i for i, r in enumerate(doc["revisions"])}
+        result = doc["result"]
+        confirm = {
+            tuple(at[sha] for sha in pair.split("..")): begun for pair, begun in doc["confirm"].items()
+        }
+        steps = [(s["index"], s["standing"], s["runs"]) for s in doc["steps"]]
+        return result["kind"], at[result["first"]], at[result["last"]], steps, confirm
+
+    assert decided(whole)[:3] == ("culprit", 8, 8)
+    assert decided(resumed) == decided(whole)
+    runs = sum(1 for _ in (tmp_path / "cut" / "out").glob("revs/*/repeat-*/run.json"))
+    assert runs == whole["result"]["measured"]["runs"]  # nothing that stood was measured again

@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rtlab.bisect import builds
 from rtlab.bisect import revisions as revs
@@ -78,14 +78,28 @@ SAME = (
 )
 
 
+class Result(TypedDict, total=False):
+    """bisect.json's result: what the bisection found, and why."""
+
+    kind: str  # culprit / cannot-tell / no-difference
+    first: str  # the culprit, or the first revision it could be
+    last: str  # the culprit again, or the last it could be
+    reason: str
+    runs_each: int  # no-difference: each end's runs judged
+    against_parent: dict[str, Any]  # the confirmation's comparison (measured.brief)
+    measured: dict[str, int]  # runs and revisions measured
+
+
 @dataclass(frozen=True)
 class Settled:
     """What a confirmation at the search's conclusion gives: the result; and, when it did not
     bear the claim out and the search may go on, the revision tried and its new standing."""
 
-    result: dict[str, Any]
+    result: Result
     tried: int | None = None
     standing: Standing | None = None
+    verdicts: dict[str, Any] | None = None  # against both ends, on its fresh runs
+    why: str = ""  # the confirmation's words, without advice
 
 
 def revisions_of(doc: dict[str, Any]) -> list[revs.Revision]:
@@ -138,7 +152,7 @@ class Bisection:
     def asked(self, s: Subject) -> int:
         return self.lab.asked.get(s.key, 0)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Result:
         """The whole bisection (or the rest of it): the result, also in the index. Failed or
         stopped, it leaves no worktree and no build behind (unless kept)."""
         try:
@@ -163,7 +177,7 @@ class Bisection:
                 removed.append("the kernel build folder")
         return removed
 
-    def _run(self) -> dict[str, Any]:
+    def _run(self) -> Result:
         n, subjects = len(self.revisions), self.subjects
         good, bad = subjects[0], subjects[-1]
         self.doc["steps"] = []
@@ -194,14 +208,21 @@ class Bisection:
                         reason = f"measured {most} times each, {again.reason}"
                         return self._finish({"kind": "no-difference", "runs_each": most, "reason": reason})
             settled, tries = self._settle(search, found.loads), tries + 1
-            if settled.standing is None or settled.tried is None or tries == TRIES:
+            if settled.standing is None or settled.tried is None:
                 return self._finish(settled.result)
             # a wrong turn (a revision placed bad, or left unknown, in a noisy hour) undone: the
             # search goes on above it
             search.record(settled.tried, settled.standing)
-            placed = next(s for s in self.doc["steps"] if s["index"] == settled.tried)
-            verdicts = {k: placed[k] for k in ("vs_good", "vs_bad") if k in placed}
-            self._record(settled.tried, settled.standing, verdicts, search.steps_left())
+            self._record(settled.tried, settled.standing, settled.verdicts or {}, search.steps_left())
+            if tries == TRIES:
+                lo, hi = search.bounds()
+                reason = (
+                    f"{TRIES} confirmations not borne out, each revision then placed good on its fresh "
+                    f"runs (noisy hours?): the change lies after {self.revisions[lo].short}, not searched "
+                    f"further; the last: {settled.why}"
+                )
+                first, last = self.revisions[lo + 1].sha, self.revisions[hi].sha
+                return self._finish({"kind": "cannot-tell", "first": first, "last": last, "reason": reason})
 
     def _settle(self, search: Search, loads: Sequence[str]) -> Settled:
         """The search's conclusion, its claim confirmed on fresh runs measured in turns: the
@@ -213,7 +234,7 @@ class Bisection:
         tried = next(i for i in range(found.first, found.last + 1) if search.standing[i].kind != SKIP)
         it, good_one, last = (self.revisions[i] for i in (tried, last_good, found.last))
         first = self.revisions[found.first].sha
-        result: dict[str, Any] = {"kind": found.kind, "first": first, "last": last.sha}
+        result: Result = {"kind": found.kind, "first": first, "last": last.sha}
         result["reason"] = found.reason
         gap = self.lab.compare(self.subjects[0], self.subjects[-1], family=self.judge.looks)
         said = self.judge.confirm(self.subjects[last_good], self.subjects[tried], gap, loads)
@@ -225,21 +246,24 @@ class Bisection:
             return Settled({**result, "kind": kind, "last": it.sha, "against_parent": said.direct,
                             "reason": f"{could}worse than {against}, {said.reason}"})  # fmt: skip
         hint = ": a larger --max-repeats may settle it" if said.unsettled else ""
-        reason = f"{it.short} against {against}, {said.reason}{hint}"
+        why = f"{it.short} against {against}, {said.reason}"
+        reason = why + hint
         result = {**result, "kind": "cannot-tell", "first": good_one.sha, "against_parent": said.direct,
                   "reason": reason if found.kind == "culprit" else f"{found.reason}; {reason}"}  # fmt: skip
         if tried == len(self.revisions) - 1:
             return Settled(result)
         # taken as good only if its fresh runs place it so: a noisy hour during the confirmation
         # (its parent's runs as bad as the bad end) must not walk the search past the culprit
-        now = self.judge.placed_afresh(self.subjects[tried], self.subjects[last_good], *self.ends, loads)
+        now, verdicts = self.judge.placed_afresh(
+            self.subjects[tried], self.subjects[last_good], *self.ends, loads
+        )
         if now.kind != GOOD:
             return Settled(result)
         was = search.standing[tried]
         taken = (
-            f"{was.kind} ({was.reason}), then not worse than {against}: {reason}; its fresh runs {now.reason}"
+            f"{was.kind} ({was.reason}), then not worse than {against}: {why}; its fresh runs {now.reason}"
         )
-        return Settled(result, tried, Standing(GOOD, taken))
+        return Settled(result, tried, Standing(GOOD, taken), verdicts, why)
 
     def _record(self, i: int, standing: Standing, verdicts: dict[str, Any], left: int | None = None) -> None:
         rev = self.revisions[i]
@@ -255,7 +279,7 @@ class Bisection:
         if left is not None:
             self.say(f"[{rev.short}] {standing.kind}: {standing.reason} (about {left} steps left)")
 
-    def _finish(self, result: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, result: Result) -> Result:
         counts = [self.lab.have(s) for s in self.subjects]
         result["measured"] = {"runs": sum(counts), "revisions": sum(1 for c in counts if c)}
         self.doc["result"] = result

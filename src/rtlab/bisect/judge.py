@@ -73,12 +73,17 @@ class Judge:
 
     def placed_afresh(
         self, s: Subject, before: Subject, good: Subject, bad: Subject, loads: Sequence[str]
-    ) -> Standing:
+    ) -> tuple[Standing, dict[str, Any]]:
         """S's standing between the ends on the fresh runs of its confirmation against BEFORE
-        alone: where a subject first measured in a noisy hour stands now. It steers the search
-        only; a noisy hour during the confirmation itself leaves S bad or unknown here."""
+        alone, with its verdicts: where a subject first measured in a noisy hour stands now.
+        It steers the search only; a noisy hour during the confirmation itself leaves S bad or
+        unknown here."""
         since = self.confirmations[f"{before.key}..{s.key}"][1]
-        return judge(self.lab.compare(good, s, (1, since)), self.lab.compare(bad, s, (1, since)), loads)
+        vs_good, vs_bad = self.lab.compare(good, s, (1, since)), self.lab.compare(bad, s, (1, since))
+        return judge(vs_good, vs_bad, loads), {
+            "vs_good": brief(vs_good, loads),
+            "vs_bad": brief(vs_bad, loads),
+        }
 
     def confirm(
         self, before: Subject, after: Subject, gap: Mapping[str, Any], loads: Sequence[str]

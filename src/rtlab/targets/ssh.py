@@ -197,21 +197,24 @@ class SshTarget:
         Past TIMEOUT the connection is dropped: a channel ends only when the board says so, and
         a board that stopped answering (rebooted under the command, its network gone) would
         hold the wait until TCP gives up, minutes later (asyncio.wait_for waits for that too)."""
-        task = asyncio.ensure_future(self._bounded(command, data))
+        conn = self._conn
+        if conn is None:  # dropped by another command's timeout
+            raise ConnectionError(f"{self.name}: the connection was dropped")
+        task = asyncio.ensure_future(self._bounded(conn, command, data))
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if task in done:
             return task.result()
-        if self._conn is not None:
-            self._conn.abort()  # every channel of it ends at once; the next command reconnects
+        conn.abort()  # every channel of it ends at once
+        if self._conn is conn:  # the next command reconnects; a newer connection is left alone
             self._conn = None
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError, asyncssh.Error):
-            await task
+        await asyncio.wait({task})  # its end, whatever it raised
         raise TimeoutError(f"no answer within {timeout:.0f} s")
 
-    async def _bounded(self, command: str, data: bytes | None) -> tuple[int, bytes]:
-        assert self._conn is not None
-        async with self._conn.create_process(command, encoding=None) as proc:
+    async def _bounded(
+        self, conn: asyncssh.SSHClientConnection, command: str, data: bytes | None
+    ) -> tuple[int, bytes]:
+        async with conn.create_process(command, encoding=None) as proc:
             if data is not None:
                 proc.stdin.write(data)
             proc.stdin.write_eof()
@@ -299,7 +302,9 @@ class SshTarget:
             return 255
 
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
-        assert self._conn is not None
+        conn = self._conn
+        if conn is None:
+            raise ConnectionError(f"{self.name}: the connection was dropped")
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops. SIGHUP is ignored by the
         # shell's own trap, which exec passes on, rather than by nohup, which busybox may lack.
@@ -316,7 +321,7 @@ class SshTarget:
             f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
         )
         done = False
-        async with self._conn.create_process(follow) as proc:
+        async with conn.create_process(follow) as proc:
             async for text in proc.stdout:
                 on_line(text)
                 event = parse_event(text)
@@ -357,8 +362,10 @@ class SshTarget:
 
     async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
         """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""
-        assert self._conn is not None
-        async with self._conn.create_process(command, encoding=None) as proc:
+        conn = self._conn
+        if conn is None:
+            raise ConnectionError(f"{self.name}: the connection was dropped")
+        async with conn.create_process(command, encoding=None) as proc:
             got = 0
             while chunk := await proc.stdout.read(1 << 16):
                 got += len(chunk)
@@ -389,8 +396,8 @@ class SshTarget:
 
     def close(self) -> None:
         if self._loop is not None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
             self._loop.close()
             self._loop = None
