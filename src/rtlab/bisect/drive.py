@@ -228,7 +228,8 @@ class Bisection:
         """The search's conclusion, its claim confirmed on fresh runs measured in turns: the
         first revision that is neither good nor skipped (the culprit, the first bad revision
         after skipped ones, or an unknown one next to the change) stands only if it is worse
-        than the last good one. Not borne out, it is taken as good, unless it is the bad end."""
+        than the last good one. Not borne out, it is taken as good if its fresh runs place it
+        so, unless it is the bad end."""
         found = search.conclusion()
         last_good = found.first - 1
         tried = next(i for i in range(found.first, found.last + 1) if search.standing[i].kind != SKIP)
