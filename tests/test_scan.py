@@ -32,6 +32,33 @@ def test_choose_keeps_order_and_names_what_is_missing():
     assert rank(results) == ["d", "b", "a"]
 
 
+def test_a_ctrl_c_between_two_steps_keeps_what_stood_and_says_to_go_on(tmp_path):
+    # the signal comes as the second step is said done, before the index is saved (seen: a
+    # scan ended with typer's silent exit 130 instead of "run the same scan again")
+    from rtlab.campaigns import loop
+    from rtlab.errors import Stopped
+
+    entries: dict = {}
+    saved: list[set[str]] = []
+    steps = [loop.Step(key, f"runs/{key}", key) for key in ("a", "b", "c")]
+
+    def measure(step: loop.Step, folder: Path) -> tuple[dict, bool]:
+        folder.mkdir(parents=True)
+        return {"status": "complete"}, False
+
+    def say(line: str) -> None:
+        if line == "[2/3] b: complete":
+            raise KeyboardInterrupt
+
+    campaign = loop.Campaign(tmp_path, "scan", steps, lambda e: e["status"] == "complete",
+                             lambda: saved.append(set(entries)))  # fmt: skip
+    said = r"interrupted between two stressors; 2 of 3 kept in .+: run the same scan again to go on"
+    with pytest.raises(Stopped, match=said):
+        loop.run(campaign, entries, measure, say)
+    assert saved[-1] == {"a", "b"}  # the second step's entry saved on the way out
+    assert not (tmp_path / "runs" / "c").exists()
+
+
 def _scan(out: Path) -> list[str]:
     return ["scan", "--class", CLASSES, "--stressors", "rtlab-no-such-stressor", "--per-stressor", "1s",
             "--top", "3", "--out", str(out)]  # fmt: skip

@@ -59,38 +59,46 @@ def run(
     standing = [s.key for s in steps if s.key in entries and campaign.stands(entries[s.key])]
     if standing:
         say(f"resuming: {len(standing)} of {len(steps)} {_noun(campaign.kind)} already measured")
-    for i, step in enumerate(steps, start=1):
-        if step.key in standing:
-            continue
-        folder = out / step.folder
-        if folder.exists():
-            before: Mapping[str, object] = entries.get(step.key, {})
-            failed = before.get("status") == "failed"
-            move_aside(folder, "failed" if failed else "interrupted")
-        say(f"[{i}/{len(steps)}] {step.label}{': ' + step.about if step.about else ''}")
-        entry: E | None
-        try:
-            entry, interrupted = measure(step, folder)
-        except KeyboardInterrupt:  # Ctrl-C between two runs: nothing is measuring
-            entry, interrupted = None, True
-        except Stopped:
+    try:
+        for i, step in enumerate(steps, start=1):
+            if step.key in standing:
+                continue
+            folder = out / step.folder
+            if folder.exists():
+                before: Mapping[str, object] = entries.get(step.key, {})
+                failed = before.get("status") == "failed"
+                move_aside(folder, "failed" if failed else "interrupted")
+            say(f"[{i}/{len(steps)}] {step.label}{': ' + step.about if step.about else ''}")
+            entry: E | None
+            try:
+                entry, interrupted = measure(step, folder)
+            except KeyboardInterrupt:  # Ctrl-C between two runs: nothing is measuring
+                entry, interrupted = None, True
+            except Stopped:
+                campaign.save()
+                kept = sum(1 for e in entries.values() if campaign.stands(e))
+                raise Stopped(
+                    f"interrupted before {step.label} was measured; {kept} of {len(steps)} kept in {out}: "
+                    f"run the same {campaign.kind} again to go on"
+                ) from None
+            except RunFailed as e:
+                # a campaign's own keys are optional in its entries: one that failed has none of them
+                entry, interrupted = cast(E, {"status": "failed", "reason": str(e)}), False
+            # a run cut short by the signal is measured again; one that ended before it stands
+            if entry is not None and not (interrupted and entry["status"] != "complete"):
+                entries[step.key] = cast(E, {**step.fields, **entry})
+                said = campaign.describe(entry)
+                say(f"[{i}/{len(steps)}] {step.label}: {entry['status']}{': ' + said if said else ''}")
             campaign.save()
-            kept = sum(1 for e in entries.values() if campaign.stands(e))
-            raise Stopped(
-                f"interrupted before {step.label} was measured; {kept} of {len(steps)} kept in {out}: "
-                f"run the same {campaign.kind} again to go on"
-            ) from None
-        except RunFailed as e:
-            # a campaign's own keys are optional in its entries: one that failed has none of them
-            entry, interrupted = cast(E, {"status": "failed", "reason": str(e)}), False
-        # a run cut short by the signal is measured again; one that ended before it stands
-        if entry is not None and not (interrupted and entry["status"] != "complete"):
-            entries[step.key] = cast(E, {**step.fields, **entry})
-            said = campaign.describe(entry)
-            say(f"[{i}/{len(steps)}] {step.label}: {entry['status']}{': ' + said if said else ''}")
-        campaign.save()
-        if interrupted:
-            raise Stopped(f"interrupted during {step.label}: run the same {campaign.kind} again to go on")
+            if interrupted:
+                raise Stopped(f"interrupted during {step.label}: run the same {campaign.kind} again to go on")
+    except KeyboardInterrupt:  # between two steps (one saved, the next not begun): nothing measures
+        campaign.save()  # written whole or not at all (write_json), a second Ctrl-C or not
+        kept = sum(1 for e in entries.values() if campaign.stands(e))
+        raise Stopped(
+            f"interrupted between two {_noun(campaign.kind)}; {kept} of {len(steps)} kept in {out}: "
+            f"run the same {campaign.kind} again to go on"
+        ) from None
 
 
 def _reason(entry: Entry) -> str:

@@ -239,7 +239,7 @@ def bisect(
         folder, tree, revisions, prepare, common.kernel_build, common.settings,
         _booted(measure, boots), say, doc, keep_build,
     )  # fmt: skip
-    with _on_board(search.lab, boots):
+    with _resumable(), _on_board(search.lab, boots):
         search.run()
     _save_and_show(folder, doc, bisect_table.markdown(doc), bisect_table.html(doc), fmt, output,
                    lambda: (bisect_table.build(doc), bisect_table.conclusion(doc)))  # fmt: skip
@@ -320,7 +320,7 @@ def sweep(
     _claim(folder, sweeps.INDEX, doc)
     made = _variant_preparer(folder, prepare, common.kernel_build, source)
     run = sweeps.Sweep(folder, start, made, common.settings, _booted(measure, boots), say, doc)
-    with _on_board(run.lab, boots):
+    with _resumable(), _on_board(run.lab, boots):
         run.bisect(bad) if bad is not None else run.effects(wanted)
     _save_and_show(folder, doc, sweep_table.markdown(doc), sweep_table.html(doc), fmt, output,
                    lambda: (sweep_table.build(doc), sweep_table.conclusion(doc)))  # fmt: skip
@@ -399,6 +399,19 @@ def _booted(measure: Callable[..., str], boots: Boots | None) -> Callable[..., s
         return measure(where, name, subject)
 
     return on_board
+
+
+@contextlib.contextmanager
+def _resumable() -> Iterator[None]:
+    """A Ctrl-C (or SIGTERM, SIGHUP) between two runs, while a subject is judged or the index
+    saved, says what a stop during a run says: every run that stood is on disk, and the same
+    command goes on from there (not typer's silent exit 130)."""
+    from rtlab.errors import Stopped
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Stopped("interrupted between two runs: run the same command again to go on") from None
 
 
 @contextlib.contextmanager
