@@ -6,6 +6,7 @@ has its folder kept beside (FOLDER.interrupted-N): nothing measured is deleted."
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +77,7 @@ def run(
                 entry, interrupted = None, True
             except Stopped:
                 campaign.save()
-                kept = sum(1 for e in entries.values() if campaign.stands(e))
+                kept = sum(1 for s in steps if s.key in entries and campaign.stands(entries[s.key]))
                 raise Stopped(
                     f"interrupted before {step.label} was measured; {kept} of {len(steps)} kept in {out}: "
                     f"run the same {campaign.kind} again to go on"
@@ -93,8 +94,9 @@ def run(
             if interrupted:
                 raise Stopped(f"interrupted during {step.label}: run the same {campaign.kind} again to go on")
     except KeyboardInterrupt:  # between two steps (one saved, the next not begun): nothing measures
-        campaign.save()  # written whole or not at all (write_json), a second Ctrl-C or not
-        kept = sum(1 for e in entries.values() if campaign.stands(e))
+        with contextlib.suppress(KeyboardInterrupt):  # a second one: each step was saved as it ended
+            campaign.save()  # whole or not at all (write_atomic)
+        kept = sum(1 for s in steps if s.key in entries and campaign.stands(entries[s.key]))
         raise Stopped(
             f"interrupted between two {_noun(campaign.kind)}; {kept} of {len(steps)} kept in {out}: "
             f"run the same {campaign.kind} again to go on"

@@ -74,6 +74,9 @@ app.add_typer(export.app, name="export")
 app.add_typer(kernel.app, name="kernel")
 
 
+TYPER_INTERRUPTED = 130  # typer's exit code for a KeyboardInterrupt it caught
+
+
 def _stops_as_ctrl_c() -> None:
     """SIGTERM and SIGHUP (a closed terminal) stop rtlab as Ctrl-C does: each step's own
     handling then applies (a run keeps what it measured, a bisection removes its worktree, a
@@ -118,4 +121,6 @@ def main() -> None:
 
         _say_error(f"{shown(str(e.filename))}: the name is too long for this system: give a shorter path")
         sys.exit(2)
+    if code == TYPER_INTERRUPTED:  # a Ctrl-C no step of rtlab's turned into a stop of its own
+        _say_error("interrupted")
     sys.exit(code if isinstance(code, int) else 0)

@@ -288,11 +288,11 @@ class SshTarget:
             )
 
     def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
-        loop, _ = self._conn_ready()
         remote = args[1]
         self._remote = remote
         timeout = planned_s + HOST_MARGIN_S
         try:
+            loop, _ = self._conn_ready()
             return loop.run(self._stream(args, remote, on_line), timeout)
         except TimeoutError:
             on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
@@ -344,8 +344,8 @@ class SshTarget:
         try:
             with tempfile.SpooledTemporaryFile(max_size=16 << 20) as spool:
                 command = f"tar -cf - -C {shlex.quote(remote)} ."
-                loop, _ = self._conn_ready()
                 try:
+                    loop, _ = self._conn_ready()
                     status, said = loop.run(self._download(command, spool, cap), 600)
                 except (OSError, asyncssh.Error, TimeoutError) as e:
                     raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e or 'timed out'}") from None
