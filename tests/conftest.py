@@ -59,7 +59,9 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants
 # a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU) also judges its quiet runs
 # quiet: two such beside each other would each take the other's spike for the machine's, so
-# they share one worker (SPIKES).
+# they share one worker (SPIKES), the boards' one: beside the spike planters (a planted
+# bisection's loop at SCHED_FIFO 99 on CPU 0), the emulated x86_64 board went silent at its
+# campaign's trace pass and never answered again, in two runs of make test in a row.
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
 BOARDS_TOGETHER = ("boards", "farm")
@@ -107,13 +109,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("guests") or item.get_closest_marker("farm"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
-    # each file is one, the files that boot boards together one, the tests that plant spikes
-    # on this machine together one (read before pytest-xdist's own hook)
+    # each file is one, the files that boot boards and the tests that plant spikes on this
+    # machine together one (read before pytest-xdist's own hook)
     for item in items:
-        if any(item.get_closest_marker(group) for group in BOARDS_TOGETHER):
+        if any(item.get_closest_marker(group) for group in (*BOARDS_TOGETHER, SPIKES)):
             item.add_marker(pytest.mark.xdist_group("boards"))
-        elif item.get_closest_marker(SPIKES):
-            item.add_marker(pytest.mark.xdist_group(SPIKES))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
     heaviest_first.order(config, items)  # ... and hands the groups out heaviest first
