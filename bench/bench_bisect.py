@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import wilson  # noqa: E402
 from evt_data import write_run  # noqa: E402
 from rtlab.bisect import drive  # noqa: E402
 from rtlab.bisect.measured import Settings  # noqa: E402
@@ -122,8 +123,8 @@ def main() -> None:
               f"{between} measured between, {used} runs", flush=True)  # fmt: skip
     took = time.perf_counter() - start
     print(f"\n{RANGES} ranges ({planted} planted, {RANGES - planted} with no change) in {took:.0f} s")
-    print(f"right culprit: {right} of {planted} planted ({right / max(planted, 1):.0%}; goal >= 95 %)")
-    print(f"wrong culprit: {wrong} of {RANGES} ({wrong / RANGES:.1%}; goal <= 2 %)")
+    print(f"right culprit of the planted ranges: {wilson(right, planted)} (goal >= 95 %)")
+    print(f"wrong culprit of all ranges: {wilson(wrong, RANGES)} (goal <= 2 %)")
     print(
         f"cannot tell: {cannot}; no difference: {none_said} "
         f"(the {RANGES - planted} unchanged ranges should say so)"

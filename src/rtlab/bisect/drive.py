@@ -179,7 +179,7 @@ class Bisection:
 
     def _run(self) -> Result:
         n, subjects = len(self.revisions), self.subjects
-        good, bad = subjects[0], subjects[-1]
+        good, bad = self.ends
         self.doc["steps"] = []
         self.say(
             f"bisecting {n - 2} revisions between {self.revisions[0].short} and {self.revisions[-1].short}"
@@ -235,9 +235,8 @@ class Bisection:
         tried = next(i for i in range(found.first, found.last + 1) if search.standing[i].kind != SKIP)
         it, good_one, last = (self.revisions[i] for i in (tried, last_good, found.last))
         first = self.revisions[found.first].sha
-        result: Result = {"kind": found.kind, "first": first, "last": last.sha}
-        result["reason"] = found.reason
-        gap = self.lab.compare(self.subjects[0], self.subjects[-1], family=self.judge.looks)
+        result: Result = {"kind": found.kind, "first": first, "last": last.sha, "reason": found.reason}
+        gap = self.lab.compare(*self.ends, family=self.judge.looks)
         said = self.judge.confirm(self.subjects[last_good], self.subjects[tried], gap, loads)
         skipped = tried - found.first
         against = "the revision before it" if not skipped else f"{good_one.short}, the last good revision"

@@ -57,6 +57,11 @@ def run(
     returns its entry and whether a signal came (RunFailed: the step failed). ENTRIES is
     updated in place and saved after each step; a signal ends the loop with Stopped."""
     steps, out = campaign.steps, campaign.out
+
+    def kept() -> int:
+        """This campaign's steps whose entries stand (a scan's index may hold others)."""
+        return sum(1 for s in steps if s.key in entries and campaign.stands(entries[s.key]))
+
     standing = [s.key for s in steps if s.key in entries and campaign.stands(entries[s.key])]
     if standing:
         say(f"resuming: {len(standing)} of {len(steps)} {_noun(campaign.kind)} already measured")
@@ -77,9 +82,8 @@ def run(
                 entry, interrupted = None, True
             except Stopped:
                 campaign.save()
-                kept = sum(1 for s in steps if s.key in entries and campaign.stands(entries[s.key]))
                 raise Stopped(
-                    f"interrupted before {step.label} was measured; {kept} of {len(steps)} kept in {out}: "
+                    f"interrupted before {step.label} was measured; {kept()} of {len(steps)} kept in {out}: "
                     f"run the same {campaign.kind} again to go on"
                 ) from None
             except RunFailed as e:
@@ -96,9 +100,8 @@ def run(
     except KeyboardInterrupt:  # between two steps (one saved, the next not begun): nothing measures
         with contextlib.suppress(KeyboardInterrupt):  # a second one: each step was saved as it ended
             campaign.save()  # whole or not at all (write_atomic)
-        kept = sum(1 for s in steps if s.key in entries and campaign.stands(entries[s.key]))
         raise Stopped(
-            f"interrupted between two {_noun(campaign.kind)}; {kept} of {len(steps)} kept in {out}: "
+            f"interrupted between two {_noun(campaign.kind)}; {kept()} of {len(steps)} kept in {out}: "
             f"run the same {campaign.kind} again to go on"
         ) from None
 

@@ -191,15 +191,20 @@ class SshTarget:
             f"env RTLAB_TARGET_DIR={shlex.quote(self.base)} sh {shlex.quote(self._agent)} {shlex.join(args)}"
         )
 
+    def _live(self) -> asyncssh.SSHClientConnection:
+        """The connection a command begins on, held by it: another command's timeout may drop
+        it (a RunFailed for the caller), and a newer one is never taken for it."""
+        if self._conn is None:
+            raise ConnectionError(f"{self.name}: the connection was dropped")
+        return self._conn
+
     async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
         """COMMAND's exit status and its stdout then stderr, read as they come and refused past
         SHELL_OUTPUT_CAP bytes together: what a board prints is never held whole unread.
         Past TIMEOUT the connection is dropped: a channel ends only when the board says so, and
         a board that stopped answering (rebooted under the command, its network gone) would
         hold the wait until TCP gives up, minutes later (asyncio.wait_for waits for that too)."""
-        conn = self._conn
-        if conn is None:  # dropped by another command's timeout
-            raise ConnectionError(f"{self.name}: the connection was dropped")
+        conn = self._live()
         task = asyncio.ensure_future(self._bounded(conn, command, data))
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if task in done:
@@ -302,9 +307,7 @@ class SshTarget:
             return 255
 
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
-        conn = self._conn
-        if conn is None:
-            raise ConnectionError(f"{self.name}: the connection was dropped")
+        conn = self._live()
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops. SIGHUP is ignored by the
         # shell's own trap, which exec passes on, rather than by nohup, which busybox may lack.
@@ -362,9 +365,7 @@ class SshTarget:
 
     async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
         """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""
-        conn = self._conn
-        if conn is None:
-            raise ConnectionError(f"{self.name}: the connection was dropped")
+        conn = self._live()
         async with conn.create_process(command, encoding=None) as proc:
             got = 0
             while chunk := await proc.stdout.read(1 << 16):
