@@ -99,3 +99,54 @@ def test_a_campaign_resumed_at_once_waits_for_its_own_killed_step(tmp_path):
     assert read_json(out / "repeat-2" / "run.json")["status"] == "complete"
     assert list(tmp_path.glob("campaign/repeat-2.interrupted-*"))  # the killed one kept beside
     assert not processes_in(out)
+
+
+# tracefs as the hwlat pass meets it, for a kernel this host does not run (a fake tree under
+# RTLAB_ROOT); each file reads back what was written, as these do in a real tracefs
+HWLAT_TRACEFS = {
+    "trace_marker": "", "set_event": "sched:sched_switch\n", "available_tracers": "hwlat nop\n",
+    "current_tracer": "nop\n", "tracing_on": "1\n", "trace": "", "trace_clock": "[mono]\n",
+    "buffer_size_kb": "1408\n", "tracing_thresh": "0\n", "tracing_cpumask": "3\n",
+    "hwlat_detector/width": "500000\n", "hwlat_detector/window": "1000000\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "how, sig",
+    [("trace", signal.SIGINT), ("trace", signal.SIGTERM), ("gate", signal.SIGINT)],
+    ids=["trace-SIGINT", "trace-SIGTERM", "gate-SIGINT"],
+)
+def test_an_interrupted_hwlat_pass_puts_the_tracer_back(how, sig, tmp_path):
+    """The hwlat tracer spins with interrupts off: a pass stopped by Ctrl-C (`rtlab trace
+    --hwlat`, or `rtlab run --hwlat-gate` before measuring) must leave tracefs as it found it
+    (the agent stopped in order, its trap restoring what it saved), not killed with the
+    tracer left on."""
+    root = tmp_path / "root"
+    tfs = root / "sys/kernel/tracing"
+    for name, text in HWLAT_TRACEFS.items():
+        (tfs / name).parent.mkdir(parents=True, exist_ok=True)
+        (tfs / name).write_text(text)
+    where = tmp_path / "target"  # its own lock: another rtlab measuring here is not in its way
+    env = {"RTLAB_ROOT": str(root), "RTLAB_TARGET_DIR": str(where)}
+    out = tmp_path / "out"
+    if how == "trace":
+        proc = start_rtlab("trace", "--hwlat", "--duration", "60s", "--out", str(out), env=env)
+    else:
+        gate = ("--hwlat-gate", "20us", "--hwlat-duration", "60s")
+        proc = start_rtlab(*run_args(out, "idle", "1s", *gate), env=env)
+    try:
+        wait_for(lambda: (tfs / "current_tracer").read_text() == "hwlat\n", 60)
+        wait_for(lambda: (tfs / "tracing_on").read_text() == "1\n" and list(where.glob("hwlat-*")), 60)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr
+    said = "put back" if how == "trace" else "nothing was measured"
+    assert "interrupted" in stderr and said in stderr and "run the same" not in stderr, stderr
+    changed = {n: (tfs / n).read_text() for n, text in HWLAT_TRACEFS.items() if (tfs / n).read_text() != text}
+    # the trace is emptied as a pass begins and ends; a real trace_clock reads "[mono] ..." back
+    assert set(changed) <= {"trace", "trace_clock"}, changed
+    assert not list(out.glob("**/hwlat.json"))
+    assert not list(where.glob("lock")) and processes_in(where) == []

@@ -23,7 +23,7 @@ from rtlab.cli.options import (
 )
 from rtlab.cli.present import conclude, out_dir
 from rtlab.cli.screen import console, err
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
 from rtlab.rundir import layout
@@ -178,6 +178,9 @@ def _hwlat(
     tgt = open_target(target, accept)
     try:
         doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)
+    except KeyboardInterrupt:
+        raise Stopped(f"hwlat on {tgt.name} interrupted: {hw.stopped(tgt.describe()['kind'])}; "
+                      f"nothing was written in {folder}") from None  # fmt: skip
     finally:
         tgt.close()
     for line in hw.describe(doc):

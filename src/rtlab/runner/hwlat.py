@@ -28,6 +28,20 @@ VM_NOTE = (
     "not only this hardware's; run hwlat on the board itself"
 )
 
+# What a pass stopped by a signal leaves, by the target's kind: a local agent is stopped in
+# order (its trap turns the tracer off), a guest is powered off; a board's command outlives
+# its connection and ends the pass itself, its tracer spinning until then.
+_STOPPED = {
+    "local": "the tracer was stopped and tracefs put back",
+    "qemu": "the guest was powered off",
+}
+_STOPPED_ON_A_BOARD = "the board ends the pass itself when its --duration is up, and puts tracefs back"
+
+
+def stopped(kind: str) -> str:
+    """What an interrupted pass left on a target of KIND, for the user who stopped it."""
+    return _STOPPED.get(kind, _STOPPED_ON_A_BOARD)
+
 
 def cpumask(cpu_list: str) -> str:
     """A kernel CPU list as tracing_cpumask's hex mask."""

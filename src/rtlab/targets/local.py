@@ -36,11 +36,11 @@ class LocalTarget:
         return [self.shell, str(script_path()), *args]
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        # A group of its own, ended whole (no grace) if rtlab is interrupted: the agent's
-        # subshells and their commands (sysinfo reads with a timeout) go with it, not seconds later.
+        # A group of its own, ended whole if rtlab is interrupted: SIGTERM first, so a command
+        # that changed the system puts it back (hwlat's trap turns the tracer off, which would
+        # go on spinning with interrupts off if killed); one without a trap dies of it at once.
         done = children.run(
-            self._argv(args), parent_death=signal.SIGKILL, grace_s=0, capture_output=True, text=True,
-            errors="replace", env=self.env,
+            self._argv(args), capture_output=True, text=True, errors="replace", env=self.env,
         )  # fmt: skip
         return done.returncode, done.stdout + done.stderr
 
