@@ -4,6 +4,8 @@ governor is restored, what was measured stays and `rtlab report` still shows it.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -150,3 +152,35 @@ def test_an_interrupted_hwlat_pass_puts_the_tracer_back(how, sig, tmp_path):
     assert set(changed) <= {"trace", "trace_clock"}, changed
     assert not list(out.glob("**/hwlat.json"))
     assert not list(where.glob("lock")) and processes_in(where) == []
+
+
+# A run whose Ctrl-C comes as its target closes, after the agent is done (a guest powering
+# off, an SSH connection closing): a target that sends it to rtlab at that moment.
+CLOSING = """
+import os, signal, sys
+from pathlib import Path
+from rtlab.plan import Plan
+from rtlab.runner import execute
+from rtlab.targets.local import LocalTarget
+
+class Closing(LocalTarget):
+    def close(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        super().close()
+
+outcome = execute(Plan(loads=("idle",), duration_s=1, settle_s=0), Closing(), out=Path(sys.argv[1]))
+print(outcome.summary["status"], outcome.interrupted)
+"""
+
+
+def test_a_ctrl_c_as_the_target_closes_keeps_the_whole_run(tmp_path):
+    """The run is whole on disk when the target closes: a Ctrl-C then is noted (the command
+    stops after it, exit 3) and the run's outcome kept, not lost to a KeyboardInterrupt (a
+    campaign would have measured that step again)."""
+    run = tmp_path / "run"
+    argv = [sys.executable, "-c", CLOSING, str(run)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["complete", "True"]
+    assert read_json(run / "run.json")["status"] == "complete"
+    assert processes_in(run) == []

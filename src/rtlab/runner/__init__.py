@@ -23,6 +23,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -52,11 +53,16 @@ def execute(
     plan.validate()
     try:
         with guarded(target) as guard:
-            return _execute(plan, target, out, name, on_event, guard)
+            try:
+                outcome = _execute(plan, target, out, name, on_event, guard)
+            finally:
+                # never leave a guest or a connection behind; inside the guard, where a signal
+                # while a guest powers off is noted, not raised: a run already whole is kept
+                guard.phase = "after"
+                target.close()
+            return replace(outcome, interrupted=True) if guard.caught else outcome
     except Interrupted:
         raise Stopped("interrupted before measuring began: nothing was measured") from None
-    finally:
-        target.close()  # never leave a guest or a connection behind
 
 
 def execute_parallel(
