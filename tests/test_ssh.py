@@ -14,6 +14,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,14 +311,29 @@ def test_ctrl_c_over_ssh_stops_the_board_cleanly(board, tmp_path):
 class _Relay:
     """A TCP relay to sshd whose connections can be frozen: from then on no byte passes either
     way and the sockets stay open, as with a board that rebooted under a command and never
-    answers again (its TCP state gone, its network down). Connections made later pass."""
+    answers again (its TCP state gone, its network down). Connections made later pass.
+    Held, it passes nothing until released (a board slow to answer), losing nothing."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, held: bool = False) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.server.getsockname()[1])
         self.sockets: list[socket.socket] = [self.server]
         self.gates: list[threading.Event] = []
+        self.passing = threading.Event()
+        if not held:
+            self.passing.set()
         threading.Thread(target=self._accept, args=(port,), daemon=True).start()
+
+    def home(self, board: Any, home: Path, alias: str) -> dict[str, str]:
+        """A HOME whose ssh config names this relay ALIAS, its host key known: the env for it."""
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh/config").write_text(
+            f"Host {alias}\n  HostName 127.0.0.1\n  Port {self.port}\n  User root\n"
+            f"  IdentityFile {board.keys}/user_key\n"
+        )
+        algorithm, blob = (board.keys / "host_key.pub").read_text().split()[:2]
+        (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{self.port} {algorithm} {blob}\n")
+        return {"HOME": str(home), "SSH_AUTH_SOCK": ""}
 
     def _accept(self, port: int) -> None:
         while True:
@@ -331,10 +347,10 @@ class _Relay:
             for a, b in ((near, far), (far, near)):
                 threading.Thread(target=self._pump, args=(a, b, gate), daemon=True).start()
 
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket, frozen: threading.Event) -> None:
+    def _pump(self, a: socket.socket, b: socket.socket, frozen: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := a.recv(1 << 16):
+                self.passing.wait()
                 if not frozen.is_set():
                     b.sendall(data)
 
@@ -367,16 +383,8 @@ def test_a_board_silent_mid_command_ends_the_command_at_its_timeout(board, tmp_p
     from rtlab.targets import ssh
 
     relay = _Relay(board.port)
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh/config").write_text(
-        f"Host silent\n  HostName 127.0.0.1\n  Port {relay.port}\n  User root\n"
-        f"  IdentityFile {board.keys}/user_key\n"
-    )
-    algorithm, blob = (board.keys / "host_key.pub").read_text().split()[:2]
-    (home / ".ssh/known_hosts").write_text(f"[127.0.0.1]:{relay.port} {algorithm} {blob}\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SSH_AUTH_SOCK", "")
+    for name, value in relay.home(board, tmp_path / "home", "silent").items():
+        monkeypatch.setenv(name, value)
     seconds = f"{600 + os.getpid() % 1000}.5"  # this test's own sleep, found by its command line
     target = ssh.SshTarget("ssh://silent")
     said: list[str] = []
@@ -404,3 +412,36 @@ def test_a_board_silent_mid_command_ends_the_command_at_its_timeout(board, tmp_p
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not _sleeps(seconds), 10)
+
+
+def test_a_ctrl_c_before_a_board_measures_stops_it_before_it_begins(board, tmp_path):
+    """Several boards at once (only the main thread receives signals): a Ctrl-C while one board
+    measures and another has not begun stops the first, what it measured kept, and the second
+    before it measures, not after a whole run of its own."""
+    relay = _Relay(board.port, held=True)  # the slow board: its connection waits on the relay
+    env = relay.home(board, tmp_path / "home", "slow")
+    (tmp_path / "home/.ssh/config").write_text(
+        (tmp_path / "home/.ssh/config").read_text() + (board.home / ".ssh/config").read_text()
+    )
+    (tmp_path / "home/.ssh/known_hosts").write_text(
+        (tmp_path / "home/.ssh/known_hosts").read_text() + (board.home / ".ssh/known_hosts").read_text()
+    )
+    out = tmp_path / "fleet"
+    boards = ("--target", "ssh://board", "--target", "ssh://slow")
+    proc = start_rtlab(*run_args(out, "idle", "60s", *boards), env=env)
+    try:
+        remote = remote_of(out / "ssh_board")
+        wait_for(lambda: event_seen(remote / "events", "measure-start"))
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: event_seen(remote / "events", "measure-end"))  # the signal has come
+        relay.passing.set()
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        relay.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr
+    assert "ssh://board: partial" in stderr
+    assert read_json(out / "ssh_board/loads/idle/cyclictest.json")["thread"]
+    assert "ssh://slow: failed: interrupted before measuring began" in stderr, stderr
+    assert not list((out / "ssh_slow").glob("loads/*/cyclictest.json"))

@@ -49,16 +49,19 @@ def execute(
     out: Path | None = None,
     name: str | None = None,
     on_event: Callable[[ev.Event], None] = lambda e: None,
+    relayed: Signals | None = None,
 ) -> Outcome:
+    """One run of PLAN on TARGET. Signals stop it as signals.py says: this thread's own, or
+    those the main thread passes to RELAYED (several targets at once)."""
     plan.validate()
     try:
-        with guarded(target) as guard:
+        with guarded(target, relayed) as guard:
             try:
                 outcome = _execute(plan, target, out, name, on_event, guard)
             finally:
                 # never leave a guest or a connection behind; inside the guard, where a signal
                 # while a guest powers off is noted, not raised: a run already whole is kept
-                guard.phase = "after"
+                guard.done()
                 target.close()
             return replace(outcome, interrupted=True) if guard.caught else outcome
     except Interrupted:
@@ -76,20 +79,21 @@ def execute_parallel(
     others. SIGINT, SIGTERM and SIGHUP reach every target from here (only the main thread
     receives signals)."""
     outcomes: dict[str, Outcome | UsageError | RunFailed] = {}
+    guards = {t.name: Signals(t, relayed=True) for t in targets}
 
     def work(target: Target) -> None:
         try:
             outcomes[target.name] = execute(
-                plan, target, folders[target.name], name, lambda e: on_event(target, e)
+                plan, target, folders[target.name], name, lambda e: on_event(target, e), guards[target.name]
             )
         except (UsageError, RunFailed) as e:
             outcomes[target.name] = e
 
     threads = [threading.Thread(target=work, args=(t,), name=t.name) for t in targets]
 
-    def relay(_signum: int, _frame: FrameType | None) -> None:
-        for t in targets:
-            t.interrupt()
+    def relay(signum: int, frame: FrameType | None) -> None:
+        for guard in guards.values():  # a target not measuring yet stops before it begins
+            guard(signum, frame)
 
     wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, relay) for s in wanted}

@@ -121,11 +121,11 @@ def measure(
     args = ["run", remote, *contract.argv(plan)]
     started = time.monotonic()
     with tuned(target, plan, run) as tuned_args:
-        guard.phase = "measuring" if guard.phase == "before" else guard.phase
+        guard.measuring()
         try:
             target.run_agent(args + tuned_args, on_line, plan.planned_seconds())
         finally:
-            guard.phase = "after" if guard.phase == "measuring" else guard.phase
+            guard.done()
     if busy:  # another run took the lock first (both passed preflight at the same instant)
         raise Busy(busy[0], target.name)
     target.collect(run, remote)  # the target's own events file replaces the streamed copy
