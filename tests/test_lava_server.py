@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -18,7 +19,17 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import PG_BIN, needs_root, needs_tools, postgres, processes_named, read_json, rtlab, stop_groups
+from conftest import (
+    PG_BIN,
+    needs_root,
+    needs_tools,
+    postgres,
+    processes_named,
+    read_json,
+    rtlab,
+    start_rtlab,
+    stop_groups,
+)
 from test_lava import make_job
 from test_ssh import free_port
 
@@ -161,6 +172,45 @@ def test_a_job_submitted_to_a_lava_server_comes_back_as_a_run(lab, tmp_path):
         if path.is_file():
             assert lab.token.encode() not in path.read_bytes(), path
     assert lab.token not in done.stdout + done.stderr + imported.stdout + imported.stderr
+    assert processes_named("cyclictest", "stress-ng") == set()
+
+
+@needs_root
+@needs_tools
+@needs_server
+def test_a_wait_stopped_with_ctrl_c_leaves_the_job_to_the_server(lab, tmp_path):
+    """Ctrl-C while --wait follows a job stops the wait, not the job (the farm's): rtlab says
+    where the job goes on and how to import it once it has finished (as the test above does),
+    and the server still has the job in hand. The test cancels it then, its own."""
+    job, made = make_job(tmp_path, "--loads", "idle", "--duration", "1s", "--settle", "0s", "--name", "left")
+    assert made.returncode == 0, made.stderr
+    token = tmp_path / "token"
+    token.write_text(lab.token + "\n")
+    proc = start_rtlab("lava", "submit", str(job), "--url", lab.url, "--token-file", str(token), "--wait")
+    try:
+        assert proc.stderr is not None
+        told = ""
+        while not re.match(r"job \d+: ", told):  # the first state it follows: the job is the server's
+            told = proc.stderr.readline()
+            assert told, "rtlab ended before following the job"
+        proc.send_signal(signal.SIGINT)
+        out, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    job_id = int(out.split()[0])
+    assert proc.returncode == 3, stderr
+    assert f"job {job_id} goes on on the server ({lab.url}/scheduler/job/{job_id})" in stderr, stderr
+    assert f"import it with rtlab lava import {job_id} --url {lab.url}" in stderr, stderr
+    api = f"{lab.url}/api/v0.2/jobs/{job_id}/"
+    headers = {"Authorization": f"Token {lab.token}"}
+    record = requests.get(api, headers=headers, timeout=30).json()
+    assert record["health"] != "Canceled", record
+    requests.get(f"{api}cancel/", headers=headers, timeout=30)
+    deadline = time.monotonic() + 300
+    while requests.get(api, headers=headers, timeout=30).json()["state"] != "Finished":
+        assert time.monotonic() < deadline, f"job {job_id} was never canceled"
+        time.sleep(1)
     assert processes_named("cyclictest", "stress-ng") == set()
 
 

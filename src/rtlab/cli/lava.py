@@ -12,7 +12,7 @@ from rtlab.bounds import MAX_JOB_ID
 from rtlab.cli.options import Deadline, History, LoadsFile, Preset, plan_of, run_options, shown_name
 from rtlab.cli.present import conclude
 from rtlab.cli.screen import console, emit, err
-from rtlab.errors import UsageError
+from rtlab.errors import Stopped, UsageError
 from rtlab.units import parse_latency, read_user_file
 
 if TYPE_CHECKING:
@@ -176,7 +176,13 @@ def _import_job(
     from rtlab.farm import lava
 
     if record is None:
-        record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))
+        try:
+            record = server.wait(job_id, lambda state: err.print(f"job {job_id}: {state}", highlight=False))
+        except KeyboardInterrupt:  # the job is the server's: it goes on without rtlab
+            raise Stopped(
+                f"stopped waiting: job {job_id} goes on on the server ({server.job_url(job_id)}); "
+                f"once it has finished, import it with rtlab lava import {job_id} --url {server.url}"
+            ) from None
     out = output or Path("results") / f"lava-{job_id}"
     # the job's own uid, from its definition on the server: a bundle of another is not its run
     uid = lava.job_uid(record)
