@@ -20,7 +20,7 @@ from conftest import read_json, rtlab, start_rtlab, wait_for
 from rtlab.boot import ensure, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.campaigns.study import parse
-from rtlab.errors import UsageError
+from rtlab.errors import Stopped, UsageError
 from test_boot import RT, KexecBoard, _uname
 
 kexec_board = test_boot.kexec_board  # the board test_boot.py boots, its fixture here too
@@ -591,3 +591,36 @@ def test_a_studys_kernel_paths_are_from_its_own_folder_as_its_boot_files_are(tmp
     entry = {"status": "complete", "board": {"kernel": "bzImage", "append": ""}}
     assert studies._measured_as_asked(cell, entry)
     assert not studies._measured_as_asked(cell, {**entry, "board": {"kernel": "other", "append": ""}})
+
+
+@pytest.mark.unit
+def test_a_ctrl_c_while_the_board_is_put_back_waits_until_it_is():
+    # a campaign's end (or its first Ctrl-C) puts the board back on its default kernel; a
+    # Ctrl-C then must not stop that half way (the board would run a kernel no one knows): it
+    # is noted, said, and the caller stops after it with its own words
+    import os
+
+    events: list[str] = []
+    said: list[str] = []
+
+    class PutBack(_Session):
+        def report(self) -> dict:
+            return _report("root=/dev/sda rtlab.boot=boot-1")
+
+        def back(self) -> str:
+            events.append("back begins")
+            os.kill(os.getpid(), signal.SIGINT)  # the user's second Ctrl-C
+            events.append("back ends")
+            return "back: on 6.1.0-50-amd64"
+
+    s = PutBack()
+    s.say = said.append
+    before = signal.getsignal(signal.SIGINT)
+    assert s.close() == "back: on 6.1.0-50-amd64"
+    assert signal.getsignal(signal.SIGINT) == before  # Ctrl-C is the caller's again
+    assert events == ["back begins", "back ends"] and s.stopped
+    assert said[-2] == "ssh://b is being put back on its default kernel: rtlab stops once it is"
+    with pytest.raises(Stopped) as e:
+        s.after_close("run the same study again to go on")
+    assert "which was finished first" in str(e.value)
+    assert str(e.value).endswith("run the same study again to go on")

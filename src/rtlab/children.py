@@ -32,24 +32,35 @@ _LOOK_S = 0.25  # how often run() looks whether a command whose output is still 
 
 
 @contextmanager
-def stops_deferred() -> Iterator[None]:
+def stops_deferred(
+    noted: list[int] | None = None, on_stop: Callable[[int], None] | None = None
+) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP wait while a child is started (or ended), then take effect as
     they would have. Raised between the fork and Popen's return, they would leave a child that
     no one knows and so no one ends (seen: an interrupted preflight's cyclictest still running
     after rtlab had ended); raised while a child is ended, they would leave it half ended. The
-    caller's cleanup must enclose the `with`: what was held back is raised as it ends."""
+    caller's cleanup must enclose the `with`: what was held back is raised as it ends.
+    With NOTED, what came is left there for the caller instead (a board being put back on its
+    kernel is not stopped half way, nor the stop that began it replaced); ON_STOP is told of
+    each as it comes, to say why nothing stops yet."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread runs Python's signal handlers
         return
-    held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in STOPS}
+    held: list[int] = noted if noted is not None else []
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+        if on_stop is not None:
+            on_stop(signum)
+
+    previous = {s: signal.signal(s, hold) for s in STOPS}
     try:
         yield
     finally:
         for s, handler in previous.items():
             if handler is not None:  # None: set outside Python, and left as it was
                 signal.signal(s, handler)
-        for signum in dict.fromkeys(held):
+        for signum in dict.fromkeys(held) if noted is None else ():
             signal.raise_signal(signum)
 
 

@@ -21,13 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtlab import children
 from rtlab.boot import kexec, machine, verify
 from rtlab.boot.board import Board, Failed
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
 from rtlab.boundary import untrusted
 from rtlab.cache import cache_dir
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.rundir.disk import read_index, write_json
 
 LAST = "last.json"  # in the campaign's boots folder: the boot last verified, for a restart
@@ -161,6 +162,7 @@ class Session:
         self.board = Board(setup.target, setup.accept_new_host_key)
         self._images: dict[str, tuple[Path, KernelVersion]] = {}
         self.booted = False  # whether this session changed the board's kernel
+        self.stopped = False  # whether a Ctrl-C came while close() put the board back
         self.boots = 0
         self._last_asked = self._remembered()
 
@@ -364,7 +366,29 @@ class Session:
         return None
 
     def close(self) -> str | None:
-        """The board back on its default kernel when it runs one rtlab booted; what was done."""
+        """The board back on its default kernel when it runs one rtlab booted; what was done.
+        A Ctrl-C meanwhile waits until that is done (stopped half way, the board would run a
+        kernel no one knows) and leaves `stopped` set: the caller stops after it (`after_close`),
+        and a stop already on its way keeps its own words."""
+
+        def waiting(_signum: int) -> None:
+            self.say(f"{self.setup.target} is being put back on its default kernel: rtlab stops once it is")
+
+        held: list[int] = []
+        with children.stops_deferred(noted=held, on_stop=waiting):
+            said = self._close()
+        self.stopped = self.stopped or bool(held)
+        return said
+
+    def after_close(self, again: str) -> None:
+        """Stopped, when a Ctrl-C came while close() put the board back; AGAIN: how to go on."""
+        if self.stopped:
+            raise Stopped(
+                f"interrupted while {self.setup.target} was put back on its default kernel, which was "
+                f"finished first; what was measured is kept: {again}"
+            )
+
+    def _close(self) -> str | None:
         try:
             found = self._answering()
         except RunFailed as e:
