@@ -266,8 +266,14 @@ class Engine:
         try:
             outcome = self._boot(version, files, sent, load, console)
         except KeyboardInterrupt:
-            outcome = self._stopped(version)
-            self._finish(outcome, console)
+            # what the boot changed is undone, or the board's new kernel found, before rtlab
+            # stops: a second Ctrl-C meanwhile waits (it would leave that half way, unsaid)
+            def waiting(_signum: int) -> None:
+                self.say(f"putting right what the boot changed on {r.target}: rtlab stops once it is")
+
+            with children.stops_deferred(noted=[], on_stop=waiting):
+                outcome = self._stopped(version)
+                self._finish(outcome, console)
             raise Stopped(outcome.line) from None
         except BaseException:
             console.stop()
