@@ -619,8 +619,16 @@ def test_a_ctrl_c_while_the_board_is_put_back_waits_until_it_is():
     assert s.close() == "back: on 6.1.0-50-amd64"
     assert signal.getsignal(signal.SIGINT) == before  # Ctrl-C is the caller's again
     assert events == ["back begins", "back ends"] and s.stopped
-    assert said[-2] == "ssh://b is being put back on its default kernel: rtlab stops once it is"
+    assert said[-2] == "rtlab stops once ssh://b is found on its default kernel, or put back on it"
     with pytest.raises(Stopped) as e:
         s.after_close("run the same study again to go on")
-    assert "which was finished first" in str(e.value)
-    assert str(e.value).endswith("run the same study again to go on")
+    assert "which was finished first (back: on 6.1.0-50-amd64)" in str(e.value)
+    assert str(e.value).endswith("; run the same study again to go on")
+    # a board that never comes back: the third Ctrl-C ends the wait, and says what is unknown
+    stuck = PutBack()
+    stuck.say = said.append
+    stuck.back = lambda: [os.kill(os.getpid(), signal.SIGINT) for _ in range(3)] and "never"  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        stuck.close()
+    assert said[-1] == "stopped: ssh://b's kernel is unknown: rtlab boot --target ssh://b --back"
+    assert signal.getsignal(signal.SIGINT) == before

@@ -159,6 +159,7 @@ def test_an_interrupted_hwlat_pass_puts_the_tracer_back(how, sig, tmp_path):
 CLOSING = """
 import os, signal, sys
 from pathlib import Path
+from rtlab.errors import RunFailed
 from rtlab.plan import Plan
 from rtlab.runner import execute
 from rtlab.targets.local import LocalTarget
@@ -168,19 +169,35 @@ class Closing(LocalTarget):
         os.kill(os.getpid(), signal.SIGINT)
         super().close()
 
-outcome = execute(Plan(loads=("idle",), duration_s=1, settle_s=0), Closing(), out=Path(sys.argv[1]))
-print(outcome.summary["status"], outcome.interrupted)
+class Lost(Closing):  # a board lost as the run ended: the run fails, and the Ctrl-C must stay
+    def collect(self, run, remote, keep=False):
+        raise RunFailed("the connection to the board was lost")
+
+target = Lost() if sys.argv[2] == "lost" else Closing()
+try:
+    outcome = execute(Plan(loads=("idle",), duration_s=1, settle_s=0), target, out=Path(sys.argv[1]))
+except RunFailed as e:
+    print(type(e).__name__, e)
+else:
+    print(outcome.summary["status"], outcome.interrupted)
 """
 
 
 def test_a_ctrl_c_as_the_target_closes_keeps_the_whole_run(tmp_path):
     """The run is whole on disk when the target closes: a Ctrl-C then is noted (the command
     stops after it, exit 3) and the run's outcome kept, not lost to a KeyboardInterrupt (a
-    campaign would have measured that step again)."""
+    campaign would have measured that step again). A run that failed stays a stop (a campaign
+    would otherwise record the failure and go on to its next step)."""
     run = tmp_path / "run"
-    argv = [sys.executable, "-c", CLOSING, str(run)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", CLOSING, str(run), "whole"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["complete", "True"]
     assert read_json(run / "run.json")["status"] == "complete"
     assert processes_in(run) == []
+    lost = tmp_path / "lost"
+    done = subprocess.run([sys.executable, "-c", CLOSING, str(lost), "lost"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Stopped interrupted: the connection to the board was lost", done.stdout
+    assert processes_in(lost) == []

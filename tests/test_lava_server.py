@@ -201,7 +201,7 @@ def test_a_wait_stopped_with_ctrl_c_leaves_the_job_to_the_server(lab, tmp_path):
     job_id = int(out.split()[0])
     assert proc.returncode == 3, stderr
     assert f"job {job_id} goes on on the server ({lab.url}/scheduler/job/{job_id})" in stderr, stderr
-    assert f"import it with rtlab lava import {job_id} --url {lab.url}" in stderr, stderr
+    assert f"import it with rtlab lava import {job_id} --url {lab.url} --token-file {token}" in stderr, stderr
     api = f"{lab.url}/api/v0.2/jobs/{job_id}/"
     headers = {"Authorization": f"Token {lab.token}"}
     record = requests.get(api, headers=headers, timeout=30).json()

@@ -127,3 +127,27 @@ def f(p: sp.Popen[str]) -> sp.CompletedProcess[str]:
         "14 loop.subprocess_shell",
         "15 subprocess.Popen",
     ]
+
+
+@pytest.mark.unit
+def test_a_command_stopped_leader_first_puts_things_back_with_its_own_commands(tmp_path):
+    # a shell whose trap needs a command of its own group to put things back (the agent's
+    # hwlat pass restoring tracefs with sed and echo): stopped by a timeout (as by Ctrl-C),
+    # its trap runs whole; a SIGTERM to the whole group would have killed the `sleep` and
+    # the write after it never happened
+    import subprocess
+
+    from rtlab import children
+
+    put_back = tmp_path / "put-back"
+    script = f"trap 'sleep 0.3; echo done > {put_back}; exit 0' TERM\nsleep 30 & wait\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        children.run(["sh", "-c", script], timeout=0.5, leader_first=True)
+    assert put_back.read_text() == "done\n"
+    # and what the group left behind is ended all the same
+    leftover = tmp_path / "leftover"
+    with pytest.raises(subprocess.TimeoutExpired):
+        children.run(["sh", "-c", f"trap 'exit 0' TERM; sleep 30 & echo $! > {leftover}; wait"], timeout=0.5,
+                     leader_first=True)  # fmt: skip
+    stat = Path(f"/proc/{leftover.read_text().strip()}/stat")
+    assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"  # or not reaped yet

@@ -13,6 +13,7 @@ tests/test_processes.py fails on a process started anywhere else."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -51,15 +52,22 @@ def stops_deferred(
     def hold(signum: int, _frame: object) -> None:
         held.append(signum)
         if on_stop is not None:
-            on_stop(signum)
+            with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no message
+                on_stop(signum)
 
     previous = {s: signal.signal(s, hold) for s in STOPS}
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            if handler is not None:  # None: set outside Python, and left as it was
-                signal.signal(s, handler)
+        # all put back before any is taken: one arriving between two would otherwise raise
+        # there and leave the others held by this block for good
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        try:
+            for s, handler in previous.items():
+                if handler is not None:  # None: set outside Python, and left as it was
+                    signal.signal(s, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         for signum in dict.fromkeys(held) if noted is None else ():
             signal.raise_signal(signum)
 
@@ -96,17 +104,20 @@ def running(
     argv: Sequence[str],
     parent_death: signal.Signals = signal.SIGTERM,
     grace_s: float = GRACE_S,
+    leader_first: bool = False,
     **popen: Any,
 ) -> Iterator[subprocess.Popen[Any]]:
     """ARGV for the length of the block. As the block ends, however it ends, its group is
     ended and the child waited for: a command that did not finish is stopped, and what a
-    finished one left running in the background (`cmd &`) goes with it."""
+    finished one left running in the background (`cmd &`) goes with it. LEADER_FIRST: the
+    grace's SIGTERM goes to ARGV alone (a shell whose trap puts things back, and needs its
+    own commands for that), the rest of the group is killed after it."""
     proc = start(argv, parent_death, **popen)
     try:
         yield proc
     finally:
         with stops_deferred():
-            end_group(proc.pid, grace_s)
+            end_group(proc.pid, grace_s, leader_first=leader_first)
             proc.wait()
 
 
@@ -152,7 +163,7 @@ def run(
         options["stdin"] = subprocess.PIPE
     grace_s = options.pop("grace_s", GRACE_S)
     deadline = None if timeout is None else time.monotonic() + timeout
-    with running(argv, text=text, grace_s=grace_s, **options) as proc:
+    with running(argv, text=text, grace_s=grace_s, **options) as proc:  # leader_first passes on
         while True:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             if input is not None:  # communicate cannot go on sending it after a timeout
@@ -203,6 +214,19 @@ def _live_members(group: int) -> bool:
     return False
 
 
+def _ended(pid: int, seconds: float) -> None:
+    """Until process PID has exited (a zombie, or gone) or SECONDS have passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rpartition(")")[2].split()[0] == "Z":
+                    return
+        except OSError:
+            return
+        time.sleep(0.02)
+
+
 def _gone(group: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while _live_members(group):
@@ -212,17 +236,23 @@ def _gone(group: int, seconds: float) -> bool:
     return True
 
 
-def end_group(group: int, grace_s: float = 0.0, timeout_s: float = 10.0) -> None:
-    """A process group rtlab leads ended: SIGTERM, and SIGKILL to what is left after GRACE_S
-    (at once without a grace), then until its last process is gone: a killed process takes a
-    moment to exit (freeing locked memory), and a user who sees rtlab return must not see its
-    tools still there."""
+def end_group(group: int, grace_s: float = 0.0, timeout_s: float = 10.0, leader_first: bool = False) -> None:
+    """A process group rtlab leads ended: SIGTERM (to its leader alone with LEADER_FIRST), and
+    SIGKILL to what is left after GRACE_S (at once without a grace), then until its last
+    process is gone: a killed process takes a moment to exit (freeing locked memory), and a
+    user who sees rtlab return must not see its tools still there."""
+    deadline = time.monotonic() + grace_s
     try:
+        if grace_s > 0 and leader_first:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(group, signal.SIGTERM)  # the leader's pid is its group's id
+            _ended(group, grace_s)
+            # the leader has put things right (or the grace is over): the rest of its group
         os.killpg(group, signal.SIGTERM if grace_s > 0 else signal.SIGKILL)
     except ProcessLookupError:
         return  # nothing of it is left
     if grace_s > 0:
-        if _gone(group, grace_s):
+        if _gone(group, max(deadline - time.monotonic(), 0.0)):
             return
         try:
             os.killpg(group, signal.SIGKILL)

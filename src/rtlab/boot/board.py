@@ -46,10 +46,12 @@ class Board:
         return self._target
 
     def drop(self) -> None:
-        if self._target is not None:
-            with contextlib.suppress(Exception):
-                self._target.close()
-            self._target = None
+        target, self._target = self._target, None
+        if target is not None:
+            # whole: a connection's loop stopped but not closed by a Ctrl-C would hang the next
+            # connect; the Ctrl-C takes effect once it is closed
+            with children.stops_deferred(), contextlib.suppress(Exception):
+                target.close()
 
     def run(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, str]:
         try:

@@ -163,6 +163,7 @@ class Session:
         self._images: dict[str, tuple[Path, KernelVersion]] = {}
         self.booted = False  # whether this session changed the board's kernel
         self.stopped = False  # whether a Ctrl-C came while close() put the board back
+        self.closed: str | None = None  # what close() said it did
         self.boots = 0
         self._last_asked = self._remembered()
 
@@ -369,23 +370,33 @@ class Session:
         """The board back on its default kernel when it runs one rtlab booted; what was done.
         A Ctrl-C meanwhile waits until that is done (stopped half way, the board would run a
         kernel no one knows) and leaves `stopped` set: the caller stops after it (`after_close`),
-        and a stop already on its way keeps its own words."""
+        and a stop already on its way keeps its own words. The third ends the wait (a board
+        that does not answer is waited for up to --boot-timeout, each of its boots too)."""
+        target = self.setup.target
+        held: list[int] = []
 
         def waiting(_signum: int) -> None:
-            self.say(f"{self.setup.target} is being put back on its default kernel: rtlab stops once it is")
+            if len(held) == 1:
+                self.say(f"rtlab stops once {target} is found on its default kernel, or put back on it")
+            elif len(held) == 2:
+                self.say(f"Ctrl-C once more stops at once, with {target}'s kernel unknown")
+            else:
+                self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
+                raise KeyboardInterrupt
 
-        held: list[int] = []
         with children.stops_deferred(noted=held, on_stop=waiting):
             said = self._close()
+        self.closed = said
         self.stopped = self.stopped or bool(held)
         return said
 
-    def after_close(self, again: str) -> None:
+    def after_close(self, again: str = "") -> None:
         """Stopped, when a Ctrl-C came while close() put the board back; AGAIN: how to go on."""
         if self.stopped:
+            done = self.closed or f"{self.setup.target} runs its default kernel"
             raise Stopped(
                 f"interrupted while {self.setup.target} was put back on its default kernel, which was "
-                f"finished first; what was measured is kept: {again}"
+                f"finished first ({done})" + (f"; {again}" if again else "")
             )
 
     def _close(self) -> str | None:

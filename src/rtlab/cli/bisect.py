@@ -428,7 +428,7 @@ def _on_board(lab: Subjects, boots: Boots | None) -> Iterator[None]:
         said = boots.session.close()
         if said:
             say(said)
-    boots.session.after_close("run the same command again to go on")
+    boots.session.after_close("what was measured is kept: run the same command again to go on")
 
 
 def register(app: typer.Typer) -> None:

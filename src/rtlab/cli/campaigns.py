@@ -251,7 +251,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
             if said is not None and not said.startswith("back"):
                 say(said)
     for session in sessions.values():
-        session.after_close("run the same study again to go on")
+        session.after_close("what was measured is kept: run the same study again to go on")
     _conclude(it, folder, cells, doc, history)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -118,7 +119,10 @@ def submit(
     console.print(job_id, highlight=False)
     err.print(f"job {job_id} submitted: {server.job_url(job_id)}", highlight=False)
     if wait:
-        _import_job(server, job_id, output)
+        again = ["rtlab", "lava", "import", str(job_id), "--url", url]
+        again += ["--token-file", str(token_file)] if token_file else []
+        again += ["-o", str(output)] if output else []
+        _import_job(server, job_id, output, again=shlex.join(again))
 
 
 @app.command("import")
@@ -172,7 +176,10 @@ def _import_job(
     output: Path | None,
     record: dict[str, Any] | None = None,
     history: bool = False,
+    again: str = "",
 ) -> None:
+    """The job's run made in OUTPUT, once the job has finished (with no RECORD, waited for:
+    AGAIN is the command that imports it later, said if the wait is stopped)."""
     from rtlab.farm import lava
 
     if record is None:
@@ -181,7 +188,7 @@ def _import_job(
         except KeyboardInterrupt:  # the job is the server's: it goes on without rtlab
             raise Stopped(
                 f"stopped waiting: job {job_id} goes on on the server ({server.job_url(job_id)}); "
-                f"once it has finished, import it with rtlab lava import {job_id} --url {server.url}"
+                f"once it has finished, import it with {again}"
             ) from None
     out = output or Path("results") / f"lava-{job_id}"
     # the job's own uid, from its definition on the server: a bundle of another is not its run

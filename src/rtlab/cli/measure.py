@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rtlab import children
 from rtlab.bounds import MAX_REPEATS
 from rtlab.cli.options import (
     AcceptKey,
@@ -23,7 +24,7 @@ from rtlab.cli.options import (
 )
 from rtlab.cli.present import conclude, out_dir
 from rtlab.cli.screen import console, err
-from rtlab.errors import RunFailed, Stopped, UsageError
+from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
 from rtlab.rundir import layout
@@ -178,11 +179,9 @@ def _hwlat(
     tgt = open_target(target, accept)
     try:
         doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)
-    except KeyboardInterrupt:
-        raise Stopped(f"hwlat on {tgt.name} interrupted: {hw.stopped(tgt.describe()['kind'])}; "
-                      f"nothing was written in {folder}") from None  # fmt: skip
     finally:
-        tgt.close()
+        with children.stops_deferred(noted=[]):  # a guest powers off whole, a stop keeps its words
+            tgt.close()
     for line in hw.describe(doc):
         (err if line.startswith("warning") else console).print(line, highlight=False)
     err.print(f"saved in {folder}", highlight=False)

@@ -268,7 +268,7 @@ def _kernels(
         said = session.close()
         if said is not None:
             say(said)
-    session.after_close("run the same compare again to go on")
+    session.after_close("what was measured is kept: run the same compare again to go on")
     failed = [f"{k}: {e.get('reason')}" for k, e in doc["runs"].items() if e.get("status") != "complete"]
     if failed:
         raise RunFailed(f"not every run completed: {'; '.join(failed)} (see {folder}/{campaign.FILE})")

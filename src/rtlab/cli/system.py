@@ -155,6 +155,7 @@ def _boot_knob(
     if revert:
         said = session.close()
         console.print(said or f"{target} runs its default kernel: no boot parameters of rtlab's to revert")
+        session.after_close()
         return None
     if not boot or not kernel:
         raise UsageError("--boot 'ARGS' --kernel KERNEL: the parameters, and the kernel booted with them")

@@ -57,12 +57,17 @@ def execute(
     try:
         with guarded(target, relayed) as guard:
             try:
-                outcome = _execute(plan, target, out, name, on_event, guard)
-            finally:
-                # never leave a guest or a connection behind; inside the guard, where a signal
-                # while a guest powers off is noted, not raised: a run already whole is kept
-                guard.done()
-                target.close()
+                try:
+                    outcome = _execute(plan, target, out, name, on_event, guard)
+                finally:
+                    # never leave a guest or a connection behind; inside the guard, where a
+                    # signal while a guest powers off is noted, not raised: a whole run is kept
+                    guard.done()
+                    target.close()
+            except RunFailed as e:  # a run that failed, and a stop noted meanwhile: a stop
+                if guard.caught and not isinstance(e, Stopped):
+                    raise Stopped(f"interrupted: {e}") from e
+                raise
             return replace(outcome, interrupted=True) if guard.caught else outcome
     except Interrupted:
         raise Stopped("interrupted before measuring began: nothing was measured") from None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlab.boundary import paths, untrusted
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.rundir import ftrace, layout
 from rtlab.rundir.disk import write_atomic, write_json
 from rtlab.rundir.events import Kind, parse
@@ -52,7 +52,13 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
     """Runs the pass, writes `out` (hwlat.json, hwlat.trace, tracefs.before/.after), returns the document."""
     remote = f"{target_dir()}/hwlat-{uuid.uuid4().hex[:12]}"
     args = ["hwlat", remote, str(seconds), str(threshold_us), *([cpumask(rt_cpus)] if rt_cpus else [])]
-    status, text = target.agent(args)
+    try:
+        status, text = target.agent(args)
+    except KeyboardInterrupt:
+        raise Stopped(
+            f"hwlat on {target.name} interrupted: {stopped(target.describe()['kind'])}; "
+            f"nothing was written in {out}"
+        ) from None
     events = [e for e in map(parse, untrusted.lines(text)) if e is not None]
     start = next((e for e in events if e.kind == Kind.TRACE_START), None)
     end = next((e for e in events if e.kind == Kind.TRACE_END), None)

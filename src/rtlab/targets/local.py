@@ -36,11 +36,13 @@ class LocalTarget:
         return [self.shell, str(script_path()), *args]
 
     def agent(self, args: list[str]) -> tuple[int, str]:
-        # A group of its own, ended whole if rtlab is interrupted: SIGTERM first, so a command
-        # that changed the system puts it back (hwlat's trap turns the tracer off, which would
-        # go on spinning with interrupts off if killed); one without a trap dies of it at once.
+        # A group of its own, ended whole if rtlab is interrupted: SIGTERM to the agent first,
+        # so a command that changed the system puts it back (hwlat's trap turns the tracer off,
+        # which would go on spinning with interrupts off if killed) with the commands it runs
+        # for that left alive; one without a trap dies of it at once, what it runs a grace later.
         done = children.run(
             self._argv(args), capture_output=True, text=True, errors="replace", env=self.env,
+            leader_first=True,
         )  # fmt: skip
         return done.returncode, done.stdout + done.stderr
 

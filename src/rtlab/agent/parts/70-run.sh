@@ -208,8 +208,12 @@ cmd_hwlat() {
 		return 1
 	fi
 	TRACESAVE=$DIR/$F_TRACEFS_SAVED
-	tracefs_save "$tfs"
-	cp "$TRACESAVE" "$DIR/$F_TRACEFS_BEFORE"
+	if ! tracefs_save "$tfs" || ! cp "$TRACESAVE" "$DIR/$F_TRACEFS_BEFORE"; then
+		emit "$E_TRACE_END" spikes=0 reason=tracefs could not be saved: nothing was changed
+		return 1
+	fi
+	# stopped while it saved: nothing changed yet, and nothing will
+	if [ "$STOP" = 1 ]; then return 1; fi
 	echo 0 >"$tfs/tracing_on"
 	echo nop >"$tfs/current_tracer"
 	: >"$tfs/trace"
@@ -225,6 +229,9 @@ cmd_hwlat() {
 	echo 0 >"$tfs/tracing_on"
 	cat "$tfs/trace" >"$DIR/$F_HWLAT_TRACE"
 	tracefs_restore
+	# stopped: tracefs is put back, and the host reads no more (a trace printed to no one
+	# would block this shell until it is killed, its cleanup undone)
+	if [ "$STOP" = 1 ]; then return 1; fi
 	tracefs_state "$tfs" >"$DIR/$F_TRACEFS_AFTER"
 	emit "$E_TRACE_END" spikes="$(grep -c 'inner/outer' "$DIR/$F_HWLAT_TRACE")"
 	for f in "$F_HWLAT_TRACE" "$F_TRACEFS_BEFORE" "$F_TRACEFS_AFTER"; do
