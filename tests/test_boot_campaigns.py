@@ -622,8 +622,10 @@ def test_a_ctrl_c_while_the_board_is_put_back_waits_until_it_is():
     assert said[-2] == "rtlab stops once ssh://b is found on its default kernel, or put back on it"
     with pytest.raises(Stopped) as e:
         s.after_close("run the same study again to go on")
-    assert "which was finished first (back: on 6.1.0-50-amd64)" in str(e.value)
-    assert str(e.value).endswith("; run the same study again to go on")
+    assert str(e.value) == (
+        "interrupted as rtlab let go of ssh://b: ssh://b was put back on its default kernel first "
+        "(back: on 6.1.0-50-amd64); run the same study again to go on"
+    )
     # a board that never comes back: the third Ctrl-C ends the wait, and says what is unknown
     stuck = PutBack()
     stuck.say = said.append

@@ -131,23 +131,28 @@ def f(p: sp.Popen[str]) -> sp.CompletedProcess[str]:
 
 @pytest.mark.unit
 def test_a_command_stopped_leader_first_puts_things_back_with_its_own_commands(tmp_path):
-    # a shell whose trap needs a command of its own group to put things back (the agent's
-    # hwlat pass restoring tracefs with sed and echo): stopped by a timeout (as by Ctrl-C),
-    # its trap runs whole; a SIGTERM to the whole group would have killed the `sleep` and
-    # the write after it never happened
-    import subprocess
+    # a shell stopped while a command of its own runs in the foreground (the agent's hwlat
+    # pass saving tracefs with sed and mv): stopped leader first, the command ends as it would
+    # and the shell's trap runs after it; a SIGTERM to the whole group killed the command
+    import time
 
     from rtlab import children
 
-    put_back = tmp_path / "put-back"
-    script = f"trap 'sleep 0.3; echo done > {put_back}; exit 0' TERM\nsleep 30 & wait\n"
-    with pytest.raises(subprocess.TimeoutExpired):
-        children.run(["sh", "-c", script], timeout=0.5, leader_first=True)
-    assert put_back.read_text() == "done\n"
-    # and what the group left behind is ended all the same
-    leftover = tmp_path / "leftover"
-    with pytest.raises(subprocess.TimeoutExpired):
-        children.run(["sh", "-c", f"trap 'exit 0' TERM; sleep 30 & echo $! > {leftover}; wait"], timeout=0.5,
-                     leader_first=True)  # fmt: skip
+    ready, done, leftover = tmp_path / "ready", tmp_path / "done", tmp_path / "leftover"
+
+    def started(path: Path) -> None:
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert time.monotonic() < deadline, "the shell never started"
+            time.sleep(0.02)
+
+    script = f"trap 'echo trapped >> {done}' TERM; touch {ready}; sleep 1 && echo done >> {done}"
+    with children.running(["sh", "-c", script], leader_first=True):
+        started(ready)
+    assert sorted(done.read_text().split()) == ["done", "trapped"]  # dash runs the trap at once
+    # and what the group left behind is ended all the same, once the shell has ended
+    script = f"trap 'exit 0' TERM; sleep 30 & echo $! > {leftover}; wait"
+    with children.running(["sh", "-c", script], leader_first=True):
+        started(leftover)
     stat = Path(f"/proc/{leftover.read_text().strip()}/stat")
     assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"  # or not reaped yet

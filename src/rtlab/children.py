@@ -60,14 +60,23 @@ def stops_deferred(
         yield
     finally:
         # all put back before any is taken: one arriving between two would otherwise raise
-        # there and leave the others held by this block for good
+        # there and leave the others held by this block for good. The mask keeps them off this
+        # thread; one another thread took is run here all the same, and waits for the rest.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        pending: BaseException | None = None
         try:
             for s, handler in previous.items():
-                if handler is not None:  # None: set outside Python, and left as it was
+                if handler is None:  # set outside Python, and left as it was
+                    continue
+                try:
+                    signal.signal(s, handler)
+                except BaseException as e:  # a handler put back already ran: the rest first
+                    pending = pending or e
                     signal.signal(s, handler)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if pending is not None:
+            raise pending
         for signum in dict.fromkeys(held) if noted is None else ():
             signal.raise_signal(signum)
 
@@ -117,7 +126,8 @@ def running(
         yield proc
     finally:
         with stops_deferred():
-            end_group(proc.pid, grace_s, leader_first=leader_first)
+            # a leader rtlab has reaped already (its pid free again) is never signalled alone
+            end_group(proc.pid, grace_s, leader_first=leader_first and proc.poll() is None)
             proc.wait()
 
 

@@ -17,7 +17,7 @@ boots again unless that kernel and command line are exactly the ones asked for."
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -392,12 +392,20 @@ class Session:
 
     def after_close(self, again: str = "") -> None:
         """Stopped, when a Ctrl-C came while close() put the board back; AGAIN: how to go on."""
-        if self.stopped:
-            done = self.closed or f"{self.setup.target} runs its default kernel"
-            raise Stopped(
-                f"interrupted while {self.setup.target} was put back on its default kernel, which was "
-                f"finished first ({done})" + (f"; {again}" if again else "")
-            )
+        if not self.stopped:
+            return
+        target, said = self.setup.target, self.closed
+        if said is None:
+            found = f"{target} runs its default kernel"
+        elif said.startswith(f"{target} did not answer"):
+            found = said
+        else:
+            found = f"{target} was put back on its default kernel first ({said})"
+        raise Stopped(f"interrupted as rtlab let go of {target}: {found}" + (f"; {again}" if again else ""))
+
+    def no_answer(self) -> bool:
+        """Whether close() found the board silent (its kernel unknown)."""
+        return self.closed is not None and self.closed.startswith(f"{self.setup.target} did not answer")
 
     def _close(self) -> str | None:
         try:
@@ -414,6 +422,27 @@ class Session:
         line = self.back()
         self.say(line)
         return line
+
+
+def close_all(sessions: Iterable[Session], say: Callable[[str], None], shown: Callable[[str], bool]) -> None:
+    """Each board let go of (close), what SHOWN picks of what each said said. A wait ended by
+    the third Ctrl-C lets go of the boards after it unchecked, each named with its way back,
+    then stops."""
+    forced = False
+    for session in sessions:
+        target = session.setup.target
+        if forced:
+            say(f"{target}: not checked: rtlab boot --target {target} --back puts it on its default kernel")
+            continue
+        try:
+            said = session.close()
+        except KeyboardInterrupt:
+            forced = True
+            continue
+        if said is not None and shown(said):
+            say(said)
+    if forced:
+        raise KeyboardInterrupt
 
 
 @dataclass

@@ -194,7 +194,7 @@ def study(
 
 def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> None:
     """Every cell of the study not yet measured, then all of them compared with the first."""
-    from rtlab.boot.ensure import Refused
+    from rtlab.boot.ensure import Refused, close_all
     from rtlab.campaigns import study as studies
     from rtlab.progress import RunProgress
     from rtlab.runner import execute
@@ -246,10 +246,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
     try:
         doc = studies.run(it, folder, measure, say)
     finally:
-        for session in sessions.values():
-            said = session.close()
-            if said is not None and not said.startswith("back"):
-                say(said)
+        close_all(sessions.values(), say, shown=lambda said: not said.startswith("back"))
     for session in sessions.values():
         session.after_close("what was measured is kept: run the same study again to go on")
     _conclude(it, folder, cells, doc, history)

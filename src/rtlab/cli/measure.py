@@ -24,7 +24,7 @@ from rtlab.cli.options import (
 )
 from rtlab.cli.present import conclude, out_dir
 from rtlab.cli.screen import console, err
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.names import slug
 from rtlab.plan import Plan
 from rtlab.rundir import layout
@@ -177,14 +177,17 @@ def _hwlat(
     if (folder / layout.HWLAT_JSON).exists():
         raise UsageError(f"{folder} already holds an hwlat pass: choose another --out")
     tgt = open_target(target, accept)
+    held: list[int] = []
     try:
         doc = hw.run(tgt, folder, seconds, threshold_us, rt_cpus)
     finally:
-        with children.stops_deferred(noted=[]):  # a guest powers off whole, a stop keeps its words
+        with children.stops_deferred(noted=held):  # a guest powers off whole, a stop keeps its words
             tgt.close()
     for line in hw.describe(doc):
         (err if line.startswith("warning") else console).print(line, highlight=False)
     err.print(f"saved in {folder}", highlight=False)
+    if held:
+        raise Stopped(f"interrupted as {tgt.name} was closed, after the pass: it is saved in {folder}")
 
 
 def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str | None) -> None:

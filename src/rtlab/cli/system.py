@@ -11,7 +11,7 @@ import typer
 
 from rtlab.cli.options import AcceptKey, target_spec
 from rtlab.cli.screen import console, err
-from rtlab.errors import UsageError
+from rtlab.errors import RunFailed, UsageError
 from rtlab.units import read_user_file
 
 if TYPE_CHECKING:
@@ -154,8 +154,10 @@ def _boot_knob(
     session = Session(setup, say)
     if revert:
         said = session.close()
-        console.print(said or f"{target} runs its default kernel: no boot parameters of rtlab's to revert")
         session.after_close()
+        if session.no_answer():
+            raise RunFailed(said or "")
+        console.print(said or f"{target} runs its default kernel: no boot parameters of rtlab's to revert")
         return None
     if not boot or not kernel:
         raise UsageError("--boot 'ARGS' --kernel KERNEL: the parameters, and the kernel booted with them")

@@ -65,7 +65,7 @@ def execute(
                     guard.done()
                     target.close()
             except RunFailed as e:  # a run that failed, and a stop noted meanwhile: a stop
-                if guard.caught and not isinstance(e, Stopped):
+                if guard.caught and not isinstance(e, Stopped | GateClosed):  # a gate's verdict stands
                     raise Stopped(f"interrupted: {e}") from e
                 raise
             return replace(outcome, interrupted=True) if guard.caught else outcome

@@ -208,12 +208,17 @@ cmd_hwlat() {
 		return 1
 	fi
 	TRACESAVE=$DIR/$F_TRACEFS_SAVED
+	# nothing changed yet when the save fails or a stop came while it saved: nothing will be,
+	# nor put back (the EXIT trap restores what a save holds)
 	if ! tracefs_save "$tfs" || ! cp "$TRACESAVE" "$DIR/$F_TRACEFS_BEFORE"; then
+		rm -f "$TRACESAVE"
 		emit "$E_TRACE_END" spikes=0 reason=tracefs could not be saved: nothing was changed
 		return 1
 	fi
-	# stopped while it saved: nothing changed yet, and nothing will
-	if [ "$STOP" = 1 ]; then return 1; fi
+	if [ "$STOP" = 1 ]; then
+		rm -f "$TRACESAVE"
+		return 1
+	fi
 	echo 0 >"$tfs/tracing_on"
 	echo nop >"$tfs/current_tracer"
 	: >"$tfs/trace"
