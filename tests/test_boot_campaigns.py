@@ -215,7 +215,7 @@ def test_a_parameter_that_did_not_take_effect_is_refused_with_the_evidence():
         s._verified(want, {**ok, "irqaffinity": "3"}, None)
     with pytest.raises(ensure.Refused, match="booted another kernel"):
         s._verified(want, {**ok, "uname": "6.1.0-50-amd64"}, None)
-    assert ensure._mask_cpus("00000000,00000006") == {1, 2}
+    assert verify.mask_cpus("00000000,00000006") == {1, 2}
 
 
 @pytest.mark.unit

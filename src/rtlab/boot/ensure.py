@@ -35,8 +35,6 @@ LAST = "last.json"  # in the campaign's boots folder: the boot last verified, fo
 DEFAULT = "default"  # the board's own kernel, as its bootloader boots it
 # a Debian kernel metapackage as apt takes it (rtlab boot's KERNEL spells it so too)
 PACKAGE = re.compile(r"linux-image-[a-z0-9][a-z0-9.+-]*(?:/[a-z0-9-]+)?")
-# parameters whose effect the kernel shows somewhere rtlab reads after the boot
-IRQ_AFFINITY = "/proc/irq/default_smp_affinity"
 
 
 @dataclass(frozen=True)
@@ -101,36 +99,6 @@ def split_append(text: str) -> tuple[str, ...]:
     return tuple(verify.cmdline_words(text))
 
 
-def _mask_cpus(text: str) -> set[int]:
-    """/proc/irq/default_smp_affinity ("3", "00000000,00000002") as a set of CPUs."""
-    value = int(text.strip().replace(",", "") or "0", 16)
-    return {cpu for cpu in range(value.bit_length()) if value >> cpu & 1}
-
-
-def took_effect(append: tuple[str, ...], report: dict[str, str]) -> list[str]:
-    """Problems with what APPEND asks that the kernel's own files contradict, beyond verify's
-    isolcpus and nohz_full: irqaffinity against the default IRQ affinity ([] when none)."""
-    problems = []
-    for argument in append:
-        key, eq, value = argument.partition("=")
-        if key != "irqaffinity" or not eq:
-            continue
-        shown = report.get("irqaffinity", "@none")
-        if shown == "@none":
-            problems.append(f"{argument}: the kernel has no {IRQ_AFFINITY} to show it took effect")
-            continue
-        try:
-            wanted, got = verify.cpu_set(value), _mask_cpus(shown)
-        except ValueError:
-            problems.append(f"{argument}: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}")
-            continue
-        if wanted != got:
-            problems.append(
-                f"{argument} did not take effect: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}"
-            )
-    return problems
-
-
 # where a kernel's image is in a folder: rtlab kernel build's out/, or a built tree
 IMAGES = ("Image", "bzImage", "arch/x86/boot/bzImage", "arch/riscv/boot/Image", "arch/arm64/boot/Image")
 
@@ -172,7 +140,7 @@ class Session:
     def report(self) -> dict[str, str]:
         _, out = self.board.run(kexec.report(dmesg=False), timeout=60)
         found = kexec.parse_report(out)
-        _, mask = self.board.run(f"cat {IRQ_AFFINITY} 2>/dev/null || echo @none", timeout=60)
+        _, mask = self.board.run(f"cat {verify.IRQ_AFFINITY} 2>/dev/null || echo @none", timeout=60)
         found["irqaffinity"] = mask.strip()[:200] or "@none"
         return found
 
@@ -341,11 +309,13 @@ class Session:
                 nohz_full=None if found.get("nohz_full") == "@none" else found.get("nohz_full", ""),
             ),
         )  # fmt: skip
-        problems = took_effect(want.append, found)
+        problems = verify.took_effect(want.append, found)
         if judged.verdict not in verify.GOOD or problems:
             raise Refused(want, [judged.verdict, *judged.lines, *problems], record)
         lines = list(judged.lines)
-        lines += [f"{a} took effect ({IRQ_AFFINITY})" for a in want.append if a.startswith("irqaffinity=")]
+        lines += [
+            f"{a} took effect ({verify.IRQ_AFFINITY})" for a in want.append if a.startswith("irqaffinity=")
+        ]
         if f"{kexec.MARK}=" in found.get("cmdline", ""):
             self._remember(want, found.get("boot_id"))  # verified: this boot stands for WANT
         boot_id = untrusted.printable(found.get("boot_id", ""))

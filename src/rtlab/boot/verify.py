@@ -147,3 +147,37 @@ def judge(expected: KernelVersion, append: list[str], found: Found) -> Verdict:
 
 def failed(verdict: Verdict, fail_on_warnings: bool) -> bool:
     return not verdict.ok or (fail_on_warnings and verdict.verdict == WITH_WARNINGS)
+
+
+# parameters whose effect the kernel shows somewhere rtlab reads after the boot
+IRQ_AFFINITY = "/proc/irq/default_smp_affinity"
+
+
+def mask_cpus(text: str) -> set[int]:
+    """/proc/irq/default_smp_affinity ("3", "00000000,00000002") as a set of CPUs."""
+    value = int(text.strip().replace(",", "") or "0", 16)
+    return {cpu for cpu in range(value.bit_length()) if value >> cpu & 1}
+
+
+def took_effect(append: tuple[str, ...], report: dict[str, str]) -> list[str]:
+    """Problems with what APPEND asks that the kernel's own files contradict, beyond verify's
+    isolcpus and nohz_full: irqaffinity against the default IRQ affinity ([] when none)."""
+    problems = []
+    for argument in append:
+        key, eq, value = argument.partition("=")
+        if key != "irqaffinity" or not eq:
+            continue
+        shown = report.get("irqaffinity", "@none")
+        if shown == "@none":
+            problems.append(f"{argument}: the kernel has no {IRQ_AFFINITY} to show it took effect")
+            continue
+        try:
+            wanted, got = cpu_set(value), mask_cpus(shown)
+        except ValueError:
+            problems.append(f"{argument}: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}")
+            continue
+        if wanted != got:
+            problems.append(
+                f"{argument} did not take effect: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}"
+            )
+    return problems
