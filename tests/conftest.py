@@ -43,6 +43,12 @@ AGENT = script_path()  # the agent as shipped: its parts and generated constants
 # the same machine neither blocks them nor fails them.
 TARGET_DIR = Path(tempfile.mkdtemp(prefix="rtlab-tests-"))
 os.environ["RTLAB_TARGET_DIR"] = str(TARGET_DIR)
+# A session started under nohup ignores SIGHUP, and so would every rtlab it starts (rtlab
+# leaves an ignored SIGHUP ignored, by design), and a test's SIGHUP would stop none of them:
+# a handler that does nothing keeps this session deaf to it, and the processes it starts get
+# SIGHUP's default back at their exec, as from a terminal.
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, lambda _signum, _frame: None)
 SESSION_MARK = f"RTLAB_TEST_SESSION={uuid.uuid4().hex}"
 os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 

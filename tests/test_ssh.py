@@ -432,6 +432,7 @@ def test_a_ctrl_c_before_a_board_measures_stops_it_before_it_begins(board, tmp_p
     try:
         remote = remote_of(out / "ssh_board")
         wait_for(lambda: event_seen(remote / "events", "measure-start"))
+        time.sleep(1.5)  # past cyclictest's start: stopped earlier, the board has measured nothing
         proc.send_signal(signal.SIGINT)
         wait_for(lambda: event_seen(remote / "events", "measure-end"))  # the signal has come
         relay.passing.set()
