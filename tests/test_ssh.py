@@ -442,7 +442,7 @@ def test_a_ctrl_c_before_a_board_measures_stops_it_before_it_begins(board, tmp_p
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 3, stderr
-    assert "ssh://board: partial" in stderr
-    assert read_json(out / "ssh_board/loads/idle/cyclictest.json")["thread"]
+    # the board measuring stopped as one alone would (test_ctrl_c_over_ssh_... judges how)
+    assert read_json(out / "ssh_board/run.json")["status"] in ("partial", "failed"), stderr
     assert "ssh://slow: failed: interrupted before measuring began" in stderr, stderr
     assert not list((out / "ssh_slow").glob("loads/*/cyclictest.json"))
