@@ -634,3 +634,42 @@ def test_a_ctrl_c_while_the_board_is_put_back_waits_until_it_is():
         stuck.close()
     assert said[-1] == "stopped: ssh://b's kernel is unknown: rtlab boot --target ssh://b --back"
     assert signal.getsignal(signal.SIGINT) == before
+
+
+@pytest.mark.unit
+def test_a_study_lets_go_of_every_board_whatever_ctrl_c_comes_between():
+    # a Ctrl-C between two boards' close is held as one during a close (each board is still
+    # put back, and the study stops after); the third during one board's wait lets go of the
+    # boards after it unchecked, each named with its way back
+    import os
+
+    said: list[str] = []
+    closed: list[str] = []
+
+    class Board(_Session):
+        def __init__(self, target: str) -> None:
+            super().__init__()
+            self.setup = ensure.Setup(target)
+
+        def close(self) -> str | None:
+            closed.append(self.setup.target)
+            return f"back: {self.setup.target}"
+
+    def between(line: str) -> bool:  # what a study shows of a close: here, a Ctrl-C after it
+        os.kill(os.getpid(), signal.SIGINT)
+        return False
+
+    boards = [Board("ssh://a"), Board("ssh://b")]
+    ensure.close_all(boards, said.append, shown=between)
+    assert closed == ["ssh://a", "ssh://b"] and all(b.stopped for b in boards)
+
+    class Stuck(Board):
+        def close(self) -> str | None:
+            closed.append(self.setup.target)
+            raise KeyboardInterrupt  # as close() raises on the third Ctrl-C
+
+    closed.clear()
+    with pytest.raises(KeyboardInterrupt):
+        ensure.close_all([Stuck("ssh://a"), Board("ssh://b")], said.append, shown=lambda _: True)
+    assert closed == ["ssh://a"]
+    assert said[-1] == "ssh://b: not checked: rtlab boot --target ssh://b --back puts it on its default"

@@ -395,24 +395,29 @@ class Session:
 
 
 def close_all(sessions: Iterable[Session], say: Callable[[str], None], shown: Callable[[str], bool]) -> None:
-    """Each board let go of (close), what SHOWN picks of what each said said. A wait ended by
-    the third Ctrl-C lets go of the boards after it unchecked, each named with its way back,
-    then stops."""
+    """Each board let go of (close), what SHOWN picks of what each said said; a Ctrl-C between
+    two is held as one during a close is (each is `stopped` then). A wait ended by the third
+    Ctrl-C lets go of the boards after it unchecked, each named with its way back, then stops."""
     forced = False
-    for session in sessions:
-        target = session.setup.target
-        if forced:
-            say(f"{target}: not checked: rtlab boot --target {target} --back puts it on its default kernel")
-            continue
-        try:
-            said = session.close()
-        except KeyboardInterrupt:
-            forced = True
-            continue
-        if said is not None and shown(said):
-            say(said)
+    sessions = list(sessions)
+    held: list[int] = []
+    with children.stops_deferred(noted=held):
+        for session in sessions:
+            target = session.setup.target
+            if forced:
+                say(f"{target}: not checked: rtlab boot --target {target} --back puts it on its default")
+                continue
+            try:
+                said = session.close()
+            except KeyboardInterrupt:
+                forced = True
+                continue
+            if said is not None and shown(said):
+                say(said)
     if forced:
         raise KeyboardInterrupt
+    for session in sessions:
+        session.stopped = session.stopped or bool(held)
 
 
 @dataclass
