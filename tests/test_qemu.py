@@ -138,8 +138,11 @@ def test_compare_rt_and_standard_and_nothing_left_running(rt_and_standard):
         a, b = rt[load]["throughput"]["stressors"], standard[load]["throughput"]["stressors"]
         assert set(a) == set(b) == {BUILTIN[load].stress_ng[0].lstrip("-")}
         name = next(iter(a))
-        expected = b[name]["ops_per_s"] / a[name]["ops_per_s"]
-        assert float(shown[("Standard", load)]["ops_ratio"]) == pytest.approx(expected, abs=0.006)
+        if a[name]["ops_per_s"] > 0:
+            expected = b[name]["ops_per_s"] / a[name]["ops_per_s"]
+            assert float(shown[("Standard", load)]["ops_ratio"]) == pytest.approx(expected, abs=0.006)
+        else:  # nothing done on the RT side (2 s in an emulated guest on a busy host): no multiple
+            assert shown[("Standard", load)]["ops_ratio"] == "", shown[("Standard", load)]
         # a guest has memory figures and no power sensor: recorded as missing, no error
         used = standard[load]["resources"]
         assert used["mem_available_min_kb"] > 0 and used["cyclictest_hwm_kb"] > 0
