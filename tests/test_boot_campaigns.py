@@ -660,7 +660,9 @@ def test_a_study_lets_go_of_every_board_whatever_ctrl_c_comes_between():
         return False
 
     boards = [Board("ssh://a"), Board("ssh://b")]
+    before = signal.getsignal(signal.SIGINT)
     ensure.close_all(boards, said.append, shown=between)
+    assert signal.getsignal(signal.SIGINT) == before
     assert closed == ["ssh://a", "ssh://b"] and all(b.stopped for b in boards)
 
     class Stuck(Board):
@@ -672,4 +674,6 @@ def test_a_study_lets_go_of_every_board_whatever_ctrl_c_comes_between():
     with pytest.raises(KeyboardInterrupt):
         ensure.close_all([Stuck("ssh://a"), Board("ssh://b")], said.append, shown=lambda _: True)
     assert closed == ["ssh://a"]
-    assert said[-1] == "ssh://b: not checked: rtlab boot --target ssh://b --back puts it on its default"
+    back = "rtlab boot --target ssh://b --back"
+    assert said[-1] == f"ssh://b: not checked: {back} puts it on its default kernel"
+    assert signal.getsignal(signal.SIGINT) == before  # Ctrl-C is the caller's again

@@ -422,7 +422,9 @@ def _whole_or_starved(done: subprocess.CompletedProcess[str], run: Path) -> None
     assert done.returncode == 3, done.stderr
     loads = read_json(run / "summary.json")["loads"]
     lost = {name: entry.get("reason") or "" for name, entry in loads.items() if entry["status"] != "complete"}
-    assert lost and all("measured no samples" in why for why in lost.values()), (lost, done.stderr)
+    # starved while the agent said the load was complete, not stopped
+    starved = [why for why in lost.values() if "measured no samples" in why and not why.startswith("stopped")]
+    assert lost and len(starved) == len(lost), (lost, done.stderr)
     assert len(lost) < len(loads), done.stderr
 
 

@@ -405,7 +405,8 @@ def close_all(sessions: Iterable[Session], say: Callable[[str], None], shown: Ca
         for session in sessions:
             target = session.setup.target
             if forced:
-                say(f"{target}: not checked: rtlab boot --target {target} --back puts it on its default")
+                back = f"rtlab boot --target {target} --back"
+                say(f"{target}: not checked: {back} puts it on its default kernel")
                 continue
             try:
                 said = session.close()
