@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rtlab.boot.image import KernelVersion
@@ -121,20 +122,10 @@ def judge(expected: KernelVersion, append: list[str], found: Found) -> Verdict:
         key, eq, value = argument.partition("=")
         if not eq or key not in EFFECTS:
             continue
-        shown = getattr(found, EFFECTS[key])
-        name = f"/sys/devices/system/cpu/{EFFECTS[key]}"
-        if shown is None:
-            problems.append(f"{argument}: the kernel has no {name} to show it took effect")
-            continue
-        try:
-            wanted, got = cpu_set(value), cpu_set(shown)
-        except ValueError:
-            problems.append(f"{argument}: {name} says {untrusted.printable(shown.strip())!r}")
-            continue
-        if wanted != got:
-            problems.append(
-                f"{argument} did not take effect: {name} says {untrusted.printable(shown.strip())!r}"
-            )
+        name, shown = f"/sys/devices/system/cpu/{EFFECTS[key]}", getattr(found, EFFECTS[key])
+        problem = cpus_differ(argument, value, name, shown, cpu_set)
+        if problem is not None:
+            problems.append(problem)
         else:
             lines.append(f"{argument} took effect ({name}: {untrusted.printable(shown.strip())})")
     named = splats(found.dmesg)
@@ -168,16 +159,23 @@ def took_effect(append: tuple[str, ...], report: dict[str, str]) -> list[str]:
         if key != "irqaffinity" or not eq:
             continue
         shown = report.get("irqaffinity", "@none")
-        if shown == "@none":
-            problems.append(f"{argument}: the kernel has no {IRQ_AFFINITY} to show it took effect")
-            continue
-        try:
-            wanted, got = cpu_set(value), mask_cpus(shown)
-        except ValueError:
-            problems.append(f"{argument}: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}")
-            continue
-        if wanted != got:
-            problems.append(
-                f"{argument} did not take effect: {IRQ_AFFINITY} says {untrusted.printable(shown.strip())!r}"
-            )
+        problem = cpus_differ(argument, value, IRQ_AFFINITY, None if shown == "@none" else shown, mask_cpus)
+        if problem is not None:
+            problems.append(problem)
     return problems
+
+
+def cpus_differ(
+    argument: str, value: str, name: str, shown: str | None, read: Callable[[str], set[int]]
+) -> str | None:
+    """What is wrong with ARGUMENT's CPUs (VALUE) against what file NAME SHOWS (READ turns it
+    into CPUs): the file missing, unreadable, or other CPUs; None when they agree."""
+    if shown is None:
+        return f"{argument}: the kernel has no {name} to show it took effect"
+    try:
+        wanted, got = cpu_set(value), read(shown)
+    except ValueError:
+        return f"{argument}: {name} says {untrusted.printable(shown.strip())!r}"
+    if wanted != got:
+        return f"{argument} did not take effect: {name} says {untrusted.printable(shown.strip())!r}"
+    return None
