@@ -20,7 +20,7 @@ from conftest import read_json, rtlab, start_rtlab, wait_for
 from rtlab.boot import ensure, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.campaigns.study import parse
-from rtlab.errors import Stopped, UsageError
+from rtlab.errors import RunFailed, Stopped, UsageError
 from test_boot import RT, KexecBoard, _uname
 
 kexec_board = test_boot.kexec_board  # the board test_boot.py boots, its fixture here too
@@ -677,3 +677,22 @@ def test_a_study_lets_go_of_every_board_whatever_ctrl_c_comes_between():
     back = "rtlab boot --target ssh://b --back"
     assert said[-1] == f"ssh://b: not checked: {back} puts it on its default kernel"
     assert signal.getsignal(signal.SIGINT) == before  # Ctrl-C is the caller's again
+
+
+@pytest.mark.unit
+def test_a_ctrl_c_while_a_silent_board_is_waited_for_says_it_did_not_answer():
+    # letting go of a board that does not answer: the stop says so, never "put back"
+    import os
+
+    class Silent(_Session):
+        def _answering(self) -> dict:
+            os.kill(os.getpid(), signal.SIGINT)  # while rtlab waits for it
+            raise RunFailed("no answer within 300 s")
+
+    s = Silent()
+    said = s.close()
+    assert s.silent and s.stopped
+    assert said == "ssh://b did not answer: no answer within 300 s; rtlab boot --target ssh://b --back"
+    with pytest.raises(Stopped) as e:
+        s.after_close()
+    assert str(e.value) == f"interrupted as rtlab let go of ssh://b: {said}"

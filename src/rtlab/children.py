@@ -210,16 +210,22 @@ def die_with_parent(sig: signal.Signals, parent: int) -> None:
         os.kill(os.getpid(), sig)
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """/proc/PID/stat's fields after the command's name (state, parent, group, ...); None
+    once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def _live_members(group: int) -> bool:
     """Whether a process of this group is still alive (zombies are only waiting to be reaped)."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rpartition(")")[2].split()
-            except OSError:
-                continue  # gone meanwhile
-            if int(fields[2]) == group and fields[0] != "Z":
+            fields = _stat(entry)
+            if fields is not None and int(fields[2]) == group and fields[0] != "Z":
                 return True
     return False
 
@@ -228,11 +234,8 @@ def _ended(pid: int, seconds: float) -> None:
     """Until process PID has exited (a zombie, or gone) or SECONDS have passed."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rpartition(")")[2].split()[0] == "Z":
-                    return
-        except OSError:
+        fields = _stat(pid)
+        if fields is None or fields[0] == "Z":
             return
         time.sleep(0.02)
 

@@ -132,6 +132,7 @@ class Session:
         self.booted = False  # whether this session changed the board's kernel
         self.stopped = False  # whether a Ctrl-C came while close() put the board back
         self.closed: str | None = None  # what close() said it did
+        self.silent = False  # whether close() found the board not answering (its kernel unknown)
         self.boots = 0
         self._last_asked = self._remembered()
 
@@ -367,20 +368,17 @@ class Session:
         target, said = self.setup.target, self.closed
         if said is None:
             found = f"{target} runs its default kernel"
-        elif said.startswith(f"{target} did not answer"):
+        elif self.silent:
             found = said
         else:
             found = f"{target} was put back on its default kernel first ({said})"
         raise Stopped(f"interrupted as rtlab let go of {target}: {found}" + (f"; {again}" if again else ""))
 
-    def no_answer(self) -> bool:
-        """Whether close() found the board silent (its kernel unknown)."""
-        return self.closed is not None and self.closed.startswith(f"{self.setup.target} did not answer")
-
     def _close(self) -> str | None:
         try:
             found = self._answering()
         except RunFailed as e:
+            self.silent = True
             return f"{self.setup.target} did not answer: {e}; rtlab boot --target {self.setup.target} --back"
         finally:
             self.board.drop()

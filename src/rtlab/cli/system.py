@@ -155,7 +155,7 @@ def _boot_knob(
     if revert:
         said = session.close()
         session.after_close()
-        if session.no_answer():
+        if session.silent:
             raise RunFailed(said or "")
         console.print(said or f"{target} runs its default kernel: no boot parameters of rtlab's to revert")
         return None
