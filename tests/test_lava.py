@@ -19,8 +19,10 @@ import yaml
 
 from conftest import (
     TARGET_DIR,
+    event_seen,
     needs_root,
     needs_tools,
+    processes_in,
     processes_named,
     read_json,
     rtlab,
@@ -318,18 +320,22 @@ def test_a_target_folder_with_a_space_quotes_and_a_command_stays_one_word_in_the
     assert not Path(remote).exists() and Path(folder).is_dir()  # its own folder removed, only it
 
 
-def lava_cases(run: Path) -> dict[str, tuple[str, float]]:
-    """The LAVA test cases the agent reports for RUN, printed as calls outside LAVA's test shell,
-    in busybox's sh as on a board: {name: (result, measurement)}."""
+def lava_calls(run: Path) -> list[list[str]]:
+    """The LAVA calls the agent makes for RUN, printed as they are outside LAVA's test shell, in
+    busybox's sh as on a board, each as its words."""
     from rtlab.agent import script_path
 
     shell = shutil.which("busybox")
     argv = [shell, "sh"] if shell else ["sh"]
     report = subprocess.run([*argv, str(script_path()), "lava-report", str(run), "1000000"],
                             capture_output=True, text=True, check=True)  # fmt: skip
+    return [line.split() for line in report.stdout.splitlines()]
+
+
+def lava_cases(run: Path) -> dict[str, tuple[str, float]]:
+    """The LAVA test cases with a measurement the agent reports for RUN: {name: (result, measurement)}."""
     cases = {}
-    for line in report.stdout.splitlines():
-        words = line.split()
+    for words in lava_calls(run):
         if words[0] == "lava-test-case" and "--measurement" in words:
             result, measured = (words[words.index(flag) + 1] for flag in ("--result", "--measurement"))
             cases[words[1]] = (result, float(measured))
@@ -385,6 +391,59 @@ def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path, blo
         assert ("p99_99_us" in stats["lower_bounds"]) is blocked
         tail = cases[f"idle.cpu{cpu}-p99.99-latency"]
         assert tail == ("unknown" if blocked else "pass", stats["p99_99_us"])
+
+
+# Holds one CPU at SCHED_FIFO 99 from before cyclictest starts until SECONDS after the run's
+# measure-start event: cyclictest's thread there never runs, not even to start, so it takes no
+# sample at all (what QEMU's emulation did to a riscv64 guest's CPU 1 on a busy host).
+_STARVER = """
+import os, sys, time
+cpu, events, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+os.sched_setaffinity(0, {cpu})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
+end = time.monotonic() + 60  # never longer, whatever the run does
+seen = False
+while time.monotonic() < end:
+    if not seen:
+        try:
+            seen = b" measure-start " in open(events, "rb").read()
+        except OSError:
+            pass
+        if seen:
+            end = time.monotonic() + seconds
+    spin = time.monotonic() + 0.01
+    while time.monotonic() < spin:
+        pass
+"""
+
+
+@pytest.mark.farm
+@pytest.mark.alone  # a CPU held at SCHED_FIFO 99: any other test's thread there would starve too
+@needs_root
+@needs_tools
+def test_a_load_with_a_cpu_never_measured_fails_in_lavas_results_as_in_rtlabs(tmp_path):
+    # The agent's own word for the load (its load-end event, which LAVA's result is) is the
+    # host's: failed, naming the thread; LAVA gets no figures for it, as rtlab's report has none.
+    run = tmp_path / "run"
+    cpu = max(os.sched_getaffinity(0))
+    starver = subprocess.Popen([sys.executable, "-c", _STARVER, str(cpu), str(run / "events"), "3"])
+    try:
+        done = rtlab(*run_args(run, "idle", "1s"))
+    finally:
+        starver.kill()
+        starver.wait()
+    assert done.returncode == 3, done.stderr
+    # cyclictest writes the average of no cycles as -nan
+    thread = json.loads((run / "loads/idle/cyclictest.json").read_text().replace("-nan", "null"))["thread"]
+    idle = [name for name, t in thread.items() if t["cycles"] == 0]
+    assert [thread[name]["cpu"] for name in idle] == [cpu], thread
+    why = f"cyclictest.json: thread {idle[0]} (CPU {cpu}) measured no samples"
+    assert event_seen(run / "events", "load-end", load="idle", status="failed", reason=why)
+    entry = read_json(run / "summary.json")["loads"]["idle"]
+    assert (entry["status"], entry["reason"]) == ("failed", why)
+    cases = [words for words in lava_calls(run) if words[0] == "lava-test-case"]
+    assert cases == [["lava-test-case", "idle", "--result", "fail"]], cases
+    assert not processes_in(run)
 
 
 # LAVA's qemu device type as lava-server renders it from qemu.jinja2 for this machine (what the

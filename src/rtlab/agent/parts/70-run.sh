@@ -44,6 +44,11 @@ run_load() {
 			REASON="the OOM killer killed nothing during the load: it never reached the out-of-memory condition"
 		fi
 	fi
+	# a CPU starved for the whole load: the agent's word (and LAVA's result) is the host's
+	if [ -z "$REASON" ] && [ $STOP = 0 ] && [ -f "$ld/$F_CYCLICTEST_JSON" ]; then
+		idle=$(idle_threads "$ld/$F_CYCLICTEST_JSON")
+		if [ -n "$idle" ]; then REASON="$F_CYCLICTEST_JSON: $idle"; fi
+	fi
 	if [ -n "$REASON" ]; then
 		status=failed
 	elif [ -f "$ld/$F_CYCLICTEST_JSON" ] || [ -f "$ld/$F_SEGMENTS/$F_SEGMENTS_COMPLETE" ]; then
@@ -69,6 +74,35 @@ load_result() {
 		[ -f "$f" ] && return 0
 	done
 	return 1
+}
+
+# What in the cyclictest JSON $1 took no sample, in the host's words ("thread 1 (CPU 1) measured
+# no samples", "no thread measured a sample"); nothing when each thread measured. Such a
+# thread's CPU was never measured (a task above cyclictest's priority held it for the whole
+# load): the host fails the load for it, and so does the agent. A soak run's segments are left
+# to the host, which sets such a segment aside and keeps the others.
+idle_threads() {
+	tr -d ' \n\t' <"$1" | awk '
+	{
+		n = split($0, part, "\"histogram\":[{]")
+		for (i = 2; i <= n; i++) {
+			if (!match(part[i - 1], "\"[0-9]+\":[{]$")) continue
+			name = substr(part[i - 1], RSTART + 1, RLENGTH - 4)
+			threads++
+			rest = substr(part[i], index(part[i], "}") + 1)
+			fields = substr(rest, 1, index(rest, "}"))
+			if (!match(fields, "\"cycles\":0[,}]")) continue
+			cpu = "?"
+			if (match(fields, "\"cpu\":[0-9]+")) cpu = substr(fields, RSTART + 6, RLENGTH - 6)
+			if (++idle <= 4) said = said (idle > 1 ? ", " : "") name " (CPU " cpu ")"
+		}
+	}
+	END {
+		if (!idle) exit
+		if (idle == threads) { print "no thread measured a sample"; exit }
+		more = idle > 4 ? " and " (idle - 4) " more" : ""
+		print "thread" (idle > 1 ? "s " : " ") said more " measured no samples"
+	}'
 }
 
 # Whether any load of the run does.

@@ -22,7 +22,13 @@ cmd_lava_report() {
 		if [ "$status" = complete ]; then result=pass; else result=fail; fi
 		lava_call lava-test-case "$load" --result "$result"
 		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON,
-		# the load's own or its segments' (a soak run) taken together
+		# the load's own or its segments' (a soak run) taken together; a failed load has none, as
+		# in rtlab's report (its numbers cannot be vouched for)
+		case $status in complete | partial) ;; *)
+			lava_call lava-test-set stop
+			continue
+			;;
+		esac
 		ld=$DIR/$F_LOADS/$load
 		limit=$(sed -n "/^$CT_HISTOGRAM_FLAG\$/{n;p;}" "$ld/$F_CYCLICTEST_ARGV" 2>/dev/null | first_line)
 		if [ -f "$ld/$F_CYCLICTEST_JSON" ]; then set -- "$ld/$F_CYCLICTEST_JSON"; else set -- "$ld/$F_SEGMENTS"/*/"$F_CYCLICTEST_JSON"; fi
