@@ -518,7 +518,7 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     status, log = lava_run(job, device, tmp_path / "dispatcher")
     assert status == 0, log[-3000:]
     cases = lava_results(log)
-    assert cases["job"]["result"] == "pass" and cases["idle"]["result"] == cases["cpu"]["result"] == "pass"
+    assert cases["job"]["result"] == "pass"
     (tmp_path / "job.log").write_text(log)
     run = tmp_path / "imported"
     imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
@@ -528,6 +528,8 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     assert info["kernel"]["machine"] == "riscv64" and summary["run"] == "qemu-farm"
     for load in ("idle", "cpu"):
         entry = summary["loads"][load]
+        # the board's word for a load in LAVA is rtlab's reading of the same files
+        assert cases[load]["result"] == ("pass" if entry["status"] == "complete" else "fail"), (load, entry)
         if entry["status"] != "complete":
             continue  # starved (above): no figures to hold LAVA's against
         for cpu, stats in entry["cpus"].items():  # LAVA's figures are rtlab's, from the same JSON
