@@ -58,8 +58,9 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # The others measure or boot, and check only what they started, so they pass beside another
 # rtlab measuring (a farm's tests judge what the farm does, never how late a thread woke): two
 # at a time, a file's tests on one worker (its runs made once) and the files that boot a
-# board, the farms' too, on one worker, one after another (BOARDS_TOGETHER: a riscv64 U-Boot
-# board rebooted beside another board's boot once never came back). What judges this
+# board, and a farm's test that boots a guest (`boots`), on one worker, one after another
+# (BOARDS_TOGETHER: a riscv64 U-Boot board rebooted beside another board's boot once never
+# came back); a farm's other tests measure this machine as host tests do, a file a group. What judges this
 # machine's own share of the CPU (a load's duty cycle, the work it did), or its quiet latency
 # over a monitor's quiet blocks, needs the machine to itself, and so does what holds every
 # CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants
@@ -70,7 +71,7 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # campaign's trace pass and never answered again, in two runs of make test in a row.
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
-BOARDS_TOGETHER = ("boards", "farm")
+BOARDS_TOGETHER = ("boards", "boots")
 SPIKES = "spikes"
 ALONE = "alone"
 
@@ -115,8 +116,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("guests") or item.get_closest_marker("farm"):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_FAILED]))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
-    # each file is one, the files that boot boards and the tests that plant spikes on this
-    # machine together one (read before pytest-xdist's own hook)
+    # each file is one, the files that boot boards, a farm's tests that boot a guest and the
+    # tests that plant spikes on this machine together one (read before pytest-xdist's own hook)
     for item in items:
         if any(item.get_closest_marker(group) for group in (*BOARDS_TOGETHER, SPIKES)):
             item.add_marker(pytest.mark.xdist_group("boards"))

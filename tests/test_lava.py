@@ -489,6 +489,7 @@ def _whole_or_starved(done: subprocess.CompletedProcess[str], run: Path) -> None
 
 
 @pytest.mark.farm
+@pytest.mark.boots
 @needs_lava
 @pytest.mark.skipif(not shutil.which("qemu-system-riscv64"), reason="make test installs qemu-system-misc")
 def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp_path):
