@@ -393,27 +393,34 @@ def test_the_lava_report_of_a_soak_run_takes_its_segments_together(tmp_path, blo
         assert tail == ("unknown" if blocked else "pass", stats["p99_99_us"])
 
 
-# Holds one CPU at SCHED_FIFO 99 from before cyclictest starts until SECONDS after the run's
-# measure-start event: cyclictest's thread there never runs, not even to start, so it takes no
-# sample at all (what QEMU's emulation did to a riscv64 guest's CPU 1 on a busy host).
+# Holds one CPU at SCHED_FIFO 99 from before cyclictest starts, for COUNT of the run's
+# measurements (the load's, or a soak run's first segments): cyclictest's thread there never
+# runs, not even to start, so it takes no sample (what QEMU's emulation did to a riscv64
+# guest's CPU 1 on a busy host). Past a measurement's planned SECONDS the CPU is let go until
+# its end event is written (cyclictest waits for its thread to end), then held again before
+# the next one's cyclictest has started.
 _STARVER = """
 import os, sys, time
-cpu, events, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-os.sched_setaffinity(0, {cpu})
+cpu, events, start, end, seconds, count = sys.argv[1:]
+os.sched_setaffinity(0, {int(cpu)})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
-end = time.monotonic() + 60  # never longer, whatever the run does
-seen = False
-while time.monotonic() < end:
-    if not seen:
-        try:
-            seen = b" measure-start " in open(events, "rb").read()
-        except OSError:
-            pass
-        if seen:
-            end = time.monotonic() + seconds
-    spin = time.monotonic() + 0.01
-    while time.monotonic() < spin:
+give_up = time.monotonic() + 60  # never longer, whatever the run does
+begun = []  # when each measurement was seen to start
+ended = 0
+while time.monotonic() < give_up and ended < int(count):
+    try:
+        text = open(events, "rb").read()
+    except OSError:
+        text = b""
+    if text.count(f" {start} ".encode()) > len(begun):
+        begun.append(time.monotonic())
+    ended = text.count(f" {end} ".encode())
+    let_go = len(begun) > ended and time.monotonic() > begun[ended] + float(seconds) + 0.5
+    pause = time.monotonic() + 0.005
+    while time.monotonic() < pause and not let_go:
         pass
+    if let_go:
+        time.sleep(0.005)
 """
 
 
@@ -421,28 +428,60 @@ while time.monotonic() < end:
 @pytest.mark.alone  # a CPU held at SCHED_FIFO 99: any other test's thread there would starve too
 @needs_root
 @needs_tools
-def test_a_load_with_a_cpu_never_measured_fails_in_lavas_results_as_in_rtlabs(tmp_path):
+@pytest.mark.parametrize("starved", ["load", "every segment", "first segment"])
+def test_a_cpu_never_measured_is_judged_in_lavas_results_as_in_rtlabs(tmp_path, starved):
     # The agent's own word for the load (its load-end event, which LAVA's result is) is the
-    # host's: failed, naming the thread; LAVA gets no figures for it, as rtlab's report has none.
+    # host's: a load whose CPU was never measured fails, naming the thread, and so does a soak
+    # run's whose every segment was; LAVA then gets no figures, as rtlab's report has none. A
+    # soak run with one segment starved is whole, that segment set aside by both.
     run = tmp_path / "run"
     cpu = max(os.sched_getaffinity(0))
-    starver = subprocess.Popen([sys.executable, "-c", _STARVER, str(cpu), str(run / "events"), "3"])
+    soak = starved != "load"
+    marks = ("segment-start", "segment-end") if soak else ("measure-start", "measure-end")
+    count = 1 if starved != "every segment" else 2
+    starver = subprocess.Popen([sys.executable, "-c", _STARVER, str(cpu), str(run / "events"), *marks, "1",
+                                str(count)])  # fmt: skip
     try:
-        done = rtlab(*run_args(run, "idle", "1s"))
+        done = rtlab(*run_args(run, "idle", "2s" if soak else "1s", *(["--segment", "1s"] if soak else [])))
     finally:
         starver.kill()
         starver.wait()
-    assert done.returncode == 3, done.stderr
-    # cyclictest writes the average of no cycles as -nan
-    thread = json.loads((run / "loads/idle/cyclictest.json").read_text().replace("-nan", "null"))["thread"]
-    idle = [name for name, t in thread.items() if t["cycles"] == 0]
-    assert [thread[name]["cpu"] for name in idle] == [cpu], thread
-    why = f"cyclictest.json: thread {idle[0]} (CPU {cpu}) measured no samples"
-    assert event_seen(run / "events", "load-end", load="idle", status="failed", reason=why)
+    files = (
+        sorted(run.glob("loads/idle/segments/*/cyclictest.json"))
+        if soak
+        else [run / "loads/idle/cyclictest.json"]
+    )
+    idle = {}  # the threads that took no sample, by file, read here (cyclictest writes their avg as -nan)
+    for f in files:
+        thread = json.loads(f.read_text().replace("-nan", "null"))["thread"]
+        idle[f.parent.name] = [name for name, t in thread.items() if t["cycles"] == 0]
+        assert all(thread[name]["cpu"] == cpu for name in idle[f.parent.name]), thread
+    assert [bool(names) for names in idle.values()] == [True] * count + [False] * (len(files) - count), idle
     entry = read_json(run / "summary.json")["loads"]["idle"]
-    assert (entry["status"], entry["reason"]) == ("failed", why)
     cases = [words for words in lava_calls(run) if words[0] == "lava-test-case"]
-    assert cases == [["lava-test-case", "idle", "--result", "fail"]], cases
+    if starved == "first segment":
+        assert done.returncode == 0, done.stderr
+        assert entry["status"] == "complete" and event_seen(
+            run / "events", "load-end", load="idle", status="complete"
+        )
+        # LAVA's figures are rtlab's: the starved segment left out of both
+        figures = lava_cases(run)
+        for each, stats in entry["cpus"].items():
+            assert figures[f"idle.cpu{each}-max-latency"] == ("pass", stats["max_us"])
+            assert figures[f"idle.cpu{each}-min-latency"][1] == stats["min_us"]
+        assert entry["merged"]["samples"] == sum(
+            t["cycles"] for t in json.loads(files[1].read_text())["thread"].values()
+        )
+    else:
+        if soak:
+            lost = "; ".join(f"{seg}: thread {names[0]} measured no samples" for seg, names in idle.items())
+            why = f"no segment left a whole result ({lost})"
+        else:
+            why = f"cyclictest.json: thread {idle['idle'][0]} (CPU {cpu}) measured no samples"
+        assert done.returncode == 3, done.stderr
+        assert event_seen(run / "events", "load-end", load="idle", status="failed", reason=why)
+        assert (entry["status"], entry["reason"]) == ("failed", why)
+        assert cases == [["lava-test-case", "idle", "--result", "fail"]], cases
     assert not processes_in(run)
 
 

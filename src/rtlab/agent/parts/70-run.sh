@@ -44,10 +44,13 @@ run_load() {
 			REASON="the OOM killer killed nothing during the load: it never reached the out-of-memory condition"
 		fi
 	fi
-	# a CPU starved for the whole load: the agent's word (and LAVA's result) is the host's
+	# a CPU starved for the whole load, or for each segment of a soak run: the agent's word
+	# (and LAVA's result) is the host's
 	if [ -z "$REASON" ] && [ $STOP = 0 ] && [ -f "$ld/$F_CYCLICTEST_JSON" ]; then
 		idle=$(idle_threads "$ld/$F_CYCLICTEST_JSON")
 		if [ -n "$idle" ]; then REASON="$F_CYCLICTEST_JSON: $idle"; fi
+	elif [ -z "$REASON" ] && [ $STOP = 0 ] && [ -f "$ld/$F_SEGMENTS/$F_SEGMENTS_COMPLETE" ]; then
+		REASON=$(segments_starved "$ld")
 	fi
 	if [ -n "$REASON" ]; then
 		status=failed
@@ -77,12 +80,12 @@ load_result() {
 }
 
 # What in the cyclictest JSON $1 took no sample, in the host's words ("thread 1 (CPU 1) measured
-# no samples", "no thread measured a sample"); nothing when each thread measured. Such a
+# no samples", "no thread measured a sample"; with a second argument, as the host says it of a
+# segment: "threads 0, 1 measured no samples"); nothing when each thread measured. Such a
 # thread's CPU was never measured (a task above cyclictest's priority held it for the whole
-# load): the host fails the load for it, and so does the agent. A soak run's segments are left
-# to the host, which sets such a segment aside and keeps the others.
+# load), and the host fails the load for it, or sets the segment aside.
 idle_threads() {
-	tr -d ' \n\t' <"$1" | awk '
+	tr -d ' \n\t' <"$1" | awk -v names="${2:-}" '
 	{
 		n = split($0, part, "\"histogram\":[{]")
 		for (i = 2; i <= n; i++) {
@@ -94,15 +97,34 @@ idle_threads() {
 			if (!match(fields, "\"cycles\":0[,}]")) continue
 			cpu = "?"
 			if (match(fields, "\"cpu\":[0-9]+")) cpu = substr(fields, RSTART + 6, RLENGTH - 6)
-			if (++idle <= 4) said = said (idle > 1 ? ", " : "") name " (CPU " cpu ")"
+			if (!names) name = name " (CPU " cpu ")"
+			if (++idle <= 4) said = said (idle > 1 ? ", " : "") name
 		}
 	}
 	END {
 		if (!idle) exit
-		if (idle == threads) { print "no thread measured a sample"; exit }
+		if (idle == threads && !names) { print "no thread measured a sample"; exit }
 		more = idle > 4 ? " and " (idle - 4) " more" : ""
 		print "thread" (idle > 1 ? "s " : " ") said more " measured no samples"
 	}'
+}
+
+# Why no segment of the load folder $1 holds a whole result, in the host's words, when each of
+# them has a thread that took no sample; nothing when one is whole.
+segments_starved() {
+	lost=
+	count=0
+	for f in "$1/$F_SEGMENTS"/*/"$F_CYCLICTEST_JSON"; do
+		[ -f "$f" ] || continue
+		idle=$(idle_threads "$f" names)
+		[ -n "$idle" ] || return 0
+		count=$((count + 1))
+		seg=${f%/*}
+		if [ $count -le 3 ]; then lost="$lost${lost:+; }${seg##*/}: $idle"; fi
+	done
+	[ $count -gt 0 ] || return 0
+	if [ $count -gt 3 ]; then lost="$lost; and $((count - 3)) more"; fi
+	echo "no segment left a whole result ($lost)"
 }
 
 # Whether any load of the run does.

@@ -54,9 +54,11 @@ cmd_lava_report() {
 # segments) -> per CPU: cpu min max avg p99.99 exact|lower, the segments' threads of a CPU
 # taken together as rtlab does on the host (cycles and bins summed, avg weighted by cycles).
 # p99.99 is the nearest-rank percentile of all cycles; cycles beyond the histogram overflowed.
-# A thread without its numbers is left out; p99.99 is "-" without samples or a known range.
+# A thread without its numbers is left out; p99.99 is "-" without samples or a known range. A
+# segment with a thread that took no sample is left out whole, as the host sets it aside.
 lava_latencies() {
 	awk -v limit="$1" '
+	/"cycles":0[,}]/ { next }
 	{
 		n = split($0, part, "\"histogram\":[{]")
 		for (i = 2; i <= n; i++) {
