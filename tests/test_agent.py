@@ -717,3 +717,55 @@ def test_a_file_written_through_the_agent_arrives_whole_in_one_call_when_small(s
     assert (tmp_path / "run/3/plan.loads").read_text() == "x\n"
     assert not list(tmp_path.rglob("*.part"))
     assert target.agent(["file", "put64", "/run/3/odd"])[0] != 0  # a path without its content
+
+
+def _cyclictest_json(cycles: list[int]) -> str:
+    """cyclictest's --json output for threads with these cycle counts, one per CPU, laid out as
+    rt-tests 2.x writes it (an average over no cycles is -nan)."""
+    threads = {
+        str(n): {"histogram": {"30": c} if c else {}, "cycles": c, "min": 30 if c else 1000000,
+                 "max": 30 if c else 0, "avg": 30.0 if c else "NAN", "cpu": n, "node": 0}
+        for n, c in enumerate(cycles)
+    }  # fmt: skip
+    document = {"file_version": 1, "num_threads": len(cycles), "thread": threads}
+    return json.dumps(document, indent=2).replace('"NAN"', "-nan") + "\n"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(
+    "segments",
+    [[[5, 5]], [[5, 0]], [[0, 5, 0, 5]], [[0, 0]], [[0] * 6], [[5, 0], [5, 5]], [[5, 0], [0, 0]],
+     [[0, 0, 0, 0, 0, 5], [5, 0]], [[0, 5]] * 5],
+)  # fmt: skip
+def test_the_agents_words_for_a_thread_without_samples_are_the_hosts(tmp_path, busybox_path, shell, segments):
+    """A load (or a soak run's segments) with a thread that took no sample: the agent fails it
+    in the words rtlab's own reading of the files gives (its load-end event is LAVA's result)."""
+    from rtlab.rundir import cyclictest
+    from rtlab.rundir.disk import RunDir
+
+    text = AGENT.read_text()
+    functions = "\n".join(re.search(rf"^{f}\(\) {{\n.*?^}}\n", text, re.M | re.S)[0]  # type: ignore[index]
+                          for f in ("idle_threads", "segments_starved"))  # fmt: skip
+    variables = "\n".join(re.search(rf"^{v}=.*$", text, re.M)[0] for v in ("F_SEGMENTS", "F_CYCLICTEST_JSON"))  # type: ignore[index]
+    load = tmp_path / "run/loads/idle"
+    load.mkdir(parents=True)
+    soak = len(segments) > 1
+    for n, cycles in enumerate(segments, 1):
+        path = load / f"segments/{n:03d}/cyclictest.json" if soak else load / "cyclictest.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_cyclictest_json(cycles))
+    call = f'segments_starved "{load}"' if soak else f'idle_threads "{load}/cyclictest.json"'
+    argv, env = agent_cmd(shell, busybox_path)
+    said = subprocess.run([*argv[:-1 if shell == "dash" else 2], "-c", f"{variables}\n{functions}\n{call}"],
+                          capture_output=True, text=True, env=env, check=True).stdout.strip()  # fmt: skip
+    if soak:  # the load is lost only when every segment is: then the host's reason is the agent's
+        raw = RunDir(tmp_path / "run").raw_load("idle")
+        assert said == (raw.problem or ""), raw
+    else:  # the host's reading of the file, as the analysis checks it
+        try:
+            cyclictest.threads(cyclictest.read(load / "cyclictest.json"), 100)
+            host = None
+        except cyclictest.InvalidResult as e:
+            host = str(e)
+        assert (f"{cyclictest.FILE}: {said}" if said else None) == host

@@ -80,8 +80,9 @@ load_result() {
 }
 
 # What in the cyclictest JSON $1 took no sample, in the host's words ("thread 1 (CPU 1) measured
-# no samples", "no thread measured a sample"; with a second argument, as the host says it of a
-# segment: "threads 0, 1 measured no samples"); nothing when each thread measured. Such a
+# no samples" for the first such thread, "no thread measured a sample"; with a second argument,
+# as the host says it of a segment: "threads 0, 1 measured no samples"); nothing when each
+# thread measured. Such a
 # thread's CPU was never measured (a task above cyclictest's priority held it for the whole
 # load), and the host fails the load for it, or sets the segment aside.
 idle_threads() {
@@ -97,15 +98,15 @@ idle_threads() {
 			if (!match(fields, "\"cycles\":0[,}]")) continue
 			cpu = "?"
 			if (match(fields, "\"cpu\":[0-9]+")) cpu = substr(fields, RSTART + 6, RLENGTH - 6)
-			if (!names) name = name " (CPU " cpu ")"
+			if (!idle) first = name " (CPU " cpu ")"
 			if (++idle <= 4) said = said (idle > 1 ? ", " : "") name
 		}
 	}
 	END {
 		if (!idle) exit
-		if (idle == threads && !names) { print "no thread measured a sample"; exit }
-		more = idle > 4 ? " and " (idle - 4) " more" : ""
-		print "thread" (idle > 1 ? "s " : " ") said more " measured no samples"
+		if (!names && idle == threads) print "no thread measured a sample"
+		else if (!names) print "thread " first " measured no samples" # the host stops at the first
+		else print "thread" (idle > 1 ? "s " : " ") said (idle > 4 ? " and " (idle - 4) " more" : "") " measured no samples"
 	}'
 }
 
