@@ -430,7 +430,7 @@ while time.monotonic() < give_up and ended < int(count):
 @needs_tools
 @pytest.mark.skipif(
     Path("/proc/sys/kernel/sched_rt_runtime_us").read_text().strip() == "-1",
-    reason="with no limit on real-time tasks the held CPU's kernel workers never run: cyclictest may wait on them",
+    reason="no limit on real-time tasks: the held CPU's kernel workers never run, cyclictest waits on them",
 )
 @pytest.mark.parametrize("starved", ["load", "every segment", "first segment"])
 def test_a_cpu_never_measured_is_judged_in_lavas_results_as_in_rtlabs(tmp_path, starved):
