@@ -9,7 +9,8 @@ then short ones. A group not in DURATIONS counts as NEW_GROUP_S. The seconds cha
 order, never what runs.
 
 Each whole run writes its groups' seconds to $RTLAB_TEST_TIMES (the Makefile's measuring part
-asks for them); `make test-durations` keeps them as DURATIONS.
+asks for them), and beside it (WORKERS) each worker's groups with the seconds each began and
+ended; `make test-durations` keeps the first as DURATIONS.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 DURATIONS = Path(os.environ.get("RTLAB_TEST_DURATIONS") or Path(__file__).with_name("durations.json"))
 NEW_GROUP_S = 60
+WORKERS = "test-workers.json"
 
 
 def group(item: pytest.Item) -> str:
@@ -38,6 +40,8 @@ def order(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 _spent: dict[str, float] = {}
+# each worker's groups in the order it ran them: [group, first start, last stop] (epoch seconds)
+_ran: dict[str, list[list[str | float]]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -47,6 +51,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not at or "]" in name or "::" in name:  # no group, or an @ inside a test's parameters
         name = report.nodeid.partition("::")[0]
     _spent[name] = _spent.get(name, 0.0) + report.duration
+    node = getattr(report, "node", None)  # pytest-xdist's worker, on the session's side
+    rows = _ran.setdefault(str(node.gateway.id) if node is not None else "main", [])
+    if rows and rows[-1][0] == name:
+        rows[-1][2] = report.stop
+    else:
+        rows.append([name, report.start, report.stop])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -58,3 +68,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         ranked = dict(sorted(((g, round(s)) for g, s in _spent.items()), key=lambda gs: -gs[1]))
         Path(where).parent.mkdir(parents=True, exist_ok=True)
         Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
+        # and when each worker ran each group, in seconds from the first test's start: what a
+        # worker waited for at the end shows here (WORKERS beside TIMES)
+        t0 = min(float(rows[0][1]) for rows in _ran.values())
+        workers = {
+            worker: [
+                f"{float(start) - t0:7.0f} {float(stop) - t0:7.0f}  {group}" for group, start, stop in rows
+            ]
+            for worker, rows in sorted(_ran.items())
+        }
+        Path(where).with_name(WORKERS).write_text(json.dumps(workers, indent=1) + "\n")
