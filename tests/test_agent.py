@@ -769,3 +769,19 @@ def test_the_agents_words_for_a_thread_without_samples_are_the_hosts(tmp_path, b
         except cyclictest.InvalidResult as e:
             host = str(e)
         assert (f"{cyclictest.FILE}: {said}" if said else None) == host
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_tools_exit_is_named_a_signal_only_when_it_can_be_one(busybox_path, shell):
+    # rt-migrate-test's failed check exits with -1, 255 to the shell: not "signal 127" (Linux
+    # has 64 signals)
+    function = re.search(r"^exit_text\(\) {\n.*?^}\n", AGENT.read_text(), re.M | re.S)
+    assert function
+    argv, env = agent_cmd(shell, busybox_path)
+    calls = "; echo; ".join(f"exit_text tool {rc}" for rc in (1, 137, 192, 193, 255))
+    done = subprocess.run([*argv[: -1 if shell == "dash" else 2], "-c", f"{function[0]}\n{calls}"],
+                          capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    said = done.stdout.splitlines()
+    assert said == ["tool exited with status 1", "tool exited with signal 9", "tool exited with signal 64",
+                    "tool exited with status 193", "tool exited with status 255"]  # fmt: skip

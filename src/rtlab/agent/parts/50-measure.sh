@@ -84,7 +84,8 @@ signal_group() {
 
 # How a process ended, from the status `wait` gave.
 exit_text() {
-	if [ "$2" -gt 128 ]; then
+	# the shell's 128+N for a signal N (at most 64 on Linux): above, a status such as 255
+	if [ "$2" -gt 128 ] && [ "$2" -le 192 ]; then
 		printf '%s exited with signal %s' "$1" $(($2 - 128))
 	else
 		printf '%s exited with status %s' "$1" "$2"
