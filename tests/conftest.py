@@ -60,15 +60,15 @@ os.environ[SESSION_MARK.partition("=")[0]] = SESSION_MARK.partition("=")[2]
 # at a time, a file's tests on one worker (its runs made once) and the files that boot a
 # board, and a farm's test that boots a guest (`boots`), on one worker, one after another
 # (BOARDS_TOGETHER: a riscv64 U-Boot board rebooted beside another board's boot once never
-# came back); a farm's other tests measure this machine as host tests do, a file a group. What judges this
-# machine's own share of the CPU (a load's duty cycle, the work it did), or its quiet latency
-# over a monitor's quiet blocks, needs the machine to itself, and so does what holds every
-# CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.) What plants
-# a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU) also judges its quiet runs
-# quiet: two such beside each other would each take the other's spike for the machine's, so
-# they share one worker (SPIKES), the boards' one: beside the spike planters (a planted
-# bisection's loop at SCHED_FIFO 99 on CPU 0), the emulated x86_64 board went silent at its
-# campaign's trace pass and never answered again, in two runs of make test in a row.
+# came back); a farm's other tests measure this machine as host tests do, a file a group. What
+# judges this machine's own share of the CPU (a load's duty cycle, the work it did), or its
+# quiet latency over a monitor's quiet blocks, needs the machine to itself, and so does what
+# holds every CPU at SCHED_FIFO 99: ALONE. (The Makefile's PARALLEL and ALONE say the same.)
+# What plants a spike on this machine (a SCHED_FIFO 99 busy loop on one CPU) also judges its
+# quiet runs quiet: two such beside each other would each take the other's spike for the
+# machine's, so they share one worker (SPIKES), the boards' one: beside the spike planters (a
+# planted bisection's loop at SCHED_FIFO 99 on CPU 0), the emulated x86_64 board went silent
+# at its campaign's trace pass and never answered again, in two runs of make test in a row.
 GROUPS = ("unit", "hostile", "tools", "host", "guests", "boards", "farm")
 PARALLEL_GROUPS = ("unit", "hostile", "tools")
 BOARDS_TOGETHER = ("boards", "boots")

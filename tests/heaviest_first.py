@@ -40,8 +40,8 @@ def order(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 _spent: dict[str, float] = {}
-# each worker's groups in the order it ran them: [group, first start, last stop] (epoch seconds)
-_ran: dict[str, list[list[str | float]]] = {}
+# each worker's groups in the order it ran them: (group, first start, last stop) in epoch seconds
+_ran: dict[str, list[tuple[str, float, float]]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -54,9 +54,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     node = getattr(report, "node", None)  # pytest-xdist's worker, on the session's side
     rows = _ran.setdefault(str(node.gateway.id) if node is not None else "main", [])
     if rows and rows[-1][0] == name:
-        rows[-1][2] = report.stop
+        rows[-1] = (name, rows[-1][1], report.stop)
     else:
-        rows.append([name, report.start, report.stop])
+        rows.append((name, report.start, report.stop))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -70,11 +70,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
         # and when each worker ran each group, in seconds from the first test's start: what a
         # worker waited for at the end shows here (WORKERS beside TIMES)
-        t0 = min(float(rows[0][1]) for rows in _ran.values())
+        t0 = min(rows[0][1] for rows in _ran.values())
         workers = {
-            worker: [
-                f"{float(start) - t0:7.0f} {float(stop) - t0:7.0f}  {group}" for group, start, stop in rows
-            ]
+            worker: [f"{start - t0:7.0f} {stop - t0:7.0f}  {group}" for group, start, stop in rows]
             for worker, rows in sorted(_ran.items())
         }
         Path(where).with_name(WORKERS).write_text(json.dumps(workers, indent=1) + "\n")

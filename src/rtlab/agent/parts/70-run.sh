@@ -82,9 +82,8 @@ load_result() {
 # What in the cyclictest JSON $1 took no sample, in the host's words ("thread 1 (CPU 1) measured
 # no samples" for the first such thread, "no thread measured a sample"; with a second argument,
 # as the host says it of a segment: "threads 0, 1 measured no samples"); nothing when each
-# thread measured. Such a
-# thread's CPU was never measured (a task above cyclictest's priority held it for the whole
-# load), and the host fails the load for it, or sets the segment aside.
+# thread measured. Such a thread's CPU was never measured (a task above cyclictest's priority
+# held it for the whole load), and the host fails the load for it, or sets the segment aside.
 idle_threads() {
 	tr -d ' \n\t' <"$1" | awk -v names="${2:-}" '
 	{

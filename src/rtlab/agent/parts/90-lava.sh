@@ -24,11 +24,10 @@ cmd_lava_report() {
 		# per CPU: min, avg, max (with the deadline's verdict) and p99.99 from cyclictest's JSON,
 		# the load's own or its segments' (a soak run) taken together; a failed load has none, as
 		# in rtlab's report (its numbers cannot be vouched for)
-		case $status in complete | partial) ;; *)
+		if [ "$status" != complete ] && [ "$status" != partial ]; then
 			lava_call lava-test-set stop
 			continue
-			;;
-		esac
+		fi
 		ld=$DIR/$F_LOADS/$load
 		limit=$(sed -n "/^$CT_HISTOGRAM_FLAG\$/{n;p;}" "$ld/$F_CYCLICTEST_ARGV" 2>/dev/null | first_line)
 		if [ -f "$ld/$F_CYCLICTEST_JSON" ]; then set -- "$ld/$F_CYCLICTEST_JSON"; else set -- "$ld/$F_SEGMENTS"/*/"$F_CYCLICTEST_JSON"; fi
