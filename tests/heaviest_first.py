@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,8 @@ def order(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 _spent: dict[str, float] = {}
+# (epoch seconds) loaded with conftest.py as pytest starts, before its session and workers
+_LOADED = time.time()
 # each worker's groups in the order it ran them: (group, first start, last stop) in epoch seconds
 _ran: dict[str, list[tuple[str, float, float]]] = {}
 
@@ -75,4 +78,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             worker: [f"{start - t0:7.0f} {stop - t0:7.0f}  {group}" for group, start, stop in rows]
             for worker, rows in sorted(_ran.items())
         }
+        # and pytest's own start and finish: the workers' start-up and collection before the
+        # first test, their shutdown after the last
+        workers["pytest"] = [f"{_LOADED - t0:7.0f} {time.time() - t0:7.0f}  start and finish"]
         Path(where).with_name(WORKERS).write_text(json.dumps(workers, indent=1) + "\n")
