@@ -24,7 +24,13 @@ from hypothesis import settings
 
 import heaviest_first
 from console_report import pytest_runtest_makereport  # noqa: F401 (its hook)
-from heaviest_first import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401 (its hooks)
+from heaviest_first import (  # noqa: F401 (its hooks)
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    pytest_terminal_summary,
+    pytest_unconfigure,
+)
 from rtlab import children
 from rtlab.agent import script_path
 

@@ -10,7 +10,7 @@ order, never what runs.
 
 Each whole run writes its groups' seconds to $RTLAB_TEST_TIMES (the Makefile's measuring part
 asks for them), and beside it (WORKERS) each worker's groups with the seconds each began and
-ended; `make test-durations` keeps the first as DURATIONS.
+ended and pytest's own moments around them; `make test-durations` keeps the first as DURATIONS.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ def order(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 _spent: dict[str, float] = {}
-# (epoch seconds) loaded with conftest.py as pytest starts, before its session and workers
-_LOADED = time.time()
+# pytest's moments in epoch seconds, where the session is led: from conftest.py's loading on
+_moments: dict[str, float] = {"conftest loaded": time.time()}
+_workers: list[Path] = []  # where WORKERS goes, once the session has finished
 # each worker's groups in the order it ran them: (group, first start, last stop) in epoch seconds
 _ran: dict[str, list[tuple[str, float, float]]] = {}
 
@@ -62,6 +63,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         rows.append((name, report.start, report.stop))
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _moments["session start"] = time.time()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The groups' seconds to $RTLAB_TEST_TIMES, heaviest first, when every test ran (passed
     or failed; not after an interrupt)."""
@@ -71,14 +76,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         ranked = dict(sorted(((g, round(s)) for g, s in _spent.items()), key=lambda gs: -gs[1]))
         Path(where).parent.mkdir(parents=True, exist_ok=True)
         Path(where).write_text(json.dumps(ranked, indent=1) + "\n")
-        # and when each worker ran each group, in seconds from the first test's start: what a
-        # worker waited for at the end shows here (WORKERS beside TIMES)
-        t0 = min(rows[0][1] for rows in _ran.values())
-        workers = {
-            worker: [f"{start - t0:7.0f} {stop - t0:7.0f}  {group}" for group, start, stop in rows]
-            for worker, rows in sorted(_ran.items())
-        }
-        # and pytest's own start and finish: the workers' start-up and collection before the
-        # first test, their shutdown after the last
-        workers["pytest"] = [f"{_LOADED - t0:7.0f} {time.time() - t0:7.0f}  start and finish"]
-        Path(where).with_name(WORKERS).write_text(json.dumps(workers, indent=1) + "\n")
+        _moments["session finish"] = time.time()
+        _workers.append(Path(where).with_name(WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary() -> None:
+    _moments["terminal summary"] = time.time()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Beside TIMES (WORKERS): when each worker ran each group, in seconds from the first
+    test's start, what a worker waited for at the end shows there; and pytest's own moments
+    around them (its start-up and the workers' collection before the first test, their shutdown
+    after the last)."""
+    if not _workers:
+        return
+    t0 = min(rows[0][1] for rows in _ran.values())
+    workers = {
+        worker: [f"{start - t0:7.0f} {stop - t0:7.0f}  {group}" for group, start, stop in rows]
+        for worker, rows in sorted(_ran.items())
+    }
+    _moments["unconfigure"] = time.time()
+    workers["pytest"] = [f"{at - t0:7.0f}  {what}" for what, at in _moments.items()]  # in their order
+    _workers[0].write_text(json.dumps(workers, indent=1) + "\n")
