@@ -56,6 +56,13 @@ PARALLEL := unit or hostile or tools
 # measured; at nice 5 (a quarter, CI30, with two short make test runs beside it for 3 minutes)
 # the measuring part was 7 minutes behind CI29's by its middle.
 BESIDE_NICE := 10
+# ... and write their tests' files under folders of their own (pytest's --basetemp: emptied as
+# each starts, kept after it for a failed test's files). In pytest's numbered folders
+# (/tmp/pytest-of-USER) a session that ends later removes those of the sessions before it: the
+# measuring part's end took 98 s more than its tests: removing the every-CPU part's 5 GB in
+# 304,000 files, which `rm -rf` alone takes 40 s for here.
+# One root a checkout, so two checkouts' runs leave each other's alone.
+BESIDE_TMP := $(or $(TMPDIR),/tmp)/rtlab-tests-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 # make itself, named so that `make -n test` prints the line that runs the tests rather than
 # running it (make runs a line that names $(MAKE) even with -n)
 SUBMAKE = $(MAKE) --no-print-directory
@@ -137,7 +144,8 @@ test: lint test-setup
 	trap 'kill -TERM -$$beside $$beside 2>/dev/null; rm -f "$$log"' EXIT; trap 'exit 1' HUP INT TERM; \
 	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $$log)"; \
 	BESIDE_M="($(TESTS)) and ($(PARALLEL))" setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; \
-	    $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider -m "$$BESIDE_M"; \
+	    $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider \
+	        --basetemp=$(BESIDE_TMP)/every-cpu -m "$$BESIDE_M"; \
 	    first=$$?; $(SUBMAKE) test-newest || exit 1; exit $$first' > "$$log" 2>&1 & beside=$$!; \
 	RTLAB_TEST_TIMES=$(if $(subst not slow,,$(TESTS)),,$(TEST_TIMES)) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
@@ -157,7 +165,8 @@ test-fast: setup
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
 	echo "unit tests but the trials on $$($(NEWEST_PYTHON) --version)"; \
-	$(SUBMAKE) .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m "unit and not trials" -p no:cacheprovider
+	$(SUBMAKE) .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m "unit and not trials" -p no:cacheprovider \
+	    --basetemp=$(BESIDE_TMP)/newest
 
 # rebuilt, as .venv is, when the project's dependencies change
 .venv-newest/bin/pytest: pyproject.toml
