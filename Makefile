@@ -62,7 +62,7 @@ BESIDE_NICE := 10
 # measuring part's end took 98 s more than its tests: removing the every-CPU part's 5 GB in
 # 304,000 files, which `rm -rf` alone takes 40 s for here.
 # One root a checkout, so two checkouts' runs leave each other's alone.
-BESIDE_TMP := $(or $(TMPDIR),/tmp)/rtlab-tests-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
+BESIDE_TMP := $(or $(TMPDIR),/tmp)/rtlab-make-test-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 # make itself, named so that `make -n test` prints the line that runs the tests rather than
 # running it (make runs a line that names $(MAKE) even with -n)
 SUBMAKE = $(MAKE) --no-print-directory

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -49,6 +50,9 @@ AGENT = script_path()  # the agent as shipped: its parts and generated constants
 # the same machine neither blocks them nor fails them.
 TARGET_DIR = Path(tempfile.mkdtemp(prefix="rtlab-tests-"))
 os.environ["RTLAB_TARGET_DIR"] = str(TARGET_DIR)
+# ... gone with the session's process (a pytest-xdist worker is one too): each left its folder
+# in /tmp before, about ten a make test
+atexit.register(shutil.rmtree, TARGET_DIR, ignore_errors=True)
 # A session started under nohup ignores SIGHUP, and so would every rtlab it starts (rtlab
 # leaves an ignored SIGHUP ignored, by design), and a test's SIGHUP would stop none of them:
 # a handler that does nothing keeps this session deaf to it, and the processes it starts get
