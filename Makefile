@@ -61,7 +61,8 @@ BESIDE_NICE := 10
 # (/tmp/pytest-of-USER) a session that ends later removes those of the sessions before it: the
 # measuring part's end took 98 s more than its tests: removing the every-CPU part's 5 GB in
 # 304,000 files, which `rm -rf` alone takes 40 s for here.
-# One root a checkout, so two checkouts' runs leave each other's alone.
+# One root a checkout, so two checkouts' runs leave each other's alone (two make test at once
+# in one checkout would not: the second empties the first's).
 BESIDE_TMP := $(or $(TMPDIR),/tmp)/rtlab-make-test-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 # make itself, named so that `make -n test` prints the line that runs the tests rather than
 # running it (make runs a line that names $(MAKE) even with -n)
@@ -144,7 +145,7 @@ test: lint test-setup
 	trap 'kill -TERM -$$beside $$beside 2>/dev/null; rm -f "$$log"' EXIT; trap 'exit 1' HUP INT TERM; \
 	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $$log)"; \
 	BESIDE_M="($(TESTS)) and ($(PARALLEL))" setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; \
-	    $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider \
+	    mkdir -p $(BESIDE_TMP); $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider \
 	        --basetemp=$(BESIDE_TMP)/every-cpu -m "$$BESIDE_M"; \
 	    first=$$?; $(SUBMAKE) test-newest || exit 1; exit $$first' > "$$log" 2>&1 & beside=$$!; \
 	RTLAB_TEST_TIMES=$(if $(subst not slow,,$(TESTS)),,$(TEST_TIMES)) $(call TIMED,two at a time) $(BIN)/pytest -q --durations=30 \
@@ -165,8 +166,8 @@ test-fast: setup
 test-newest:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then echo "no second Python here: the unit tests ran on $(PYTHON) only"; exit 0; fi; \
 	echo "unit tests but the trials on $$($(NEWEST_PYTHON) --version)"; \
-	$(SUBMAKE) .venv-newest/bin/pytest && .venv-newest/bin/pytest -q $(XDIST) -m "unit and not trials" -p no:cacheprovider \
-	    --basetemp=$(BESIDE_TMP)/newest
+	$(SUBMAKE) .venv-newest/bin/pytest && mkdir -p $(BESIDE_TMP) && .venv-newest/bin/pytest -q $(XDIST) \
+	    -m "unit and not trials" -p no:cacheprovider --basetemp=$(BESIDE_TMP)/newest
 
 # rebuilt, as .venv is, when the project's dependencies change
 .venv-newest/bin/pytest: pyproject.toml

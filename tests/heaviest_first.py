@@ -55,6 +55,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not at or "]" in name or "::" in name:  # no group, or an @ inside a test's parameters
         name = report.nodeid.partition("::")[0]
     _spent[name] = _spent.get(name, 0.0) + report.duration
+    if not report.start:  # a crashed worker's report (pytest-xdist gives it no times)
+        return
     node = getattr(report, "node", None)  # pytest-xdist's worker, on the session's side
     rows = _ran.setdefault(str(node.gateway.id) if node is not None else "main", [])
     if rows and rows[-1][0] == name:

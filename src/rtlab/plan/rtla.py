@@ -129,7 +129,7 @@ def _noise_summary(text: str, name: str) -> ProbeResult:
         for (_, said), n in zip(sources, by_source, strict=True):
             counts[said] += int(n)
     if not found:
-        # rtla leaves out a CPU that finished no period (1 s, of which it measures 0.75 s)
+        # rtla leaves out a CPU that finished no period (1 s unless its -p says otherwise)
         raise InvalidProbe(f"{where} has no CPU's row: no CPU finished a period; measure longer")
     distinct(found, where)
     return ProbeResult({"noise": found}, 0, counts)
