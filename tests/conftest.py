@@ -30,6 +30,7 @@ from heaviest_first import (  # noqa: F401 (its hooks)
     pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,
+    pytest_testnodedown,
     pytest_unconfigure,
 )
 from rtlab import children
