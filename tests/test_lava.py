@@ -206,6 +206,13 @@ def lava_results(log: str) -> dict[str, dict[str, object]]:
     return {e["msg"]["case"]: e["msg"] for e in entries if e.get("lvl") == "results"}
 
 
+def kernel_spoke(log: str) -> bool:
+    """Whether a job's guest's kernel printed anything: its console, once up, prints the
+    kernel's buffer from its first line ("Linux version ...") on."""
+    entries = [e for e in map(yaml.safe_load, log.splitlines()) if isinstance(e, dict)]
+    return any(e.get("lvl") == "target" and "Linux version" in str(e.get("msg")) for e in entries)
+
+
 @pytest.mark.farm
 @needs_root
 @needs_tools
@@ -560,10 +567,14 @@ def test_lavas_qemu_device_boots_rtlabs_riscv64_guest_and_the_run_comes_back(tmp
     )
 
     status, log = lava_run(job, device, tmp_path / "dispatcher")
+    (tmp_path / "job.log").write_text(log)
+    # An emulated riscv64 guest on a busy host now and then prints nothing after OpenSBI (LAVA
+    # then waits out its boot's 5 minutes): said in rtlab's words for a guest that failed by
+    # itself, the test runs once more (conftest's GUEST_FAILED); any other failure is the farm's.
+    assert status == 0 or kernel_spoke(log), f"the guest did not start in LAVA's QEMU device: {log[-1500:]}"
     assert status == 0, log[-3000:]
     cases = lava_results(log)
     assert cases["job"]["result"] == "pass"
-    (tmp_path / "job.log").write_text(log)
     run = tmp_path / "imported"
     imported = rtlab("lava", "import", "--log", str(tmp_path / "job.log"), "-o", str(run))
     _whole_or_starved(imported, run)
