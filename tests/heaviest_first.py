@@ -16,7 +16,8 @@ On a machine of two CPUs what bounds a whole run is the CPU its tests spend, not
 time (a test waiting beside a guest takes little): each test's CPU-seconds (set-up, test and
 teardown: the pytest process that ran it and the children it reaped, a guest's QEMU among
 them) are summed where the session is led, shown with --durations as its heaviest, and given
-by group in WORKERS.
+by file in WORKERS (the boards' group's files apart). A child counts where it is reaped: a
+module's guest in the test whose teardown stops it, its whole life there.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     workers["pytest"] = [f"{at - t0:7.0f}  {what}" for what, at in _moments.items()]  # in their order
     cpu: dict[str, float] = {}
     for nodeid, seconds in _cpu.items():
-        cpu[_name(nodeid)] = cpu.get(_name(nodeid), 0.0) + seconds
+        file = nodeid.partition("::")[0]
+        cpu[file] = cpu.get(file, 0.0) + seconds
     workers["cpu-seconds"] = [f"{s:7.0f}  {g}" for g, s in sorted(cpu.items(), key=lambda gs: -gs[1])]
     _workers[0].write_text(json.dumps(workers, indent=1) + "\n")

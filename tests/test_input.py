@@ -392,6 +392,40 @@ def test_the_measuring_parts_groups_go_heaviest_first_and_their_seconds_are_kept
 
 
 @pytest.mark.tools
+def test_each_tests_cpu_seconds_are_its_own_and_its_childrens(tmp_path):
+    # tests/heaviest_first.py: a test whose child spun at least 1 CPU-second counts it, in the
+    # worker that ran it and where the session is led; a child that slept costs next to none
+    (tmp_path / "conftest.py").write_text("from heaviest_first import *  # noqa: F403\n")
+    (tmp_path / "test_spin.py").write_text(
+        "import subprocess, sys\n"
+        "SPIN = 'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1: pass'\n"
+        "def test_spin():\n"
+        "    subprocess.run([sys.executable, '-c', SPIN], check=True)\n"
+    )
+    (tmp_path / "test_sleep.py").write_text(
+        "import subprocess\ndef test_sleep():\n    subprocess.run(['sleep', '1'], check=True)\n"
+    )
+    times = tmp_path / "times" / "test-times.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "RTLAB_TEST_TIMES": str(times),
+           "RTLAB_TEST_DURATIONS": str(tmp_path / "none.json")}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "1", "--durations=2", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = re.findall(r"^(\d+\.\d+)s cpu  (\S+)$", done.stdout, re.MULTILINE)
+    assert [name for _, name in shown] == ["test_spin.py::test_spin", "test_sleep.py::test_sleep"], (
+        done.stdout
+    )
+    assert float(shown[0][0]) >= 1.0 and float(shown[1][0]) < 0.5, shown
+    by_file = dict(
+        row.split()[::-1]
+        for row in json.loads(times.with_name("test-workers.json").read_text())["cpu-seconds"]
+    )
+    assert set(by_file) == {"test_spin.py", "test_sleep.py"} and int(by_file["test_spin.py"]) >= 1, by_file
+
+
+@pytest.mark.tools
 def test_a_failed_tests_report_shows_its_boards_console_made_printable(tmp_path):
     # tests/conftest.py: the last lines of a fixture's console_tail(), once, control
     # characters and line breaks made visible; a console that cannot be read is said so
