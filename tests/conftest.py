@@ -27,6 +27,7 @@ import heaviest_first
 from console_report import pytest_runtest_makereport  # noqa: F401 (its hook)
 from heaviest_first import (  # noqa: F401 (its hooks)
     pytest_runtest_logreport,
+    pytest_runtestloop,
     pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,

@@ -98,7 +98,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _moments["session start"] = time.time()
-    _cpu_mark[0] = cpu_seconds()  # collection's own CPU is no test's
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """The CPU mark set as the tests begin: collection's own (about 10 CPU-seconds a process
+    for the whole suite) is no test's."""
+    _cpu_mark[0] = cpu_seconds()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -127,9 +133,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     """With --durations N, the N tests that spent the most CPU, beside pytest's slowest N."""
     _moments["terminal summary"] = time.time()
     shown = config.option.durations
-    if not shown or not _cpu:
+    if shown is None or not _cpu:
         return
-    heaviest = sorted(_cpu.items(), key=lambda nc: -nc[1])[:shown]
+    heaviest = sorted(_cpu.items(), key=lambda nc: -nc[1])[: shown or None]  # 0: every test, as pytest
     terminalreporter.write_sep(
         "=", f"heaviest {len(heaviest)} in CPU-seconds ({sum(_cpu.values()):.0f} in all)"
     )

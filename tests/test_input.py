@@ -394,7 +394,8 @@ def test_the_measuring_parts_groups_go_heaviest_first_and_their_seconds_are_kept
 @pytest.mark.tools
 def test_each_tests_cpu_seconds_are_its_own_and_its_childrens(tmp_path):
     # tests/heaviest_first.py: a test whose child spun at least 1 CPU-second counts it, in the
-    # worker that ran it and where the session is led; a child that slept costs next to none
+    # worker that ran it and where the session is led; a child that slept costs next to none,
+    # and what collection spent counts for no test
     (tmp_path / "conftest.py").write_text("from heaviest_first import *  # noqa: F403\n")
     (tmp_path / "test_spin.py").write_text(
         "import subprocess, sys\n"
@@ -402,8 +403,12 @@ def test_each_tests_cpu_seconds_are_its_own_and_its_childrens(tmp_path):
         "def test_spin():\n"
         "    subprocess.run([sys.executable, '-c', SPIN], check=True)\n"
     )
-    (tmp_path / "test_sleep.py").write_text(
-        "import subprocess\ndef test_sleep():\n    subprocess.run(['sleep', '1'], check=True)\n"
+    (tmp_path / "test_sleep.py").write_text(  # its collection spins 1 CPU-second: no test's
+        "import subprocess, time\n"
+        "t = time.process_time()\n"
+        "while time.process_time() - t < 1: pass\n"
+        "def test_sleep():\n"
+        "    subprocess.run(['sleep', '1'], check=True)\n"
     )
     times = tmp_path / "times" / "test-times.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "RTLAB_TEST_TIMES": str(times),
