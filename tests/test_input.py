@@ -334,6 +334,17 @@ def test_the_makefiles_parts_are_the_groups_conftest_names():
     assert part("ALONE") == (ALONE,) and ALONE not in GROUPS
 
 
+def inner_pytest(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """pytest run in FOLDER on its own tests (tests/ on its path, for the plugins they take)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=folder, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+
+
 @pytest.mark.tools
 def test_xdist_keeps_a_group_on_one_worker(tmp_path):
     # make test's measuring part (--dist loadgroup) keeps a file's tests, and the boards'
@@ -348,10 +359,7 @@ def test_xdist_keeps_a_group_on_one_worker(tmp_path):
     )
     for name in ("test_a1.py", "test_a2.py", "test_b1.py"):
         (tmp_path / name).write_text("".join(f"def test_{i}():\n    pass\n" for i in range(4)))
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = inner_pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-v")
     assert done.returncode == 0, done.stdout + done.stderr
     ran = re.findall(r"^\[(gw\d)\] .*PASSED (test_\w)\d", done.stdout, re.MULTILINE)
     assert len(ran) == 12, done.stdout
@@ -377,13 +385,8 @@ def test_the_measuring_parts_groups_go_heaviest_first_and_their_seconds_are_kept
     weights = {"test_heavy": 100, "test_mid": 50, "test_light": 1}  # test_new: NEW_GROUP_S, 60
     (tmp_path / "durations.json").write_text(json.dumps(weights))
     times = tmp_path / "times" / "test-times.json"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "RTLAB_TEST_TIMES": str(times),
-           "RTLAB_TEST_DURATIONS": str(tmp_path / "durations.json")}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "1", "--dist", "loadgroup", "--no-loadscope-reorder", "-v",
-         "-p", "no:cacheprovider"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    env = {"RTLAB_TEST_TIMES": str(times), "RTLAB_TEST_DURATIONS": str(tmp_path / "durations.json")}
+    done = inner_pytest(tmp_path, "-n", "1", "--dist", "loadgroup", "--no-loadscope-reorder", "-v", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     ran = re.findall(r"PASSED (test_\w+)\.py::test_(\d)", done.stdout)
     heaviest_first = ("test_heavy", "test_new", "test_mid", "test_light")
@@ -396,27 +399,21 @@ def test_each_tests_cpu_seconds_are_its_own_and_its_childrens(tmp_path):
     # tests/heaviest_first.py: a test whose child spun at least 1 CPU-second counts it, in the
     # worker that ran it and where the session is led; a child that slept costs next to none,
     # and what collection spent counts for no test
-    (tmp_path / "conftest.py").write_text("from heaviest_first import *  # noqa: F403\n")
-    (tmp_path / "test_spin.py").write_text(
-        "import subprocess, sys\n"
-        "SPIN = 'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1: pass'\n"
-        "def test_spin():\n"
-        "    subprocess.run([sys.executable, '-c', SPIN], check=True)\n"
-    )
-    (tmp_path / "test_sleep.py").write_text(  # its collection spins 1 CPU-second: no test's
-        "import subprocess, time\n"
-        "t = time.process_time()\n"
-        "while time.process_time() - t < 1: pass\n"
-        "def test_sleep():\n"
-        "    subprocess.run(['sleep', '1'], check=True)\n"
-    )
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass\n"
+    files = {
+        "conftest.py": "from heaviest_first import *  # noqa: F403\n",
+        "spinner.py": spin,  # 1 CPU-second, run or imported
+        "test_spin.py": "import subprocess, sys\ndef test_spin():\n"
+        "    subprocess.run([sys.executable, 'spinner.py'])\n",
+        # its collection spins: no test's
+        "test_sleep.py": "import subprocess, spinner\ndef test_sleep():\n"
+        "    subprocess.run(['sleep', '1'])\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
     times = tmp_path / "times" / "test-times.json"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "RTLAB_TEST_TIMES": str(times),
-           "RTLAB_TEST_DURATIONS": str(tmp_path / "none.json")}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "1", "--durations=2", "-p", "no:cacheprovider"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    env = {"RTLAB_TEST_TIMES": str(times), "RTLAB_TEST_DURATIONS": str(tmp_path / "none.json")}
+    done = inner_pytest(tmp_path, "-n", "1", "--durations=2", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     shown = re.findall(r"^(\d+\.\d+)s cpu  (\S+)$", done.stdout, re.MULTILINE)
     assert [name for _, name in shown] == ["test_spin.py::test_spin", "test_sleep.py::test_sleep"], (
@@ -454,11 +451,7 @@ def test_a_failed_tests_report_shows_its_boards_console_made_printable(tmp_path)
         "def test_passes(board):\n"
         "    pass\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "1", "-p", "no:cacheprovider", "test_one.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    done = inner_pytest(tmp_path, "-n", "1", "test_one.py")
     assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert done.stdout.count("board's console, its last 60 lines") == 1, done.stdout
     assert "60 lines\nkernel ?[2J panic?here\n" in done.stdout, done.stdout
@@ -485,5 +478,9 @@ def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_b
     qemu = Path(__file__).parents[1] / "src/rtlab/targets/qemu/__init__.py"
     assert 'f"the {self.name} guest did not start' in qemu.read_text()
     assert re.search(GUEST_FAILED, "rtlab: the debian-rt guest did not start (no shell within 300 s)")
+    # ... and test_lava's for a guest that LAVA's QEMU device booted and that never got past its firmware
+    lava = "the guest did not start in LAVA's QEMU device"
+    assert lava in Path(__file__).with_name("test_lava.py").read_text()
+    assert re.search(GUEST_FAILED, f"AssertionError: {lava}: ...")
     for other in ("cyclictest: failed (exit 1)", "the board did not come back", "load cpu: partial"):
         assert not re.search(GUEST_FAILED, other)
