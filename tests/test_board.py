@@ -180,8 +180,9 @@ def test_check_sees_the_board_and_its_kernel(board):
 
 
 def _idle_threads(segment: Path) -> list[str]:
-    """The threads of a segment's cyclictest.json that took no sample (their avg is -nan)."""
-    threads = json.loads(re.sub(r"-?nan\b", "null", segment.read_text()))["thread"]
+    """The threads of a segment's cyclictest.json that took no sample (their avg is -nan, or
+    inf where a thread stopped between taking a sample and counting it)."""
+    threads = json.loads(re.sub(r'("avg": ?)-?(?:nan|inf)\b', r"\1null", segment.read_text()))["thread"]
     return [name for name, t in threads.items() if t["cycles"] == 0]
 
 

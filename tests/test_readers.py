@@ -857,3 +857,24 @@ def test_no_module_reads_a_file_around_the_boundary():
             if call:
                 found.append(f"{rel}:{node.lineno} {call}")
     assert found == [], "files read around rtlab.boundary: " + ", ".join(found)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("avg", ["-nan", "inf"])
+def test_a_thread_stopped_before_it_counted_a_sample_measured_nothing(tmp_path, avg):
+    # cyclictest's average over no cycles: -nan, or inf where the thread stopped between taking
+    # a sample and counting it (a starved riscv64 board's, min and max set): no samples, not damage
+    from rtlab.rundir import cyclictest
+
+    thread = '{"histogram": {}, "cycles": 0, "min": 1276, "max": 1276, "avg": AVG, "cpu": 1, "node": -1}'
+    thread = thread.replace("AVG", avg)
+    measured = '{"histogram": {"3": 5}, "cycles": 5, "min": 3, "max": 3, "avg": 3.00, "cpu": 0, "node": -1}'
+    path = tmp_path / "cyclictest.json"
+    path.write_text('{"file_version": 1, "thread": {"0": ' + measured + ', "1": ' + thread + "}}\n")
+    data = cyclictest.read(path)
+    assert cyclictest.idle_threads(data) == ["1"] and data["thread"]["1"]["avg"] is None
+    with pytest.raises(InvalidResult, match=r"thread 1 \(CPU 1\) measured no samples"):
+        cyclictest.threads(data, 100_000)
+    path.write_text(path.read_text().replace('"cycles": 0', '"cycles": 1'))  # inf over a cycle is damage
+    with pytest.raises(InvalidResult):
+        cyclictest.threads(cyclictest.read(path), 100_000)

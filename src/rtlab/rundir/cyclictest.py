@@ -8,7 +8,8 @@ the `-h` range, so cycles minus the binned total is the overflow count.
 A file that is cut off, not JSON, or whose values are not what cyclictest writes is an
 InvalidResult whose message says what is wrong: such a load is failed, never reported with
 numbers. A thread that measured nothing is told as such, not as a damaged file: cyclictest
-prints its average as `%.2f` of 0/0, `-nan`, which only in that field is read as null.
+prints its average as `%.2f` of 0/0, `-nan` (or `inf`, a sample taken and not yet counted),
+which only in that field is read as null.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ FILE = layout.CYCLICTEST_JSON
 NOTHING_MEASURED = f"{FILE}: no thread measured a sample"
 NO_SAMPLES = "measured no samples"  # one thread did not (the others may have)
 # cyclictest's spelling of an average over no cycles, read as null (the field only: anywhere
-# else it stays what it is, not JSON)
-_NAN_AVG = re.compile(rb'("avg":[ ]?)-?nan(?=[ \n]*[,}])')
+# else it stays what it is, not JSON): -nan, or inf where a thread stopped between taking its
+# sample and counting it (its min and max set; seen on a starved riscv64 board)
+_NAN_AVG = re.compile(rb'("avg":[ ]?)-?(?:nan|inf)(?=[ \n]*[,}])')
 
 
 class InvalidResult(ValueError):
