@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -270,6 +271,14 @@ def event_seen(events: Path, kind: str, **fields: str) -> bool:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+def idle_threads(path: Path) -> dict[str, dict[str, Any]]:
+    """The threads of a cyclictest.json that took no sample (0 cycles), read here, apart from
+    rtlab's reader: their average is cyclictest's -nan, or inf where a thread stopped between
+    taking a sample and counting it (not JSON: read as null)."""
+    text = re.sub(r'("avg": ?)-?(?:nan|inf)\b', r"\1null", path.read_text())
+    return {name: t for name, t in json.loads(text)["thread"].items() if t["cycles"] == 0}
 
 
 def fake_sysfs(root: Path, governors: dict[int, str]) -> dict[Path, bytes]:

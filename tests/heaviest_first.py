@@ -68,14 +68,6 @@ def cpu_seconds() -> float:
 _cpu_mark = [cpu_seconds()]
 
 
-def _name(nodeid: str) -> str:
-    """The group a test's node ID names: its @GROUP under --dist loadgroup, else its file."""
-    _, at, name = nodeid.rpartition("@")
-    if not at or "]" in name or "::" in name:  # no group, or an @ inside a test's parameters
-        name = nodeid.partition("::")[0]
-    return name
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Each group's seconds (set-up, test and teardown, reruns too), added up where the session
     is led: workers' reports reach it, their node IDs ending in @GROUP under --dist loadgroup.
@@ -85,7 +77,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         now = cpu_seconds()
         _cpu[report.nodeid] = _cpu.get(report.nodeid, 0.0) + now - _cpu_mark[0]
         _cpu_mark[0] = now
-    name = _name(report.nodeid)
+    _, at, name = report.nodeid.rpartition("@")
+    if not at or "]" in name or "::" in name:  # no group, or an @ inside a test's parameters
+        name = report.nodeid.partition("::")[0]
     _spent[name] = _spent.get(name, 0.0) + report.duration
     if not report.start:  # a crashed worker's report (pytest-xdist gives it no times)
         return

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_DIR, read_json, rtlab, run_args, start_rtlab, wait_for
+from conftest import TARGET_DIR, idle_threads, read_json, rtlab, run_args, start_rtlab, wait_for
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
@@ -179,13 +179,6 @@ def test_check_sees_the_board_and_its_kernel(board):
         assert document["ready"] is False and done.returncode == 1, done.stdout
 
 
-def _idle_threads(segment: Path) -> list[str]:
-    """The threads of a segment's cyclictest.json that took no sample (their avg is -nan, or
-    inf where a thread stopped between taking a sample and counting it)."""
-    threads = json.loads(re.sub(r'("avg": ?)-?(?:nan|inf)\b', r"\1null", segment.read_text()))["thread"]
-    return [name for name, t in threads.items() if t["cycles"] == 0]
-
-
 def test_a_whole_campaign_over_ssh_with_segments_and_traces(board, tmp_path):
     out = tmp_path / "campaign"
     done = rtlab(
@@ -207,7 +200,7 @@ def test_a_whole_campaign_over_ssh_with_segments_and_traces(board, tmp_path):
         # --set: 7 of 12 segments at 200 us, 3 of 12 at 1 ms, with the tracer or without, on a
         # busy host); x86_64's and arm64's boards did not. A load whose every segment was lost
         # fails, saying why, and publishes no figures.
-        idle = {seg: _idle_threads(seg) for seg in segments}
+        idle = {seg: list(idle_threads(seg)) for seg in segments}
         whole = [seg for seg in segments if not idle[seg]]
         said = " ".join(
             w["message"] for w in summary["warnings"] if w["code"] == "segments-lost" and w["load"] == load

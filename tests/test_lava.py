@@ -5,11 +5,9 @@ campaign measured directly; a job that went wrong is imported as failed."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +20,7 @@ import yaml
 from conftest import (
     TARGET_DIR,
     event_seen,
+    idle_threads,
     needs_root,
     needs_tools,
     processes_in,
@@ -32,6 +31,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
+from rtlab.farm.lava import log_entries
 
 LAVA_RUN = shutil.which("lava-run")
 needs_lava = pytest.mark.skipif(LAVA_RUN is None, reason="make test installs lava-dispatcher")
@@ -202,28 +202,16 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
     assert processes_named("cyclictest", "stress-ng") == set()
 
 
-def lava_entries(log: str) -> list[dict[str, object]]:
-    """A job's log's entries (one YAML mapping a line); what else the dispatcher printed
-    (a crash's traceback, its argument errors) is passed over."""
-    entries = []
-    for line in log.splitlines():
-        with contextlib.suppress(yaml.YAMLError):
-            entry = yaml.safe_load(line)
-            if isinstance(entry, dict):
-                entries.append(entry)
-    return entries
-
-
 def lava_results(log: str) -> dict[str, dict[str, object]]:
     """LAVA's results in a job's log, by test case."""
-    return {e["msg"]["case"]: e["msg"] for e in lava_entries(log) if e.get("lvl") == "results"}  # type: ignore[index]
+    return {e["msg"]["case"]: e["msg"] for e in log_entries(log) if e.get("lvl") == "results"}
 
 
 def hung_after_firmware(log: str) -> bool:
     """Whether a job's guest ran its firmware (OpenSBI's banner) and then its kernel printed
     nothing: a kernel's console, once up, prints its buffer from the first line ("Linux
     version ...") on."""
-    said = [str(e.get("msg")) for e in lava_entries(log) if e.get("lvl") == "target"]
+    said = [str(e.get("msg")) for e in log_entries(log) if e.get("lvl") == "target"]
     return any("OpenSBI" in line for line in said) and not any("Linux version" in line for line in said)
 
 
@@ -476,11 +464,11 @@ def test_a_cpu_never_measured_is_judged_in_lavas_results_as_in_rtlabs(tmp_path, 
         if soak
         else [run / "loads/idle/cyclictest.json"]
     )
-    idle = {}  # the threads that took no sample, by file, read here (their avg -nan, or inf)
+    idle = {}  # the threads that took no sample, by file
     for f in files:
-        thread = json.loads(re.sub(r'("avg": ?)-?(?:nan|inf)\b', r"\1null", f.read_text()))["thread"]
-        idle[f.parent.name] = [name for name, t in thread.items() if t["cycles"] == 0]
-        assert all(thread[name]["cpu"] == cpu for name in idle[f.parent.name]), thread
+        threads = idle_threads(f)
+        idle[f.parent.name] = list(threads)
+        assert all(t["cpu"] == cpu for t in threads.values()), threads
     assert [bool(names) for names in idle.values()] == [True] * count + [False] * (len(files) - count), idle
     entry = read_json(run / "summary.json")["loads"]["idle"]
     cases = [words for words in lava_calls(run) if words[0] == "lava-test-case"]

@@ -876,5 +876,5 @@ def test_a_thread_stopped_before_it_counted_a_sample_measured_nothing(tmp_path, 
     with pytest.raises(InvalidResult, match=r"thread 1 \(CPU 1\) measured no samples"):
         cyclictest.threads(data, 100_000)
     path.write_text(path.read_text().replace('"cycles": 0', '"cycles": 1'))  # inf over a cycle is damage
-    with pytest.raises(InvalidResult):
+    with pytest.raises(InvalidResult, match="thread 1 has avg null, not a number"):
         cyclictest.threads(cyclictest.read(path), 100_000)

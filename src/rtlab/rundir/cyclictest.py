@@ -32,7 +32,7 @@ NO_SAMPLES = "measured no samples"  # one thread did not (the others may have)
 # cyclictest's spelling of an average over no cycles, read as null (the field only: anywhere
 # else it stays what it is, not JSON): -nan, or inf where a thread stopped between taking its
 # sample and counting it (its min and max set; seen on a starved riscv64 board)
-_NAN_AVG = re.compile(rb'("avg":[ ]?)-?(?:nan|inf)(?=[ \n]*[,}])')
+_NO_AVERAGE = re.compile(rb'("avg":[ ]?)-?(?:nan|inf)(?=[ \n]*[,}])')
 
 
 class InvalidResult(ValueError):
@@ -55,7 +55,7 @@ def read(path: Path, root: Path | None = None) -> dict[str, Any]:
     """The parsed file; InvalidResult when it is not a JSON object."""
     try:
         raw = untrusted.read_bytes(path, untrusted.RESULT_BYTES, FILE, root)
-        data = untrusted.json_loads(_NAN_AVG.sub(rb"\1null", raw), FILE)
+        data = untrusted.json_loads(_NO_AVERAGE.sub(rb"\1null", raw), FILE)
     except untrusted.Damaged as e:
         raise InvalidResult(str(e)) from None
     if not isinstance(data, dict):
