@@ -78,6 +78,24 @@ def test_appendix_a_checks():
 
 
 @pytest.mark.tools
+def test_verify_prints_each_check_on_one_line_however_long_the_path(tmp_path):
+    # rich wraps at 80 columns in a pipe: a config under a long folder had its checks cut in
+    # two ("...: cpusets:" / "y ok"), and a grep for a check found nothing
+    folder = tmp_path / ("a-folder-with-a-long-name-" * 3)
+    folder.mkdir()
+    rt = {"CONFIG_ARM64": "y", "CONFIG_PREEMPT_RT": "y", "CONFIG_HZ": "1000", "CONFIG_CPUSETS": "y"}
+    ll = {**{k: v for k, v in rt.items() if k != "CONFIG_PREEMPT_RT"}, "CONFIG_PREEMPT": "y"}
+    for name, options in (("rt", rt), ("ll", ll)):
+        (folder / name).write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    done = rtlab("kernel", "verify", str(folder / "rt"), str(folder / "ll"))
+    lines = done.stdout.splitlines()
+    assert f"{folder / 'rt'}: cpusets: y ok" in lines, done.stdout
+    assert f"{folder / 'll'}: preemption model: lowlatency ok" in lines, done.stdout
+    assert "differs (preemption model): CONFIG_PREEMPT_RT: y / n" in lines, done.stdout
+    assert len(lines) == 2 * 7 + 2, done.stdout  # Appendix A's 3 and arm64's 4 a file, then the 2 differences
+
+
+@pytest.mark.tools
 def test_twin_diff_separates_model_derived_and_other():
     a = {"CONFIG_PREEMPT_RT": "y", "CONFIG_RCU_BOOST": "y", "CONFIG_HZ": "1000"}
     b = {"CONFIG_PREEMPT": "y", "CONFIG_HZ": "250"}
