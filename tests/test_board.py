@@ -20,6 +20,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -291,6 +292,54 @@ def test_a_probe_the_board_cannot_run_is_refused_before_anything_runs(board, tmp
     assert "not yet supported" in done.stderr and "leave out --probe oslat" in done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith("rtlab:")]
     assert len(said) == 1 and "oslat cannot measure" in said[0] and not out.exists(), done.stderr
+
+
+def hwlat_state(board: Board) -> str:
+    """The board's tracefs as an hwlat pass changes it, and what of rtlab's a pass may leave."""
+    tracefs = board.sh("cd /sys/kernel/tracing && cat current_tracer tracing_on tracing_thresh")
+    ours = f"ls -A {TARGET_DIR} 2>/dev/null | grep -E '^(lock|hwlat-)'; ps | grep '[a]gent.sh hwlat'; :"
+    left = board.sh(ours)
+    return f"{tracefs}\n{left}"
+
+
+def test_a_hwlat_pass_stopped_by_ctrl_c_is_ended_on_the_board_at_once(board, tmp_path):
+    # The hwlat tracer spins with interrupts off. A board's command outlives the connection a
+    # Ctrl-C drops: rtlab tells the agent there to stop, which puts tracefs back then, not
+    # when the 10 minutes asked for are up (another rtlab there would find the lock till then).
+    if board.guest.spec.arch.name != "x86_64":
+        pytest.skip("the stop is the agent's, the same on each board: one board shows it")
+    before = hwlat_state(board)
+    proc = start_rtlab("trace", "--hwlat", "--target", "ssh://board", "--duration", "10m",
+                       "--out", str(tmp_path / "hwlat"), env=board.env)  # fmt: skip
+    try:
+        wait_for(lambda: board.sh("cat /sys/kernel/tracing/current_tracer").strip() == "hwlat", 120)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr
+    assert "interrupted: the tracer was stopped and tracefs put back" in stderr, stderr
+    # tracefs as it was, no agent, no lock and no folder of the pass left on the board
+    assert hwlat_state(board) == before, stderr
+    assert not (tmp_path / "hwlat").exists()
+
+
+@pytest.mark.slow
+def test_a_hwlat_pass_longer_than_a_commands_wait_on_the_board_comes_home(board, tmp_path):
+    # a board's command is given COMMAND_S (120 s) to answer; a pass is waited for as long as
+    # it lasts, beyond that
+    if board.guest.spec.arch.name != "x86_64":
+        pytest.skip("the wait is the host's, the same for each board: one board shows it")
+    before = hwlat_state(board)
+    out = tmp_path / "hwlat"
+    done = rtlab("trace", "--hwlat", "--target", "ssh://board", "--duration", "150s", "--out", str(out),
+                 env=board.env, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = read_json(out / "hwlat.json")
+    assert doc["seconds"] == 150 and doc["virtual_machine"] is True
+    assert (out / "hwlat.trace").is_file()
+    assert hwlat_state(board) == before
 
 
 def test_the_linaro_rb5_study_runs_its_first_cell_on_the_board_of_its_architecture(board, tmp_path):

@@ -17,6 +17,7 @@ from rtlab.errors import RunFailed, Stopped, UsageError
 from rtlab.rundir import ftrace, layout
 from rtlab.rundir.disk import write_atomic, write_json
 from rtlab.rundir.events import Kind, parse
+from rtlab.runner.signals import Interrupted
 from rtlab.system import cpus
 from rtlab.targets.base import Target, target_dir
 
@@ -29,18 +30,28 @@ VM_NOTE = (
 )
 
 # What a pass stopped by a signal leaves, by the target's kind: a local agent is stopped in
-# order (its trap turns the tracer off), a guest is powered off; a board's command outlives
-# its connection and ends the pass itself, its tracer spinning until then.
+# order (its trap turns the tracer off), a guest is powered off. A board's command outlives
+# its connection: the agent there is told to stop, as a run's is, and its trap does the same;
+# a board that cannot be told ends the pass itself, its tracer spinning until then.
 _STOPPED = {
     "local": "the tracer was stopped and tracefs put back",
     "qemu": "the guest was powered off",
 }
-_STOPPED_ON_A_BOARD = "the board ends the pass itself when its --duration is up, and puts tracefs back"
+_STOPPED_ON_A_BOARD = _STOPPED["local"]
+_NOT_TOLD = "the board ends the pass itself when its --duration is up, and puts tracefs back"
 
 
-def stopped(kind: str) -> str:
-    """What an interrupted pass left on a target of KIND, for the user who stopped it."""
-    return _STOPPED.get(kind, _STOPPED_ON_A_BOARD)
+def stop(target: Target, remote: str) -> str:
+    """Ends an interrupted pass in REMOTE where it outlives rtlab's command (a board); what it
+    left, for the user who stopped it."""
+    kind = target.describe()["kind"]
+    if kind in _STOPPED:
+        return _STOPPED[kind]
+    try:
+        status, _ = target.agent(["stop", remote])
+    except (RunFailed, KeyboardInterrupt, Interrupted):  # lost, or a second Ctrl-C: not waited for
+        return _NOT_TOLD
+    return _STOPPED_ON_A_BOARD if status == 0 else _NOT_TOLD
 
 
 def cpumask(cpu_list: str) -> str:
@@ -53,12 +64,12 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
     remote = f"{target_dir()}/hwlat-{uuid.uuid4().hex[:12]}"
     args = ["hwlat", remote, str(seconds), str(threshold_us), *([cpumask(rt_cpus)] if rt_cpus else [])]
     try:
-        status, text = target.agent(args)
-    except KeyboardInterrupt:
-        raise Stopped(
-            f"hwlat on {target.name} interrupted: {stopped(target.describe()['kind'])}; "
-            f"nothing was written in {out}"
-        ) from None
+        status, text = target.agent(args, planned_s=seconds)
+    except (KeyboardInterrupt, Interrupted) as e:  # rtlab trace --hwlat's Ctrl-C, or a run's
+        left = stop(target, remote)
+        if isinstance(e, Interrupted):  # the run says what it left
+            raise
+        raise Stopped(f"hwlat on {target.name} interrupted: {left}; nothing was written in {out}") from None
     events = [e for e in map(parse, untrusted.lines(text)) if e is not None]
     start = next((e for e in events if e.kind == Kind.TRACE_START), None)
     end = next((e for e in events if e.kind == Kind.TRACE_END), None)

@@ -31,8 +31,10 @@ class Target(Protocol):
         """What run.json records about the target."""
         ...
 
-    def agent(self, args: list[str]) -> tuple[int, str]:
-        """Runs the agent to completion; its exit status and standard output."""
+    def agent(self, args: list[str], planned_s: float = 0) -> tuple[int, str]:
+        """Runs the agent to completion; its exit status and standard output. `planned_s`: how
+        long the command itself should take (an hwlat pass), waited for beyond the target's
+        margin for a command."""
         ...
 
     def workdir(self, run: RunDir, uid: str) -> str:

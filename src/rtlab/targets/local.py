@@ -35,7 +35,7 @@ class LocalTarget:
     def _argv(self, args: list[str]) -> list[str]:
         return [self.shell, str(script_path()), *args]
 
-    def agent(self, args: list[str]) -> tuple[int, str]:
+    def agent(self, args: list[str], planned_s: float = 0) -> tuple[int, str]:
         # A group of its own, ended whole if rtlab is interrupted: SIGTERM to the agent first,
         # so a command that changed the system puts it back (hwlat's trap turns the tracer off,
         # which would go on spinning with interrupts off if killed) with the commands it runs

@@ -44,6 +44,8 @@ T = TypeVar("T")
 # What one shell command on a board may print (stdout and stderr together): far more than any
 # step reads back (a boot's report with dmesg is under a megabyte), far less than a host's memory
 SHELL_OUTPUT_CAP = 64 << 20
+# how long a command may take before the board is taken to have stopped answering
+COMMAND_S = 120.0
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -198,7 +200,9 @@ class SshTarget:
             raise ConnectionError(f"{self.name}: the connection was dropped")
         return self._conn
 
-    async def _sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+    async def _sh(
+        self, command: str, data: bytes | None = None, timeout: float = COMMAND_S
+    ) -> tuple[int, bytes]:
         """COMMAND's exit status and its stdout then stderr, read as they come and refused past
         SHELL_OUTPUT_CAP bytes together: what a board prints is never held whole unread.
         Past TIMEOUT the connection is dropped: a channel ends only when the board says so, and
@@ -243,7 +247,9 @@ class SshTarget:
             done = await proc.wait()
         return int(done.exit_status if done.exit_status is not None else 255), out + err
 
-    def _run_sh(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+    def _run_sh(
+        self, command: str, data: bytes | None = None, timeout: float = COMMAND_S
+    ) -> tuple[int, bytes]:
         try:
             # the connection's own first command (the agent's copy) may time out too: a board
             # that answers SSH while it still boots is slow, and a poller must see RunFailed
@@ -252,7 +258,7 @@ class SshTarget:
         except (OSError, asyncssh.Error, TimeoutError) as e:
             raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
 
-    def shell(self, command: str, data: bytes | None = None, timeout: float = 120) -> tuple[int, bytes]:
+    def shell(self, command: str, data: bytes | None = None, timeout: float = COMMAND_S) -> tuple[int, bytes]:
         """COMMAND run by the board's shell (its values quoted by the caller), DATA as its
         input: (exit status, stdout and stderr). rtlab boot's steps go through this."""
         return self._run_sh(command, data, timeout)
@@ -270,8 +276,8 @@ class SshTarget:
             data["host_key"] = self.host_key_note
         return data
 
-    def agent(self, args: list[str]) -> tuple[int, str]:
-        status, out = self._run_sh(self._agent_command(args))
+    def agent(self, args: list[str], planned_s: float = 0) -> tuple[int, str]:
+        status, out = self._run_sh(self._agent_command(args), timeout=COMMAND_S + planned_s)
         return status, out.decode("utf-8", "replace")
 
     def workdir(self, run: RunDir, uid: str) -> str:

@@ -263,6 +263,9 @@ cmd_hwlat() {
 		emit "$E_TRACE_END" spikes=0 reason=another rtlab run is measuring on this system
 		return 1
 	fi
+	# `agent.sh stop DIR` ends the pass as it ends a run: a board's command outlives the
+	# connection that a Ctrl-C on the host drops
+	echo $$ >"$DIR/$F_AGENT_PID"
 	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	# nothing changed yet when the save fails or a stop came while it saved: nothing will be,
 	# nor put back (the EXIT trap restores what a save holds)
@@ -272,7 +275,7 @@ cmd_hwlat() {
 		return 1
 	fi
 	if [ "$STOP" = 1 ]; then
-		rm -f "$TRACESAVE"
+		rm -rf "$DIR"
 		return 1
 	fi
 	echo 0 >"$tfs/tracing_on"
@@ -291,8 +294,11 @@ cmd_hwlat() {
 	cat "$tfs/trace" >"$DIR/$F_HWLAT_TRACE"
 	tracefs_restore
 	# stopped: tracefs is put back, and the host reads no more (a trace printed to no one
-	# would block this shell until it is killed, its cleanup undone)
-	if [ "$STOP" = 1 ]; then return 1; fi
+	# would block this shell until it is killed, its cleanup undone); nothing is kept
+	if [ "$STOP" = 1 ]; then
+		rm -rf "$DIR"
+		return 1
+	fi
 	tracefs_state "$tfs" >"$DIR/$F_TRACEFS_AFTER"
 	emit "$E_TRACE_END" spikes="$(grep -c 'inner/outer' "$DIR/$F_HWLAT_TRACE")"
 	for f in "$F_HWLAT_TRACE" "$F_TRACEFS_BEFORE" "$F_TRACEFS_AFTER"; do
@@ -300,6 +306,8 @@ cmd_hwlat() {
 		cat "$DIR/$f"
 	done
 	say "$E_HWLAT_END"
+	# the host has the files: the target keeps nothing of the pass
+	rm -rf "$DIR"
 }
 
 cmd_file() {

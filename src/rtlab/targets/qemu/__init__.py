@@ -48,6 +48,7 @@ from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
+AGENT_TIMEOUT_S = 300.0  # an agent command on the console (sysinfo, preflight, file ...)
 # How long a guest that overran its run has to answer one short command before it is killed:
 # a slow guest answers, a hung kernel does not (and the report tells the two apart). What it
 # answers goes into console.log: its clock, the kernel's last messages (those below the
@@ -356,9 +357,9 @@ class QemuTarget:
             )
         return data
 
-    def agent(self, args: list[str]) -> tuple[int, str]:
+    def agent(self, args: list[str], planned_s: float = 0) -> tuple[int, str]:
         console = self.started()
-        status, lines = console.run(f"sh {AGENT} {shlex.join(args)}", timeout=300)
+        status, lines = console.run(f"sh {AGENT} {shlex.join(args)}", timeout=AGENT_TIMEOUT_S + planned_s)
         return (status if status is not None else 124), "\n".join(lines)
 
     def workdir(self, run: RunDir, uid: str) -> str:
