@@ -166,7 +166,7 @@ def kernel_verify(
         for c in kernel_verify_checks.checks(options, expect if len(options_list) == 1 else None):
             ok &= c.ok
             verdict = Text("ok", "green") if c.ok else Text(f"want {c.want}", "red")
-            console.print(Text(f"{name}: {c.item}: {c.found} ").append_text(verdict))
+            console.print(Text(f"{name}: {c.item}: {c.found} ").append_text(verdict), soft_wrap=True)
     if len(options_list) == 2:
         pair = kernel_verify_checks.twins(options_list[0][1], options_list[1][1])
         for title, diff in (

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
 from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
@@ -24,8 +23,8 @@ class _Console(Console):
         # A line of text (a path, a check and its verdict) stays one line, as print() would
         # write it: rich wraps at the console's width, 80 columns in a pipe, and a script
         # reading `rtlab history baseline` or grepping `rtlab kernel verify` got it in pieces.
-        # Tables and panels keep the width they are laid out for.
-        if all(isinstance(o, str | Text) for o in objects):
+        # Tables, panels and a report's sections (rich Text) keep the width they are laid out for.
+        if all(isinstance(o, str) for o in objects):
             options.setdefault("soft_wrap", True)
         shown = (untrusted.printable(o, lines=True) if isinstance(o, str) else o for o in objects)
         super().print(*shown, **options)

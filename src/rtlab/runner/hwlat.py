@@ -7,6 +7,7 @@ The raw trace and tracefs before and after are kept in the output folder beside 
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import asdict
 from pathlib import Path
@@ -39,6 +40,7 @@ _STOPPED = {
 }
 _STOPPED_ON_A_BOARD = _STOPPED["local"]
 _NOT_TOLD = "the board ends the pass itself when its --duration is up, and puts tracefs back"
+STOP_TRIES = 5  # a second apart
 
 
 def stop(target: Target, remote: str) -> str:
@@ -47,11 +49,16 @@ def stop(target: Target, remote: str) -> str:
     kind = target.describe()["kind"]
     if kind in _STOPPED:
         return _STOPPED[kind]
-    try:
-        status, _ = target.agent(["stop", remote])
-    except (RunFailed, KeyboardInterrupt, Interrupted):  # lost, or a second Ctrl-C: not waited for
-        return _NOT_TOLD
-    return _STOPPED_ON_A_BOARD if status == 0 else _NOT_TOLD
+    # a Ctrl-C as the command was on its way: the agent there is told once it has begun
+    for _ in range(STOP_TRIES):
+        try:
+            status, _ = target.agent(["stop", remote])
+            if status == 0:
+                return _STOPPED_ON_A_BOARD
+            time.sleep(1)
+        except (RunFailed, UsageError, OSError, KeyboardInterrupt, Interrupted):
+            return _NOT_TOLD  # lost, unreachable, or a second Ctrl-C: not waited for
+    return _NOT_TOLD
 
 
 def cpumask(cpu_list: str) -> str:

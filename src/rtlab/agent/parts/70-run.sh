@@ -187,11 +187,14 @@ cmd_run() {
 
 # Ends the run in DIR: its agent first (it stops in order), then any cyclictest or load
 # group it left behind (an agent killed with SIGKILL cannot: SIGTERM, then SIGKILL after
-# STOP_GRACE seconds), then the saved governors.
+# STOP_GRACE seconds), then the saved governors. Exit 1: DIR had no agent to tell (none had
+# started there yet, or it had ended and put everything back).
 cmd_stop() {
 	[ $# -ge 1 ] || die "usage: agent.sh stop DIR"
 	DIR=$1
+	told=0
 	if [ -f "$DIR/$F_AGENT_PID" ]; then
+		told=1
 		pid=$(cat "$DIR/$F_AGENT_PID")
 		kill -TERM "$pid" 2>/dev/null
 		wait_gone "$pid" 60
@@ -242,6 +245,7 @@ cmd_stop() {
 	governors_restore
 	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	tracefs_restore
+	[ $told = 1 ]
 }
 
 # The hwlat tracer: a kernel thread spins with interrupts off on one CPU at a time and records
@@ -251,31 +255,35 @@ cmd_stop() {
 cmd_hwlat() {
 	[ $# -ge 3 ] || die "usage: agent.sh hwlat DIR SECONDS THRESHOLD_US [CPUMASK]"
 	DIR=$1
-	mkdir -p "$DIR" || die "cannot make $DIR"
+	# a folder of its own, never one that was there: the pass removes it as it ends, and the
+	# target keeps nothing of it
+	{ mkdir -p "${DIR%/*}" && mkdir "$DIR"; } || die "cannot make $DIR"
+	trap on_signal INT TERM HUP
+	trap cleanup EXIT
+	# `agent.sh stop DIR` ends the pass as it ends a run (a board's command outlives the
+	# connection a Ctrl-C on the host drops): known from the start
+	echo $$ >"$DIR/$F_AGENT_PID"
 	tfs=$(tracefs_dir) || tfs=
 	if [ -z "$tfs" ] || ! grep -q hwlat "$tfs/available_tracers" 2>/dev/null; then
+		rm -rf "${DIR:?}"
 		emit "$E_TRACE_END" spikes=0 reason=no hwlat tracer: a kernel with CONFIG_HWLAT_TRACER=y and tracefs mounted
 		return 1
 	fi
-	trap on_signal INT TERM HUP
-	trap cleanup EXIT
 	if ! lock_take; then
+		rm -rf "${DIR:?}"
 		emit "$E_TRACE_END" spikes=0 reason=another rtlab run is measuring on this system
 		return 1
 	fi
-	# `agent.sh stop DIR` ends the pass as it ends a run: a board's command outlives the
-	# connection that a Ctrl-C on the host drops
-	echo $$ >"$DIR/$F_AGENT_PID"
 	TRACESAVE=$DIR/$F_TRACEFS_SAVED
 	# nothing changed yet when the save fails or a stop came while it saved: nothing will be,
 	# nor put back (the EXIT trap restores what a save holds)
 	if ! tracefs_save "$tfs" || ! cp "$TRACESAVE" "$DIR/$F_TRACEFS_BEFORE"; then
-		rm -f "$TRACESAVE"
+		rm -rf "${DIR:?}"
 		emit "$E_TRACE_END" spikes=0 reason=tracefs could not be saved: nothing was changed
 		return 1
 	fi
 	if [ "$STOP" = 1 ]; then
-		rm -rf "$DIR"
+		rm -rf "${DIR:?}"
 		return 1
 	fi
 	echo 0 >"$tfs/tracing_on"
@@ -296,7 +304,7 @@ cmd_hwlat() {
 	# stopped: tracefs is put back, and the host reads no more (a trace printed to no one
 	# would block this shell until it is killed, its cleanup undone); nothing is kept
 	if [ "$STOP" = 1 ]; then
-		rm -rf "$DIR"
+		rm -rf "${DIR:?}"
 		return 1
 	fi
 	tracefs_state "$tfs" >"$DIR/$F_TRACEFS_AFTER"
@@ -307,7 +315,7 @@ cmd_hwlat() {
 	done
 	say "$E_HWLAT_END"
 	# the host has the files: the target keeps nothing of the pass
-	rm -rf "$DIR"
+	rm -rf "${DIR:?}"
 }
 
 cmd_file() {
