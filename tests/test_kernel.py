@@ -113,7 +113,7 @@ needs_source = pytest.mark.skipif(
 
 @pytest.mark.tools
 @needs_source
-def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
+def test_real_merge_gives_each_twin_exactly_its_model(tmp_path, kernel_cache):
     configs = {}
     for preempt in ("rt", "lowlatency"):
         out = tmp_path / preempt
@@ -125,7 +125,7 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
             "--config-only",
             "-o",
             str(out),
-            env={"RTLAB_CACHE": str(tmp_path / "cache")},
+            env={"RTLAB_CACHE": str(kernel_cache)},
         )
         assert done.returncode == 0, done.stderr
         configs[preempt] = parse_config((out / ".config").read_text())
@@ -140,7 +140,7 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     # riscv's defconfig turns on debug options that add latency; the measurement kernels do not
     assert configs["rt"].get("CONFIG_DEBUG_PAGEALLOC", "n") == "n"
     assert configs["lowlatency"].get("CONFIG_DEBUG_SPINLOCK", "n") == "n"
-    assert Path(tmp_path / "cache/kernel-src/linux-source-6.12/Makefile").exists()
+    assert (kernel_cache / "kernel-src/linux-source-6.12/Makefile").exists()
     # the small base: other SoCs and ACPI gone, the board's own drivers and the PMIC kept
     for gone in ("CONFIG_ACPI", "CONFIG_ARCH_SUNXI", "CONFIG_SOUND", "CONFIG_NETFILTER"):
         assert configs["rt"].get(gone, "n") == "n", gone
@@ -155,7 +155,7 @@ def test_real_merge_gives_each_twin_exactly_its_model(tmp_path):
     # a fragment of the user's own is merged last and checked like the others
     own = tmp_path / "own.config"
     own.write_text("# CONFIG_HWLAT_TRACER is not set\n")
-    env = {"RTLAB_CACHE": str(tmp_path / "cache")}
+    env = {"RTLAB_CACHE": str(kernel_cache)}
     done = rtlab(
         "kernel", "build", "--config-only", "--fragment", str(own), "-o", str(tmp_path / "own"), env=env
     )
@@ -190,12 +190,12 @@ def test_the_x86_64_board_starts_from_tinyconfig_and_names_what_it_adds():
     not recipe.DEBIAN_SOURCE.exists() or shutil.which("gcc") is None,
     reason="make test installs linux-source-6.12 and gcc",
 )
-def test_the_x86_64_board_merges_onto_tinyconfig(tmp_path):
+def test_the_x86_64_board_merges_onto_tinyconfig(tmp_path, kernel_cache):
     """The real merge: every option of the fragments kept, x86_64 and PREEMPT_RT, the board's
     devices built in, and none of the x86_64 defconfig's desktop (its size is the point)."""
     out = tmp_path / "x86"
     done = rtlab("kernel", "build", "--board", "qemu-x86_64", "--config-only", "-o", str(out),
-                 env={"RTLAB_CACHE": str(tmp_path / "cache")})  # fmt: skip
+                 env={"RTLAB_CACHE": str(kernel_cache)})  # fmt: skip
     assert done.returncode == 0, done.stderr
     config = parse_config((out / ".config").read_text())
     assert all(c.ok for c in checks(config, "rt")), checks(config, "rt")

@@ -69,12 +69,12 @@ def test_arm64_configs_get_the_talks_checks_besides_appendix_a():
 
 @pytest.mark.tools
 @needs_source
-def test_the_rb5_twins_merge_onto_arm64s_defconfig(tmp_path):
+def test_the_rb5_twins_merge_onto_arm64s_defconfig(tmp_path, kernel_cache):
     """Both twins and the debug variant merged for real: Appendix A and the talk's checks hold,
     the twins differ in the model and what Kconfig derives from it only (on arm64 also
     transparent huge pages and NUMA balancing, which PREEMPT_RT turns off), the other SoC
     families are gone and the RB5's own drivers are built in."""
-    env = {"RTLAB_CACHE": str(tmp_path / "cache")}
+    env = {"RTLAB_CACHE": str(kernel_cache)}
     configs = {}
     for name, more in (
         ("rt", ["--preempt", "rt"]),
