@@ -302,15 +302,23 @@ def hwlat_state(board: Board) -> str:
     return f"{tracefs}\n{left}"
 
 
-def test_a_hwlat_pass_stopped_by_ctrl_c_is_ended_on_the_board_at_once(board, tmp_path):
+@pytest.mark.parametrize("how", ["trace", "gate"])
+def test_a_hwlat_pass_stopped_by_ctrl_c_is_ended_on_the_board_at_once(board, how, tmp_path):
     # The hwlat tracer spins with interrupts off. A board's command outlives the connection a
     # Ctrl-C drops: rtlab tells the agent there to stop, which puts tracefs back then, not
-    # when the 10 minutes asked for are up (another rtlab there would find the lock till then).
+    # when the 10 minutes asked for are up (another rtlab there would find the lock till then),
+    # whether the pass is rtlab trace --hwlat or a run's gate before it measures.
     if board.guest.spec.arch.name != "x86_64":
         pytest.skip("the stop is the agent's, the same on each board: one board shows it")
     before = hwlat_state(board)
-    proc = start_rtlab("trace", "--hwlat", "--target", "ssh://board", "--duration", "10m",
-                       "--out", str(tmp_path / "hwlat"), env=board.env)  # fmt: skip
+    out = tmp_path / "hwlat"
+    if how == "trace":
+        argv = ["trace", "--hwlat", "--target", "ssh://board", "--duration", "10m", "--out", str(out)]
+    else:
+        argv = run_args(
+            out, "idle", "1s", "--target", "ssh://board", "--hwlat-gate", "20us", "--hwlat-duration", "10m"
+        )
+    proc = start_rtlab(*argv, env=board.env)
     try:
         wait_for(lambda: board.sh("cat /sys/kernel/tracing/current_tracer").strip() == "hwlat", 120)
         proc.send_signal(signal.SIGINT)
@@ -319,10 +327,11 @@ def test_a_hwlat_pass_stopped_by_ctrl_c_is_ended_on_the_board_at_once(board, tmp
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 3, stderr
-    assert "interrupted: the tracer was stopped and tracefs put back" in stderr, stderr
+    said = "interrupted: " if how == "trace" else "nothing was measured (hwlat gate: "
+    assert f"{said}the tracer was stopped and tracefs put back" in stderr, stderr
     # tracefs as it was, no agent, no lock and no folder of the pass left on the board
     assert hwlat_state(board) == before, stderr
-    assert not (tmp_path / "hwlat").exists()
+    assert not out.exists()
 
 
 @pytest.mark.slow

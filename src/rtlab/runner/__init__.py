@@ -69,8 +69,9 @@ def execute(
                     raise Stopped(f"interrupted: {e}") from e
                 raise
             return replace(outcome, interrupted=True) if guard.caught else outcome
-    except Interrupted:
-        raise Stopped("interrupted before measuring began: nothing was measured") from None
+    except Interrupted as e:
+        left = f" ({e.args[0]})" if e.args else ""  # what a stopped hwlat gate left on the target
+        raise Stopped(f"interrupted before measuring began: nothing was measured{left}") from None
 
 
 def execute_parallel(
