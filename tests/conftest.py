@@ -263,6 +263,21 @@ def wait_for(predicate: Any, seconds: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def signalled(
+    proc: subprocess.Popen[str], ready: Any, sig: int = signal.SIGINT, seconds: float = 60.0
+) -> str:
+    """PROC's stderr once it has ended of SIG, sent as soon as READY holds (each waited for up to
+    SECONDS); PROC killed if it is still there, whatever failed."""
+    try:
+        wait_for(ready, seconds)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=seconds)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return str(stderr)
+
+
 def event_seen(events: Path, kind: str, **fields: str) -> bool:
     """Whether the agent's events file holds a `kind` line with these fields."""
     from rtlab.rundir.events import parse

@@ -20,7 +20,6 @@ import json
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_DIR, idle_threads, read_json, rtlab, run_args, start_rtlab, wait_for
+from conftest import TARGET_DIR, idle_threads, read_json, rtlab, run_args, signalled, start_rtlab, wait_for
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
@@ -319,13 +318,9 @@ def test_a_hwlat_pass_stopped_by_ctrl_c_is_ended_on_the_board_at_once(board, how
             out, "idle", "1s", "--target", "ssh://board", "--hwlat-gate", "20us", "--hwlat-duration", "10m"
         )
     proc = start_rtlab(*argv, env=board.env)
-    try:
-        wait_for(lambda: board.sh("cat /sys/kernel/tracing/current_tracer").strip() == "hwlat", 120)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    stderr = signalled(
+        proc, lambda: board.sh("cat /sys/kernel/tracing/current_tracer").strip() == "hwlat", seconds=120
+    )
     assert proc.returncode == 3, stderr
     said = "interrupted: " if how == "trace" else "nothing was measured (hwlat gate: "
     assert f"{said}the tracer was stopped and tracefs put back" in stderr, stderr

@@ -20,6 +20,7 @@ from conftest import (
     read_json,
     rtlab,
     run_args,
+    signalled,
     start_rtlab,
     wait_for,
 )
@@ -136,14 +137,11 @@ def test_an_interrupted_hwlat_pass_puts_the_tracer_back(how, sig, tmp_path):
     else:
         gate = ("--hwlat-gate", "20us", "--hwlat-duration", "60s")
         proc = start_rtlab(*run_args(out, "idle", "1s", *gate), env=env)
-    try:
-        wait_for(lambda: (tfs / "current_tracer").read_text() == "hwlat\n", 60)
-        wait_for(lambda: (tfs / "tracing_on").read_text() == "1\n" and list(where.glob("hwlat-*")), 60)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    def tracing() -> bool:
+        return ((tfs / "current_tracer").read_text(), (tfs / "tracing_on").read_text()) == ("hwlat\n", "1\n")
+
+    stderr = signalled(proc, lambda: tracing() and list(where.glob("hwlat-*")), sig)
     assert proc.returncode == 3, stderr
     said = "put back" if how == "trace" else "nothing was measured"
     assert "interrupted" in stderr and said in stderr and "run the same" not in stderr, stderr
