@@ -306,7 +306,8 @@ def test_sigint_before_the_agent_starts_says_so(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 3
-    assert "interrupted before measuring began" in stderr
+    said = [line for line in stderr.splitlines() if line.startswith("rtlab:")]
+    assert said == ["rtlab: interrupted before measuring began: nothing was measured"], stderr
     assert not (run / "run.json").exists() or read_json(run / "run.json")["status"] != "running"
 
 

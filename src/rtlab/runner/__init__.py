@@ -70,7 +70,7 @@ def execute(
                 raise
             return replace(outcome, interrupted=True) if guard.caught else outcome
     except Interrupted as e:
-        left = f" ({e.args[0]})" if e.args else ""  # what a stopped hwlat gate left on the target
+        left = f" ({e.left})" if e.left else ""  # what a stopped hwlat gate left on the target
         raise Stopped(f"interrupted before measuring began: nothing was measured{left}") from None
 
 

@@ -75,7 +75,8 @@ def run(target: Target, out: Path, seconds: int, threshold_us: int, rt_cpus: str
     except (KeyboardInterrupt, Interrupted) as e:  # rtlab trace --hwlat's Ctrl-C, or a run's
         left = stop(target, remote)
         if isinstance(e, Interrupted):  # the run says it, with what the pass left
-            raise Interrupted(f"hwlat gate: {left}") from None
+            e.left = f"hwlat gate: {left}"
+            raise
         raise Stopped(f"hwlat on {target.name} interrupted: {left}; nothing was written in {out}") from None
     events = [e for e in map(parse, untrusted.lines(text)) if e is not None]
     start = next((e for e in events if e.kind == Kind.TRACE_START), None)

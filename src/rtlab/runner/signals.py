@@ -15,7 +15,9 @@ from rtlab.targets.base import Target
 
 
 class Interrupted(BaseException):
-    """SIGINT, SIGTERM or SIGHUP before the agent started measuring."""
+    """SIGINT, SIGTERM or SIGHUP before the agent started measuring (its args: the signal)."""
+
+    left = ""  # what a pass it cut short left on the target (an hwlat gate's), said with the stop
 
 
 class Signals:
