@@ -221,6 +221,49 @@ def test_run_measures_and_restores_governors(shell, busybox_path, tmp_path):
 
 
 @pytest.mark.host
+@needs_root
+@needs_tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_run_has_put_everything_back_and_freed_the_lock_when_it_says_done(shell, busybox_path, tmp_path):
+    """The host reads `done` as the end of the run (over SSH it stops listening there) and may
+    start the next run on the system at once: by then the governors are back, the agent's pid
+    file gone and the lock free, not a moment later in the agent's exit."""
+    root = tmp_path / "root"
+    before = fake_root(root)
+    run, base = tmp_path / "run", tmp_path / "target"
+    write_plan(run, {"idle": None}, seconds=1)
+    cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--duration", "1", "--settle", "0")
+    env = {**env, "RTLAB_ROOT": str(root), "RTLAB_TARGET_DIR": str(base)}
+    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        seen = {}
+        for said in agent.stdout:  # read as the agent prints each line
+            event = parse(said)
+            if event is not None and event.kind == "clock":
+                seen["lock while measuring"] = (base / "lock").is_dir()
+            if event is not None and event.kind == "done":
+                # what the next run finds the moment the host has read `done`
+                seen["lock"] = (base / "lock").exists()
+                seen["agent.pid"] = (run / "agent.pid").exists()
+                seen["governors"] = {f: f.read_bytes() for f in before} == before
+                seen["status"] = event.get("status")
+                break
+        assert seen == {
+            "lock while measuring": True,
+            "lock": False,
+            "agent.pid": False,
+            "governors": True,
+            "status": "complete",
+        }
+        assert agent.wait(30) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        agent.wait()
+    assert processes_in(run) == []
+
+
+@pytest.mark.host
 def test_arguments_are_data_not_code(busybox_path, tmp_path):
     # load.argv lines reach the program as single arguments; nothing in them is run.
     run = tmp_path / "run"

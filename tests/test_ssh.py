@@ -5,6 +5,7 @@ unknown and changed, hostile names, a busy board, boards in parallel."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -408,6 +409,45 @@ def test_a_board_silent_mid_command_ends_the_command_at_its_timeout(board, tmp_p
     finally:
         target.close()
         relay.close()
+        for pid in _sleeps(seconds):  # a command without a terminal outlives its session
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not _sleeps(seconds), 10)
+
+
+def test_a_run_folder_comes_home_while_its_bytes_come_and_not_after_they_stop(board, monkeypatch):
+    """A run folder's download waits for as long as its bytes keep coming (a long soak's folder
+    over a slow link is not cut at a fixed wait), gives up after COLLECT_IDLE_S in which nothing
+    came, and ends at its whole's bound however slowly they trickle; each says how far it got."""
+    from rtlab.targets import ssh
+
+    monkeypatch.setattr(ssh, "COLLECT_IDLE_S", 2.0)
+    for name, value in board.env.items():
+        monkeypatch.setenv(name, value)
+    seconds = f"{700 + os.getpid() % 1000}.5"  # this test's own sleep, found by its command line
+    target = ssh.SshTarget("ssh://board")
+    try:
+        loop, _ = target._conn_ready()
+        # a slow link: a byte a second for 4 s, each gap longer than half the idle wait
+        into = io.BytesIO()
+        slow = "for i in 1 2 3 4; do printf x; sleep 1.5; done"
+        assert loop.run(target._download(slow, into, 1 << 20, 600)) == (0, b"")
+        assert into.getvalue() == b"xxxx"
+        # three bytes, then a board that says nothing
+        into = io.BytesIO()
+        with pytest.raises(TimeoutError, match=r"^3 bytes came, then nothing for 2 s$"):
+            loop.run(target._download(f"printf abc; sleep {seconds}", into, 1 << 20, 600))
+        assert into.getvalue() == b"abc"
+        # a trickle that never stops within the whole's bound (on a new connection: a silent
+        # board's is dropped, as the next command's is made anew)
+        loop, _ = target._conn_ready()
+        into = io.BytesIO()
+        trickle = "i=0; while [ $i -lt 100 ]; do printf y; sleep 0.5; i=$((i + 1)); done"
+        with pytest.raises(TimeoutError, match=r"^\d+ bytes came, then not all within 3 s$"):
+            loop.run(target._download(trickle, into, 1 << 20, 3))
+        assert into.getvalue() and set(into.getvalue()) == {ord("y")}
+    finally:
+        target.close()
         for pid in _sleeps(seconds):  # a command without a terminal outlives its session
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

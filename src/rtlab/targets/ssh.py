@@ -46,6 +46,12 @@ T = TypeVar("T")
 SHELL_OUTPUT_CAP = 64 << 20
 # how long a command may take before the board is taken to have stopped answering
 COMMAND_S = 120.0
+# A run folder comes home for as long as its bytes keep coming: a link that sends nothing for
+# COLLECT_IDLE_S has stopped; the whole is bounded by the run's cap in bytes and a time that
+# grows with it (COLLECT_S, and a second for each COLLECT_FLOOR_BPS bytes of the cap).
+COLLECT_IDLE_S = 120.0
+COLLECT_S = 600.0
+COLLECT_FLOOR_BPS = 64 << 10
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -213,12 +219,18 @@ class SshTarget:
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if task in done:
             return task.result()
-        conn.abort()  # every channel of it ends at once
-        if self._conn is conn:  # the next command reconnects; a newer connection is left alone
-            self._conn = None
+        self._drop(conn)
         task.cancel()
         await asyncio.wait({task})  # its end, whatever it raised
         raise TimeoutError(f"no answer within {timeout:.0f} s")
+
+    def _drop(self, conn: asyncssh.SSHClientConnection) -> None:
+        """Ends CONN and every channel of it at once (a channel ends only when the board says
+        so, which a board that stopped answering never does); the next command reconnects,
+        and a newer connection is left alone."""
+        conn.abort()
+        if self._conn is conn:
+            self._conn = None
 
     async def _bounded(
         self, conn: asyncssh.SSHClientConnection, command: str, data: bytes | None
@@ -355,9 +367,11 @@ class SshTarget:
                 command = f"tar -cf - -C {shlex.quote(remote)} ."
                 try:
                     loop, _ = self._conn_ready()
-                    status, said = loop.run(self._download(command, spool, cap), 600)
+                    whole_s = COLLECT_S + cap / COLLECT_FLOOR_BPS
+                    # (the loop's own wait a last resort: the download gives up by itself)
+                    status, said = loop.run(self._download(command, spool, cap, whole_s), whole_s + 60)
                 except (OSError, asyncssh.Error, TimeoutError) as e:
-                    raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e or 'timed out'}") from None
+                    raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
                 if status != 0:
                     raise RunFailed(untrusted.printable(said.decode(errors="replace"))[-300:])
                 spool.seek(0)
@@ -369,19 +383,28 @@ class SshTarget:
         except (RunFailed, UsageError, unpack.Refused) as e:
             write_note(run.path / disk.COLLECT_ERROR, f"{e}\nrun `rtlab collect {run.path}` later\n")
 
-    async def _download(self, command: str, into: IO[bytes], cap: int) -> tuple[int, bytes]:
-        """COMMAND's output into INTO, refused beyond CAP bytes; (exit status, its stderr)."""
+    async def _download(self, command: str, into: IO[bytes], cap: int, whole_s: float) -> tuple[int, bytes]:
+        """COMMAND's output into INTO, refused beyond CAP bytes, given up after COLLECT_IDLE_S
+        of silence or WHOLE_S in all; (exit status, its stderr)."""
         conn = self._live()
+        got = 0
+        whole = asyncio.timeout(whole_s)
         async with conn.create_process(command, encoding=None) as proc:
-            got = 0
-            while chunk := await proc.stdout.read(1 << 16):
-                got += len(chunk)
-                if got > cap:
-                    proc.kill()
-                    raise unpack.Refused(f"{self.name} sent more than {cap} bytes, the cap for this run")
-                into.write(chunk)
-            said = await proc.stderr.read(4096)
-            done = await proc.wait()
+            try:
+                async with whole:
+                    while chunk := await asyncio.wait_for(proc.stdout.read(1 << 16), COLLECT_IDLE_S):
+                        got += len(chunk)
+                        if got > cap:
+                            proc.kill()
+                            raise unpack.Refused(f"{self.name} sent more than {cap} bytes, this run's cap")
+                        into.write(chunk)
+                    said = await asyncio.wait_for(proc.stderr.read(4096), COLLECT_IDLE_S)
+                    done = await asyncio.wait_for(proc.wait(), COLLECT_IDLE_S)
+            except TimeoutError:
+                self._drop(conn)  # else the channel's close would wait for the board's command
+                idle = f"nothing for {COLLECT_IDLE_S:.0f} s"
+                why = f"not all within {whole_s:.0f} s" if whole.expired() else idle
+                raise TimeoutError(f"{got} bytes came, then {why}") from None
         return int(done.exit_status if done.exit_status is not None else 255), said
 
     def holds(self, remote: str) -> bool:

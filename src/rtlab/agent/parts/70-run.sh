@@ -174,15 +174,18 @@ cmd_run() {
 		ran=$((ran + 1))
 		if run_load "$load"; then complete=$((complete + 1)); fi
 	done <"$DIR/$F_PLAN_LOADS"
-	governors_restore
-
 	if [ $complete -gt 0 ] && [ $complete = "$ran" ] && [ $STOP = 0 ]; then
-		emit "$E_DONE" status=complete
+		status=complete
 	elif any_result; then
-		emit "$E_DONE" status=partial
+		status=partial
 	else
-		emit "$E_DONE" status=failed
+		status=failed
 	fi
+	# Everything put back and the lock free before `done`: the host reads `done` as the end of
+	# the run (over SSH it stops listening there), and its next run on this system may start
+	# at once; the EXIT trap, run again, finds nothing left to do.
+	cleanup
+	emit "$E_DONE" status="$status"
 }
 
 # Ends the run in DIR: its agent first (it stops in order), then any cyclictest or load
