@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -264,7 +264,7 @@ def wait_for(predicate: Any, seconds: float = 60.0) -> None:
 
 
 def signalled(
-    proc: subprocess.Popen[str], ready: Any, sig: int = signal.SIGINT, seconds: float = 60.0
+    proc: subprocess.Popen[str], ready: Callable[[], object], sig: int = signal.SIGINT, seconds: float = 60.0
 ) -> str:
     """PROC's stderr once it has ended of SIG, sent as soon as READY holds (each waited for up to
     SECONDS); PROC killed if it is still there, whatever failed."""

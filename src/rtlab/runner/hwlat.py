@@ -34,11 +34,11 @@ VM_NOTE = (
 # order (its trap turns the tracer off), a guest is powered off. A board's command outlives
 # its connection: the agent there is told to stop, as a run's is, and its trap does the same;
 # a board that cannot be told ends the pass itself, its tracer spinning until then.
+_STOPPED_ON_A_BOARD = "the tracer was stopped and tracefs put back"
 _STOPPED = {
-    "local": "the tracer was stopped and tracefs put back",
+    "local": _STOPPED_ON_A_BOARD,
     "qemu": "the guest was powered off",
 }
-_STOPPED_ON_A_BOARD = _STOPPED["local"]
 _NOT_TOLD = "the board ends the pass itself when its --duration is up, and puts tracefs back"
 STOP_TRIES = 5  # a second apart
 
@@ -50,12 +50,13 @@ def stop(target: Target, remote: str) -> str:
     if kind in _STOPPED:
         return _STOPPED[kind]
     # a Ctrl-C as the command was on its way: the agent there is told once it has begun
-    for _ in range(STOP_TRIES):
+    for tried in range(1, STOP_TRIES + 1):
         try:
             status, _ = target.agent(["stop", remote])
             if status == 0:
                 return _STOPPED_ON_A_BOARD
-            time.sleep(1)
+            if tried < STOP_TRIES:
+                time.sleep(1)
         except (RunFailed, UsageError, OSError, KeyboardInterrupt, Interrupted):
             return _NOT_TOLD  # lost, unreachable, or a second Ctrl-C: not waited for
     return _NOT_TOLD
