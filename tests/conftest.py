@@ -16,10 +16,11 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -37,6 +38,10 @@ from heaviest_first import (  # noqa: F401 (its hooks)
 )
 from rtlab import children
 from rtlab.agent import script_path
+
+if TYPE_CHECKING:
+    from rtlab.targets.qemu import QemuTarget
+    from rtlab.targets.qemu.console import Console
 
 # Property tests (test_readers.py): new examples at every run on a developer's machine, the
 # same ones on CI (CI=true), so a landing is never decided by the draw; and no deadline on an
@@ -276,6 +281,38 @@ def signalled(
         if proc.poll() is None:
             proc.kill()
     return str(stderr)
+
+
+G = TypeVar("G", bound="QemuTarget")
+
+
+def started_twice(make: Callable[[], G], tidy: Callable[[], None] = lambda: None) -> tuple[G, Console]:
+    """A guest MAKE gives, started, or a second one if the first did not start (TIDY between):
+    an emulated riscv64 guest on a busy host now and then prints nothing after its firmware
+    where a boot takes seconds (its kernel is quiet), and one of the same files started again
+    boots (test_board's riscv64 board, 300 s after OpenSBI in a run of make test; test_boot_uboot's,
+    1,200 s after U-Boot). The second start is a warning in pytest's summary, never silent; a
+    second failure is raised with the first's words."""
+    from rtlab.errors import RunFailed
+
+    first = ""
+    for attempt in (1, 2):
+        guest = make()
+        try:
+            console = guest.started()
+        except RunFailed as e:
+            guest.close()
+            tidy()
+            if attempt == 2:
+                raise RunFailed(f"started twice, in vain; the first time: {first}") from e
+            first = str(e)
+            warnings.warn(f"{guest.name}: started again: {first.splitlines()[0]}", stacklevel=2)
+            continue
+        except BaseException:
+            guest.close()
+            raise
+        return guest, console
+    raise AssertionError("not reached")
 
 
 def event_seen(events: Path, kind: str, **fields: str) -> bool:

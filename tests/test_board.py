@@ -28,7 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_DIR, idle_threads, read_json, rtlab, run_args, signalled, start_rtlab, wait_for
+from conftest import (
+    TARGET_DIR,
+    idle_threads,
+    read_json,
+    rtlab,
+    run_args,
+    signalled,
+    start_rtlab,
+    started_twice,
+    wait_for,
+)
 from rtlab import debian
 from rtlab.cache import cache_dir
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
@@ -45,6 +55,7 @@ BOARDS = {
 }
 LOADS = "idle,cpu,os,memory,storage"
 HOST_KEY = "/etc/dropbear/dropbear_ed25519_host_key"
+BOOT_S = 180
 
 
 def boot_step(modules: tuple[str, ...]) -> str:
@@ -152,11 +163,13 @@ def board(request, tmp_path_factory) -> Iterator[Board]:
     folder = tmp_path_factory.mktemp(f"board-{arch.name}")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
     archive = board_archive(folder, (folder / "key.pub").read_text(), arch, kernel)
-    port = free_port()
-    guest = QemuTarget(GuestSpec.parse(f"{kernel},cpus=2,initrd={archive},ssh={port}"))
+    # a boot takes under a minute on a busy host; a guest silent after its firmware is started again
+    spec = f"{kernel},cpus=2,initrd={archive},boot-timeout={BOOT_S}"
+    guest, _ = started_twice(lambda: QemuTarget(GuestSpec.parse(f"{spec},ssh={free_port()}")))
+    port = guest.spec.ssh_port
+    assert port is not None
     try:
         board = Board(guest, port, folder / "home", model)
-        guest.started()
         wait_for(lambda: ssh_banner(port), 120)
         # the host key as the board's console shows it, as one reads it off a UART
         key = next(w for w in board.sh(f"dropbearkey -y -f {HOST_KEY}").split("\n") if w.startswith("ssh-"))

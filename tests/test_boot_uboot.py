@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from conftest import TARGET_DIR, read_json, rtlab, wait_for
+from conftest import TARGET_DIR, read_json, rtlab, started_twice, wait_for
 from rtlab import debian
 from rtlab.boot import image, verify
 from rtlab.cache import cache_dir
-from rtlab.errors import RunFailed, UsageError
+from rtlab.errors import UsageError
 from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 from test_boot import KexecBoard, _host_key, _step
@@ -209,28 +209,18 @@ def running_uboot_board(
     archive, public, deb, rt_image = _board_archive(
         folder, (folder / "key.pub").read_text(), default, booted, also
     )
-    # Started twice at most, 600 s each: an emulated riscv64 guest on a busy host once printed
-    # nothing after U-Boot's "Starting kernel ..." for 1,200 s (its kernel is quiet), where a
-    # boot takes under 80 s; a guest of the same disk started again boots.
-    first = ""
-    for attempt in (1, 2):
-        port = free_port()
+
+    # 600 s each: a boot takes under 80 s, and the guest silent after U-Boot is started again
+    def make() -> UbootGuest:
         guest = UbootGuest(
-            GuestSpec.parse(f"{default},cpus=2,memory=2G,initrd={archive},ssh={port},boot-timeout=600")
+            GuestSpec.parse(f"{default},cpus=2,memory=2G,initrd={archive},ssh={free_port()},boot-timeout=600")
         )
         guest.monitor, guest.disk, guest.firmware = folder / "monitor.sock", folder / "disk.img", firmware
-        try:
-            console = guest.started()
-            break
-        except RunFailed as e:
-            guest.close()
-            (folder / "monitor.sock").unlink(missing_ok=True)
-            if attempt == 2:
-                raise RunFailed(f"started twice, in vain; the first time: {first}") from e
-            first = str(e)
-        except BaseException:
-            guest.close()
-            raise
+        return guest
+
+    guest, console = started_twice(make, tidy=lambda: (folder / "monitor.sock").unlink(missing_ok=True))
+    port = guest.spec.ssh_port
+    assert port is not None
     try:
         board = UbootBoard(guest, port, folder / "home", "LAZY")
         board.firmware_said = list(console.tail)

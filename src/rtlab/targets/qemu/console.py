@@ -91,9 +91,10 @@ class Console:
         return ident
 
     def write(self, text: str) -> None:
-        # os.write, not a buffered file: also called from a signal handler.
+        # os.write, not a buffered file: also called from a signal handler. The guest gone (its
+        # pipe closed too, once killed): nothing to tell it.
         assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):  # the guest is gone: nothing to tell it
+        with contextlib.suppress(OSError, ValueError):
             os.write(self.proc.stdin.fileno(), text.encode())
 
     def run(
@@ -134,6 +135,14 @@ class Console:
         if self.alive():
             self.proc.kill()
         self.proc.wait()
+        # its pipes closed, not left to the garbage collector (a monitor boots a guest a block);
+        # the output pipe once the reader has read its end
+        self._reader.join(5)
+        pipes = (self.proc.stdin, self.proc.stdout) if not self._reader.is_alive() else (self.proc.stdin,)
+        for pipe in pipes:
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def close(self, grace: float = 10.0) -> None:
         """Powers the guest off, killing QEMU if it does not go in time."""
