@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -235,6 +236,8 @@ def test_a_run_has_put_everything_back_and_freed_the_lock_when_it_says_done(shel
     cmd, env = agent_cmd(shell, busybox_path, "run", str(run), "--duration", "1", "--settle", "0")
     env = {**env, "RTLAB_ROOT": str(root), "RTLAB_TARGET_DIR": str(base)}
     agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    stuck = threading.Timer(60, agent.kill)  # a stuck agent ends its output, and the test
+    stuck.start()
     try:
         seen = {}
         for said in agent.stdout:  # read as the agent prints each line
@@ -257,6 +260,7 @@ def test_a_run_has_put_everything_back_and_freed_the_lock_when_it_says_done(shel
         }
         assert agent.wait(30) == 0
     finally:
+        stuck.cancel()
         if agent.poll() is None:
             agent.kill()
         agent.wait()

@@ -421,31 +421,35 @@ def test_a_run_folder_comes_home_while_its_bytes_come_and_not_after_they_stop(bo
     came, and ends at its whole's bound however slowly they trickle; each says how far it got."""
     from rtlab.targets import ssh
 
-    monkeypatch.setattr(ssh, "COLLECT_IDLE_S", 2.0)
+    monkeypatch.setattr(ssh, "COLLECT_IDLE_S", 5.0)
     for name, value in board.env.items():
         monkeypatch.setenv(name, value)
     seconds = f"{700 + os.getpid() % 1000}.5"  # this test's own sleep, found by its command line
     target = ssh.SshTarget("ssh://board")
     try:
+        # a slow link: a byte a second for 8 s, longer in all than the idle wait
         loop, _ = target._conn_ready()
-        # a slow link: a byte a second for 4 s, each gap longer than half the idle wait
         into = io.BytesIO()
-        slow = "for i in 1 2 3 4; do printf x; sleep 1.5; done"
-        assert loop.run(target._download(slow, into, 1 << 20, 600)) == (0, b"")
-        assert into.getvalue() == b"xxxx"
+        slow = "for i in 1 2 3 4 5 6 7 8; do printf x; sleep 1; done"
+        assert loop.run(target._download(slow, into, 1 << 20, 600), 120) == (0, b"")
+        assert into.getvalue() == b"x" * 8
         # three bytes, then a board that says nothing
         into = io.BytesIO()
-        with pytest.raises(TimeoutError, match=r"^3 bytes came, then nothing for 2 s$"):
-            loop.run(target._download(f"printf abc; sleep {seconds}", into, 1 << 20, 600))
+        with pytest.raises(TimeoutError, match=r"^3 bytes came, then nothing for 5 s$"):
+            loop.run(target._download(f"printf abc; sleep {seconds}", into, 1 << 20, 600), 120)
         assert into.getvalue() == b"abc"
         # a trickle that never stops within the whole's bound (on a new connection: a silent
-        # board's is dropped, as the next command's is made anew)
+        # board's is dropped, and the next command's made anew)
         loop, _ = target._conn_ready()
         into = io.BytesIO()
         trickle = "i=0; while [ $i -lt 100 ]; do printf y; sleep 0.5; i=$((i + 1)); done"
-        with pytest.raises(TimeoutError, match=r"^\d+ bytes came, then not all within 3 s$"):
-            loop.run(target._download(trickle, into, 1 << 20, 3))
+        with pytest.raises(TimeoutError, match=r"^\d+ bytes came, then not all within 4 s$"):
+            loop.run(target._download(trickle, into, 1 << 20, 4), 120)
         assert into.getvalue() and set(into.getvalue()) == {ord("y")}
+        # a stream that never pauses: each read finds bytes waiting, and the whole ends it still
+        loop, _ = target._conn_ready()
+        with open(os.devnull, "wb") as sink, pytest.raises(TimeoutError, match=r"then not all within 2 s$"):
+            loop.run(target._download("cat /dev/zero", sink, 1 << 50, 2), 120)
     finally:
         target.close()
         for pid in _sleeps(seconds):  # a command without a terminal outlives its session

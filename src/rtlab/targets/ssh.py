@@ -371,7 +371,7 @@ class SshTarget:
                     # (the loop's own wait a last resort: the download gives up by itself)
                     status, said = loop.run(self._download(command, spool, cap, whole_s), whole_s + 60)
                 except (OSError, asyncssh.Error, TimeoutError) as e:
-                    raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e}") from None
+                    raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e or 'timed out'}") from None
                 if status != 0:
                     raise RunFailed(untrusted.printable(said.decode(errors="replace"))[-300:])
                 spool.seek(0)
@@ -388,23 +388,34 @@ class SshTarget:
         of silence or WHOLE_S in all; (exit status, its stderr)."""
         conn = self._live()
         got = 0
-        whole = asyncio.timeout(whole_s)
-        async with conn.create_process(command, encoding=None) as proc:
-            try:
-                async with whole:
-                    while chunk := await asyncio.wait_for(proc.stdout.read(1 << 16), COLLECT_IDLE_S):
+        clock = asyncio.get_running_loop()
+        # timeouts, not wait_for in a timeout: on 3.11 a read that ends as the outer one fires
+        # swallows its cancellation, and the whole would never end
+        whole, idle = asyncio.timeout(whole_s), asyncio.timeout(COLLECT_IDLE_S)
+        try:
+            async with whole, idle:
+                proc = await conn.create_process(command, encoding=None)
+                try:
+                    while chunk := await proc.stdout.read(1 << 16):
+                        idle.reschedule(clock.time() + COLLECT_IDLE_S)
                         got += len(chunk)
                         if got > cap:
-                            proc.kill()
                             raise unpack.Refused(f"{self.name} sent more than {cap} bytes, this run's cap")
                         into.write(chunk)
-                    said = await asyncio.wait_for(proc.stderr.read(4096), COLLECT_IDLE_S)
-                    done = await asyncio.wait_for(proc.wait(), COLLECT_IDLE_S)
-            except TimeoutError:
-                self._drop(conn)  # else the channel's close would wait for the board's command
-                idle = f"nothing for {COLLECT_IDLE_S:.0f} s"
-                why = f"not all within {whole_s:.0f} s" if whole.expired() else idle
-                raise TimeoutError(f"{got} bytes came, then {why}") from None
+                    said = await proc.stderr.read(4096)
+                    done = await proc.wait()
+                except BaseException:
+                    # a channel closes only when the board says so, which a silent board never
+                    # does: the connection is dropped rather than its close waited for
+                    self._drop(conn)
+                    raise
+        except TimeoutError:
+            why = (
+                f"not all within {whole_s:.0f} s"
+                if whole.expired()
+                else f"nothing for {COLLECT_IDLE_S:.0f} s"
+            )
+            raise TimeoutError(f"{got} bytes came, then {why}") from None
         return int(done.exit_status if done.exit_status is not None else 255), said
 
     def holds(self, remote: str) -> bool:

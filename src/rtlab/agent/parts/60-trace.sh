@@ -277,10 +277,12 @@ cleanup() {
 	if [ -n "$CT_PID" ]; then
 		signal_group KILL "$CT_PID"
 		wait "$CT_PID" 2>/dev/null
+		CT_PID= # cleanup runs twice at a run's end: never a reused pid's group the second time
 	fi
 	if [ -n "$STRESS_PID" ]; then
 		signal_group KILL "$STRESS_PID"
 		wait "$STRESS_PID" 2>/dev/null
+		STRESS_PID=
 		STOP_GRACE=0 load_sweep "$LOAD_DIR"
 	fi
 	governors_restore

@@ -306,7 +306,7 @@ class QemuTarget:
             except GuestDied as e:
                 ready, reason = None, str(e)
             except BaseException:  # Ctrl-C while it boots: the guest goes now, not as rtlab ends
-                console.kill()
+                console.close(grace=0)
                 raise
             else:
                 reason = f"no shell within {timeout:.0f} s"
@@ -314,7 +314,7 @@ class QemuTarget:
                 boot.accel, boot.ready = accel, ready
                 self.console, self.boot = console, boot
                 return console
-            console.kill()
+            console.close(grace=0)
             self._save_console(console, self.cache / "qemu" / "last-console.log")
             if accel == "kvm" and len(accels) > 1:
                 self._kvm_marker().parent.mkdir(parents=True, exist_ok=True)

@@ -135,14 +135,13 @@ class Console:
         if self.alive():
             self.proc.kill()
         self.proc.wait()
-        # its pipes closed, not left to the garbage collector (a monitor boots a guest a block);
-        # the output pipe once the reader has read its end
+        # its output pipe closed once the reader has read its end, not left to the garbage
+        # collector (a monitor boots a guest a block); its input in close(), after which no
+        # stop is relayed to it (a pipe closed under write() could have its number reused)
         self._reader.join(5)
-        pipes = (self.proc.stdin, self.proc.stdout) if not self._reader.is_alive() else (self.proc.stdin,)
-        for pipe in pipes:
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+        if not self._reader.is_alive() and self.proc.stdout is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdout.close()
 
     def close(self, grace: float = 10.0) -> None:
         """Powers the guest off, killing QEMU if it does not go in time."""
@@ -152,4 +151,5 @@ class Console:
                 self.proc.wait(timeout=grace)
         self.kill()
         if self.proc.stdin is not None:
-            self.proc.stdin.close()
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
