@@ -147,7 +147,21 @@ def measure(
         target=target.describe(),
         elapsed_s=round(time.monotonic() - started, 1),
         interrupted=bool(guard.caught),
+        **_not_home(run),
     )
     if progress.write_error is not None:
         raise RunFailed(f"{progress.write_error}; what was measured is in {run.path}")
     return Outcome(run, summary, interrupted=bool(guard.caught))
+
+
+def _not_home(run: RunDir) -> dict[str, str]:
+    """Why the run's files did not (all) come home, as run.json's reason: the run's end says
+    it, and that `rtlab collect` can fetch them later from a target that keeps them."""
+    note = run.path / disk.COLLECT_ERROR
+    if not note.is_file():
+        return {}
+    try:
+        said = run.text(note)
+    except disk.UnreadableFile as e:
+        said = str(e)
+    return {"reason": "; ".join(line.strip() for line in said.splitlines() if line.strip())}
