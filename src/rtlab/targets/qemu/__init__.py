@@ -44,7 +44,7 @@ from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.rundir.events import Event, Kind, line, parse
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import cpio, initramfs, kernels, machines, pvh
-from rtlab.targets.qemu.console import Console, GuestDied, OutputTooLarge
+from rtlab.targets.qemu.console import Console, GuestDied, GuestHung, OutputTooLarge
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
@@ -54,6 +54,12 @@ AGENT_TIMEOUT_S = 300.0  # an agent command on the console (sysinfo, preflight, 
 # answers goes into console.log: its clock, the kernel's last messages (those below the
 # console's loglevel too, such as RCU stalls) and what each process was doing.
 ANSWER_S = 20.0
+# A guest silent this long during a run is asked a question on its console, and one that says
+# nothing within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a kernel
+# that locked up under emulation): it is stopped then, not at the run's timeout (a planned
+# minute under emulation waits 300 s and more; a hung guest spins its CPUs all the while).
+ASK_SILENT_S = 60.0
+ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
@@ -417,27 +423,43 @@ class QemuTarget:
             else:
                 on_line(text)
 
+        command = f"sh {AGENT} {shlex.join([*args, '--stream-results'])}"
+        started = time.monotonic()
         try:
-            status, _ = console.run(f"sh {AGENT} {shlex.join([*args, '--stream-results'])}", timeout, receive)
+            status, _ = console.run(command, timeout, receive, ask=(ASK_SILENT_S, ASK_ANSWER_S))
         except GuestDied as e:
             on_line(line(Kind.GUEST_DIED, reason=e))
             return 125
+        except GuestHung as e:  # stopped now, not at the timeout: more time would not help
+            self._stopped(console, on_line, time.monotonic() - started, e.silent_s, answered=False)
+            return 124
         if status is None:  # overran: slow or hung? stop it, keep what the console showed
             silent, answer = time.monotonic() - console.heard_at, None
             with contextlib.suppress(GuestDied):  # the agent's lines meanwhile still count
                 answer, _ = console.run(LAST_LOOK, ANSWER_S, receive)
-            on_line(
-                line(
-                    Kind.GUEST_TIMEOUT,
-                    seconds=f"{timeout:.0f}",
-                    margin=f"{self.spec.margin:.0f}",
-                    silent=f"{silent:.0f}",
-                    answered="yes" if answer == 0 else "no",
-                )
-            )
-            console.kill()
+            self._stopped(console, on_line, timeout, silent, answered=answer == 0)
             return 124
         return status
+
+    def _stopped(
+        self,
+        console: Console,
+        on_line: Callable[[str], None],
+        after_s: float,
+        silent_s: float,
+        answered: bool,
+    ) -> None:
+        """A guest stopped before its agent's command ended, and what the host saw of it."""
+        on_line(
+            line(
+                Kind.GUEST_TIMEOUT,
+                seconds=f"{after_s:.0f}",
+                margin=f"{self.spec.margin:.0f}",
+                silent=f"{silent_s:.0f}",
+                answered="yes" if answered else "no",
+            )
+        )
+        console.kill()
 
     def interrupt(self) -> None:
         if self.console is not None and self._remote is not None:

@@ -38,6 +38,14 @@ class GuestDied(Exception):
     pass
 
 
+class GuestHung(Exception):
+    """The guest was silent and did not answer a question on its console (Console.run's ASK)."""
+
+    def __init__(self, silent_s: float):
+        super().__init__(f"silent for {silent_s:.0f} s, and no answer on its console")
+        self.silent_s = silent_s
+
+
 class Console:
     TAIL_LINES = 4000
 
@@ -103,16 +111,31 @@ class Console:
         timeout: float,
         on_line: Callable[[str], None] | None = None,
         keep_chars: int = KEEP_CHARS,
+        ask: tuple[float, float] | None = None,
     ) -> tuple[int | None, list[str]]:
         """Runs `command` to its end: (status or None on timeout, output lines). With ON_LINE
         each line goes there and none is kept; else up to KEEP_CHARS are (OutputTooLarge past
-        them, once the command ended: the guest says what it likes, the host's memory is bounded)."""
+        them, once the command ended: the guest says what it likes, the host's memory is bounded).
+        With ASK (SILENT_S, ANSWER_S), a guest silent for SILENT_S is asked a question on its
+        console (init answers each command, whatever the command it runs meanwhile), and one
+        that says nothing within ANSWER_S more has hung: GuestHung, before TIMEOUT."""
         ident = self.send(command)
         deadline = time.monotonic() + timeout
         out: list[str] = []
         kept = 0
+        asked_at: float | None = None  # when the silent guest was asked, until it says anything
         while time.monotonic() < deadline:
-            line = self.next_line(deadline)
+            wake = deadline
+            if ask is not None:
+                if asked_at is not None and self.heard_at > asked_at:
+                    asked_at = None  # it spoke: alive
+                if asked_at is None and time.monotonic() - self.heard_at >= ask[0]:
+                    self.send("true")
+                    asked_at = time.monotonic()
+                elif asked_at is not None and time.monotonic() - asked_at >= ask[1]:
+                    raise GuestHung(time.monotonic() - self.heard_at)
+                wake = min(deadline, self.heard_at + ask[0] if asked_at is None else asked_at + ask[1])
+            line = self.next_line(wake)
             if line is None:
                 continue
             if line.startswith(f"@rtlab-exit {ident} "):
