@@ -292,27 +292,36 @@ def test_collect_of_a_whole_run_says_so_and_of_a_cut_one_what_is_missing(board, 
     assert "tar" not in done.stderr and "again later" not in done.stderr
 
 
-def test_a_run_whose_files_cannot_come_home_says_why_and_that_collect_can_fetch_them(board, tmp_path):
-    """A run measured whole whose folder the board then sends past the run's cap (or not at
-    all) ends in exit 3 naming why and `rtlab collect`, and the board keeps the folder."""
+def test_a_run_whose_files_cannot_come_home_says_why_and_where_they_stay(board, tmp_path):
+    """A run measured whole whose folder the board then sends past the run's cap ends in exit 3
+    saying so and where the folder stays; `rtlab collect` fetches it once it fits."""
     out = tmp_path / "too-big"
-    proc = start_rtlab(*run_args(out, "idle", "2s", "--target", "ssh://board"), env=board.env)
+    proc = start_rtlab(*run_args(out, "idle", "5s", "--target", "ssh://board"), env=board.env)
+    remote = None
     try:
         remote = remote_of(out)
         wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
         with (remote / "junk").open("wb") as f:  # sparse: no disk used, a stream of zeros in tar
             f.truncate(1 << 30)
         _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 3, stderr
+        said = stderr.splitlines()[-1]
+        assert said.startswith("rtlab: the run is failed (ssh://board sent more than ")
+        assert f"this run's cap; it stays on ssh://board in {remote}): see {out}/events" in said, said
+        assert read_json(out / "run.json")["reason"] in said
+        assert (remote / "loads/idle/cyclictest.json").is_file()  # on the board still
+        # what made it too big gone, collect brings the run home, and its reason goes with it
+        (remote / "junk").unlink()
+        done = rtlab("collect", str(out), env=board.env)
+        assert done.returncode == 0, done.stderr
+        manifest = read_json(out / "run.json")
+        assert manifest["status"] == "complete" and "reason" not in manifest, manifest
+        assert not remote.exists()
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 3, stderr
-    said = stderr.splitlines()[-1]
-    assert said.startswith("rtlab: the run is failed (ssh://board sent more than ")
-    assert f"this run's cap; run `rtlab collect {out}` later): see {out}/events" in said, said
-    assert read_json(out / "run.json")["reason"] in said
-    assert (remote / "loads/idle/cyclictest.json").is_file()  # on the board still
-    shutil.rmtree(remote)
+        if remote is not None:
+            shutil.rmtree(remote, ignore_errors=True)
 
 
 def test_ctrl_c_over_ssh_stops_the_board_cleanly(board, tmp_path):

@@ -58,4 +58,5 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
     if (run.path / disk.COLLECT_ERROR).exists():
         raise RunFailed(run.text(run.path / disk.COLLECT_ERROR).strip())
     _, info, _, _ = readback.read(run)
+    manifest.pop("reason", None)  # why it had not come home (or the lost connection): said no more
     return Outcome(run, finish(run, manifest, info, collected=now()))

@@ -380,8 +380,14 @@ class SshTarget:
                 )
             if not keep:  # home safe: boards have little storage
                 self._run_sh(f"rm -rf {shlex.quote(remote)}")
-        except (RunFailed, UsageError, unpack.Refused) as e:
-            write_note(run.path / disk.COLLECT_ERROR, f"{e}\nrun `rtlab collect {run.path}` later\n")
+        except unpack.Refused as e:  # refused again however often it is fetched
+            write_note(
+                run.path / disk.COLLECT_ERROR, f"{str(e)[:300]}\nit stays on {self.name} in {remote}\n"
+            )
+        except (RunFailed, UsageError) as e:
+            write_note(
+                run.path / disk.COLLECT_ERROR, f"{str(e)[:300]}\nrun `rtlab collect {run.path}` later\n"
+            )
 
     async def _download(self, command: str, into: IO[bytes], cap: int, whole_s: float) -> tuple[int, bytes]:
         """COMMAND's output into INTO, refused beyond CAP bytes, given up after COLLECT_IDLE_S

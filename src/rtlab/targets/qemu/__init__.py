@@ -54,10 +54,11 @@ AGENT_TIMEOUT_S = 300.0  # an agent command on the console (sysinfo, preflight, 
 # answers goes into console.log: its clock, the kernel's last messages (those below the
 # console's loglevel too, such as RCU stalls) and what each process was doing.
 ANSWER_S = 20.0
-# A guest silent this long during a run is asked a question on its console, and one that says
-# nothing within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a kernel
-# that locked up under emulation): it is stopped then, not at the run's timeout (a planned
-# minute under emulation waits 300 s and more; a hung guest spins its CPUs all the while).
+# A run's guest silent for longer than its whole plan and ASK_SILENT_S more (no phase of a run
+# is: a question never disturbs a measurement) is asked a question on its console, and one that
+# answers nothing within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a
+# kernel locked up under emulation): it is stopped then, not at the run's timeout (three times
+# the plan under emulation, and the margin: a hung guest spins its CPUs all the while).
 ASK_SILENT_S = 60.0
 ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
@@ -426,7 +427,7 @@ class QemuTarget:
         command = f"sh {AGENT} {shlex.join([*args, '--stream-results'])}"
         started = time.monotonic()
         try:
-            status, _ = console.run(command, timeout, receive, ask=(ASK_SILENT_S, ASK_ANSWER_S))
+            status, _ = console.run(command, timeout, receive, ask=(planned_s + ASK_SILENT_S, ASK_ANSWER_S))
         except GuestDied as e:
             on_line(line(Kind.GUEST_DIED, reason=e))
             return 125

@@ -116,28 +116,31 @@ class Console:
         """Runs `command` to its end: (status or None on timeout, output lines). With ON_LINE
         each line goes there and none is kept; else up to KEEP_CHARS are (OutputTooLarge past
         them, once the command ended: the guest says what it likes, the host's memory is bounded).
-        With ASK (SILENT_S, ANSWER_S), a guest silent for SILENT_S is asked a question on its
-        console (init answers each command, whatever the command it runs meanwhile), and one
-        that says nothing within ANSWER_S more has hung: GuestHung, before TIMEOUT."""
+        With ASK (SILENT_S, ANSWER_S), a guest whose agent and /init have said nothing for
+        SILENT_S is asked a question on its console (init answers each command, whatever else
+        runs), and one that answers nothing within ANSWER_S more has hung: GuestHung, before
+        TIMEOUT. The kernel's own lines are no answer (a locked-up kernel prints its lockups)."""
         ident = self.send(command)
         deadline = time.monotonic() + timeout
         out: list[str] = []
         kept = 0
-        asked_at: float | None = None  # when the silent guest was asked, until it says anything
+        spoke_at = time.monotonic()  # when an event of the agent's or an answer of init's last came
+        asked_at: float | None = None  # when the silent guest was asked, until it speaks
         while time.monotonic() < deadline:
             wake = deadline
             if ask is not None:
-                if asked_at is not None and self.heard_at > asked_at:
-                    asked_at = None  # it spoke: alive
-                if asked_at is None and time.monotonic() - self.heard_at >= ask[0]:
+                now = time.monotonic()
+                if asked_at is None and now - spoke_at >= ask[0]:
                     self.send("true")
-                    asked_at = time.monotonic()
-                elif asked_at is not None and time.monotonic() - asked_at >= ask[1]:
-                    raise GuestHung(time.monotonic() - self.heard_at)
-                wake = min(deadline, self.heard_at + ask[0] if asked_at is None else asked_at + ask[1])
+                    asked_at = now
+                elif asked_at is not None and now - asked_at >= ask[1]:
+                    raise GuestHung(now - self.heard_at)
+                wake = min(deadline, spoke_at + ask[0] if asked_at is None else asked_at + ask[1])
             line = self.next_line(wake)
             if line is None:
                 continue
+            if line.startswith(("@rtlab ", "@rtlab-exit ")):  # not a command echoed back
+                spoke_at, asked_at = time.monotonic(), None
             if line.startswith(f"@rtlab-exit {ident} "):
                 if kept > keep_chars:
                     raise OutputTooLarge(f"`{command[:40]}` printed more than {keep_chars} characters")
