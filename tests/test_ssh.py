@@ -316,6 +316,7 @@ def test_a_run_whose_files_cannot_come_home_says_why_and_where_they_stay(board, 
         assert done.returncode == 0, done.stderr
         manifest = read_json(out / "run.json")
         assert manifest["status"] == "complete" and "reason" not in manifest, manifest
+        assert [v.get("reason") for v in manifest["loads"].values()] == [None], manifest
         assert not remote.exists()
     finally:
         if proc.poll() is None:

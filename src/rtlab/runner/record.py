@@ -96,6 +96,8 @@ def finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) 
         record["status"] = entry["status"]
         if entry["reason"]:
             record["reason"] = entry["reason"]
+        else:  # a reason its files no longer bear out (fetched by rtlab collect since)
+            record.pop("reason", None)
     manifest.update({"status": summary["status"], "ended": now()})
     manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
