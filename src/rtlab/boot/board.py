@@ -16,6 +16,8 @@ from rtlab.errors import RunFailed, UsageError
 
 POLL_S = 1.0  # between two attempts to reach a rebooting board: a board up waits 0.5 s for rtlab on average
 CONNECT_S = 10.0  # one attempt
+REPORT_S = 60.0  # what the board says of its boot (kexec.report)
+LAST_TRY_S = 5.0  # the least an attempt to reach a rebooting board is given
 
 
 class Failed(Exception):
@@ -75,8 +77,8 @@ class Board:
             raise Failed(verdict, f"{what} failed (exit status {status}): {said}")
         return out
 
-    def report(self, dmesg: bool = False) -> dict[str, str]:
-        _, out = self.run(kexec.report(dmesg), timeout=60)
+    def report(self, dmesg: bool = False, timeout: float = REPORT_S) -> dict[str, str]:
+        _, out = self.run(kexec.report(dmesg), timeout=min(timeout, REPORT_S))
         return kexec.parse_report(out)
 
     def new_boot(
@@ -85,13 +87,16 @@ class Board:
         """The board's report once SSH answers from a boot other than OLD_BOOT_ID, within
         TIMEOUT seconds; None if it did not, or as soon as STOP says waiting is pointless."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             if stop is not None and stop():
                 return None
             self.drop()
             try:
-                self._open(CONNECT_S)
-                found = self.report()
+                # each attempt within what is left of the wait (LAST_TRY_S at least): the old
+                # boot's sshd that took the connection as it went down would hold a report's
+                # 60 s (a 45 s --boot-timeout waited 133 s)
+                self._open(min(CONNECT_S, max(left, LAST_TRY_S)))
+                found = self.report(timeout=max(deadline - time.monotonic(), LAST_TRY_S))
                 if found.get("boot_id") and found["boot_id"] != old_boot_id:
                     self.drop()  # the next commands get a connection of their own, without the short timeout
                     return found

@@ -189,9 +189,13 @@ class SshTarget:
 
     async def _install_agent(self) -> None:
         assert self._conn is not None
+        # a rebooting board's connection (connect_timeout) may have reached the sshd of the boot
+        # that is going down: its first command is given up as soon as the connection would be
+        # (a report's wait for a new boot of 45 s waited 133 s, 120 of them here)
         await self._sh(
             f"mkdir -p {shlex.quote(self.base)} && cat > {shlex.quote(self._agent)}",
             script(),
+            self.connect_timeout or COMMAND_S,
         )
 
     def _agent_command(self, args: list[str]) -> str:
