@@ -450,39 +450,44 @@ def test_a_board_silent_mid_command_ends_the_command_at_its_timeout(board, tmp_p
 
 def test_a_run_folder_comes_home_while_its_bytes_come_and_not_after_they_stop(board, monkeypatch):
     """A run folder's download waits for as long as its bytes keep coming (a long soak's folder
-    over a slow link is not cut at a fixed wait), gives up after COLLECT_IDLE_S in which nothing
-    came, and ends at its whole's bound however slowly they trickle; each says how far it got."""
-    from rtlab.targets import ssh
+    over a slow link is not cut at a fixed wait), gives up after IDLE_S in which nothing came,
+    and ends at its whole's bound however slowly they trickle; each says how far it got."""
+    from rtlab.targets import download, ssh
 
-    monkeypatch.setattr(ssh, "COLLECT_IDLE_S", 5.0)
+    monkeypatch.setattr(download, "IDLE_S", 5.0)
     for name, value in board.env.items():
         monkeypatch.setenv(name, value)
     seconds = f"{700 + os.getpid() % 1000}.5"  # this test's own sleep, found by its command line
     target = ssh.SshTarget("ssh://board")
+
+    def fetch(command: str, into: Any, cap: int, whole: float) -> tuple[int, bytes]:
+        # on the target's connection, made anew once a silent board's was dropped
+        loop, conn = target._conn_ready()
+        got = download.stream(
+            conn, command, into, cap, whole, sender=target.name, drop=lambda: target._drop(conn)
+        )
+        return loop.run(got, 120)
+
     try:
         # a slow link: a byte a second for 8 s, longer in all than the idle wait
-        loop, _ = target._conn_ready()
         into = io.BytesIO()
         slow = "for i in 1 2 3 4 5 6 7 8; do printf x; sleep 1; done"
-        assert loop.run(target._download(slow, into, 1 << 20, 600), 120) == (0, b"")
+        assert fetch(slow, into, 1 << 20, 600) == (0, b"")
         assert into.getvalue() == b"x" * 8
         # three bytes, then a board that says nothing
         into = io.BytesIO()
         with pytest.raises(TimeoutError, match=r"^3 bytes came, then nothing for 5 s$"):
-            loop.run(target._download(f"printf abc; sleep {seconds}", into, 1 << 20, 600), 120)
+            fetch(f"printf abc; sleep {seconds}", into, 1 << 20, 600)
         assert into.getvalue() == b"abc"
-        # a trickle that never stops within the whole's bound (on a new connection: a silent
-        # board's is dropped, and the next command's made anew)
-        loop, _ = target._conn_ready()
+        # a trickle that never stops within the whole's bound
         into = io.BytesIO()
         trickle = "i=0; while [ $i -lt 100 ]; do printf y; sleep 0.5; i=$((i + 1)); done"
         with pytest.raises(TimeoutError, match=r"^\d+ bytes came, then not all within 4 s$"):
-            loop.run(target._download(trickle, into, 1 << 20, 4), 120)
+            fetch(trickle, into, 1 << 20, 4)
         assert into.getvalue() and set(into.getvalue()) == {ord("y")}
         # a stream that never pauses: each read finds bytes waiting, and the whole ends it still
-        loop, _ = target._conn_ready()
         with open(os.devnull, "wb") as sink, pytest.raises(TimeoutError, match=r"then not all within 2 s$"):
-            loop.run(target._download("cat /dev/zero", sink, 1 << 50, 2), 120)
+            fetch("cat /dev/zero", sink, 1 << 50, 2)
     finally:
         target.close()
         for pid in _sleeps(seconds):  # a command without a terminal outlives its session

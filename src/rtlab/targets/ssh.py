@@ -8,8 +8,8 @@ unknown one on first contact, never a changed one).
 The agent is copied to the board and started detached (SIGHUP ignored), so a dropped
 connection does not stop the measurement: its progress is streamed from the run
 folder's events file while the connection lasts, and the results are pulled back as
-a tar stream (then removed from the board); `rtlab collect RUN` does that later if
-the connection was lost.
+a tar stream (download.py; then removed from the board); `rtlab collect RUN` does that
+later if the connection was lost.
 Every value that reaches the remote shell goes through shlex.quote.
 """
 
@@ -25,7 +25,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import asyncssh
 
@@ -38,6 +38,7 @@ from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.rundir.events import Event, Kind, line
 from rtlab.rundir.events import parse as parse_event
 from rtlab.system.files import AgentFiles
+from rtlab.targets import download
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 
 T = TypeVar("T")
@@ -46,12 +47,6 @@ T = TypeVar("T")
 SHELL_OUTPUT_CAP = 64 << 20
 # how long a command may take before the board is taken to have stopped answering
 COMMAND_S = 120.0
-# A run folder comes home for as long as its bytes keep coming: a link that sends nothing for
-# COLLECT_IDLE_S has stopped; the whole is bounded by the run's cap in bytes and a time that
-# grows with it (COLLECT_S, and a second for each COLLECT_FLOOR_BPS bytes of the cap).
-COLLECT_IDLE_S = 120.0
-COLLECT_S = 600.0
-COLLECT_FLOOR_BPS = 64 << 10
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -370,10 +365,13 @@ class SshTarget:
             with tempfile.SpooledTemporaryFile(max_size=16 << 20) as spool:
                 command = f"tar -cf - -C {shlex.quote(remote)} ."
                 try:
-                    loop, _ = self._conn_ready()
-                    whole_s = COLLECT_S + cap / COLLECT_FLOOR_BPS
+                    loop, conn = self._conn_ready()
+                    whole = download.whole_s(cap)
+                    fetch = download.stream(
+                        conn, command, spool, cap, whole, sender=self.name, drop=lambda: self._drop(conn)
+                    )
                     # (the loop's own wait a last resort: the download gives up by itself)
-                    status, said = loop.run(self._download(command, spool, cap, whole_s), whole_s + 60)
+                    status, said = loop.run(fetch, whole + 60)
                 except (OSError, asyncssh.Error, TimeoutError) as e:
                     raise RunFailed(f"{self.name}: `{command[:60]}` failed: {e or 'timed out'}") from None
                 if status != 0:
@@ -392,41 +390,6 @@ class SshTarget:
             write_note(
                 run.path / disk.COLLECT_ERROR, f"{str(e)[:300]}\nrun `rtlab collect {run.path}` later\n"
             )
-
-    async def _download(self, command: str, into: IO[bytes], cap: int, whole_s: float) -> tuple[int, bytes]:
-        """COMMAND's output into INTO, refused beyond CAP bytes, given up after COLLECT_IDLE_S
-        of silence or WHOLE_S in all; (exit status, its stderr)."""
-        conn = self._live()
-        got = 0
-        clock = asyncio.get_running_loop()
-        # timeouts, not wait_for in a timeout: on 3.11 a read that ends as the outer one fires
-        # swallows its cancellation, and the whole would never end
-        whole, idle = asyncio.timeout(whole_s), asyncio.timeout(COLLECT_IDLE_S)
-        try:
-            async with whole, idle:
-                proc = await conn.create_process(command, encoding=None)
-                try:
-                    while chunk := await proc.stdout.read(1 << 16):
-                        idle.reschedule(clock.time() + COLLECT_IDLE_S)
-                        got += len(chunk)
-                        if got > cap:
-                            raise unpack.Refused(f"{self.name} sent more than {cap} bytes, this run's cap")
-                        into.write(chunk)
-                    said = await proc.stderr.read(4096)
-                    done = await proc.wait()
-                except BaseException:
-                    # a channel closes only when the board says so, which a silent board never
-                    # does: the connection is dropped rather than its close waited for
-                    self._drop(conn)
-                    raise
-        except TimeoutError:
-            why = (
-                f"not all within {whole_s:.0f} s"
-                if whole.expired()
-                else f"nothing for {COLLECT_IDLE_S:.0f} s"
-            )
-            raise TimeoutError(f"{got} bytes came, then {why}") from None
-        return int(done.exit_status if done.exit_status is not None else 255), said
 
     def holds(self, remote: str) -> bool:
         """Whether the board still has the run folder `remote`."""
