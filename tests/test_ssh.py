@@ -310,6 +310,10 @@ def test_a_run_whose_files_cannot_come_home_says_why_and_where_they_stay(board, 
         assert f"this run's cap; it stays on ssh://board in {remote}): see {out}/events" in said, said
         assert read_json(out / "run.json")["reason"] in said
         assert (remote / "loads/idle/cyclictest.json").is_file()  # on the board still
+        # a report of it says so too, whatever the format
+        shown = rtlab("report", str(out))
+        assert "warning: the run: ssh://board sent more than " in shown.stderr, shown.stderr
+        assert f"it stays on ssh\\://board in {remote}" in rtlab("report", str(out), "--format", "md").stdout
         # what made it too big gone, collect brings the run home, and its reason goes with it
         (remote / "junk").unlink()
         done = rtlab("collect", str(out), env=board.env)

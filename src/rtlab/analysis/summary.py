@@ -147,6 +147,8 @@ def summarize(
         axis_warnings += said
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
+    if manifest.get("reason"):  # why the run ended so: its files not home (where they stay), a farm's error
+        found.insert(0, {"code": "run-reason", "load": "", "message": f"the run: {manifest['reason']}"})
     found += axis_warnings
     cpu_facts = (sysinfo or Sysinfo()).get("cpus") or CpuFacts()
     where = placement.of(plan, cpu_facts.get("cores") or {}, cpu_facts.get("count"))
