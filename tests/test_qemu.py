@@ -165,6 +165,12 @@ def test_riscv64_guest(tmp_path):
     info = read_json(out / "sysinfo.json")
     assert info["kernel"]["machine"] == "riscv64"
     assert read_json(out / "summary.json")["loads"]["idle"]["merged"]["samples"] > 0
+    # the kernel's boot from its first line (the device tree's early console: a boot that stops
+    # says where), then nothing of it below an alert once /init turned the console down
+    console = (out / "console.log").read_text()
+    assert "earlycon: ns16550a0 at MMIO" in console, console[:2000]
+    after = console[console.index("@rtlab-ready") :].splitlines()
+    assert not [line for line in after if re.match(r"\[ *\d+\.\d+\] ", line)], after
     assert guests() == set()
 
 
@@ -204,6 +210,8 @@ def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
     )
     assert done.returncode == 3
     assert "guest did not start (no shell within 20 s); it was stopped" in done.stderr
+    # where it stopped: the kernel's last words, its init started (and silent since)
+    assert "Run /init as init process" in done.stderr, done.stderr
     assert time.monotonic() - started < 120
     assert guests() == set()
 

@@ -14,6 +14,9 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp
 
 mount -t proc proc /proc
+# The kernel said all it did while it booted; from here only its alerts (a panic, a lockup)
+# reach the console, which carries the agent's lines.
+echo 3 >/proc/sys/kernel/printk
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp

@@ -28,6 +28,9 @@ class Arch:
     # the CPU model under software emulation (under KVM the host's own); None: the machine's
     cpu: str | None = None
     debian_name: str = ""  # what Debian and the user call it where that differs from uname -m
+    # the kernel's console from its first line on, before its serial driver registers (on the
+    # device tree's machines the firmware's console): a boot that stops early says where
+    early_console: str = ""
 
     @property
     def spelling(self) -> str:
@@ -78,6 +81,7 @@ ARCHES = {
         "ttyS0",
         "virtio-net-pci",
         ("failover", "net_failover", "virtio_net"),
+        early_console="earlycon",
     ),  # fmt: skip
     # arm64, named aarch64 as uname -m says (what a board reports, what KVM is matched on).
     # `virt` with no -cpu emulates a 32-bit Cortex-A15, which no arm64 kernel runs on; `max`
@@ -103,6 +107,7 @@ ARCHES = {
         suites=("bookworm-backports",),
         cpu="cortex-a72",
         debian_name="arm64",
+        early_console="earlycon",  # the PL011 the device tree's stdout-path names
     ),  # fmt: skip
 }
 # other spellings of an architecture's name, as a user may write them
