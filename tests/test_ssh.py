@@ -310,7 +310,9 @@ def test_a_run_whose_files_cannot_come_home_says_why_and_where_they_stay(board, 
         assert f"this run's cap; it stays on ssh://board in {remote}): see {out}/events" in said, said
         assert read_json(out / "run.json")["reason"] in said
         assert (remote / "loads/idle/cyclictest.json").is_file()  # on the board still
-        # a report of it says so too, whatever the format
+        # its summary says so, as a report of it does
+        reasons = [w for w in read_json(out / "summary.json")["warnings"] if w["code"] == "run-reason"]
+        assert [w["message"] for w in reasons] == [f"the run: {read_json(out / 'run.json')['reason']}"]
         shown = rtlab("report", str(out))
         assert "warning: the run: ssh://board sent more than " in shown.stderr, shown.stderr
         assert f"it stays on ssh\\://board in {remote}" in rtlab("report", str(out), "--format", "md").stdout

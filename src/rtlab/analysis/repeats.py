@@ -12,6 +12,7 @@ from typing import cast
 
 from rtlab.analysis import probes, stats
 from rtlab.analysis.histogram import Histogram, merge
+from rtlab.analysis.summary import RUN_REASON
 from rtlab.boundary.summary_shapes import (
     HistogramJSON,
     Histograms,
@@ -144,11 +145,11 @@ def combine(runs: Sequence[Summary], name: str) -> Summary:
         loads[load] = entry
     statuses = {r["status"] for r in runs}
     status = "complete" if statuses == {"complete"} else "failed" if statuses == {"failed"} else "partial"
-    # the first's warnings, and those about a load of each later repeat, named by it
+    # the first's warnings, and those about a load or how it ended of each later repeat, named by it
     warnings = list(first["warnings"]) + [
         {**w, "message": f"repeat {k}: {w['message']}"}
         for k, r in enumerate(runs[1:], 2)
         for w in r["warnings"]
-        if w["load"]
+        if w["load"] or w["code"] == RUN_REASON
     ]
     return cast(Summary, {**first, "run": name, "status": status, "loads": loads, "warnings": warnings})

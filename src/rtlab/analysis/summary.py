@@ -38,6 +38,7 @@ SCHEMA = "rtlab.summary/1"
 SEED_DURATION_S = 600  # the StarFive study measured 10 minutes per load
 # Fewer merged samples than this and the tail percentiles say nothing: p99.99 needs 10,000.
 FEW_SAMPLES = 10_000
+RUN_REASON = "run-reason"  # the warning that says why the run ended as it did (run.json's reason)
 
 
 def _by_cluster(per_cpu: Mapping[str, Histogram], groups: Sequence[clusters.Cluster]) -> dict[str, StatsJSON]:
@@ -148,7 +149,7 @@ def summarize(
     found = warnings(plan, sysinfo, loads, events, manifest.get("target") or TargetJSON())
     found[:0] = [{"code": "unreadable", "load": "", "message": p} for p in problems]
     if manifest.get("reason"):  # why the run ended so: its files not home (where they stay), a farm's error
-        found.insert(0, {"code": "run-reason", "load": "", "message": f"the run: {manifest['reason']}"})
+        found.insert(0, {"code": RUN_REASON, "load": "", "message": f"the run: {manifest['reason']}"})
     found += axis_warnings
     cpu_facts = (sysinfo or Sysinfo()).get("cpus") or CpuFacts()
     where = placement.of(plan, cpu_facts.get("cores") or {}, cpu_facts.get("count"))

@@ -90,6 +90,8 @@ def finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) 
         problems = []
     except UnreadableFile as e:
         events, problems = [], [str(e)]
+    # how it ended first: the summary's warnings say its reason (a folder not home, and where)
+    manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     summary = summarize(manifest, info, {load: run.raw_load(load) for load in loads}, events, problems)
     for load, entry in summary["loads"].items():
         record = manifest["loads"].setdefault(load, {})
@@ -99,7 +101,6 @@ def finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) 
         else:  # a reason its files no longer bear out (fetched by rtlab collect since)
             record.pop("reason", None)
     manifest.update({"status": summary["status"], "ended": now()})
-    manifest.update(cast(Manifest, extra))  # elapsed_s, interrupted, target, reason, collected
     run.write_manifest(manifest)
     write_json(run.path / disk.SUMMARY, summary)
     return summary

@@ -48,8 +48,8 @@ async def stream(
     outer, idle = asyncio.timeout(whole), asyncio.timeout(IDLE_S)
     try:
         async with outer, idle:
-            proc = await conn.create_process(command, encoding=None)
             try:
+                proc = await conn.create_process(command, encoding=None)
                 while chunk := await proc.stdout.read(1 << 16):
                     idle.reschedule(clock.time() + IDLE_S)
                     got += len(chunk)

@@ -15,8 +15,12 @@ export HOME=/root TMPDIR=/tmp
 
 mount -t proc proc /proc
 # The kernel said all it did while it booted; from here only its alerts (a panic, a lockup)
-# reach the console, which carries the agent's lines.
-echo 3 >/proc/sys/kernel/printk
+# reach the console, which carries the agent's lines (dmesg -n needs no /proc/sys). A farm's
+# shell keeps every message, as a farm's console does.
+case " $(cat /proc/cmdline) " in
+*" rtlab.console=shell "*) ;;
+*) dmesg -n 3 2>/dev/null || echo 3 >/proc/sys/kernel/printk ;;
+esac
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
