@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from _common import seconds_interval  # noqa: E402
-from rtlab.targets.qemu import GuestSpec, QemuTarget, _Boot, pvh  # noqa: E402
+from rtlab.targets.qemu import QemuTarget, _Boot, pvh  # noqa: E402
+from rtlab.targets.qemu.spec import GuestSpec  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 KERNEL = os.environ.get("BENCH_KERNEL", "debian-rt")

@@ -15,7 +15,7 @@ import pytest
 from conftest import processes_named, read_json, rtlab, run_args
 from rtlab.errors import UsageError
 from rtlab.system.clusters import clusters
-from rtlab.targets.qemu import GuestSpec
+from rtlab.targets.qemu.spec import GuestSpec
 
 needs_arm64 = pytest.mark.skipif(
     not shutil.which("qemu-system-aarch64"), reason="make test installs qemu-system-arm"

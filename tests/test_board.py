@@ -41,7 +41,8 @@ from conftest import (
 )
 from rtlab import debian
 from rtlab.cache import cache_dir
-from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu import QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu.spec import GuestSpec
 
 pytestmark = [
     pytest.mark.boards,

@@ -34,7 +34,8 @@ from rtlab import debian
 from rtlab.boot import image, kexec, record, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.cache import cache_dir
-from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu import QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu.spec import GuestSpec
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 
 pytestmark = pytest.mark.boards

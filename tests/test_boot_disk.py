@@ -23,7 +23,8 @@ import pytest
 
 from conftest import read_json, rtlab, wait_for
 from rtlab.boot import image, verify
-from rtlab.targets.qemu import GuestSpec, machines
+from rtlab.targets.qemu import machines
+from rtlab.targets.qemu.spec import GuestSpec
 from test_board import free_port, ssh_banner
 from test_boot import DEFAULT, KexecBoard, ResettableGuest, _board_archive
 

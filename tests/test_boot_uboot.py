@@ -31,7 +31,8 @@ from rtlab import debian
 from rtlab.boot import image, verify
 from rtlab.cache import cache_dir
 from rtlab.errors import UsageError
-from rtlab.targets.qemu import GuestSpec, QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu import QemuTarget, cpio, initramfs, kernels, machines
+from rtlab.targets.qemu.spec import GuestSpec
 from test_board import HOST_KEY, Board, free_port, ssh_banner
 from test_boot import KexecBoard, _host_key, _step
 from test_boot_carry import BANNER, _deb

@@ -299,7 +299,7 @@ def test_the_command_line_starts_without_the_heavy_libraries():
     ],
 )
 def test_a_qemu_targets_numbers_go_through_the_users_gate(options, said):
-    from rtlab.targets.qemu import GuestSpec
+    from rtlab.targets.qemu.spec import GuestSpec
 
     with pytest.raises(UsageError, match=re.escape(said)):
         GuestSpec.parse(f"debian-rt,{options}")

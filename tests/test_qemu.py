@@ -35,7 +35,8 @@ from conftest import (
 from rtlab.boundary import paths
 from rtlab.errors import UsageError
 from rtlab.plan.loads import BUILTIN
-from rtlab.targets.qemu import GuestSpec, cpio
+from rtlab.targets.qemu import cpio
+from rtlab.targets.qemu.spec import GuestSpec
 
 LOADS = ["idle", "cpu", "os", "memory", "storage"]
 needs_x86 = pytest.mark.skipif(

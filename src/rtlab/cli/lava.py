@@ -75,7 +75,8 @@ def job(
 def _qemu_base(spec: str, output: Path) -> dict[str, Any]:
     """The deploy and boot of LAVA's qemu device type for rtlab's guest, its images beside OUTPUT."""
     from rtlab.farm import lava
-    from rtlab.targets.qemu import SHELL_PROMPT, GuestSpec, QemuTarget
+    from rtlab.targets.qemu import SHELL_PROMPT, QemuTarget
+    from rtlab.targets.qemu.spec import GuestSpec
 
     guest = QemuTarget(GuestSpec.parse(spec))
     try:

@@ -13,7 +13,8 @@ def open_target(spec: str, accept_new_host_key: bool = False) -> Target:
         return LocalTarget()
     kind, _, rest = spec.partition(":")
     if kind == "qemu":
-        from rtlab.targets.qemu import GuestSpec, QemuTarget
+        from rtlab.targets.qemu import QemuTarget
+        from rtlab.targets.qemu.spec import GuestSpec
 
         return QemuTarget(GuestSpec.parse(rest))
     if kind == "ssh":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtlab import bounds, debian, units
+from rtlab import debian
 from rtlab.boundary import unpack
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
@@ -45,6 +45,7 @@ from rtlab.rundir.events import Event, Kind, line, parse
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import cpio, initramfs, kernels, machines, pvh
 from rtlab.targets.qemu.console import Console, GuestDied, GuestHung, OutputTooLarge
+from rtlab.targets.qemu.spec import GuestSpec
 
 AGENT = "/rtlab/agent.sh"
 KVM_PROBE_S = 30.0
@@ -64,89 +65,6 @@ ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
-OPTIONS = ("kernel", "initrd", "arch", "cpus", "memory", "accel", "append", "boot-timeout", "margin", "ssh")
-
-
-@dataclass
-class GuestSpec:
-    arch: machines.Arch
-    kernel_name: str | None = None
-    kernel_path: Path | None = None
-    initrd: Path | None = None
-    cpus: int = 2
-    memory: str = "1G"
-    accel: str = "auto"
-    append: str = ""
-    boot_timeout: float = 300.0
-    margin: float = 120.0
-    ssh_port: int | None = None
-    text: str = ""
-
-    @classmethod
-    def parse(cls, text: str) -> GuestSpec:
-        """`debian-rt,cpus=4` or `kernel=PATH,arch=riscv64,...` (what follows `qemu:`)."""
-        name: str | None = None
-        options: dict[str, str] = {}
-        for item in filter(None, text.split(",")):
-            key, eq, value = item.partition("=")
-            if eq:
-                options[key.strip()] = value
-            elif name is None:
-                name = item.strip()
-            else:
-                raise UsageError(f"qemu target {text!r}: one kernel name only, options as key=value")
-        known = set(OPTIONS)
-        unknown = set(options) - known
-        if unknown:
-            raise UsageError(
-                f"qemu target option {', '.join(sorted(unknown))} unknown: use {', '.join(sorted(known))}"
-            )
-        if name and "kernel" in options:
-            raise UsageError(f"qemu target {text!r}: give a kernel name or kernel=PATH, not both")
-        if name:
-            arch, _ = machines.named_kernel(name)
-            if "arch" in options and machines.arch(options["arch"]) is not arch:
-                raise UsageError(f"qemu:{name} is an {arch.spelling} kernel, not {options['arch']}")
-            spec = cls(arch, kernel_name=name)
-        elif "kernel" in options:
-            path = Path(options["kernel"]).expanduser()
-            if not path.is_file():
-                raise UsageError(f"kernel image {path} does not exist: give the path of an Image/bzImage")
-            spec = cls(machines.arch(options.get("arch", machines.host_arch())), kernel_path=path.resolve())
-        else:
-            raise UsageError("qemu target needs a kernel: qemu:debian-rt, qemu:debian or qemu:kernel=PATH")
-        spec.text = text
-        if "initrd" in options:
-            spec.initrd = Path(options["initrd"]).expanduser().resolve()
-            if not spec.initrd.is_file():
-                raise UsageError(f"initrd {spec.initrd} does not exist")
-        # the user's values, through the gate every option goes through (units): ASCII digits,
-        # bounded, never NaN or inf
-        if "cpus" in options:
-            spec.cpus = units.parse_count(options["cpus"], "qemu target cpus")
-        if "ssh" in options:
-            spec.ssh_port = units.parse_count(options["ssh"], "qemu target ssh port")
-        wait = bounds.MAX_GUEST_WAIT_S
-        if "boot-timeout" in options:
-            spec.boot_timeout = units.parse_seconds(
-                options["boot-timeout"], "qemu target boot-timeout", 1, wait
-            )
-        if "margin" in options:
-            spec.margin = units.parse_seconds(options["margin"], "qemu target margin", 0, wait)
-        if spec.ssh_port is not None and not 0 < spec.ssh_port < 65536:
-            raise UsageError(f"qemu target ssh={spec.ssh_port}: give a TCP port, 1 to 65535")
-        if not 1 <= spec.cpus <= bounds.MAX_GUEST_CPUS:
-            raise UsageError(f"qemu target: cpus must be 1 to {bounds.MAX_GUEST_CPUS}")
-        spec.memory = options.get("memory", spec.memory)
-        if not re.fullmatch(r"\d+[MG]?", spec.memory):
-            raise UsageError(f"qemu target memory {spec.memory!r}: write e.g. 1G or 512M")
-        spec.accel = options.get("accel", spec.accel)
-        if spec.accel not in ("auto", "kvm", "tcg"):
-            raise UsageError(f"qemu target accel {spec.accel!r}: use auto, kvm or tcg")
-        spec.append = options.get("append", "")
-        return spec
-
-
 SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not the command loop
 SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
 
