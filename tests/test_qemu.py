@@ -211,8 +211,6 @@ def test_guest_that_never_starts_is_killed_and_reported(tmp_path):
     )
     assert done.returncode == 3
     assert "guest did not start (no shell within 20 s); it was stopped" in done.stderr
-    # where it stopped: the kernel's last words, its init started (and silent since)
-    assert "Run /init as init process" in done.stderr, done.stderr
     assert time.monotonic() - started < 120
     assert guests() == set()
 

@@ -158,12 +158,12 @@ class QemuTarget:
         return out
 
     def _cmdline(self, farm: bool = False) -> str:
-        """The kernel's command line; for a farm, a shell on the console. The kernel says all it
-        does while it boots (a boot that stops says where, in its console's tail; a farm's LAVA
-        waits for "Linux version"); the guest's /init quiets it before anything else is said."""
+        """The kernel's command line; for a farm, with all its messages (LAVA waits for "Linux
+        version") and a shell on the console. Otherwise the architecture's way to boot
+        (machines.Arch.boot_words); the guest's /init turns the console down to alerts."""
         arch = self.spec.arch
-        words = [f"console={arch.console}", *arch.early_console.split(), "rdinit=/init", "panic=-1"]
-        words += [SHELL_ON_CONSOLE] if farm else []
+        words = [f"console={arch.console}", "rdinit=/init", "panic=-1"]
+        words += [SHELL_ON_CONSOLE] if farm else list(arch.boot_words)
         # noirqdebug: under emulation the serial port's interrupt can look spurious to the kernel,
         # which then disables it ("Disabling IRQ #4") and the console, our only channel, stalls.
         return " ".join([*words, "noirqdebug", self.spec.append]).strip()

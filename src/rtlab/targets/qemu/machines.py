@@ -28,9 +28,13 @@ class Arch:
     # the CPU model under software emulation (under KVM the host's own); None: the machine's
     cpu: str | None = None
     debian_name: str = ""  # what Debian and the user call it where that differs from uname -m
-    # the kernel's console from its first line on, before its serial driver registers (on the
-    # device tree's machines the firmware's console): a boot that stops early says where
-    early_console: str = ""
+    # How the kernel speaks while it boots (the guest's /init turns it down to alerts after).
+    # Quiet: Debian's 6.1 PREEMPT_RT kernels print from a console thread of their own, and an
+    # x86_64 RT board whose boot said everything hung silent in its first run under load, once
+    # in a whole make test (its boot quiet, never seen). riscv64's says all of it from the first
+    # line (the device tree's console, `earlycon`): a riscv64 guest on a busy host now and then
+    # hangs after OpenSBI, and its console's tail then says where.
+    boot_words: tuple[str, ...] = ("quiet", "loglevel=3")
 
     @property
     def spelling(self) -> str:
@@ -81,7 +85,7 @@ ARCHES = {
         "ttyS0",
         "virtio-net-pci",
         ("failover", "net_failover", "virtio_net"),
-        early_console="earlycon",
+        boot_words=("earlycon",),
     ),  # fmt: skip
     # arm64, named aarch64 as uname -m says (what a board reports, what KVM is matched on).
     # `virt` with no -cpu emulates a 32-bit Cortex-A15, which no arm64 kernel runs on; `max`
@@ -107,7 +111,6 @@ ARCHES = {
         suites=("bookworm-backports",),
         cpu="cortex-a72",
         debian_name="arm64",
-        early_console="earlycon",  # the PL011 the device tree's stdout-path names
     ),  # fmt: skip
 }
 # other spellings of an architecture's name, as a user may write them
