@@ -14,9 +14,9 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp
 
 mount -t proc proc /proc
-# The kernel said all it did while it booted; from here only its alerts (a panic, a lockup)
-# reach the console, which carries the agent's lines (dmesg -n needs no /proc/sys). A farm's
-# shell keeps every message, as a farm's console does.
+# From here only the kernel's alerts (a panic, a lockup) reach the console, which carries the
+# agent's lines, however much it said while it booted (riscv64's says all: machines.py). A
+# farm's shell keeps every message, as a farm's console does. (dmesg -n needs no /proc/sys.)
 case " $(cat /proc/cmdline) " in
 *" rtlab.console=shell "*) ;;
 *) dmesg -n 3 2>/dev/null || echo 3 >/proc/sys/kernel/printk ;;
