@@ -42,7 +42,9 @@ print(start)
 @pytest.fixture(scope="module")
 def injected(tmp_path_factory) -> tuple[Path, float]:
     run = tmp_path_factory.mktemp("timeline") / "run"
-    proc = start_rtlab(*run_args(run, "idle", "12s", "--block", "500ms", "--spike-threshold", "5ms"))
+    # injected 5 s into 20 s of measuring: on a busy host the spin asked for 5 s into a 12 s run
+    # once began 12.07 s into it, in its last block, which cyclictest never prints
+    proc = start_rtlab(*run_args(run, "idle", "20s", "--block", "500ms", "--spike-threshold", "5ms"))
     wait_for(lambda: event_seen(run / "events", "measure-start"))
     time.sleep(5)
     spun = subprocess.run([sys.executable, "-c", INJECT], capture_output=True, text=True, check=True)
