@@ -13,6 +13,21 @@ from rtlab.rundir.cyclictest import ThreadResult
 from rtlab.rundir.disk import RawProbe
 from rtlab.rundir.events import Event, Kind
 
+# The warning of a probe that failed: a functional test that did not pass (pi_stress's deadlock,
+# rt-migrate-test's -c) or a probe that gave no result. `rtlab run` exits 3 for it, as for a
+# load that failed: a CI job that asked for the probe must not pass without it.
+FAILED = "probe-failed"
+
+
+def failed(summary: Summary) -> list[str]:
+    """'LOAD PROBE' of each probe of the summary that failed, in the order of its loads."""
+    return [
+        f"{load} {name}"
+        for load, entry in summary["loads"].items()
+        for name, probe in entry.get("probes", {}).items()
+        if probe["status"] == "failed"
+    ]
+
 
 def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:
     """A load's other probes in a summary, by name (none: {})."""

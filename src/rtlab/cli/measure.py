@@ -192,6 +192,7 @@ def _hwlat(
 
 def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str | None) -> None:
     """One run per board, all at once; one failing board does not stop the others."""
+    from rtlab.analysis import probes
     from rtlab.report.formats import table
     from rtlab.rundir.events import HOST_SAID, Kind
     from rtlab.runner import Outcome, execute_parallel
@@ -212,12 +213,12 @@ def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str
             summary = result.summary
             console.print(table.build([summary], [t.name]))
             err.print(f"{t.name}: {summary['status']}, saved in {result.run.path}", highlight=False)
-            failed |= summary["status"] != "complete" or result.interrupted
+            failed |= summary["status"] != "complete" or result.interrupted or bool(probes.failed(summary))
         else:
             err.print(f"{t.name}: failed: {result}", highlight=False)
             failed = True
     if failed:
-        raise RunFailed("not every board completed its run: see above")
+        raise RunFailed("not every board completed its run and its probes: see above")
 
 
 def collect(

@@ -129,7 +129,10 @@ def conclude(
     junit: Path | None = None,
     history: bool = False,
 ) -> None:
-    """A run that ended: where it is saved, its table, and exit 3 unless it is complete."""
+    """A run that ended: where it is saved, its table, and exit 3 unless it and its probes are
+    complete."""
+    from rtlab.analysis import probes
+
     summary = outcome.summary
     judged_by = deadlines_of(deadline)
     record(outcome.run.path, judged_by)
@@ -143,6 +146,11 @@ def conclude(
         if summary["status"] != "complete":
             reason = _reason(outcome.run)
             raise RunFailed(f"the run is {summary['status']}{reason}: see {outcome.run.path}/events")
+        failed = probes.failed(summary)
+        if failed:
+            raise RunFailed(
+                f"the run is complete, not its probes: {', '.join(failed)} failed (see the warnings)"
+            )
 
 
 def _reason(run: RunDir) -> str:

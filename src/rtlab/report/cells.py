@@ -175,7 +175,8 @@ def probe_table(
                         continue
                     if probe["note"]:
                         notes[probe["note"]] = None
-                    if probe["status"] != "complete":
+                    # a failed one is the summary's warning (probe-failed), shown by every format
+                    if probe["status"] not in ("complete", "failed"):
                         run = f"{label} " if several else ""
                         notes[
                             f"{run}{load} {name}: {probe['status']}, {probe['reason'] or 'no reason given'}"

@@ -1,19 +1,22 @@
-"""JUnit XML for CI (Jenkins, GitLab, LAVA): one test case per load and run.
+"""JUnit XML for CI (Jenkins, GitLab, LAVA): one test case per load and run, and one per
+probe under a load (--probe: "idle pi_stress").
 
 A load fails when its max latency exceeded the deadline (the message gives both),
 and is an error when it has no complete measurement. Without a deadline a
-complete load passes. Each suite's properties hold the run's platform facts and what ran
-where, as the other formats' facts lines say them. Every string from the run goes through
-escape.xml: the file stays XML 1.0 a CI server parses.
+complete load passes. A probe is an error when it did not complete (a functional test that did
+not pass, pi_stress's or rt-migrate-test's, or a probe that gave no result: its reason says
+which), and passes otherwise, its figures as properties. Each suite's properties hold the run's
+platform facts and what ran where, as the other formats' facts lines say them. Every string
+from the run goes through escape.xml: the file stays XML 1.0 a CI server parses.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rtlab.analysis.summary import facts_lines
-from rtlab.boundary.summary_shapes import Summary
+from rtlab.boundary.summary_shapes import ProbeJSON, Summary
 from rtlab.report import cells
 from rtlab.report.escape import xml as clean
 
@@ -57,9 +60,32 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                 value = merged.get(key) if merged else None
                 if value is not None:
                     ET.SubElement(props, "property", name=key, value=str(value))
+            errors += _probes(suite, f"rtlab.{label}", load, entry.get("probes", {}), duration)
         suite.set("tests", str(len(suite.findall("testcase"))))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
         suite.set("time", f"{duration * len(summary['loads']):.1f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _probes(
+    suite: ET.Element, classname: str, load: str, probes: Mapping[str, ProbeJSON], duration: float
+) -> int:
+    """A test case for each of LOAD's probes; how many are errors."""
+    errors = 0
+    for name, probe in probes.items():
+        case = ET.SubElement(suite, "testcase", name=clean(f"{load} {name}"), classname=classname,
+                             time=f"{duration:.1f}")  # fmt: skip
+        if probe["status"] != "complete":
+            errors += 1
+            why = f": {probe['reason']}" if probe["reason"] else ""
+            ET.SubElement(case, "error", message=clean(f"{load} {name}: {probe['status']}{why}"))
+        props = ET.SubElement(case, "properties")
+        for measure, stats in probe["merged"].items():
+            for key in ("max_us", "avg_us", "samples"):
+                if stats.get(key) is not None:
+                    ET.SubElement(props, "property", name=f"{measure} {key}", value=str(stats[key]))
+        for counted, value in probe.get("counts", {}).items():
+            ET.SubElement(props, "property", name=clean(counted), value=str(value))
+    return errors
