@@ -461,7 +461,7 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 3, stderr
-    assert "the run is complete, not its probes: idle pi_stress failed" in stderr
+    assert "the measurement is complete, not its probes: idle pi_stress failed" in stderr
     summary = read_json(out / "summary.json")
     assert summary["status"] == "complete" and summary["loads"]["idle"]["status"] == "complete"
     pi = summary["loads"]["idle"]["probes"]["pi_stress"]
@@ -474,6 +474,42 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
     table = rtlab("report", str(out))
     assert f"warning: {said}" in " ".join(table.stderr.split()) and table.returncode == 0
     assert f"- run: {said}" in rtlab("report", str(out), "--format", "md").stdout.replace("\\_", "_")
+    assert not processes_named("pi_stress", "cyclictest")
+
+
+@pytest.mark.host
+@needs_root
+@needs_tools
+def test_a_probe_failed_in_one_repeat_fails_the_campaign(tmp_path):
+    """--repeat 2, the first repeat's pi_stress killed: the pooled probe is partial with that
+    repeat's reason and the second's figures, the warning names the repeat, JUnit has an error
+    and `rtlab run` exits 3."""
+    out, junit = tmp_path / "runs", tmp_path / "runs.xml"
+    asked = ("--probe", "pi_stress", "--repeat", "2", "--junit", str(junit))
+    proc = start_rtlab(*run_args(out, "idle", "2s", *asked))
+    try:
+        wait_for(lambda: processes_named("pi_stress"), 120)
+        for pid in processes_named("pi_stress"):
+            os.kill(pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3 and "not its probes: repeat 1: idle pi_stress failed" in stderr, stderr
+    first, second = (read_json(out / f"repeat-{k}" / "summary.json")["loads"]["idle"]["probes"]["pi_stress"]
+                     for k in (1, 2))  # fmt: skip
+    assert first["status"] == "failed" and second["status"] == "complete", (first, second)
+    done = rtlab("report", str(out), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    pooled = summary["loads"]["idle"]["probes"]["pi_stress"]
+    assert (pooled["status"], pooled["reason"]) == ("partial", f"repeat 1: {first['reason']}")
+    assert pooled["counts"] == second["counts"] and second["counts"]["inversions"] > 0
+    said = [w["message"] for w in summary["warnings"] if w["code"] == "probe-failed"]
+    assert said == [f"repeat 1: idle pi_stress: failed: {first['reason']}"]
+    cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
+    error = cases["idle pi_stress"].find("error")
+    assert error is not None and error.get("message") == f"idle pi_stress: partial: {pooled['reason']}"
     assert not processes_named("pi_stress", "cyclictest")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rtlab.analysis import stats
 from rtlab.analysis.histogram import Histogram, merge
-from rtlab.boundary.summary_shapes import ProbeJSON, StatsJSON, Summary
+from rtlab.boundary.summary_shapes import ProbeJSON, StatsJSON, Summary, WarningJSON
 from rtlab.plan.probes import PROBES, InvalidProbe, parse
 from rtlab.rundir.cyclictest import ThreadResult
 from rtlab.rundir.disk import RawProbe
@@ -19,14 +19,20 @@ from rtlab.rundir.events import Event, Kind
 FAILED = "probe-failed"
 
 
+_FAILED_SAID = ": failed: "
+
+
+def failure(load: str, name: str, probe: ProbeJSON) -> WarningJSON:
+    """The warning of LOAD's probe NAME that failed."""
+    return {"code": FAILED, "load": load,
+            "message": f"{load} {name}{_FAILED_SAID}{probe['reason'] or 'no reason given'}"}  # fmt: skip
+
+
 def failed(summary: Summary) -> list[str]:
-    """'LOAD PROBE' of each probe of the summary that failed, in the order of its loads."""
-    return [
-        f"{load} {name}"
-        for load, entry in summary["loads"].items()
-        for name, probe in entry.get("probes", {}).items()
-        if probe["status"] == "failed"
-    ]
+    """'LOAD PROBE' of each probe that failed, from the summary's warnings: a campaign's pooled
+    probe keeps its first repeat's status, its warnings say each repeat's ('repeat 2: idle
+    pi_stress')."""
+    return [w["message"].split(_FAILED_SAID)[0] for w in summary["warnings"] if w["code"] == FAILED]
 
 
 def of(summary: Summary, load: str) -> dict[str, ProbeJSON]:

@@ -72,16 +72,20 @@ def _pooled(entries: list[LoadEntry]) -> LoadEntry:
 
 def _probes(entries: list[LoadEntry]) -> dict[str, ProbeJSON]:
     """Each other probe (--probe) over every repeat that has its numbers: histograms pooled as
-    cyclictest's are, cyclicdeadline's min, avg and max over all; per CPU only in the repeats."""
+    cyclictest's are, cyclicdeadline's min, avg and max over all; per CPU only in the repeats.
+    Partial, with each repeat's reason, when a repeat's did not complete."""
     pooled: dict[str, ProbeJSON] = {}
     for name, first in (entries[0].get("probes") or {}).items():
-        found = [
-            p for e in entries
-            if (p := (e.get("probes") or {}).get(name)) is not None and p["status"] in ("complete", "partial")
-        ]  # fmt: skip
+        every = [(k, (e.get("probes") or {}).get(name)) for k, e in enumerate(entries, 1)]
+        found = [p for _, p in every if p is not None and p["status"] in ("complete", "partial")]
         if not found:
             pooled[name] = first
             continue
+        short = [
+            f"repeat {k}: {(p['reason'] or p['status']) if p is not None else 'not run'}"
+            for k, p in every
+            if p is None or p["status"] != "complete"
+        ]
         merged: dict[str, StatsJSON] = {}
         histograms: dict[str, HistogramJSON] = {}
         for measure in dict.fromkeys(m for p in found for m in p["merged"]):
@@ -92,6 +96,8 @@ def _probes(entries: list[LoadEntry]) -> dict[str, ProbeJSON]:
             else:
                 merged[measure] = probes.summary_only([p["merged"][measure] for p in parts])
         pooled[name] = {**found[0], "merged": merged, "cpus": {}, "histograms": histograms}
+        if short:
+            pooled[name] |= {"status": "partial", "reason": "; ".join(short)}
     return pooled
 
 
@@ -145,10 +151,13 @@ def combine(runs: Sequence[Summary], name: str) -> Summary:
         loads[load] = entry
     statuses = {r["status"] for r in runs}
     status = "complete" if statuses == {"complete"} else "failed" if statuses == {"failed"} else "partial"
-    # the first's warnings, and those about a load or how it ended of each later repeat, named by it
-    warnings = list(first["warnings"]) + [
+    # the first's warnings about the machine and the plan, which every repeat shares, and each
+    # repeat's about a load or how it ended, named by it (the first's too: one of them failing
+    # a probe must read as that repeat's, not the campaign's)
+    own = [w for w in first["warnings"] if not (w["load"] or w["code"] == RUN_REASON)]
+    warnings = own + [
         {**w, "message": f"repeat {k}: {w['message']}"}
-        for k, r in enumerate(runs[1:], 2)
+        for k, r in enumerate(runs, 1)
         for w in r["warnings"]
         if w["load"] or w["code"] == RUN_REASON
     ]

@@ -219,12 +219,7 @@ def _load(run: _Run, load: str, files: RawLoad) -> tuple[LoadEntry, str, list[Wa
         entry["causes"] = traced
     if files.probes:
         entry["probes"] = {p.name: probes.build(p, load, run.events, run.measuring) for p in files.probes}
-        said += [
-            {"code": probes.FAILED, "load": load,
-             "message": f"{load} {name}: failed: {probe['reason'] or 'no reason given'}"}
-            for name, probe in entry["probes"].items()
-            if probe["status"] == "failed"
-        ]  # fmt: skip
+        said += [probes.failure(load, n, p) for n, p in entry["probes"].items() if p["status"] == "failed"]
         disagreement = disagree.section(entry)
         if disagreement is not None:
             entry["disagreement"] = disagreement

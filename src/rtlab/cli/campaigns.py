@@ -14,7 +14,7 @@ from rtlab.boundary import untrusted
 from rtlab.bounds import MAX_TOP
 from rtlab.cli.history import remember
 from rtlab.cli.options import AcceptKey, History, Target, plan_of, run_options
-from rtlab.cli.present import deadlines_of, out_dir, present, record
+from rtlab.cli.present import deadlines_of, out_dir, present, probes_passed, record
 from rtlab.cli.screen import console, err
 from rtlab.errors import RunFailed, UsageError
 from rtlab.names import slug
@@ -103,6 +103,7 @@ def repeats(
     finally:
         if summary["status"] != "complete":
             raise RunFailed(f"not every repeat is complete: see {folder}/repeat-*/events")
+        probes_passed(summary)
 
 
 SCAN_DEFAULTS = {"duration": "10s", "settle": "1s"}  # a scan is many short looks, not a measurement

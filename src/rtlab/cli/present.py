@@ -131,8 +131,6 @@ def conclude(
 ) -> None:
     """A run that ended: where it is saved, its table, and exit 3 unless it and its probes are
     complete."""
-    from rtlab.analysis import probes
-
     summary = outcome.summary
     judged_by = deadlines_of(deadline)
     record(outcome.run.path, judged_by)
@@ -146,11 +144,19 @@ def conclude(
         if summary["status"] != "complete":
             reason = _reason(outcome.run)
             raise RunFailed(f"the run is {summary['status']}{reason}: see {outcome.run.path}/events")
-        failed = probes.failed(summary)
-        if failed:
-            raise RunFailed(
-                f"the run is complete, not its probes: {', '.join(failed)} failed (see the warnings)"
-            )
+        probes_passed(summary)
+
+
+def probes_passed(summary: Summary) -> None:
+    """A probe that failed (a functional test that did not pass, or one that gave no result)
+    fails the run as a load does: RunFailed naming each, the warnings say why."""
+    from rtlab.analysis import probes
+
+    failed = probes.failed(summary)
+    if failed:
+        raise RunFailed(
+            f"the measurement is complete, not its probes: {', '.join(failed)} failed (see the warnings)"
+        )
 
 
 def _reason(run: RunDir) -> str:
