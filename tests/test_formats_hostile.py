@@ -33,6 +33,7 @@ HOSTILE = (
 )
 RUN_ID = FORMULAS[0] + HOSTILE
 FAILED = "x-2+3"  # a load's name is a folder's: only letters, digits and ._+- (still a formula's)
+PROBE = "pi_stress"
 FORMATS = ("table", "md", "csv", "json", "html", "junit")
 # What no format but JSON (which escapes them) may print as it is.
 # Asked of unicodedata, not copied from rtlab: every format character (zero-width ones, the
@@ -69,6 +70,14 @@ def hostile_run(base: Path, seed: int) -> Path:
     line = f"{FORMULAS[2]}{HOSTILE}".replace("\n", " ").replace("\ud800", "")
     with (run / "events").open("a") as f:
         f.write(f"@rtlab load-end t=70.00 load={FAILED} status=failed reason={line}\n")
+    # a probe of the measured load that failed in the same words: a warning in every format, a
+    # test case of its own in JUnit
+    (run / "plan.probes").write_text(f"{PROBE}\n")
+    (run / "loads" / "idle" / PROBE).mkdir()
+    (run / "loads" / "idle" / PROBE / "probe.argv").write_text(f"{PROBE}\n--duration=60\n")
+    with (run / "events").open("a") as f:
+        f.write(f"@rtlab probe-start t=70.10 load=idle probe={PROBE} seconds=60\n")
+        f.write(f"@rtlab probe-end t=70.20 load=idle probe={PROBE} status=failed reason={line}\n")
     return run
 
 
@@ -202,9 +211,13 @@ def test_markdown_tables_keep_their_columns_and_nothing_in_them_is_live(outputs,
 def test_junit_is_xml_10_a_ci_server_parses(outputs, which):
     command, _, fmt = which.partition(" ")
     text = out(outputs, command, fmt if fmt == "junit" else "verdicts junit")
-    ET.fromstring(text.encode("utf-8"))
+    root = ET.fromstring(text.encode("utf-8"))
     assert not NOT_XML.search(text)
     assert "\\x1b[31mansi" in text or "?[31mansi" in text  # what was there, still visible
+    if which == "report junit":
+        error = next(c for c in root.iter("testcase") if c.get("name") == f"idle {PROBE}").find("error")
+        said = error.get("message", "") if error is not None else ""
+        assert said.startswith(f"idle {PROBE}: failed: -2+3 <script>"), said
 
 
 @pytest.mark.hostile
@@ -219,6 +232,9 @@ def test_json_reads_back_as_the_run_wrote_it(outputs, command):
         assert summary["loads"][FAILED]["reason"].startswith(
             FORMULAS[2] + " <script>alert(1)</script> | pipe"
         )
+        probe = summary["loads"]["idle"]["probes"][PROBE]
+        assert probe["status"] == "failed" and probe["reason"].startswith(FORMULAS[2] + " <script>")
+        assert [w["code"] for w in summary["warnings"] if w["load"] == "idle"] == ["probe-failed"]
     if command == "compare":
         # a label is a column's heading in every format, so compare makes it printable first
         assert [s["label"] for s in summaries] == [printable(RUN_ID)] * 2

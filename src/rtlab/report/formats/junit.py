@@ -82,10 +82,8 @@ def _probes(
             why = f": {probe['reason']}" if probe["reason"] else ""
             ET.SubElement(case, "error", message=clean(f"{load} {name}: {probe['status']}{why}"))
         props = ET.SubElement(case, "properties")
-        for measure, stats in probe["merged"].items():
-            for key in ("max_us", "avg_us", "samples"):
-                if stats.get(key) is not None:
-                    ET.SubElement(props, "property", name=f"{measure} {key}", value=str(stats[key]))
-        for counted, value in probe.get("counts", {}).items():
-            ET.SubElement(props, "property", name=clean(counted), value=str(value))
+        figures = [(f"{measure} {key}", stats[key]) for measure, stats in probe["merged"].items()
+                   for key in ("max_us", "avg_us", "samples") if stats.get(key) is not None]  # fmt: skip
+        for said, value in [*figures, *probe.get("counts", {}).items()]:
+            ET.SubElement(props, "property", name=clean(said), value=clean(str(value)))
     return errors
