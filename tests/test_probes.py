@@ -443,6 +443,22 @@ def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path
     assert "rt-migrate-test" in shown and f"pi_stress: {forced} inversions" in " ".join(shown.split())
 
 
+def _first_pi_stress_killed(out: Path, duration: str, *more: str) -> tuple[int, str]:
+    """`rtlab run` of idle with pi_stress into OUT, its first pi_stress killed (SIGKILL) as soon
+    as it runs: rtlab's exit status and standard error."""
+    proc = start_rtlab(*run_args(out, "idle", duration, "--probe", "pi_stress", *more))
+    try:
+        wait_for(lambda: processes_named("pi_stress"), 120)
+        for pid in processes_named("pi_stress"):
+            os.kill(pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stderr
+
+
 @pytest.mark.host
 @needs_root
 @needs_tools
@@ -451,16 +467,8 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
     in its own words, a warning in every format that shows warnings, an error in JUnit, and
     `rtlab run` exits 3; the load's own measurement stands."""
     out, junit = tmp_path / "run", tmp_path / "run.xml"
-    proc = start_rtlab(*run_args(out, "idle", "3s", "--probe", "pi_stress", "--junit", str(junit)))
-    try:
-        wait_for(lambda: processes_named("pi_stress"), 120)
-        for pid in processes_named("pi_stress"):
-            os.kill(pid, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, stderr
+    returncode, stderr = _first_pi_stress_killed(out, "3s", "--junit", str(junit))
+    assert returncode == 3, stderr
     assert "the measurement is complete, not its probes: idle pi_stress failed" in stderr
     summary = read_json(out / "summary.json")
     assert summary["status"] == "complete" and summary["loads"]["idle"]["status"] == "complete"
@@ -485,17 +493,8 @@ def test_a_probe_failed_in_one_repeat_fails_the_campaign(tmp_path):
     repeat's reason and the second's figures, the warning names the repeat, JUnit has an error
     and `rtlab run` exits 3."""
     out, junit = tmp_path / "runs", tmp_path / "runs.xml"
-    asked = ("--probe", "pi_stress", "--repeat", "2", "--junit", str(junit))
-    proc = start_rtlab(*run_args(out, "idle", "2s", *asked))
-    try:
-        wait_for(lambda: processes_named("pi_stress"), 120)
-        for pid in processes_named("pi_stress"):
-            os.kill(pid, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3 and "not its probes: repeat 1: idle pi_stress failed" in stderr, stderr
+    returncode, stderr = _first_pi_stress_killed(out, "2s", "--repeat", "2", "--junit", str(junit))
+    assert returncode == 3 and "not its probes: repeat 1: idle pi_stress failed" in stderr, stderr
     first, second = (read_json(out / f"repeat-{k}" / "summary.json")["loads"]["idle"]["probes"]["pi_stress"]
                      for k in (1, 2))  # fmt: skip
     assert first["status"] == "failed" and second["status"] == "complete", (first, second)
