@@ -158,6 +158,8 @@ def test_a_campaign_through_lava_comes_back_as_the_same_run(tmp_path, device):
     assert cases["job"]["result"] == "pass"
     assert cases["idle"]["result"] == cases["cpu"]["result"] == "pass"
     assert cases["cpu.cpu0-max-latency"]["units"] == "us" and cases["cpu.cpu0-max-latency"]["set"] == "cpu"
+    assert cases["idle.oslat"]["result"] == cases["cpu.oslat"]["result"] == "pass"  # the other probe's own
+    assert cases["cpu.oslat"]["set"] == "cpu"
 
     run = tmp_path / "imported"
     store = tmp_path / "history.db"

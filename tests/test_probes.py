@@ -482,6 +482,11 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
     table = rtlab("report", str(out))
     assert f"warning: {said}" in " ".join(table.stderr.split()) and table.returncode == 0
     assert f"- run: {said}" in rtlab("report", str(out), "--format", "md").stdout.replace("\\_", "_")
+    # and in LAVA's results, as the agent reports them after a run in a LAVA job
+    from test_lava import lava_calls
+
+    cases = [words[1:] for words in lava_calls(out) if words[0] == "lava-test-case"]
+    assert ["idle", "--result", "pass"] in cases and ["idle.pi_stress", "--result", "fail"] in cases
     assert not processes_named("pi_stress", "cyclictest")
 
 
