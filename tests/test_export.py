@@ -17,7 +17,7 @@ import kcidb_io
 import pytest
 import requests
 
-from conftest import needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
+from conftest import measured_run, needs_root, needs_tools, read_json, rtlab, stop_groups, wait_for
 from test_ssh import free_port
 
 pytestmark = [pytest.mark.farm, needs_root, needs_tools]
@@ -96,6 +96,30 @@ def test_the_worst_case_goes_with_its_refusal(measured):
     doc = export(str(measured))
     worst = [t for t in doc["tests"] if t["path"].endswith(".worst_1e_9")]
     assert worst and all(("number" in t) != ("refused" in t.get("misc", {})) for t in worst)
+
+
+def test_each_probe_is_a_test_of_its_own_in_kcidb_and_squad(tmp_path_factory):
+    """oslat and pi_stress measured beside cyclictest, then pi_stress's verdict turned to a
+    failure (its JSON's return code): KCIDB and SQUAD carry each probe's status and maxima."""
+    from rtlab.export import squad
+
+    run = measured_run(tmp_path_factory, "probes", loads="idle", more=("--probe", "oslat,pi_stress"))
+    document = read_json(run / "loads/idle/pi_stress/probe.json")
+    (run / "loads/idle/pi_stress/probe.json").write_text(json.dumps({**document, "return_code": 1}))
+    (run / "summary.json").unlink()  # made again from the files
+    doc = export(str(run), "--origin", "rtlab_lab", "--no-worst")
+    jsonschema.validate(doc, kcidb_io.schema.LATEST.json)
+    summary = json.loads(rtlab("report", str(run), "--format", "json").stdout)
+    oslat, pi = (summary["loads"]["idle"]["probes"][p] for p in ("oslat", "pi_stress"))
+    assert oslat["status"] == "complete" and pi["status"] == "failed", (oslat, pi)
+    tests = {t["path"]: t for t in doc["tests"]}
+    assert tests["rtlab.idle.oslat"]["status"] == "PASS"
+    assert tests["rtlab.idle.oslat.latency.max"]["number"]["value"] == oslat["merged"]["latency"]["max_us"]
+    failed = tests["rtlab.idle.pi_stress"]
+    assert failed["status"] == "ERROR" and failed["misc"]["reason"] == "pi_stress's JSON says return code 1"
+    sent = squad.submission(summary, None, "uid0")
+    assert (sent["tests"]["rtlab/idle-oslat"], sent["tests"]["rtlab/idle-pi_stress"]) == ("pass", "fail")
+    assert sent["metrics"]["rtlab/idle-oslat-latency-max"]["value"] == oslat["merged"]["latency"]["max_us"]
 
 
 def test_a_bad_origin_is_one_line(measured):

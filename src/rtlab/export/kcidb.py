@@ -6,7 +6,8 @@ What rtlab measured maps onto it as a kernel CI system's results would:
     build     that kernel for its architecture, with its preemption model (it booted: PASS)
     test      rtlab.<load> per run (its status), and rtlab.<load>.<all|cpuN>.<metric> with a
               `number` in µs: max, p99.99, and the statistical worst case where `rtlab worst`
-              gave one (at 1e-9 per wake-up)
+              gave one (at 1e-9 per wake-up); rtlab.<load>.<probe> for each other probe
+              (--probe: its status as a load's), and rtlab.<load>.<probe>.<measure>.max
 
 Statuses: a complete load PASS, or FAIL when it missed the deadline; a failed or partial load
 ERROR (its reason in `misc`); a load never run MISS. A refused worst case is a test without a
@@ -24,7 +25,7 @@ from typing import Any
 
 from rtlab.analysis import worst
 from rtlab.boundary.shapes import Sysinfo
-from rtlab.boundary.summary_shapes import StatsJSON, Summary
+from rtlab.boundary.summary_shapes import ProbeJSON, StatsJSON, Summary
 
 MAJOR, MINOR = 5, 3
 WORST_P = 1e-9
@@ -104,6 +105,22 @@ def document(
     }
 
 
+def _probe_tests(base: dict[str, Any], id_: str, path: str, name: str, probe: ProbeJSON,
+                 run: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    """One other probe under a load: its status (a failed one an ERROR with its reason, as a
+    load's), then each of its measures' maximum as a number."""
+    part, status = _part(name), STATUS.get(probe["status"], "ERROR")
+    misc = {"run": run, "status": probe["status"], "reason": probe["reason"]}
+    tests = [{**base, "id": f"{id_}.{part}", "path": f"{path}.{part}", "status": status, "misc": misc}]
+    for measure, stats in probe["merged"].items():
+        value = _number(stats, "max_us")
+        if value is not None:
+            where = f"{part}.{_part(measure)}.max"
+            tests.append({**base, "id": f"{id_}.{where}", "path": f"{path}.{where}", "status": status,
+                          "number": {"value": value, "unit": "us"}})  # fmt: skip
+    return tests
+
+
 def _tests(summary: Summary, uid: str, origin: str, build_id: str, environment: dict[str, Any],
            with_worst: bool) -> list[dict[str, Any]]:  # fmt: skip
     deadline = summary.get("deadline")
@@ -124,6 +141,8 @@ def _tests(summary: Summary, uid: str, origin: str, build_id: str, environment: 
         out.append(
             {**base, "id": f"{origin}:{uid}.{_part(load)}", "path": path, "status": status, "misc": misc}
         )
+        for name, probe in entry.get("probes", {}).items():
+            out += _probe_tests(base, f"{origin}:{uid}.{_part(load)}", path, name, probe, summary["run"])
         if entry["merged"] is None:
             continue
         scopes: dict[str, StatsJSON | None] = {"all": entry["merged"]}

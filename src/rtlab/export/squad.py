@@ -1,8 +1,10 @@
 """SQUAD, Linaro's test-result database behind LKFT: each run a test run of a build in an
 environment (`POST /api/submit/TEAM/PROJECT/BUILD/ENVIRONMENT`), with
 
-    tests     rtlab/<load>: pass; fail when it missed the deadline or failed; skip when never run
-    metrics   rtlab/<load>-<p99|p99.99|max>[-cpuN] in µs (merged, and per CPU), and
+    tests     rtlab/<load>: pass; fail when it missed the deadline or failed; skip when never run;
+              rtlab/<load>-<probe> each other probe (--probe) alike: fail when it did not pass
+    metrics   rtlab/<load>-<p99|p99.99|max>[-cpuN] in µs (merged, and per CPU),
+              rtlab/<load>-<probe>-<measure>-max: each other probe's maximum, and
               rtlab/<load>-ops-per-s: its throughput, where stress-ng reported one
     metadata  job_id (the run's uid: a run sent again is refused by SQUAD, never doubled), the
               kernel, the board, the plan and rtlab's version
@@ -45,6 +47,11 @@ def submission(summary: Summary, info: Sysinfo | None, uid: str) -> dict[str, di
         if status == "pass" and judged is not None and judged["verdict"] == "miss":
             status = "fail"
         tests[f"rtlab/{load}"] = status
+        for name, probe in entry.get("probes", {}).items():
+            tests[f"rtlab/{load}-{name}"] = STATUS.get(probe["status"], "fail")
+            for measure, stats in probe["merged"].items():
+                if stats.get("max_us") is not None:
+                    metrics[f"rtlab/{load}-{name}-{measure}-max"] = {"value": stats["max_us"], "unit": "us"}
         if entry["merged"] is None:
             continue
         scopes = {"": entry["merged"], **{f"-cpu{cpu}": stats for cpu, stats in entry["cpus"].items()}}
