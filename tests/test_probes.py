@@ -443,12 +443,19 @@ def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path
     assert "rt-migrate-test" in shown and f"pi_stress: {forced} inversions" in " ".join(shown.split())
 
 
-def _first_pi_stress_killed(out: Path, duration: str, *more: str) -> tuple[int, str]:
-    """`rtlab run` of idle with pi_stress into OUT, its first pi_stress killed (SIGKILL) as soon
-    as it runs: rtlab's exit status and standard error."""
+def _pi_stress_killed(out: Path, duration: str, *more: str, which: int = 1) -> tuple[int, str]:
+    """`rtlab run` of idle with pi_stress into OUT, the WHICH-th pi_stress it starts killed
+    (SIGKILL) as soon as it runs: rtlab's exit status and standard error."""
     proc = start_rtlab(*run_args(out, "idle", duration, "--probe", "pi_stress", *more))
+    seen: set[int] = set()
+
+    def new() -> set[int]:
+        return processes_named("pi_stress") - seen
+
     try:
-        wait_for(lambda: processes_named("pi_stress"), 120)
+        while len(seen) < which:
+            wait_for(new, 120)
+            seen.update(processes_named("pi_stress"))
         for pid in processes_named("pi_stress"):
             os.kill(pid, signal.SIGKILL)
         _, stderr = proc.communicate(timeout=180)
@@ -467,7 +474,7 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
     in its own words, a warning in every format that shows warnings, an error in JUnit, and
     `rtlab run` exits 3; the load's own measurement stands."""
     out, junit = tmp_path / "run", tmp_path / "run.xml"
-    returncode, stderr = _first_pi_stress_killed(out, "3s", "--junit", str(junit))
+    returncode, stderr = _pi_stress_killed(out, "3s", "--junit", str(junit))
     assert returncode == 3, stderr
     assert "the measurement is complete, not its probes: idle pi_stress failed" in stderr
     summary = read_json(out / "summary.json")
@@ -494,27 +501,33 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
 @needs_root
 @needs_tools
 def test_a_probe_failed_in_one_repeat_fails_the_campaign(tmp_path):
-    """--repeat 2, the first repeat's pi_stress killed: the pooled probe is partial with that
-    repeat's reason and the second's figures, the warning names the repeat, JUnit has an error
-    and `rtlab run` exits 3."""
+    """--repeat 2, the second repeat's pi_stress killed: the pooled probe is partial with that
+    repeat's reason and the first's figures, the warning names the repeat, JUnit has an error
+    and `rtlab run` exits 3; with the first repeat's record gone, the second is still named so."""
     out, junit = tmp_path / "runs", tmp_path / "runs.xml"
-    returncode, stderr = _first_pi_stress_killed(out, "2s", "--repeat", "2", "--junit", str(junit))
-    assert returncode == 3 and "not its probes: repeat 1: idle pi_stress failed" in stderr, stderr
+    returncode, stderr = _pi_stress_killed(out, "2s", "--repeat", "2", "--junit", str(junit), which=2)
+    assert returncode == 3 and "not its probes: repeat 2: idle pi_stress failed" in stderr, stderr
     first, second = (read_json(out / f"repeat-{k}" / "summary.json")["loads"]["idle"]["probes"]["pi_stress"]
                      for k in (1, 2))  # fmt: skip
-    assert first["status"] == "failed" and second["status"] == "complete", (first, second)
+    assert first["status"] == "complete" and second["status"] == "failed", (first, second)
     done = rtlab("report", str(out), "--format", "json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     pooled = summary["loads"]["idle"]["probes"]["pi_stress"]
-    assert (pooled["status"], pooled["reason"]) == ("partial", f"repeat 1: {first['reason']}")
-    assert pooled["counts"] == second["counts"] and second["counts"]["inversions"] > 0
+    assert (pooled["status"], pooled["reason"]) == ("partial", f"repeat 2: {second['reason']}")
+    assert pooled["counts"] == first["counts"] and first["counts"]["inversions"] > 0
     said = [w["message"] for w in summary["warnings"] if w["code"] == "probe-failed"]
-    assert said == [f"repeat 1: idle pi_stress: failed: {first['reason']}"]
+    assert said == [f"repeat 2: idle pi_stress: failed: {second['reason']}"]
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
     error = cases["idle pi_stress"].find("error")
     assert error is not None and error.get("message") == f"idle pi_stress: partial: {pooled['reason']}"
     assert not processes_named("pi_stress", "cyclictest")
+    # the first repeat never measured, as far as the folder says: the second keeps its number
+    (out / "repeat-1" / "run.json").unlink()
+    summary = json.loads(rtlab("report", str(out), "--format", "json").stdout)
+    pooled = summary["loads"]["idle"]["probes"]["pi_stress"]
+    assert (pooled["status"], pooled["reason"]) == ("failed", f"repeat 2: {second['reason']}")
+    assert [w["message"] for w in summary["warnings"] if w["code"] == "probe-failed"] == said
 
 
 @pytest.mark.unit

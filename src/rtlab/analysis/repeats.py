@@ -70,22 +70,25 @@ def _pooled(entries: list[LoadEntry]) -> LoadEntry:
     return entry
 
 
-def _probes(entries: list[LoadEntry]) -> dict[str, ProbeJSON]:
-    """Each other probe (--probe) over every repeat that has its numbers: histograms pooled as
-    cyclictest's are, cyclicdeadline's min, avg and max over all; per CPU only in the repeats.
-    Partial, with each repeat's reason, when a repeat's did not complete."""
+def _probes(numbered: list[tuple[int, LoadEntry]]) -> dict[str, ProbeJSON]:
+    """Each other probe (--probe) of any repeat (K, its entry) over every repeat that has its
+    numbers: histograms pooled as cyclictest's are, cyclicdeadline's min, avg and max over all;
+    per CPU only in the repeats. Partial, with each repeat's reason, when a repeat's did not
+    complete; failed when none has numbers and one failed."""
     pooled: dict[str, ProbeJSON] = {}
-    for name, first in (entries[0].get("probes") or {}).items():
-        every = [(k, (e.get("probes") or {}).get(name)) for k, e in enumerate(entries, 1)]
-        found = [p for _, p in every if p is not None and p["status"] in ("complete", "partial")]
-        if not found:
-            pooled[name] = first
-            continue
+    for name in dict.fromkeys(n for _, e in numbered for n in e.get("probes") or {}):
+        every = [(k, (e.get("probes") or {}).get(name)) for k, e in numbered]
         short = [
             f"repeat {k}: {(p['reason'] or p['status']) if p is not None else 'not run'}"
             for k, p in every
             if p is None or p["status"] != "complete"
         ]
+        found = [p for _, p in every if p is not None and p["status"] in ("complete", "partial")]
+        if not found:
+            said = [p for _, p in every if p is not None]
+            ended = "failed" if any(p["status"] == "failed" for p in said) else said[0]["status"]
+            pooled[name] = {**said[0], "status": ended, "reason": "; ".join(short)}
+            continue
         merged: dict[str, StatsJSON] = {}
         histograms: dict[str, HistogramJSON] = {}
         for measure in dict.fromkeys(m for p in found for m in p["merged"]):
@@ -115,31 +118,34 @@ def _throughput(entries: list[LoadEntry]) -> ThroughputJSON | None:
     return {"ops_per_s": total, "stressors": rows, "reason": None}
 
 
-def _status(entries: list[LoadEntry]) -> tuple[str, str | None]:
-    statuses = {e["status"] for e in entries}
+def _status(numbered: list[tuple[int, LoadEntry]]) -> tuple[str, str | None]:
+    statuses = {e["status"] for _, e in numbered}
     if statuses == {"complete"}:
         return "complete", None
     why = "; ".join(
         f"repeat {k}: {e['reason'] or e['status']}"  # a repeat never measured has no reason: its status
-        for k, e in enumerate(entries, 1)
+        for k, e in numbered
         if e["status"] != "complete"
     )
     return ("failed" if statuses == {"failed"} else "partial"), why
 
 
-def combine(runs: Sequence[Summary], name: str) -> Summary:
-    """One summary of the repeats (in order): the first's facts, every load pooled, with the
-    spread across repeats (the other probes pooled too). A load's time axis and spike causes
-    are the first repeat's."""
+def combine(runs: Sequence[Summary], name: str, numbers: Sequence[int] | None = None) -> Summary:
+    """One summary of the repeats (in order; NUMBERS: each one's repeat number, where one in
+    between was never measured): the first's facts, every load pooled, with the spread across
+    repeats (the other probes pooled too). A load's time axis and spike causes are the first
+    repeat's."""
     first = runs[0]
+    numbers = list(numbers) if numbers is not None else list(range(1, len(runs) + 1))
     loads: dict[str, LoadEntry] = {}
     for load in first["plan"]["loads"]:
-        entries = [r["loads"][load] for r in runs if load in r["loads"]]
+        numbered = [(k, r["loads"][load]) for k, r in zip(numbers, runs, strict=True) if load in r["loads"]]
+        entries = [e for _, e in numbered]
         entry = _pooled(entries)
-        entry["status"], entry["reason"] = _status(entries)
+        entry["status"], entry["reason"] = _status(numbered)
         entry["throughput"] = _throughput(entries)
-        if entry.get("probes"):
-            entry["probes"] = _probes(entries)
+        if any(e.get("probes") for e in entries):
+            entry["probes"] = _probes(numbered)
         maxima = [e["merged"]["max_us"] if e["merged"] else None for e in entries]
         work = [w["ops_per_s"] if (w := e.get("throughput")) else None for e in entries]
         entry["repeats"] = cast(
@@ -157,7 +163,7 @@ def combine(runs: Sequence[Summary], name: str) -> Summary:
     own = [w for w in first["warnings"] if not (w["load"] or w["code"] == RUN_REASON)]
     warnings = own + [
         {**w, "message": f"repeat {k}: {w['message']}"}
-        for k, r in enumerate(runs, 1)
+        for k, r in zip(numbers, runs, strict=True)
         for w in r["warnings"]
         if w["load"] or w["code"] == RUN_REASON
     ]

@@ -124,10 +124,11 @@ def summary(path: Path) -> Summary:
     measured several times (--repeat), its repeats read together."""
     done = _repeats(path)
     if done is not None:
-        found = [summary(p) for p in done if (p / disk.MANIFEST).is_file()]
+        measured = [k for k, p in enumerate(done, start=1) if (p / disk.MANIFEST).is_file()]
+        found = [summary(done[k - 1]) for k in measured]
         if not found:
             raise UsageError(f"{path} holds no repeat measured yet: run the same command again")
-        combined = repeats.combine(found, path.name)
+        combined = repeats.combine(found, path.name, measured)
         missing = [str(k) for k, p in enumerate(done, start=1) if not (p / disk.MANIFEST).is_file()]
         if missing:  # a repeat never measured is said, and the pooled campaign is not complete
             combined["status"] = "partial"
