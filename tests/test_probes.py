@@ -443,9 +443,12 @@ def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path
     assert "rt-migrate-test" in shown and f"pi_stress: {forced} inversions" in " ".join(shown.split())
 
 
-def _pi_stress_killed(out: Path, duration: str, *more: str, which: int = 1) -> tuple[int, str]:
+def _pi_stress_killed(
+    out: Path, duration: str, *more: str, which: int = 1, interrupt: bool = False
+) -> tuple[int, str]:
     """`rtlab run` of idle with pi_stress into OUT, the WHICH-th pi_stress it starts killed
-    (SIGKILL) as soon as it runs: rtlab's exit status and standard error."""
+    (SIGKILL) as soon as it runs, or rtlab itself interrupted then (Ctrl-C): rtlab's exit
+    status and standard error."""
     proc = start_rtlab(*run_args(out, "idle", duration, "--probe", "pi_stress", *more))
     seen: set[int] = set()
 
@@ -456,8 +459,10 @@ def _pi_stress_killed(out: Path, duration: str, *more: str, which: int = 1) -> t
         while len(seen) < which:
             wait_for(new, 120)
             seen.update(processes_named("pi_stress"))
-        for pid in processes_named("pi_stress"):
+        for pid in processes_named("pi_stress") if not interrupt else ():
             os.kill(pid, signal.SIGKILL)
+        if interrupt:
+            proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
@@ -494,6 +499,20 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
 
     cases = [words[1:] for words in lava_calls(out) if words[0] == "lava-test-case"]
     assert ["idle", "--result", "pass"] in cases and ["idle.pi_stress", "--result", "fail"] in cases
+    assert not processes_named("pi_stress", "cyclictest")
+
+
+@pytest.mark.host
+@needs_root
+@needs_tools
+def test_a_probe_stopped_by_ctrl_c_is_cut_short_not_failed(tmp_path):
+    out = tmp_path / "run"
+    returncode, stderr = _pi_stress_killed(out, "10s", interrupt=True)
+    assert returncode == 3 and "interrupted" in stderr, stderr
+    summary = read_json(out / "summary.json")
+    pi = summary["loads"]["idle"]["probes"]["pi_stress"]
+    assert pi["status"] == "partial", pi
+    assert not [w for w in summary["warnings"] if w["code"] == "probe-failed"], summary["warnings"]
     assert not processes_named("pi_stress", "cyclictest")
 
 

@@ -75,6 +75,9 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
     if entry["status"] not in ("complete", "partial"):
         return entry
     if raw.problem is not None or raw.result is None:
+        if entry["status"] == "partial":  # stopped before it left a whole result: cut short, not failed
+            entry["reason"] = entry["reason"] or raw.problem or f"stopped before {raw.name} left a result"
+            return entry
         entry["status"], entry["reason"] = "failed", raw.problem or f"{raw.name} left no result"
         return entry
     try:

@@ -256,6 +256,7 @@ def _study(it: Study, base: Plan, folder: Path, accept: bool, history: bool) -> 
 def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, history: bool) -> None:
     """The cells measured compared with the first: the reports written and shown; RunFailed
     after them when a cell did not complete (what was measured is reported all the same)."""
+    from rtlab.analysis import probes
     from rtlab.analysis.metric_tests import Margin
     from rtlab.cli.reports import judge
     from rtlab.report.views import verdict_table
@@ -288,6 +289,10 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, histo
     finally:
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
+        gave = [f"{label} {n}" for label, s in zip(labels, summaries, strict=True) for n in probes.failed(s)]
+        if gave:
+            said = ", ".join(gave)
+            raise RunFailed(f"every run completed, not its probes: {said} failed (see the warnings)")
 
 
 def _sessions(it: Study, folder: Path, accept: bool) -> dict[str, Session]:

@@ -212,8 +212,10 @@ def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str
         if isinstance(result, Outcome):
             summary = result.summary
             console.print(table.build([summary], [t.name]))
-            err.print(f"{t.name}: {summary['status']}, saved in {result.run.path}", highlight=False)
-            failed |= summary["status"] != "complete" or result.interrupted or bool(probes.failed(summary))
+            gave = probes.failed(summary)
+            status = summary["status"] + (f" ({', '.join(gave)} failed)" if gave else "")
+            err.print(f"{t.name}: {status}, saved in {result.run.path}", highlight=False)
+            failed |= summary["status"] != "complete" or result.interrupted or bool(gave)
         else:
             err.print(f"{t.name}: failed: {result}", highlight=False)
             failed = True

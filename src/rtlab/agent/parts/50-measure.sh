@@ -435,10 +435,13 @@ run_probes() {
 		rm -f "$pd/$F_PROBE_JSON" "$pd/$F_PROBE_JSON$F_PART"
 		emit "$E_PROBE_START" load="$2" probe="$probe" seconds="$DURATION_S"
 		measure "$pd" "$DURATION_S" "$1/$F_LOAD_LOG" "$probe"
-		if [ -n "$REASON" ]; then
-			emit "$E_PROBE_END" load="$2" probe="$probe" status=failed reason="$REASON"
+		# stopped (Ctrl-C, the host's stop): cut short, not failed, whatever its exit said
+		if [ $STOP = 1 ] && [ -n "$REASON" ]; then
+			emit "$E_PROBE_END" load="$2" probe="$probe" status=partial reason="$REASON"
 		elif [ $STOP = 1 ]; then
 			emit "$E_PROBE_END" load="$2" probe="$probe" status=partial
+		elif [ -n "$REASON" ]; then
+			emit "$E_PROBE_END" load="$2" probe="$probe" status=failed reason="$REASON"
 		else
 			emit "$E_PROBE_END" load="$2" probe="$probe" status=complete
 		fi

@@ -5,7 +5,8 @@ A load fails when its max latency exceeded the deadline (the message gives both)
 and is an error when it has no complete measurement. Without a deadline a
 complete load passes. A probe is an error when it did not complete (a functional test that did
 not pass, pi_stress's or rt-migrate-test's, or a probe that gave no result: its reason says
-which), and passes otherwise, its figures as properties. Each suite's properties hold the run's
+which), skipped when its load ended before its turn, and passes otherwise, its figures as
+properties. Each suite's properties hold the run's
 platform facts and what ran where, as the other formats' facts lines say them. Every string
 from the run goes through escape.xml: the file stays XML 1.0 a CI server parses.
 """
@@ -64,6 +65,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         suite.set("tests", str(len(suite.findall("testcase"))))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
+        suite.set("skipped", str(len(suite.findall("testcase/skipped"))))
         suite.set("time", f"{duration * len(summary['loads']):.1f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -77,9 +79,11 @@ def _probes(
     for name, probe in probes.items():
         case = ET.SubElement(suite, "testcase", name=clean(f"{load} {name}"), classname=classname,
                              time=f"{duration:.1f}")  # fmt: skip
-        if probe["status"] != "complete":
+        why = f": {probe['reason']}" if probe["reason"] else ""
+        if probe["status"] == "not-run":  # its load ended first: that load's own case is the error
+            ET.SubElement(case, "skipped", message=clean(f"{load} {name}: not run{why}"))
+        elif probe["status"] != "complete":
             errors += 1
-            why = f": {probe['reason']}" if probe["reason"] else ""
             ET.SubElement(case, "error", message=clean(f"{load} {name}: {probe['status']}{why}"))
         props = ET.SubElement(case, "properties")
         figures = [(f"{measure} {key}", stats[key]) for measure, stats in probe["merged"].items()
