@@ -29,9 +29,8 @@ def failure(load: str, name: str, probe: ProbeJSON) -> WarningJSON:
 
 
 def failed(summary: Summary) -> list[str]:
-    """'LOAD PROBE' of each probe that failed, from the summary's warnings: a campaign's pooled
-    probe keeps its first repeat's status, its warnings say each repeat's ('repeat 2: idle
-    pi_stress')."""
+    """'LOAD PROBE' of each probe that failed, from the summary's warnings, which in a campaign
+    name the repeat ('repeat 2: idle pi_stress') where its pooled probe may be partial."""
     return [w["message"].split(_FAILED_SAID)[0] for w in summary["warnings"] if w["code"] == FAILED]
 
 
@@ -82,8 +81,9 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         return entry
     try:
         found = parse(probe, raw.result, list(raw.argv))
-    except InvalidProbe as e:
-        entry["status"], entry["reason"] = "failed", str(e)
+    except InvalidProbe as e:  # one stopped as it began may leave words but no figures: cut short
+        entry["status"] = "failed" if entry["status"] == "complete" else "partial"
+        entry["reason"] = str(e)
         return entry
     if found.counts:
         entry["counts"] = dict(found.counts)

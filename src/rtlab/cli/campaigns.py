@@ -289,10 +289,10 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, histo
     finally:
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
-        gave = [f"{label} {n}" for label, s in zip(labels, summaries, strict=True) for n in probes.failed(s)]
+        gave = [f"{label}: {n}" for label, s in zip(labels, summaries, strict=True) for n in probes.failed(s)]
         if gave:
-            said = ", ".join(gave)
-            raise RunFailed(f"every run completed, not its probes: {said} failed (see the warnings)")
+            said = "; ".join(gave)
+            raise RunFailed(f"every run completed, but a probe failed: {said} (see the warnings)")
 
 
 def _sessions(it: Study, folder: Path, accept: bool) -> dict[str, Session]:

@@ -213,7 +213,7 @@ def _run_parallel(plan: Plan, targets: list[Target], out: Path | None, name: str
             summary = result.summary
             console.print(table.build([summary], [t.name]))
             gave = probes.failed(summary)
-            status = summary["status"] + (f" ({', '.join(gave)} failed)" if gave else "")
+            status = summary["status"] + (f", but a probe failed: {'; '.join(gave)}" if gave else "")
             err.print(f"{t.name}: {status}, saved in {result.run.path}", highlight=False)
             failed |= summary["status"] != "complete" or result.interrupted or bool(gave)
         else:

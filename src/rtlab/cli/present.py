@@ -154,9 +154,8 @@ def probes_passed(summary: Summary) -> None:
 
     failed = probes.failed(summary)
     if failed:
-        raise RunFailed(
-            f"the measurement is complete, not its probes: {', '.join(failed)} failed (see the warnings)"
-        )
+        said = "; ".join(failed)
+        raise RunFailed(f"the measurement is complete, but a probe failed: {said} (see the warnings)")
 
 
 def _reason(run: RunDir) -> str:

@@ -175,8 +175,7 @@ def probe_table(
                         continue
                     if probe["note"]:
                         notes[probe["note"]] = None
-                    # a failed one is the summary's warning (probe-failed), shown by every format
-                    if probe["status"] not in ("complete", "failed"):
+                    if probe["status"] != "complete":
                         run = f"{label} " if several else ""
                         notes[
                             f"{run}{load} {name}: {probe['status']}, {probe['reason'] or 'no reason given'}"

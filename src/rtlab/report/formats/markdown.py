@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rtlab.analysis import probes
 from rtlab.analysis.stats import SEED_TABLE
 from rtlab.analysis.summary import facts_lines
 from rtlab.boundary.summary_shapes import Comparison, Summary
@@ -33,7 +34,7 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
         f"- {escape(label)}: {escape(w['message'])}"
         for s, label in zip(summaries, labels, strict=True)
         for w in s["warnings"]
-        if w["code"] not in ("incomplete", "failed")
+        if w["code"] not in ("incomplete", "failed", probes.FAILED)  # their notes above say it
     ]
     text = "\n".join(lines) + "\n"
     for s, label in zip(summaries, labels, strict=True):
