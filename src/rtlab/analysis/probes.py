@@ -17,15 +17,13 @@ from rtlab.rundir.events import Event, Kind
 # rt-migrate-test's -c) or a probe that gave no result. `rtlab run` exits 3 for it, as for a
 # load that failed: a CI job that asked for the probe must not pass without it.
 FAILED = "probe-failed"
-
-
-_FAILED_SAID = ": failed: "
+_FAILED_SAID = ": failed: "  # between "LOAD PROBE" and the reason: failed() reads the names back
 
 
 def failure(load: str, name: str, probe: ProbeJSON) -> WarningJSON:
     """The warning of LOAD's probe NAME that failed."""
-    return {"code": FAILED, "load": load,
-            "message": f"{load} {name}{_FAILED_SAID}{probe['reason'] or 'no reason given'}"}  # fmt: skip
+    message = f"{load} {name}{_FAILED_SAID}{probe['reason'] or 'no reason given'}"
+    return {"code": FAILED, "load": load, "message": message}
 
 
 def failed(summary: Summary) -> list[str]:
