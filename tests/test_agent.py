@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -832,3 +833,35 @@ def test_a_tools_exit_is_named_a_signal_only_when_it_can_be_one(busybox_path, sh
     said = done.stdout.splitlines()
     assert said == ["tool exited with status 1", "tool exited with signal 9", "tool exited with signal 64",
                     "tool exited with status 193", "tool exited with status 255"]  # fmt: skip
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_stop_as_a_nap_begins_ends_the_nap(shell, busybox_path):
+    # The agent naps in a sleep it can end (a settle, an hwlat pass, its watch). A stop that
+    # came as that sleep was forked was lost: before its pid was known (nothing to end), or in
+    # the child before it had cleared the shell's handlers (the SIGTERM caught and dropped), and
+    # the nap ran whole (1 Ctrl-C in 100 left an hwlat pass its 10 minutes). Stops sent at
+    # random moments around the fork: every nap ends within seconds.
+    functions = AGENT.read_text().split("# --- the command")[0]
+    driver = "trap on_signal TERM\necho ready\nread -r _\npause 30\necho ended\n"
+    cmd, env = agent_cmd(shell, busybox_path)
+    cmd[-1:] = ["-c", functions + driver]
+    slept = []
+    for _ in range(150):
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            assert proc.stdout.readline() == "ready\n"
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            time.sleep(random.uniform(0, 0.004))
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            slept.append(proc.pid)
+        finally:
+            proc.kill()
+            proc.wait()
+    assert slept == []

@@ -4,7 +4,9 @@ on_signal() {
 	GOT_SIGNAL=1
 	[ $STOP = 1 ] && return
 	STOP=1
-	if [ -n "$SLEEP_PID" ]; then kill "$SLEEP_PID" 2>/dev/null; fi
+	# SIGKILL: a sleep just forked keeps the shell's handlers until it clears them, and a
+	# SIGTERM caught there is lost (dash, busybox ash): the nap would be slept whole
+	if [ -n "$SLEEP_PID" ]; then kill -KILL "$SLEEP_PID" 2>/dev/null; fi
 	# the tool's own stop (CT_STOP), so what was measured is kept.
 	if [ -n "$CT_PID" ]; then kill "-$CT_STOP" "$CT_PID" 2>/dev/null; fi
 }
@@ -21,8 +23,12 @@ wait_pid() {
 
 # Sleeps $1 seconds (fractions where sleep takes them); a signal cuts it short.
 nap() {
+	nap_stop=$STOP
 	sleep "$1" &
 	SLEEP_PID=$!
+	# a stop that came while sleep was forked found no SLEEP_PID to end: the whole nap would
+	# be slept (a Ctrl-C as an hwlat pass began left its 10 minutes to run)
+	if [ "$STOP" != "$nap_stop" ]; then kill -KILL "$SLEEP_PID" 2>/dev/null; fi
 	wait_pid "$SLEEP_PID"
 	SLEEP_PID=
 }
@@ -362,6 +368,9 @@ measure() {
 		fi
 	) >"$mf/$m_out" 2>"$mf/$m_log" &
 	CT_PID=$!
+	# a stop that came while the tool was forked found no CT_PID to tell (on_signal): told
+	# here, else it would measure on until STOP_GRACE killed it and lost what it measured
+	if [ "$STOP" = 1 ]; then kill "-$CT_STOP" "$CT_PID" 2>/dev/null; fi
 	echo "$CT_PID" >"$mf/$m_pid"
 	start=$(now_s)
 	stop_sent=
