@@ -147,7 +147,8 @@ lint: setup
 
 test: lint test-setup
 	$(PYTEST_OK); mkdir -p .cache; beside=; log=$$(mktemp .cache/test-beside.XXXXXX) || exit 1; \
-	trap 'kill -TERM -$$beside $$beside 2>/dev/null; rm -f "$$log"' EXIT; trap 'exit 1' HUP INT TERM; \
+	failed=$$(mktemp .cache/test-failed.XXXXXX) || exit 1; export RTLAB_TEST_FAILURES="$$PWD/$$failed"; \
+	trap 'kill -TERM -$$beside $$beside 2>/dev/null; rm -f "$$log" "$$failed"' EXIT; trap 'exit 1' HUP INT TERM; \
 	echo "make test: what measures nothing runs beside what measures, at nice $(BESIDE_NICE); its output follows (until then in $$log)"; \
 	BESIDE_M="($(TESTS)) and ($(PARALLEL))" setsid nice -n $(BESIDE_NICE) sh -c 'echo $(BESIDE_NICE) > /proc/self/autogroup 2>/dev/null; \
 	    mkdir -p $(BESIDE_TMP); $(call TIMED,every CPU) $(BIN)/pytest -q --durations=30 $(XDIST) -p no:cacheprovider \
@@ -157,6 +158,7 @@ test: lint test-setup
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
 	wait $$beside; first=$$?; kill -TERM -$$beside 2>/dev/null; beside=; cat "$$log"; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
+	if [ -s "$$failed" ]; then echo "make test: each failure in a line (tests/console_report.py)"; cat "$$failed"; fi; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
 

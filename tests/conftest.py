@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 from hypothesis import settings
 
+import console_report
 import heaviest_first
-from console_report import pytest_runtest_makereport  # noqa: F401 (its hook)
 from heaviest_first import (  # noqa: F401 (its hooks)
     pytest_runtest_logreport,
     pytest_runtestloop,
@@ -105,6 +105,11 @@ GUEST_FAILED = r"guest did not start|the guest had not finished \d+ s after the 
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # its hooks beside heaviest_first's (a conftest holds one function of a hook's name)
+    config.pluginmanager.register(console_report, "console_report")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test with no group marker, or two, stops the session before anything runs, naming its
     file and test: `-m` would otherwise leave it out of every group, unseen. A pytest-xdist
