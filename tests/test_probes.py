@@ -28,6 +28,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
+from rtlab.errors import RunFailed
 from rtlab.plan import probes
 
 LOADS = ("idle", "cpu")
@@ -476,7 +477,7 @@ def _pi_stress_killed(
 @pytest.mark.host
 @needs_root
 @needs_tools
-def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
+def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path, monkeypatch):
     """pi_stress killed while it runs (as its watchdog ends it on a deadlock): the probe failed
     in its own words, a warning in every format that shows warnings, an error in JUnit, and
     `rtlab run` exits 3; the load's own measurement stands."""
@@ -504,6 +505,17 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path):
     cases = [words[1:] for words in lava_calls(out) if words[0] == "lava-test-case"]
     assert ["idle", "--result", "pass"] in cases and ["idle.pi_stress", "--result", "fail"] in cases
     assert not processes_named("pi_stress", "cyclictest")
+    # measured by rtlab compare --kernel (each kernel's boot and run stood for by this run), the
+    # probe fails the comparison too, named by each kernel's label, though a --gate passes; a
+    # comparison of runs saved before judges them and fails none
+    from rtlab.cli import reports
+
+    monkeypatch.setattr(reports, "_kernels", lambda *_: ([out, out], ["RT", "Standard"]))
+    with pytest.raises(RunFailed) as e:
+        reports.compare(kernels=["rt", "std"], target="ssh://board", gate=True)
+    said = "every run completed, but a probe failed: RT: idle pi_stress; Standard: idle pi_stress"
+    assert str(e.value) == f"{said} (see the warnings)"
+    assert rtlab("compare", str(out), str(out), "--gate").returncode == 0
 
 
 @pytest.mark.host

@@ -158,6 +158,16 @@ def probes_passed(summary: Summary) -> None:
         raise RunFailed(f"the measurement is complete, but a probe failed: {said} (see the warnings)")
 
 
+def probes_passed_in(summaries: list[Summary], labels: list[str]) -> None:
+    """probes_passed for several runs measured by one command (a study's cells, a comparison's
+    kernels): RunFailed naming each failed probe by its run's label."""
+    from rtlab.analysis import probes
+
+    gave = [f"{label}: {n}" for label, s in zip(labels, summaries, strict=True) for n in probes.failed(s)]
+    if gave:
+        raise RunFailed(f"every run completed, but a probe failed: {'; '.join(gave)} (see the warnings)")
+
+
 def _reason(run: RunDir) -> str:
     """Why the run ended as it did, as its run.json says (a LAVA job's error, a lost board)."""
     try:

@@ -14,7 +14,7 @@ from rtlab.bounds import MAX_HORIZON_S, MAX_MARGIN_PERCENT
 from rtlab.cli.history import Db as HistoryDb
 from rtlab.cli.history import baseline_of as history_baseline
 from rtlab.cli.options import AcceptKey, Deadline, Figures, Format, Preset, Series, run_options, shown_name
-from rtlab.cli.present import present
+from rtlab.cli.present import present, probes_passed_in
 from rtlab.cli.screen import Output, console, emit, err, out_file
 from rtlab.errors import UsageError
 from rtlab.units import parse_duration, parse_latency, parse_percentage, probability, shown
@@ -192,13 +192,17 @@ def compare(
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     deadline_us = parse_latency(deadline) if deadline is not None else None
     compared = judge(summaries, names, [readback.replicates(path) for path in runs], limit, deadline_us)
-    present(summaries, names, fmt, output, deadline, figures_dir, series=series)
-    if compared and fmt == "table" and output is None:  # the other formats carry them themselves
-        console.print(verdict_table.build(compared, untrusted.printable(names[0])))
-    if junit is not None:
-        emit(verdict_table.junit(compared, names[0], strict), junit)
-    if gate:
-        _gate(compared, strict)
+    try:
+        present(summaries, names, fmt, output, deadline, figures_dir, series=series)
+        if compared and fmt == "table" and output is None:  # the other formats carry them themselves
+            console.print(verdict_table.build(compared, untrusted.printable(names[0])))
+        if junit is not None:
+            emit(verdict_table.junit(compared, names[0], strict), junit)
+        if gate:
+            _gate(compared, strict)
+    finally:
+        if kernels:  # runs this command measured: a probe that failed fails it, as rtlab run's (3 wins)
+            probes_passed_in(summaries, names)
 
 
 def _kernels(
