@@ -104,12 +104,12 @@ MISGROUPED = pytest.StashKey[str]()
 GUEST_FAILED = r"guest did not start|the guest had not finished \d+ s after the start|the guest died"
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     # its hooks beside heaviest_first's (a conftest holds one function of a hook's name)
     config.pluginmanager.register(console_report, "console_report")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test with no group marker, or two, stops the session before anything runs, naming its
     file and test: `-m` would otherwise leave it out of every group, unseen. A pytest-xdist

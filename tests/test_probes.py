@@ -420,6 +420,7 @@ def test_signaltest_rt_migrate_test_and_pi_stress_numbers_are_their_own(tmp_path
         folder = out / "loads" / "cpu" / "rt-migrate-test"
         assert migrate["reason"].startswith("rt-migrate-test exited with status 255"), migrate
         assert "Failed!" in (folder / "probe.out").read_text() and not (folder / "probe.json").exists()
+        assert migrate.get("test_failed") is True, migrate  # its check's verdict: a failure, not an error
     summary = read_json(out / "summary.json")
     found = summary["loads"]["cpu"]["probes"]
     assert found["signaltest"]["status"] == "complete", found["signaltest"]
@@ -489,6 +490,7 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path, monkeypatch)
     assert summary["status"] == "complete" and summary["loads"]["idle"]["status"] == "complete"
     pi = summary["loads"]["idle"]["probes"]["pi_stress"]
     assert pi["status"] == "failed" and pi["reason"].startswith("pi_stress exited with signal 9"), pi
+    assert "test_failed" not in pi  # killed: it could not give its verdict, an error, not a failure
     said = f"idle pi_stress: failed: {pi['reason']}"
     assert [w["message"] for w in summary["warnings"] if w["code"] == "probe-failed"] == [said]
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
@@ -516,6 +518,54 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path, monkeypatch)
     said = "every run completed, but a probe failed: RT: idle pi_stress; Standard: idle pi_stress"
     assert str(e.value) == f"{said} (see the warnings)"
     assert rtlab("compare", str(out), str(out), "--gate").returncode == 0
+
+
+@pytest.mark.host
+@needs_root
+@needs_tools
+def test_a_functional_test_that_fails_the_kernel_is_a_failure_not_an_error(tmp_path):
+    """pi_stress fails a kernel whose PI mutexes leave an inversion unresolved: its watchdog
+    says which group deadlocked and ends it with SIGTERM. No kernel here does that, so a
+    pi_stress on PATH that does so stands for one, in the second of two repeats (the first
+    runs the real one): the probe failed as a test fails (JUnit's failure, KCIDB's FAIL), by
+    its words, not as a probe that could not run (killed by another: an error), and the
+    campaign's pooled probe is failed too, the first repeat's pass taking back nothing."""
+    real = shutil.which("pi_stress")
+    fake = tmp_path / "bin" / "pi_stress"
+    fake.parent.mkdir()
+    fake.write_text(
+        f'#!/bin/sh\nif mkdir {tmp_path}/ran 2>/dev/null; then exec {real} "$@"; fi\n'
+        "echo 'ERROR: WATCHDOG triggered: group 0 is deadlocked!' >&2\n"
+        "echo 'ERROR: reporter stopping due to watchdog event' >&2\nkill -TERM $$\n"
+    )
+    fake.chmod(0o755)
+    out, junit = tmp_path / "runs", tmp_path / "runs.xml"
+    env = {"PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    argv = run_args(out, "idle", "1s", "--probe", "pi_stress", "--repeat", "2", "--junit", str(junit))
+    done = rtlab(*argv, env=env)
+    assert done.returncode == 3 and "but a probe failed: repeat 2: idle pi_stress (see" in done.stderr, (
+        done.stderr
+    )
+    first, second = (read_json(out / f"repeat-{k}" / "summary.json")["loads"]["idle"]["probes"]["pi_stress"]
+                     for k in (1, 2))  # fmt: skip
+    reason = "pi_stress exited with signal 15: ERROR: reporter stopping due to watchdog event"
+    assert first["status"] == "complete" and "test_failed" not in first, first
+    assert (second["status"], second["reason"], second.get("test_failed")) == ("failed", reason, True), second
+    pooled = json.loads(rtlab("report", str(out), "--format", "json").stdout)["loads"]["idle"]["probes"]
+    pi = pooled["pi_stress"]
+    assert (pi["status"], pi["reason"], pi.get("test_failed")) == ("failed", f"repeat 2: {reason}", True), pi
+    assert pi["counts"] == first["counts"]  # the first repeat's inversions kept
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    case = next(c for c in suite.iter("testcase") if c.get("name") == "idle pi_stress")
+    assert case.find("error") is None and case.find("failure").get("type") == "TestFailed"
+    assert case.find("failure").get("message") == f"idle pi_stress: failed: repeat 2: {reason}"
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "0")
+    kcidb = json.loads(
+        rtlab("export", "kcidb", str(out / "repeat-2"), "--origin", "rtlab_lab", "--no-worst").stdout
+    )
+    tests = {t["path"]: t for t in kcidb["tests"]}
+    assert (tests["rtlab.idle"]["status"], tests["rtlab.idle.pi_stress"]["status"]) == ("PASS", "FAIL")
+    assert tests["rtlab.idle.pi_stress"]["misc"]["reason"] == reason
 
 
 @pytest.mark.host

@@ -80,7 +80,10 @@ def test_a_real_run_has_exactly_the_defined_fields(run):
         assert set(entry.get("disagreement") or {"metric", "figures", "reason", "parts"}) == {
             "metric", "figures", "reason", "parts"
         }  # fmt: skip
-        assert set(entry["probes"]["oslat"]) == keys(ProbeJSON) - {"counts"}  # a functional test's only
+        assert set(entry["probes"]["oslat"]) == keys(ProbeJSON) - {
+            "counts",
+            "test_failed",
+        }  # a functional test's only
         assert set(entry["probes"]["oslat"]["merged"]["latency"]) == keys(StatsJSON)
         assert set(entry["phases"]) == keys(PhasesJSON)
         assert set(entry["causes"]) == keys(CausesJSON)

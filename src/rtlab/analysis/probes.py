@@ -65,6 +65,8 @@ def build(raw: RawProbe, load: str, events: Sequence[Event], measuring: bool = F
         said = ends[-1].get("status")
         entry["status"] = said if said in ("complete", "partial") else "failed"
         entry["reason"] = ends[-1].get("reason") or None
+        if entry["status"] == "failed" and probe.verdict is not None and probe.verdict.search(raw.said):
+            entry["test_failed"] = True
     elif started:
         entry["status"], entry["reason"] = ("running", None) if measuring else ("failed", "it never ended")
     else:

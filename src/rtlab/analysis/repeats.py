@@ -74,7 +74,8 @@ def _probes(numbered: list[tuple[int, LoadEntry]]) -> dict[str, ProbeJSON]:
     """Each other probe (--probe) of any repeat (K, its entry) over every repeat that has its
     numbers: histograms pooled as cyclictest's are, cyclicdeadline's min, avg and max over all;
     per CPU only in the repeats. Partial, with each repeat's reason, when a repeat's did not
-    complete; failed when none has numbers and one failed."""
+    complete; failed when none has numbers and one failed, or when one failed as a functional
+    test fails the kernel (a verdict more repeats do not take back)."""
     pooled: dict[str, ProbeJSON] = {}
     for name in dict.fromkeys(n for _, e in numbered for n in e.get("probes") or {}):
         every = [(k, (e.get("probes") or {}).get(name)) for k, e in numbered]
@@ -84,10 +85,13 @@ def _probes(numbered: list[tuple[int, LoadEntry]]) -> dict[str, ProbeJSON]:
             if p is None or p["status"] != "complete"
         ]
         found = [p for _, p in every if p is not None and p["status"] in ("complete", "partial")]
+        judged = [p for _, p in every if p is not None and p.get("test_failed")]
         if not found:
             said = [p for _, p in every if p is not None]
             ended = "failed" if any(p["status"] == "failed" for p in said) else said[0]["status"]
             pooled[name] = {**said[0], "status": ended, "reason": "; ".join(short)}
+            if judged:
+                pooled[name]["test_failed"] = True
             continue
         merged: dict[str, StatsJSON] = {}
         histograms: dict[str, HistogramJSON] = {}
@@ -100,7 +104,9 @@ def _probes(numbered: list[tuple[int, LoadEntry]]) -> dict[str, ProbeJSON]:
                 merged[measure] = probes.summary_only([p["merged"][measure] for p in parts])
         pooled[name] = {**found[0], "merged": merged, "cpus": {}, "histograms": histograms}
         if short:
-            pooled[name] |= {"status": "partial", "reason": "; ".join(short)}
+            pooled[name] |= {"status": "failed" if judged else "partial", "reason": "; ".join(short)}
+        if judged:
+            pooled[name]["test_failed"] = True
     return pooled
 
 

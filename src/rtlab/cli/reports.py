@@ -192,12 +192,12 @@ def compare(
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     deadline_us = parse_latency(deadline) if deadline is not None else None
     compared = judge(summaries, names, [readback.replicates(path) for path in runs], limit, deadline_us)
+    present(summaries, names, fmt, output, deadline, figures_dir, series=series)
+    if compared and fmt == "table" and output is None:  # the other formats carry them themselves
+        console.print(verdict_table.build(compared, untrusted.printable(names[0])))
+    if junit is not None:
+        emit(verdict_table.junit(compared, names[0], strict), junit)
     try:
-        present(summaries, names, fmt, output, deadline, figures_dir, series=series)
-        if compared and fmt == "table" and output is None:  # the other formats carry them themselves
-            console.print(verdict_table.build(compared, untrusted.printable(names[0])))
-        if junit is not None:
-            emit(verdict_table.junit(compared, names[0], strict), junit)
         if gate:
             _gate(compared, strict)
     finally:

@@ -7,12 +7,14 @@ What rtlab measured maps onto it as a kernel CI system's results would:
     test      rtlab.<load> per run (its status), and rtlab.<load>.<all|cpuN>.<metric> with a
               `number` in µs: max, p99.99, and the statistical worst case where `rtlab worst`
               gave one (at 1e-9 per wake-up); rtlab.<load>.<probe> for each other probe
-              (--probe: its status as a load's), and rtlab.<load>.<probe>.<measure>.max
+              (--probe: its status as a load's, but FAIL for a functional test that failed the
+              kernel), and rtlab.<load>.<probe>.<measure>.max
 
 Statuses: a complete load PASS, or FAIL when it missed the deadline; a failed or partial load
-ERROR (its reason in `misc`); a load never run MISS. A refused worst case is a test without a
-number, its refusal in `misc`. `environment.compatible` is the device tree's root compatible.
-Every id starts with the origin and is stable: exporting a run again updates, never doubles.
+ERROR (its reason in `misc`); a probe likewise, but FAIL when it failed as a functional test;
+a load never run MISS. A refused worst case is a test without a number, its refusal in `misc`.
+`environment.compatible` is the device tree's root compatible. Every id starts with the origin
+and is stable: exporting a run again updates, never doubles.
 """
 
 from __future__ import annotations
@@ -107,9 +109,10 @@ def document(
 
 def _probe_tests(base: dict[str, Any], id_: str, path: str, name: str, probe: ProbeJSON,
                  run: str | None) -> list[dict[str, Any]]:  # fmt: skip
-    """One other probe under a load: its status (a failed one an ERROR with its reason, as a
-    load's), then each of its measures' maximum as a number."""
-    part, status = _part(name), STATUS.get(probe["status"], "ERROR")
+    """One other probe under a load: its status (a functional test that failed the kernel a
+    FAIL, another failed one an ERROR, each with its reason), then each of its measures'
+    maximum as a number."""
+    part, status = _part(name), "FAIL" if probe.get("test_failed") else STATUS.get(probe["status"], "ERROR")
     misc = {"run": run, "status": probe["status"], "reason": probe["reason"]}
     tests = [{**base, "id": f"{id_}.{part}", "path": f"{path}.{part}", "status": status, "misc": misc}]
     for measure, stats in probe["merged"].items():

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,11 @@ class Probe:
     note: str | None = None  # what it cannot say, in every report
     tracer: str | None = None  # the kernel's tracer it measures with (tracefs' available_tracers)
     tracefs_file: str | None = None  # a file of tracefs it needs besides (a newer kernel's)
+    # a functional test's words when the kernel failed it, in what it printed (probe.out, then
+    # probe.log): a probe that failed with them failed as a test fails, not as one that could
+    # not run (its exit status says neither: pi_stress's watchdog ends it with SIGTERM, and
+    # FAILURE is also its exit on a setup error)
+    verdict: re.Pattern[str] | None = None
 
     @property
     def start_s(self) -> int:
@@ -198,11 +204,13 @@ PROBES: dict[str, Probe] = {
                          note=OSNOISE_TOP_NOTE),  # "noise", its counts by source
     **{name: Probe(name, name, JSON, _ipc(name), has_histogram=False, note=IPC_NOTE.format(name=name))
        for name in IPC},
-    "pi_stress": Probe("pi_stress", "pi_stress", JSON, _pi_stress, has_histogram=False, note=PI_NOTE),
+    "pi_stress": Probe("pi_stress", "pi_stress", JSON, _pi_stress, has_histogram=False, note=PI_NOTE,
+                       verdict=re.compile(r"WATCHDOG triggered: group \d+ is deadlocked")),
     "signaltest": Probe("signaltest", "signaltest", JSON, _signaltest, has_histogram=False,
                         note=SIGNAL_NOTE),
     "rt-migrate-test": Probe("rt-migrate-test", "rt-migrate-test", JSON, _rt_migrate_test,
-                             has_histogram=False, note=MIGRATE_NOTE),
+                             has_histogram=False, note=MIGRATE_NOTE,
+                             verdict=re.compile(r"^ Failed!$", re.MULTILINE)),  # -c's check
 }  # fmt: skip
 # the probes that put threads on every CPU themselves: no --rt-cpus for them
 EVERY_CPU = (*IPC, "rt-migrate-test", "pi_stress")

@@ -138,6 +138,7 @@ class RawProbe:
     argv: tuple[str, ...] = ()  # its command, program first
     result: Any = None  # its JSON (rt-tests tools) or its output (rtla); None: absent or unreadable
     problem: str | None = None  # why `result` cannot be used (the agent's event says why it failed)
+    said: str = ""  # what a functional test printed (probe.out, then probe.log): its verdict's words
 
 
 @dataclass(frozen=True)
@@ -400,8 +401,16 @@ class RunDir:
                     result = self.text(path, LOG_BYTES)
             except UnreadableFile as e:
                 problem = str(e)
-            found.append(RawProbe(name, argv, result, problem))
+            found.append(RawProbe(name, argv, result, problem, self._said(where) if probe.verdict else ""))
         return tuple(found)
+
+    def _said(self, where: Path) -> str:
+        """What a probe printed, its standard output then its log, each as far as it is readable."""
+        texts = []
+        for name in (layout.PROBE_OUT, layout.PROBE_LOG):
+            with contextlib.suppress(UnreadableFile):
+                texts.append(self.text(where / name, LOG_BYTES) if (where / name).is_file() else "")
+        return "\n".join(texts)
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
         found = []

@@ -21,13 +21,15 @@ wait_pid() {
 	done
 }
 
-# Sleeps $1 seconds (fractions where sleep takes them); a signal cuts it short.
+# Sleeps $1 seconds (fractions where sleep takes them); a signal cuts it short. $2: STOP as
+# the caller last saw it (else as it is now).
 nap() {
-	nap_stop=$STOP
+	nap_stop=${2:-$STOP}
 	sleep "$1" &
 	SLEEP_PID=$!
-	# a stop that came while sleep was forked found no SLEEP_PID to end: the whole nap would
-	# be slept (a Ctrl-C as an hwlat pass began left its 10 minutes to run)
+	# a stop that came since the caller looked, or while sleep was forked, found no SLEEP_PID
+	# to end: the whole nap would be slept (a Ctrl-C as an hwlat pass began left its 10
+	# minutes to run)
 	if [ "$STOP" != "$nap_stop" ]; then kill -KILL "$SLEEP_PID" 2>/dev/null; fi
 	wait_pid "$SLEEP_PID"
 	SLEEP_PID=
@@ -36,7 +38,7 @@ nap() {
 pause() {
 	[ "$1" -gt 0 ] 2>/dev/null || return 0
 	[ $STOP = 1 ] && return 0
-	nap "$1"
+	nap "$1" 0
 }
 
 # Seconds since boot: the clock the watchdog counts on (busybox has /proc/uptime too).
@@ -368,9 +370,6 @@ measure() {
 		fi
 	) >"$mf/$m_out" 2>"$mf/$m_log" &
 	CT_PID=$!
-	# a stop that came while the tool was forked found no CT_PID to tell (on_signal): told
-	# here, else it would measure on until STOP_GRACE killed it and lost what it measured
-	if [ "$STOP" = 1 ]; then kill "-$CT_STOP" "$CT_PID" 2>/dev/null; fi
 	echo "$CT_PID" >"$mf/$m_pid"
 	start=$(now_s)
 	stop_sent=
@@ -393,7 +392,14 @@ measure() {
 				killed=1
 			fi
 		fi
-		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then stop_sent=$t; fi
+		if [ $STOP = 1 ] && [ -z "$stop_sent" ]; then
+			# told again: a stop as the tool was forked found no CT_PID to tell, or reached
+			# it before it had its own handler (its SIGTERM lost), and it would measure on
+			# until STOP_GRACE killed it, losing what it measured. Not rtla's SIGINT: rtla
+			# is stopped once, as it expects (it ignores SIGINT while it starts).
+			if [ "$CT_STOP" = TERM ]; then kill -TERM "$CT_PID" 2>/dev/null; fi
+			stop_sent=$t
+		fi
 		resources_sample "$t"
 		if [ -n "$stop_sent" ] && [ -z "$killed" ] && [ $((t - stop_sent)) -ge $STOP_GRACE ]; then
 			[ -n "$REASON" ] || REASON="$tool did not stop within ${STOP_GRACE} s of SIG$CT_STOP: it was killed"

@@ -3,9 +3,10 @@ probe under a load (--probe: "idle pi_stress").
 
 A load fails when its max latency exceeded the deadline (the message gives both),
 and is an error when it has no complete measurement. Without a deadline a
-complete load passes. A probe is an error when it did not complete (a functional test that did
-not pass, pi_stress's or rt-migrate-test's, or a probe that gave no result: its reason says
-which), skipped when its load ended before its turn, and passes otherwise, its figures as
+complete load passes. A probe fails when it is a functional test that failed the kernel in its
+own words (pi_stress's deadlock, rt-migrate-test's check: its `test_failed`), is an error when
+it did not complete otherwise (it could not run, gave no result or stopped short: its reason
+says which), skipped when its load ended before its turn, and passes otherwise, its figures as
 properties. Each suite's properties hold the run's
 platform facts and what ran where, as the other formats' facts lines say them. Every string
 from the run goes through escape.xml: the file stays XML 1.0 a CI server parses.
@@ -61,7 +62,8 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
                 value = merged.get(key) if merged else None
                 if value is not None:
                     ET.SubElement(props, "property", name=key, value=str(value))
-            errors += _probes(suite, f"rtlab.{label}", load, entry.get("probes", {}), duration)
+            failed, broke = _probes(suite, f"rtlab.{label}", load, entry.get("probes", {}), duration)
+            failures, errors = failures + failed, errors + broke
         suite.set("tests", str(len(suite.findall("testcase"))))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -73,15 +75,20 @@ def render(summaries: Sequence[Summary], labels: Sequence[str]) -> str:
 
 def _probes(
     suite: ET.Element, classname: str, load: str, probes: Mapping[str, ProbeJSON], duration: float
-) -> int:
-    """A test case for each of LOAD's probes; how many are errors."""
-    errors = 0
+) -> tuple[int, int]:
+    """A test case for each of LOAD's probes; how many are failures (a functional test that
+    failed the kernel) and how many errors (a probe that could not run, or stopped short)."""
+    failures = errors = 0
     for name, probe in probes.items():
         case = ET.SubElement(suite, "testcase", name=clean(f"{load} {name}"), classname=classname,
                              time=f"{duration:.1f}")  # fmt: skip
         why = f": {probe['reason']}" if probe["reason"] else ""
         if probe["status"] == "not-run":  # its load ended first: that load's own case is the error
             ET.SubElement(case, "skipped", message=clean(f"{load} {name}: not run{why}"))
+        elif probe.get("test_failed"):
+            failures += 1
+            ET.SubElement(case, "failure", message=clean(f"{load} {name}: {probe['status']}{why}"),
+                          type="TestFailed")  # fmt: skip
         elif probe["status"] != "complete":
             errors += 1
             ET.SubElement(case, "error", message=clean(f"{load} {name}: {probe['status']}{why}"))
@@ -90,4 +97,4 @@ def _probes(
                    for key in ("max_us", "avg_us", "samples") if stats.get(key) is not None]  # fmt: skip
         for said, value in [*figures, *probe.get("counts", {}).items()]:
             ET.SubElement(props, "property", name=clean(said), value=clean(str(value)))
-    return errors
+    return failures, errors
