@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -170,8 +171,26 @@ def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
     # Measured against cpu100 in the same run: on a machine a little busy with other work both
     # get less CPU than they ask, and the ratio of the two takes that other use out. Not when
     # the other work takes more than the 40 % cpu60 leaves: beside another measuring test
-    # cpu100 got 47 % of the CPUs and cpu60 43 % (seen here), hence alone.
-    out = tmp_path / "partial"
+    # cpu100 got 47 % of the CPUs and cpu60 43 % (seen here), hence alone. Even alone, this
+    # virtual machine once gave cpu100 59 % of its CPUs for those 4 s and cpu60 54 % before it
+    # (nothing else of the suite ran: the VM's host took the rest, most likely), where alone
+    # it gets 84 to 85 % (cyclictest and the agent have the rest): a cpu100 under 70 % says
+    # the machine was not its own, and it is measured once more, with a warning; twice so fails.
+    for attempt in (1, 2):
+        busy, argv = _cpu60_and_cpu100(tmp_path / f"run-{attempt}")
+        if busy["cpu100"] >= 0.7 or attempt == 2:
+            break
+        warnings.warn(f"measured again: cpu100 got {busy['cpu100']:.0%} of the CPUs ({busy})", stacklevel=2)
+    assert busy["cpu100"] >= 0.7, f"cpu100 got {busy['cpu100']:.0%} of the CPUs twice: the machine was busy"
+    assert busy["cpu60"] <= 0.75, f"cpu60 kept the CPUs {busy['cpu60']:.0%} busy"
+    ratio = busy["cpu60"] / busy["cpu100"]
+    assert 0.45 <= ratio <= 0.85, f"cpu60 used {ratio:.0%} of what cpu100 got ({busy})"
+    assert "--cpu-load" in argv and argv[argv.index("--cpu-load") + 1] == "60"
+
+
+def _cpu60_and_cpu100(out: Path) -> tuple[dict[str, float], list[str]]:
+    """One run of cpu60 then cpu100: the share of the CPUs each load's own processes used over
+    4 s of its measurement, and cpu60's command line."""
     proc = start_rtlab(*run_args(out, "cpu60,cpu100", "6s", settle="1s"))
     busy = {}
     for load in ("cpu60", "cpu100"):
@@ -183,11 +202,7 @@ def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):
         busy[load] = (_cpu_seconds(group) - before) / ((time.monotonic() - t0) * os.cpu_count())
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
-    assert busy["cpu60"] <= 0.75, f"cpu60 kept the CPUs {busy['cpu60']:.0%} busy"
-    ratio = busy["cpu60"] / busy["cpu100"]
-    assert 0.45 <= ratio <= 0.85, f"cpu60 used {ratio:.0%} of what cpu100 got ({busy})"
-    argv = (out / "loads/cpu60/load.argv").read_text().split("\n")
-    assert "--cpu-load" in argv and argv[argv.index("--cpu-load") + 1] == "60"
+    return busy, (out / "loads/cpu60/load.argv").read_text().split("\n")
 
 
 @pytest.mark.host
