@@ -209,7 +209,7 @@ class ProbeJSON(TypedDict):
     histograms: dict[str, HistogramJSON]  # each measure's merged histogram (none: cyclicdeadline)
     note: str | None  # what the probe cannot say (cyclicdeadline: no histogram)
     counts: NotRequired[dict[str, int]]  # a functional test's figures (pi_stress: inversions)
-    # failed as a functional test fails the kernel (its own exit status: Probe.judges), not as a
+    # failed as a functional test fails the kernel, in its own words (Probe.verdict), not as a
     # probe that could not run: a JUnit failure and a KCIDB FAIL rather than an error
     test_failed: NotRequired[bool]
 
