@@ -28,6 +28,7 @@ from conftest import (
     start_rtlab,
     wait_for,
 )
+from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed
 from rtlab.plan import probes
 
@@ -566,6 +567,43 @@ def test_a_functional_test_that_fails_the_kernel_is_a_failure_not_an_error(tmp_p
     tests = {t["path"]: t for t in kcidb["tests"]}
     assert (tests["rtlab.idle"]["status"], tests["rtlab.idle.pi_stress"]["status"]) == ("PASS", "FAIL")
     assert tests["rtlab.idle.pi_stress"]["misc"]["reason"] == reason
+    _words_a_board_cannot_plant(out / "repeat-2", tmp_path)
+
+
+def _words_a_board_cannot_plant(run: Path, tmp_path: Path) -> None:
+    """The words are read as the run's other files are: a probe.log that is a link (to a file
+    that says them), or one larger than a log may be, is not read, so the probe that failed
+    stays an error; words from a probe that passed fail nothing."""
+    said = run / "loads/idle/pi_stress/probe.log"
+    assert "WATCHDOG triggered" in said.read_text()
+    planted = tmp_path / "planted.log"
+    planted.write_text(said.read_text())
+
+    def pi_stress_of(name: str, change) -> dict:
+        copy = tmp_path / name
+        shutil.copytree(run, copy, symlinks=True)
+        change(copy / "loads/idle/pi_stress/probe.log")
+        done = rtlab("report", str(copy), "--format", "json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["loads"]["idle"]["probes"]["pi_stress"]
+
+    def link(path: Path) -> None:
+        path.unlink()
+        path.symlink_to(planted)
+
+    def huge(path: Path) -> None:
+        with path.open("ab") as f:  # sparse: larger than a log may be, costing no disk
+            f.truncate(untrusted.LOG_BYTES + 1)
+
+    for name, change in (("link", link), ("huge", huge)):
+        pi = pi_stress_of(name, change)
+        assert (pi["status"], "test_failed" in pi) == ("failed", False), (name, pi)
+    first = run.parent / "repeat-1/loads/idle/pi_stress"
+    shutil.copytree(run.parent / "repeat-1", tmp_path / "passed", symlinks=True)
+    (tmp_path / "passed/loads/idle/pi_stress/probe.log").write_text(planted.read_text())
+    passed = json.loads(rtlab("report", str(tmp_path / "passed"), "--format", "json").stdout)
+    pi = passed["loads"]["idle"]["probes"]["pi_stress"]
+    assert (pi["status"], "test_failed" in pi) == ("complete", False), (first, pi)
 
 
 @pytest.mark.host
