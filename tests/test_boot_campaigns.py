@@ -17,7 +17,7 @@ import pytest
 
 import test_boot
 from conftest import read_json, rtlab, start_rtlab, wait_for
-from rtlab.boot import ensure, verify
+from rtlab.boot import ensure, steps, verify
 from rtlab.boot.image import KernelVersion
 from rtlab.campaigns.study import parse
 from rtlab.errors import RunFailed, Stopped, UsageError
@@ -484,15 +484,14 @@ def test_a_resumed_study_whose_kernel_changed_in_its_file_measures_the_cell_agai
 
 @pytest.mark.unit
 def test_a_boots_record_goes_to_a_new_folder_when_an_earlier_one_was_removed(tmp_path):
-    from rtlab.boot import machine
 
     outs: list[Path] = []
 
     class Engine:
         board = type("B", (), {"drop": lambda self: None})()
 
-        def boot(self) -> machine.Outcome:
-            return machine.Outcome(verify.BOOTED, [], None)
+        def boot(self) -> steps.Outcome:
+            return steps.Outcome(verify.BOOTED, [], None)
 
     class Recorded(_Session):
         def _engine(self, **extra: object) -> Engine:  # type: ignore[override]

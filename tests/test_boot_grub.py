@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtlab.boot import grub
+from rtlab.boot import grub, steps
 from rtlab.errors import UsageError
 
 
@@ -198,10 +198,10 @@ def test_a_grub_boot_that_did_not_come_back_says_when_grubs_files_could_not_be_p
             pass
 
     engine = machine.Engine.__new__(machine.Engine)
-    engine.r = machine.Request(target="ssh://b", power_cycle="relay", boot_timeout=1)
+    engine.r = steps.Request(target="ssh://b", power_cycle="relay", boot_timeout=1)
     engine.board, engine.record, engine.say = Board(), Record(), lambda line: None
     engine.before, engine.base, engine.holder = {"boot_id": "b1"}, "/tmp/rtlab", "boot-1"
-    engine._power_cycle = lambda: "--power-cycle exited with 0"
+    engine.power_cycle = lambda: "--power-cycle exited with 0"
     console = type("C", (), {"tail": lambda self: []})()
     outcome = engine._did_not_boot(grub.Entry("boot-1", "t", "ro", False, True), console)
     said = " | ".join(outcome.lines)
@@ -219,7 +219,7 @@ def test_ctrl_c_after_grubs_one_shot_was_set_names_the_way_back(state):
             return None  # not yet answering
 
     engine = machine.Engine.__new__(machine.Engine)
-    engine.r = machine.Request(target="ssh://b")
+    engine.r = steps.Request(target="ssh://b")
     engine.board, engine.before, engine.state = Board(), {"uname": "6.1.0-default", "boot_id": "b1"}, state
     engine.grub = grub.Probe.parse("once=yes\ncustom=yes\n@@grubenv\n")
     line = engine._stopped(KernelVersion("6.12.0-rt", "#1")).line

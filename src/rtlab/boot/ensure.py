@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtlab import children
-from rtlab.boot import kexec, machine, verify
+from rtlab.boot import kexec, machine, package, steps, verify
 from rtlab.boot.board import Board, Failed
 from rtlab.boot.image import KernelVersion
 from rtlab.boot.image import read as read_version
@@ -167,8 +167,6 @@ class Session:
         if path.is_dir():
             path = in_folder(path)
         if path.suffix == ".deb" and path.is_file():
-            from rtlab.boot import package
-
             path, _ = package.kernel_of(path, arch, self.setup.target, cache_dir())
         elif not path.is_file():
             if not PACKAGE.fullmatch(kernel):
@@ -176,7 +174,7 @@ class Session:
                     f"kernel {kernel} does not exist: give the path of a bzImage or Image, a linux-image "
                     f".deb, a Debian kernel metapackage such as linux-image-rt-amd64, or {DEFAULT}"
                 )
-            path, fetched = machine.fetch_debian_kernel(self.setup.target, kernel, arch)
+            path, fetched = package.fetch_debian_kernel(self.setup.target, kernel, arch)
             self.say(f"{kernel} for {arch}: {fetched['package']} {fetched['package_version']}")
         found = (path, read_version(path))
         self._images[kernel] = found
@@ -226,7 +224,7 @@ class Session:
 
     def _engine(self, **extra: object) -> machine.Engine:
         s = self.setup
-        request = machine.Request(
+        request = steps.Request(
             target=s.target, initrd=s.initrd, dtb=s.dtb, boot_timeout=s.boot_timeout,
             power_cycle=s.power_cycle, console=s.console, accept_new_host_key=s.accept_new_host_key,
             method="kexec" if s.initrd or s.dtb else "auto", **extra,  # type: ignore[arg-type]

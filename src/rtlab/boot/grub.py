@@ -22,6 +22,7 @@ is left by any reset (--power-cycle): the board boots its default kernel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rtlab.agent.shell import quote
 from rtlab.boundary import untrusted
@@ -270,6 +271,16 @@ def set_once(entry: Entry, probe: Probe) -> tuple[str, bytes | None]:
         "&& sync"
     )
     return command, block
+
+
+def dry_run(entry: Entry, sent: dict[str, Path]) -> list[str]:
+    """What a boot by the one-shot entry does after taking the lock, as --dry-run says it."""
+    return [
+        f"save {GRUBENV} and {CUSTOM} (bytes and SHA-256) into {SAVED}",
+        f"install into {entry.folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()),
+        f"add to {CUSTOM}:\n{entry.menuentry()}",
+        f"set next_entry={entry.id} in {GRUBENV}, reboot",
+    ]
 
 
 def make_default(entry: Entry) -> str:

@@ -11,6 +11,7 @@ any event, whether the board runs a kernel of its own or its default one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rtlab.agent.shell import quote
 from rtlab.boot.verify import cmdline_words
@@ -150,6 +151,16 @@ def execute(program: tuple[str, ...] = KEXEC) -> str:
     unmounted first), else kexec -e at once after a sync (a busybox board)."""
     run = " ".join(quote(w) for w in (*program, "-e"))
     return detached(f"sync; if [ -d /run/systemd/system ]; then systemctl kexec; else {run}; fi")
+
+
+def dry_run(folder: str, sent: dict[str, Path], load: str, program: tuple[str, ...] = KEXEC) -> list[str]:
+    """What a boot by kexec does after taking the lock, as --dry-run says it (SENT: every file
+    copied into FOLDER, kexec-tools among them where rtlab carries its own)."""
+    return [
+        f"install into {folder}: " + ", ".join(f"{n} ({p})" for n, p in sent.items()),
+        f"load: {load}",
+        f"execute: {execute(program)}",
+    ]
 
 
 def reboot() -> str:

@@ -1,7 +1,8 @@
-"""A Debian kernel package file as KERNEL (`rtlab boot --target ... linux-image-VER_*.deb`): its
-image, taken out of the package as the QEMU targets take theirs (kernels._extract: regular
+"""A Debian kernel package as KERNEL: a file (`rtlab boot --target ... linux-image-VER_*.deb`), its
+image taken out of the package as the QEMU targets take theirs (kernels._extract: regular
 members only, never a path of the archive used as one, a package cut short leaves no file),
-for the architecture of the board it boots on.
+for the architecture of the board it boots on; or a metapackage (linux-image-rt-amd64), fetched
+for that architecture from Debian as the QEMU targets fetch theirs (fetch_debian_kernel).
 
 The package is the user's file, yet not read on trust: at most MAX_DEB bytes, its fields read
 by dpkg-deb and checked for shape, the kernel's release in a member's name validated before it
@@ -108,6 +109,26 @@ def kernel_of(deb: Path, machine: str, target: str, cache: Path) -> tuple[Path, 
         "deb": str(deb),
         "deb_sha256": digest,
     }
+
+
+def fetch_debian_kernel(target: str, package: str, machine: str) -> tuple[Path, dict[str, str]]:
+    """PACKAGE's kernel image for the board's architecture MACHINE (uname -m), fetched and
+    checked as the QEMU targets fetch theirs (apt verifies Debian's index; the cache keeps files
+    whole): (the image, its package, version and Debian release)."""
+    from rtlab import debian
+    from rtlab.cache import cache_dir
+    from rtlab.targets.qemu import kernels, machines  # the guests' kernels are fetched so too
+
+    arch = machines.ARCHES.get(machine)
+    if arch is None:
+        raise UsageError(
+            f"{target} is {untrusted.printable(machine)}: rtlab fetches Debian kernels for "
+            f"{', '.join(machines.ARCHES)} only; give the image's path"
+        )
+    cache = cache_dir()
+    apt = debian.Apt.first_verified(cache, arch.releases, arch.debian, arch.suites)
+    image, name, version = kernels.fetch_kernel(apt, cache, package)
+    return image, {"package": name, "package_version": version, "release_of_debian": apt.release}
 
 
 def _gunzipped(path: Path) -> Path:

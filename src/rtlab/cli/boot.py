@@ -96,7 +96,7 @@ def boot(
 ) -> None:
     """Boot KERNEL on a board by kexec (its default boot never touched) or by its GRUB's one-shot
     entry, verify it, or go --back."""
-    from rtlab.boot import machine, verify
+    from rtlab.boot import machine, steps, verify
     from rtlab.boot.board import Failed
     from rtlab.boot.verify import cmdline_words
 
@@ -121,7 +121,7 @@ def boot(
                 "metapackage such as linux-image-rt-amd64"
             )
         image, package = None, str(kernel)
-    request = machine.Request(
+    request = steps.Request(
         target=target, kernel=image, package=package, deb=deb, initrd=initrd, dtb=dtb,
         append=cmdline_words(append),
         boot_timeout=boot_timeout, power_cycle=power_cycle, console=console_cmd,

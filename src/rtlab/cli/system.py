@@ -137,7 +137,7 @@ def _boot_knob(
     that did not take effect is refused with the evidence and the board sent back), or
     reverted (the board on its default kernel). The board's default boot is never changed, so
     any reset reverts it too. ARGS, or None once reverted."""
-    from rtlab.boot import machine
+    from rtlab.boot import machine, steps
     from rtlab.boot.ensure import Refused, Session, Setup, Want, split_append
     from rtlab.bounds import MAX_BOOT_TIMEOUT_S
     from rtlab.units import seconds
@@ -167,7 +167,7 @@ def _boot_knob(
     want = Want(kernel, split_append(boot))
     if not apply:
         engine = machine.Engine(
-            machine.Request(target=target, kernel=session.image(kernel, session.report().get("arch", ""))[0],
+            steps.Request(target=target, kernel=session.image(kernel, session.report().get("arch", ""))[0],
                             initrd=initrd, dtb=dtb, append=list(want.append), boot_timeout=timeout,
                             power_cycle=power_cycle, dry_run=True, accept_new_host_key=accept),
             say,
