@@ -267,8 +267,21 @@ def test_debian_rt_kernel_by_kexec_verified_then_back(kexec_board, tmp_path):
 
 @BOARD
 def test_ctrl_c_while_installing_leaves_the_board_on_its_kernel_and_says_which(kexec_board, tmp_path):
+    """A Ctrl-C while the kernel is copied undoes what the boot did; a second one meanwhile waits
+    for that, said so. The undo is two commands on the board, over in a fraction of a second on
+    an idle host and seconds on a busy one: the second Ctrl-C comes 0.3 s after the first, and
+    sooner in a try of its own when the undo was over by then (its message then unsaid)."""
     board = kexec_board
-    out = tmp_path / "stopped"
+    for n, gap in enumerate((0.3, 0.1, 0.03)):
+        stderr = _stopped_while_installing(board, tmp_path / f"stopped-{n}", gap)
+        if "putting right what the boot changed on ssh://board: rtlab stops once it is" in stderr:
+            return
+    raise AssertionError(f"a second Ctrl-C, even 0.03 s after the first, came after the undo: {stderr}")
+
+
+def _stopped_while_installing(board, out: Path, gap: float) -> str:
+    """rtlab boot stopped by two Ctrl-C, GAP seconds apart, once it installs: the board left on
+    its kernel, its lock and rtlab's folder gone; what rtlab said."""
     proc = start_rtlab("boot", "--target", "ssh://board", str(board.rt_image), "--initrd", str(board.initrd),
                        "--out", str(out), env=board.env)  # fmt: skip
 
@@ -278,18 +291,18 @@ def test_ctrl_c_while_installing_leaves_the_board_on_its_kernel_and_says_which(k
 
     wait_for(installing, 120)
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)  # a second Ctrl-C while what the boot changed is undone: it waits for that
+    time.sleep(gap)  # a second Ctrl-C while what the boot changed is undone: it waits for that
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3, stderr
     said = [line for line in stderr.splitlines() if line.startswith("rtlab:")]
     assert said == [f"rtlab: stopped: the kernel did not change: ssh://board runs {board.default_release}"]
-    assert "putting right what the boot changed on ssh://board: rtlab stops once it is" in stderr, stderr
     found = read_json(out / "boot.json")
     assert found["verdict"] == verify.STOPPED and "undone: the lock released" in found["evidence"], found
     assert _uname(board) == board.default_release
     left = board.sh(f"ls {TARGET_DIR}/boot 2>/dev/null; test -e {TARGET_DIR}/lock && echo held || echo free")
     assert left.strip() == "free", (left, found)
+    return stderr
 
 
 @BOARD
