@@ -31,6 +31,7 @@ from conftest import (
 from rtlab.boundary import untrusted
 from rtlab.errors import RunFailed
 from rtlab.plan import probes
+from rtlab.rundir import disk
 
 LOADS = ("idle", "cpu")
 
@@ -519,6 +520,15 @@ def test_a_probe_that_fails_fails_the_run_in_every_format(tmp_path, monkeypatch)
     said = "every run completed, but a probe failed: RT: idle pi_stress; Standard: idle pi_stress"
     assert str(e.value) == f"{said} (see the warnings)"
     assert rtlab("compare", str(out), str(out), "--gate").returncode == 0
+    # a deadline missed as well: 3 still wins; and a comparison that misses one exits 1 with
+    # its verdicts shown and written all the same
+    with pytest.raises(RunFailed):
+        reports.compare(kernels=["rt", "std"], target="ssh://board", deadline="1us")
+    verdicts = tmp_path / "verdicts.xml"
+    missed = rtlab("compare", str(out), str(out), "--deadline", "1us", "--junit", str(verdicts))
+    assert missed.returncode == 1 and "deadline 1 µs missed: " in missed.stderr, missed.stderr
+    assert "is the difference real?" in " ".join(missed.stdout.split()), missed.stdout
+    assert [c.get("name") for c in ElementTree.parse(verdicts).getroot().iter("testcase")] == ["idle"]
 
 
 @pytest.mark.host
@@ -571,13 +581,16 @@ def test_a_functional_test_that_fails_the_kernel_is_a_failure_not_an_error(tmp_p
 
 
 def _words_a_board_cannot_plant(run: Path, tmp_path: Path) -> None:
-    """The words are read as the run's other files are: a probe.log that is a link (to a file
-    that says them), or one larger than a log may be, is not read, so the probe that failed
-    stays an error; words from a probe that passed fail nothing."""
+    """The words are read as the run's other files are, never through a link (to a file that
+    says them): the probe that failed stays an error. Only a log's last SAID_BYTES are read, a
+    board's 64 MiB held for no probe of any load: words before them are not seen, and words at
+    the end of a log larger than any run file may be still are. Words from a probe that passed
+    fail nothing."""
     said = run / "loads/idle/pi_stress/probe.log"
-    assert "WATCHDOG triggered" in said.read_text()
+    words = said.read_bytes()
+    assert b"WATCHDOG triggered" in words
     planted = tmp_path / "planted.log"
-    planted.write_text(said.read_text())
+    planted.write_bytes(words)
 
     def pi_stress_of(name: str, change) -> dict:
         copy = tmp_path / name
@@ -591,19 +604,25 @@ def _words_a_board_cannot_plant(run: Path, tmp_path: Path) -> None:
         path.unlink()
         path.symlink_to(planted)
 
-    def huge(path: Path) -> None:
+    def early(path: Path) -> None:
         with path.open("ab") as f:  # sparse: larger than a log may be, costing no disk
             f.truncate(untrusted.LOG_BYTES + 1)
 
-    for name, change in (("link", link), ("huge", huge)):
+    def late(path: Path) -> None:
+        with path.open("r+b") as f:
+            f.truncate(untrusted.LOG_BYTES + 1)
+            f.seek(0, os.SEEK_END)
+            f.write(words)
+
+    for name, change, failed in (("link", link, False), ("early", early, False), ("late", late, True)):
         pi = pi_stress_of(name, change)
-        assert (pi["status"], "test_failed" in pi) == ("failed", False), (name, pi)
-    first = run.parent / "repeat-1/loads/idle/pi_stress"
+        assert (pi["status"], pi.get("test_failed", False)) == ("failed", failed), (name, pi)
+    assert disk.SAID_BYTES < untrusted.LOG_BYTES
     shutil.copytree(run.parent / "repeat-1", tmp_path / "passed", symlinks=True)
-    (tmp_path / "passed/loads/idle/pi_stress/probe.log").write_text(planted.read_text())
+    (tmp_path / "passed/loads/idle/pi_stress/probe.log").write_bytes(words)
     passed = json.loads(rtlab("report", str(tmp_path / "passed"), "--format", "json").stdout)
     pi = passed["loads"]["idle"]["probes"]["pi_stress"]
-    assert (pi["status"], "test_failed" in pi) == ("complete", False), (first, pi)
+    assert (pi["status"], "test_failed" in pi) == ("complete", False), pi
 
 
 @pytest.mark.host

@@ -88,6 +88,21 @@ def read_text(
     return read_bytes(path, cap, what, root).decode("utf-8", errors="replace")
 
 
+def read_tail(path: Path, limit: int, root: Path) -> bytes:
+    """The last LIMIT bytes of PATH (all of it when it holds fewer), a regular file below ROOT
+    reached without a link: where a tool says how it ended, whatever it printed before."""
+    try:
+        fd = open_below(root, path)
+    except OSError as e:
+        raise Damaged(f"{path.name} cannot be read: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Damaged(f"{path.name} is not a regular file")
+        f.seek(max(0, info.st_size - limit))
+        return read_at_most(f, limit)
+
+
 def open_below(root: Path, path: Path) -> int:
     """A read-only descriptor of PATH, walked from ROOT one component at a time without
     following a link anywhere (openat with O_NOFOLLOW): Damaged naming the link, or OSError."""

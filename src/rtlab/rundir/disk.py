@@ -30,6 +30,7 @@ from rtlab.plan.loads import valid_name
 from rtlab.rundir import cyclictest, events, layout, timeline
 
 SCHEMA = "rtlab.run/1"
+SAID_BYTES = 256 << 10  # of a probe's output, read for its verdict (pi_stress's last lines)
 # The table's names (layout.py), for every module that reads or writes a run.
 MANIFEST, SYSINFO, EVENTS, SUMMARY = layout.MANIFEST, layout.SYSINFO, layout.EVENTS, layout.SUMMARY
 TUNING, CONSOLE, COLLECT_ERROR = layout.TUNING, layout.CONSOLE, layout.COLLECT_ERROR
@@ -405,11 +406,16 @@ class RunDir:
         return tuple(found)
 
     def _said(self, where: Path) -> str:
-        """What a probe printed, its standard output then its log, each as far as it is readable."""
+        """How a probe ended in its own words: the last SAID_BYTES of its standard output, then
+        of its log (which ends with them), each where it is a readable file. The tail only: a
+        board's 64 MiB logs, kept for each probe of each load, would hold gigabytes."""
         texts = []
         for name in (layout.PROBE_OUT, layout.PROBE_LOG):
-            with contextlib.suppress(UnreadableFile):
-                texts.append(self.text(where / name, LOG_BYTES) if (where / name).is_file() else "")
+            with contextlib.suppress(untrusted.Damaged):
+                if (where / name).is_file():
+                    texts.append(
+                        untrusted.read_tail(where / name, SAID_BYTES, self.path).decode(errors="replace")
+                    )
         return "\n".join(texts)
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
