@@ -435,6 +435,32 @@ def test_no_link_anywhere_below_a_run(tmp_path, victim):
 
 
 @pytest.mark.unit
+def test_a_tail_is_whole_lines_of_a_regular_file_reached_without_a_link(tmp_path, victim):
+    """untrusted.read_tail, what a probe's last words are read with: never more than asked,
+    never a line cut by the limit, never a link, a FIFO or a folder."""
+    import os
+
+    run = tmp_path / "run"
+    (run / "p").mkdir(parents=True)
+    log = run / "p" / "probe.log"
+    log.write_bytes(b"first line\nsecond\n Failed!\n")
+    assert untrusted.read_tail(log, 100, run) == log.read_bytes()  # shorter than the limit
+    assert untrusted.read_tail(log, log.stat().st_size, run) == log.read_bytes()  # exactly it
+    assert untrusted.read_tail(log, 11, run) == b" Failed!\n"  # "second\n" cut, so left out
+    assert untrusted.read_tail(log, 3, run) == b""  # no whole line within the limit
+    os.mkfifo(run / "p" / "fifo")
+    (run / "p" / "folder").mkdir()
+    for name in ("fifo", "folder"):
+        with pytest.raises(untrusted.Damaged, match="not a regular file"):
+            untrusted.read_tail(run / "p" / name, 100, run)
+    (run / "p" / "link").symlink_to(victim)
+    (run / "q").symlink_to(victim.parent)
+    for path in (run / "p" / "link", run / "q" / victim.name):
+        with pytest.raises(untrusted.Damaged, match="is a link"):
+            untrusted.read_tail(path, 100, run)
+
+
+@pytest.mark.unit
 def test_a_start_in_the_future_is_not_kept():
     assert values.timestamp("2026-01-02T03:04:05Z")[0] == "2026-01-02T03:04:05Z"
     kept, why = values.timestamp("9999-01-01T00:00:00Z")

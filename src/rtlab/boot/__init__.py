@@ -1,6 +1,6 @@
 """Kernels on a board: `rtlab boot`. One engine changes a board's kernel, a small state
-machine in which every step has its way back (machine.py): install -> load -> execute ->
-wait -> verify. Each concern its own module:
+machine in which every step has its way back (machine.py, with steps.py's undo list):
+install -> load -> execute -> wait -> verify. Each concern its own module:
 
     image     the version string a kernel image carries (what the running kernel must say)
     package   a Debian kernel package's image: a .deb given, or a metapackage fetched

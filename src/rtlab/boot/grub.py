@@ -1,6 +1,7 @@
 """The GRUB method: a one-shot entry of the board's own GRUB (its next_entry in grubenv), the
 board's commands as text for its shell (every value through agent.shell.quote), its environment
-block read as untrusted input. Nothing here runs anything (machine.py does).
+block read as untrusted input. Nothing here runs anything (machine.py, steps.py and
+way_back.py do).
 
 Where the entry goes: /boot/grub/custom.cfg, which every grub.cfg that grub-mkconfig writes
 sources at its end (Debian's /etc/grub.d/41_custom). Not /etc/grub.d: that would need

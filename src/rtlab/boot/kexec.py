@@ -1,6 +1,6 @@
 """The kexec method's commands on the board, as text for its shell: every value that reaches
-it goes through agent.shell.quote. Nothing here runs anything (machine.py does), so a dry run
-prints exactly what a boot would run.
+it goes through agent.shell.quote. Nothing here runs anything (machine.py, steps.py and
+way_back.py do), so a dry run prints exactly what a boot would run.
 
 kexec loads the new kernel beside the running one and jumps to it without the firmware or
 the bootloader: the board's default boot is never touched, so any reset (a watchdog, a

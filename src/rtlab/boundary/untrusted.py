@@ -89,18 +89,22 @@ def read_text(
 
 
 def read_tail(path: Path, limit: int, root: Path) -> bytes:
-    """The last LIMIT bytes of PATH (all of it when it holds fewer), a regular file below ROOT
-    reached without a link: where a tool says how it ended, whatever it printed before."""
+    """The whole lines in the last LIMIT bytes of PATH (all of it when it holds fewer), a
+    regular file below ROOT reached without a link: where a tool says how it ended, whatever
+    it printed before. A line cut by the limit is left out: its end is not what it said."""
     try:
         fd = open_below(root, path)
     except OSError as e:
         raise Damaged(f"{path.name} cannot be read: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with IsADirectoryError
+        os.close(fd)
+        raise Damaged(f"{path.name} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Damaged(f"{path.name} is not a regular file")
-        f.seek(max(0, info.st_size - limit))
-        return read_at_most(f, limit)
+        start = max(0, info.st_size - limit)
+        f.seek(start)
+        data = read_at_most(f, limit)
+    return data.partition(b"\n")[2] if start > 0 else data
 
 
 def open_below(root: Path, path: Path) -> int:

@@ -281,14 +281,20 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, histo
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     say(f"saved in {folder}: report.md, report.html, report.json")
     remember(folder, history)
+    missed: typer.Exit | None = None
     try:
-        present(summaries, labels, deadline=it.deadline)
+        try:
+            present(summaries, labels, deadline=it.deadline)
+        except typer.Exit as e:  # a deadline missed: exit 1 once the verdicts are shown
+            missed = e
         if compared:
             console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
     finally:
         if failed:
             raise RunFailed(f"not every run completed: {', '.join(failed)} (see {folder}/study.json)")
         probes_passed_in(summaries, labels)
+    if missed is not None:
+        raise missed
 
 
 def _sessions(it: Study, folder: Path, accept: bool) -> dict[str, Session]:
