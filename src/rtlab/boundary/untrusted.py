@@ -107,6 +107,14 @@ def read_tail(path: Path, limit: int, root: Path) -> bytes:
     return data.partition(b"\n")[2] if start > 0 else data
 
 
+def tail_text(path: Path, limit: int, root: Path) -> str:
+    """read_tail's lines as text; "" where PATH is no file to read (missing, a link, a FIFO)."""
+    try:
+        return read_tail(path, limit, root).decode(errors="replace")
+    except Damaged:
+        return ""
+
+
 def open_below(root: Path, path: Path) -> int:
     """A read-only descriptor of PATH, walked from ROOT one component at a time without
     following a link anywhere (openat with O_NOFOLLOW): Damaged naming the link, or OSError."""

@@ -281,12 +281,8 @@ def _conclude(it: Study, folder: Path, cells: list[Cell], doc: StudyIndex, histo
         write_atomic(folder / name, report.renderer(fmt)(summaries, labels))
     say(f"saved in {folder}: report.md, report.html, report.json")
     remember(folder, history)
-    missed: typer.Exit | None = None
     try:
-        try:
-            present(summaries, labels, deadline=it.deadline)
-        except typer.Exit as e:  # a deadline missed: exit 1 once the verdicts are shown
-            missed = e
+        missed = present(summaries, labels, deadline=it.deadline, deferred=True)
         if compared:
             console.print(verdict_table.build(compared, untrusted.printable(labels[0])))
     finally:

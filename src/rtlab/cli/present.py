@@ -51,9 +51,12 @@ def present(
     figures_dir: Path | None = None,
     junit: Path | None = None,
     series: bool = False,
-) -> None:
+    deferred: bool = False,
+) -> typer.Exit | None:
     """Renders runs in one format (plus JUnit and PNG figures on request); exit 1 on a missed
-    deadline (one for every load, or each load's from the history)."""
+    deadline (one for every load, or each load's from the history). DEFERRED: that exit given
+    back, not raised, for a comparison's verdicts and JUnit to come first (and a failed
+    probe's 3 to win after)."""
     from rtlab.analysis import compare as fairness
     from rtlab.analysis.verdict import with_deadline
     from rtlab.report.formats import table
@@ -97,7 +100,10 @@ def present(
             if v["verdict"] != "pass"
         ]
         err.print(f"{judged_by.said()} missed: {', '.join(missed)}", highlight=False)
+        if deferred:
+            return typer.Exit(1)
         raise typer.Exit(1)
+    return None
 
 
 def _missed_by(v: LoadVerdict, every_us: int | None) -> str:

@@ -192,11 +192,7 @@ def compare(
             raise UsageError(f"--labels has {len(names)} labels for {len(runs)} runs: give one per run")
     deadline_us = parse_latency(deadline) if deadline is not None else None
     compared = judge(summaries, names, [readback.replicates(path) for path in runs], limit, deadline_us)
-    missed: typer.Exit | None = None
-    try:
-        present(summaries, names, fmt, output, deadline, figures_dir, series=series)
-    except typer.Exit as e:  # a deadline missed: exit 1 once the verdicts are shown and written
-        missed = e
+    missed = present(summaries, names, fmt, output, deadline, figures_dir, series=series, deferred=True)
     if compared and fmt == "table" and output is None:  # the other formats carry them themselves
         console.print(verdict_table.build(compared, untrusted.printable(names[0])))
     if junit is not None:

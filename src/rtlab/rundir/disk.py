@@ -406,17 +406,10 @@ class RunDir:
         return tuple(found)
 
     def _said(self, where: Path) -> str:
-        """How a probe ended in its own words: the last SAID_BYTES of its standard output, then
-        of its log (which ends with them), each where it is a readable file. The tail only: a
-        board's 64 MiB logs, kept for each probe of each load, would hold gigabytes."""
-        texts = []
-        for name in (layout.PROBE_OUT, layout.PROBE_LOG):
-            with contextlib.suppress(untrusted.Damaged):
-                if (where / name).is_file():
-                    texts.append(
-                        untrusted.read_tail(where / name, SAID_BYTES, self.path).decode(errors="replace")
-                    )
-        return "\n".join(texts)
+        """How a probe ended in its own words: the tail of its output, then of its log (the tail
+        only: a board's 64 MiB logs, kept for each probe of each load, add up to gigabytes)."""
+        names = (layout.PROBE_OUT, layout.PROBE_LOG)
+        return "\n".join(untrusted.tail_text(where / name, SAID_BYTES, self.path) for name in names)
 
     def _traces(self, folder: Path) -> tuple[TraceCapture, ...]:
         found = []
