@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import AGENT, BUSYBOX, copy_of, read_json, rtlab
 from rtlab.boundary import paths, untrusted, values
@@ -447,6 +449,7 @@ def test_a_tail_is_whole_lines_of_a_regular_file_reached_without_a_link(tmp_path
     assert untrusted.read_tail(log, 100, run) == log.read_bytes()  # shorter than the limit
     assert untrusted.read_tail(log, log.stat().st_size, run) == log.read_bytes()  # exactly it
     assert untrusted.read_tail(log, 11, run) == b" Failed!\n"  # "second\n" cut, so left out
+    assert untrusted.read_tail(log, 9, run) == b" Failed!\n"  # a line that fits exactly is whole
     assert untrusted.read_tail(log, 3, run) == b""  # no whole line within the limit
     os.mkfifo(run / "p" / "fifo")
     (run / "p" / "folder").mkdir()
@@ -458,6 +461,29 @@ def test_a_tail_is_whole_lines_of_a_regular_file_reached_without_a_link(tmp_path
     for path in (run / "p" / "link", run / "q" / victim.name):
         with pytest.raises(untrusted.Damaged, match="is a link"):
             untrusted.read_tail(path, 100, run)
+
+
+_PIECES = st.lists(st.sampled_from([b"\n", b"a", b"\xff", b" Failed!", b"\r", b"\x00"]), max_size=60)
+
+
+@pytest.mark.hostile
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(st.binary(max_size=600), _PIECES.map(b"".join)), limit=st.integers(0, 700))
+def test_any_file_s_tail_is_the_longest_run_of_whole_lines_within_the_limit(data, limit):
+    """Whatever a board wrote, read_tail gives the file's longest ending that fits in LIMIT and
+    begins a line (the whole file when it fits), never a byte more."""
+    import tempfile
+
+    if len(data) <= limit:
+        expected = data
+    else:  # line starts at or after the first byte the limit allows; none: nothing whole
+        starts = [s for s in range(len(data) - limit, len(data) + 1) if data[s - 1 : s] == b"\n"]
+        expected = data[starts[0] :] if starts else b""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp)
+        (run / "probe.log").write_bytes(data)
+        got = untrusted.read_tail(run / "probe.log", limit, run)
+    assert got == expected and len(got) <= limit
 
 
 @pytest.mark.unit

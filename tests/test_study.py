@@ -122,9 +122,9 @@ def test_two_kernels_by_two_stages_interrupted_then_resumed(tmp_path):
     assert processes_named(*GUESTS) == set()
     # cut short, it is measured again; if the stop came only after its last load, it stands
     assert kept in (["runs/Real-time/none"], ["runs/Real-time/none", "runs/Real-time/tuned"]), kept
-    # the first run stands before the stop: one whose emulated guest failed by itself (CI65: it
-    # did not stand, so the study measured it again and never said it resumed) says so here,
-    # in rtlab's words, on which the test runs once more (conftest.py: GUEST_FAILED)
+    # the first run stands before the stop: one whose emulated guest failed by itself (seen
+    # once: it did not stand, so the study measured it again and never said it resumed) says
+    # so here, in rtlab's words, on which the test runs once more (conftest.py: GUEST_FAILED)
     entry = read_json(out / "study.json")["runs"]["runs/Real-time/none"]
     assert entry["status"] == "complete", entry
     cut = len(kept) == 1

@@ -10,10 +10,10 @@ the end (rtlab study, rtlab compare --kernel, rtlab bisect and sweep on a board)
         session.close()          # the board back on its default kernel (also after Ctrl-C)
 
 Every boot goes through the engine (machine.py; its lock and undo list in steps.py, --back in
-way_back.py): its lock, its record, its way back. What a
-board runs is judged from what it says, never from what rtlab remembers: a campaign killed
-in the middle of a boot and started again finds the board on whatever kernel came up, and
-boots again unless that kernel and command line are exactly the ones asked for."""
+way_back.py): its lock, its record, its way back. What a board runs is judged from what it
+says, never from what rtlab remembers: a campaign killed in the middle of a boot and started
+again finds the board on whatever kernel came up, and boots again unless that kernel and
+command line are exactly the ones asked for."""
 
 from __future__ import annotations
 

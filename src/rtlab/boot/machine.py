@@ -129,8 +129,8 @@ class Engine(Steps):
             files = grub.Entry(self.holder, title, cmdline, r.initrd is not None, self.grub.boot_on_root)
             load = grub.add_entry()
             if r.dry_run:
-                steps = grub.dry_run(files, sent)
-                return self._dry_run("its GRUB takes a one-shot entry", steps, version, default)
+                planned = grub.dry_run(files, sent)
+                return self._dry_run("its GRUB takes a one-shot entry", planned, version, default)
         else:
             self.tool = carry.tool(
                 before, files.folder, cache_dir()
@@ -141,8 +141,8 @@ class Engine(Steps):
                 self.tool.words,
             )  # fmt: skip
         if r.dry_run:
-            steps = kexec.dry_run(files.folder, {**sent, **self.tool.files}, load, self.tool.words)
-            return self._dry_run(f"kexec: {self.tool.said}", steps, version, default)
+            planned = kexec.dry_run(files.folder, {**sent, **self.tool.files}, load, self.tool.words)
+            return self._dry_run(f"kexec: {self.tool.said}", planned, version, default)
         folder = r.out or default_folder(r.target, version.release)
         self.record = Record.create(
             folder, method=self.method, target=r.target,
@@ -187,13 +187,13 @@ class Engine(Steps):
             r.kernel, fetched = package.kernel_of(r.deb, arch, r.target, cache_dir())
         return fetched
 
-    def _dry_run(self, how: str, steps: list[str], version: KernelVersion, default: str) -> Outcome:
+    def _dry_run(self, how: str, planned: list[str], version: KernelVersion, default: str) -> Outcome:
         """--dry-run: each step said, the method's own (grub.dry_run, kexec.dry_run) between the
         lock and the wait every boot shares; nothing changed."""
         r = self.r
         self.say(f"{r.target} runs {default}; {how}")
         self.step(f"take the lock: {self.base}/lock")
-        for step in steps:
+        for step in planned:
             self.step(step)
         self.step(f"wait up to {r.boot_timeout:.0f} s for SSH from a new boot")
         self.step(f"verify {version.release} ({version.build}), /proc/cmdline, sysfs, dmesg")

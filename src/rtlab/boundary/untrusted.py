@@ -100,11 +100,12 @@ def read_tail(path: Path, limit: int, root: Path) -> bytes:
     if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with IsADirectoryError
         os.close(fd)
         raise Damaged(f"{path.name} is not a regular file")
+    start = max(0, info.st_size - limit)
     with os.fdopen(fd, "rb") as f:
-        start = max(0, info.st_size - limit)
-        f.seek(start)
-        data = read_at_most(f, limit)
-    return data.partition(b"\n")[2] if start > 0 else data
+        if start == 0:
+            return read_at_most(f, limit)
+        f.seek(start - 1)  # from the byte before: a line that begins at START is whole
+        return read_at_most(f, limit + 1).partition(b"\n")[2]
 
 
 def tail_text(path: Path, limit: int, root: Path) -> str:
