@@ -1,6 +1,6 @@
 """rtlab sweep on real runs of this machine: kernel "options" that a prepare command turns
 into what it installs, as a board's build would, the harmful one a SCHED_FIFO 99 busy loop
-(tests/spin.c) taking CPU 0 for 5 ms of every 10 ms.
+(tests/spin.c) taking CPU 0 for 15 ms of every 45 ms.
 
 The effect table must call the harmful option worse (its runs' p99.9, recomputed here from
 cyclictest's JSON, above the base's) and never the harmless one; between a good and a bad
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spikes
 PREPARE = (
     'if grep -qx "CONFIG_LOCALVERSION_AUTO=y" "$RTLAB_FRAGMENT" && [ ! -e "$INSTALL/fixed" ]; then '
     'echo "the build failed" >&2; exit 1; fi; '
-    'if grep -qx "CONFIG_SPIN=y" "$RTLAB_FRAGMENT"; then echo "exec $SPIN 0 5 0 100000 0.01"; '
+    'if grep -qx "CONFIG_SPIN=y" "$RTLAB_FRAGMENT"; then echo "exec $SPIN 0 15 0 100000 0.03"; '
     'else echo "exec sleep 3600"; fi > "$INSTALL/work.sh"'
 )
 
@@ -58,7 +58,8 @@ def test_each_options_effect_on_the_base(lab):
     out = Path(lab["base"]) / "effects"
     # a margin a shared host's drift stays within: over 3 runs a side the harmless option's
     # p99.9 was seen at +12 µs and once at -107 µs [-304, -6] (p 0.048: judged better with a
-    # 50 µs margin); the spin is +5 ms, ten times this margin
+    # 50 µs margin); the spin is +15 ms, thirty times this margin, and three times the p99.9 of
+    # a base run a booting neighbour spoiled (a +5 ms spin was once judged unknown so)
     args = ("--option", "CONFIG_SPIN=y", "--option", "CONFIG_LOCALVERSION_AUTO=y", "--margin", "500us,10%")
     stopped = _sweep(lab, out, *args, code=3)
     assert "the prepare command exited 1" in stopped["stderr"]
@@ -84,7 +85,7 @@ def test_each_options_effect_on_the_base(lab):
     # most runs of each side (the median): beside an emulated board a busy host once spoiled
     # one quiet run (p99.9 3,362 µs) while the verdict, on every run, was still right
     worse, unchanged = [_p999(r) for r in spin_runs], [_p999(r) for r in base_runs]
-    assert statistics.median(worse) > 3000 > statistics.median(unchanged), (worse, unchanged)
+    assert statistics.median(worse) > 10000 > 3000 > statistics.median(unchanged), (worse, unchanged)
     assert (folders["CONFIG_SPIN=y"] / "fragment.config").read_text() == "CONFIG_SPIN=y\n"
     assert "CONFIG_SPIN=y" in (out / "report.html").read_text()
     assert not processes_named("spin", "cyclictest", session=True)
