@@ -156,3 +156,49 @@ def test_a_command_stopped_leader_first_puts_things_back_with_its_own_commands(t
         started(leftover)
     stat = Path(f"/proc/{leftover.read_text().strip()}/stat")
     assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"  # or not reaped yet
+
+
+@pytest.mark.unit
+def test_a_stop_that_comes_while_the_first_is_answered_waits_for_the_answer():
+    """A boot undone on Ctrl-C (boot/machine.py): the block's first stop raises; a second and
+    a third, sent in the except clause before anything there could defer them, are noted, told
+    and never raised, nor is one a nested deferral held; once the block ends a stop raises
+    again. A stop rtlab does not handle (nohup's SIGHUP) is left as it was."""
+    import signal
+
+    from rtlab import children
+
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: signal.getsignal(s) for s in stops}
+    noted: list[int] = []
+    told: list[int] = []
+    answered = False
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):  # as rtlab's main() sets them
+            signal.signal(s, signal.default_int_handler)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with (
+            pytest.raises(RuntimeError, match="the answer ran whole"),
+            children.first_stop_holds_the_rest(noted, told.append),
+        ):
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            try:
+                signal.raise_signal(signal.SIGINT)
+                pytest.fail("the first stop did not raise")
+            except KeyboardInterrupt:
+                try:
+                    signal.raise_signal(signal.SIGTERM)
+                    signal.raise_signal(signal.SIGINT)
+                    with children.stops_deferred():
+                        signal.raise_signal(signal.SIGINT)
+                except KeyboardInterrupt:
+                    pytest.fail("a stop after the first cut its answer short")
+                answered = True
+                raise RuntimeError("the answer ran whole") from None
+        assert answered and noted == [signal.SIGTERM, signal.SIGINT, signal.SIGINT] and told == noted
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)

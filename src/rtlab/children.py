@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, overload
 
@@ -59,26 +59,63 @@ def stops_deferred(
     try:
         yield
     finally:
-        # all put back before any is taken: one arriving between two would otherwise raise
-        # there and leave the others held by this block for good. The mask keeps them off this
-        # thread; one another thread took is run here all the same, and waits for the rest.
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-        pending: BaseException | None = None
-        try:
-            for s, handler in previous.items():
-                if handler is None:  # set outside Python, and left as it was
-                    continue
-                try:
-                    signal.signal(s, handler)
-                except BaseException as e:  # a handler put back already ran: the rest first
-                    pending = pending or e
-                    signal.signal(s, handler)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        if pending is not None:
-            raise pending
+        _put_back(previous)
         for signum in dict.fromkeys(held) if noted is None else ():
             signal.raise_signal(signum)
+
+
+@contextmanager
+def first_stop_holds_the_rest(
+    noted: list[int], on_stop: Callable[[int], None] | None = None
+) -> Iterator[None]:
+    """The block's first Ctrl-C, SIGTERM or SIGHUP raises KeyboardInterrupt as rtlab's handler
+    does; each after it is NOTED (ON_STOP told of it) until the block ends. The handler of the
+    first puts the holding one in place before it raises, so the block's answer to the first
+    (a boot undone) is never cut by a second that came before that answer could defer it:
+    `except KeyboardInterrupt: with stops_deferred(...)` leaves a moment between the two. A
+    stop ignored (nohup) or handled otherwise is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def later(signum: int, _frame: object) -> None:
+        noted.append(signum)
+        if on_stop is not None:
+            with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no message
+                on_stop(signum)
+
+    def first(_signum: int, _frame: object) -> None:
+        for s in ours:
+            signal.signal(s, later)
+        raise KeyboardInterrupt
+
+    ours = [s for s in STOPS if signal.getsignal(s) is signal.default_int_handler]
+    previous = {s: signal.signal(s, first) for s in ours}
+    try:
+        yield
+    finally:
+        _put_back(previous)
+
+
+def _put_back(previous: Mapping[signal.Signals, Any]) -> None:
+    """Each stop's handler as it was, all put back before any is taken: one arriving between
+    two would otherwise raise there and leave the others held for good. The mask keeps them off
+    this thread; one another thread took is run here all the same, and waits for the rest."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    pending: BaseException | None = None
+    try:
+        for s, handler in previous.items():
+            if handler is None:  # set outside Python, and left as it was
+                continue
+            try:
+                signal.signal(s, handler)
+            except BaseException as e:  # a handler put back already ran: the rest first
+                pending = pending or e
+                signal.signal(s, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    if pending is not None:
+        raise pending
 
 
 def start(

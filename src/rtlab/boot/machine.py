@@ -157,21 +157,23 @@ class Engine(Steps):
             self.record.set(kexec=self.tool.said)
         sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
-        try:
-            outcome = self._boot(version, files, sent, load, console)
-        except KeyboardInterrupt:
-            # what the boot changed is undone, or the board's new kernel found, before rtlab
-            # stops: a second Ctrl-C meanwhile waits (it would leave that half way, unsaid)
-            def waiting(_signum: int) -> None:
-                self.say(f"putting right what the boot changed on {r.target}: rtlab stops once it is")
 
-            with children.stops_deferred(noted=[], on_stop=waiting):
+        def waiting(_signum: int) -> None:
+            self.say(f"putting right what the boot changed on {r.target}: rtlab stops once it is")
+
+        # what the boot changed is undone, or the board's new kernel found, before rtlab stops:
+        # a Ctrl-C after the first waits (it would leave that half way, unsaid), from the
+        # moment the first came
+        with children.first_stop_holds_the_rest(noted=[], on_stop=waiting):
+            try:
+                outcome = self._boot(version, files, sent, load, console)
+            except KeyboardInterrupt:
                 outcome = self._stopped(version)
                 self._finish(outcome, console)
-            raise Stopped(outcome.line) from None
-        except BaseException:
-            console.stop()
-            raise
+                raise Stopped(outcome.line) from None
+            except BaseException:
+                console.stop()
+                raise
         self._finish(outcome, console)
         return outcome
 
