@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -165,6 +166,30 @@ def test_deadline_gate_exit_code_and_junit(tmp_path):
     # the same run against a deadline it meets: exit 0
     ok = rtlab("report", str(run), "--deadline", f"{max_us}us")
     assert ok.returncode == 0 and "pass (+0)" in ok.stdout
+
+
+def test_a_study_that_misses_its_deadline_shows_and_writes_its_verdicts_first(tmp_path):
+    """The deadline's exit 1 comes after the study's reports and verdict table, as compare's
+    does (cli/campaigns.py: present's deferred exit), not in their place."""
+    study = tmp_path / "study.toml"
+    study.write_text(
+        '[study]\nname = "gate"\nloads = ["idle"]\nduration = "1s"\nsettle = "0s"\ndeadline = "1us"\n'
+        '[targets]\nHost = "local"\n[stages.first]\n[stages.second]\n'
+    )
+    out = tmp_path / "study"
+    done = rtlab("study", str(study), "--out", str(out), timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert "deadline 1 µs missed: " in done.stderr, done.stderr
+    # the verdicts: the second stage against the first, in the table and in each report
+    table, verdicts = done.stdout.split("Against first: is the difference real?")
+    assert table.count("MISS") == 2, done.stdout
+    assert re.search(r"second\s*│\s*idle\s*│\s*(same|better|worse|unknown)\s*│", verdicts), done.stdout
+    runs = read_json(out / "study.json")["runs"]
+    assert sorted(r["status"] for r in runs.values()) == ["complete", "complete"]
+    report = read_json(out / "report.json")
+    assert len(report["runs"]) == 2, report.keys()
+    for name in ("report.md", "report.html"):
+        assert "second" in (out / name).read_text()
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a housekeeping CPU besides the RT one")
