@@ -4,6 +4,9 @@ with rtlab: a module that starts one another way fails here, by name and line.""
 from __future__ import annotations
 
 import ast
+import contextlib
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -158,32 +161,47 @@ def test_a_command_stopped_leader_first_puts_things_back_with_its_own_commands(t
     assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"  # or not reaped yet
 
 
-@pytest.mark.unit
-def test_a_stop_that_comes_while_the_first_is_answered_waits_for_the_answer():
-    """A boot undone on Ctrl-C (boot/machine.py): the block's first stop raises; a second and
-    a third, sent in the except clause before anything there could defer them, are noted, told
-    and never raised, nor is one a nested deferral held; once the block ends a stop raises
-    again. A stop rtlab does not handle (nohup's SIGHUP) is left as it was."""
-    import signal
-
-    from rtlab import children
-
+@contextlib.contextmanager
+def _rtlabs_handlers() -> Iterator[None]:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt, as rtlab's main() sets them; SIGHUP ignored,
+    as under nohup. Put back as they were after."""
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     before = {s: signal.getsignal(s) for s in stops}
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.default_int_handler)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("nested", [False, True], ids=["raised-at-once", "held-then-raised"])
+def test_a_stop_that_comes_while_the_first_is_answered_waits_for_the_answer(nested):
+    """A boot undone on Ctrl-C (boot/machine.py): the block's first stop raises, whether it came
+    at once or inside a nested deferral that raises it as it ends; a second and a third, sent in
+    the except clause before anything there could defer them, are noted, told and never raised,
+    nor is one a nested deferral held; once the block ends a stop raises again. A stop rtlab
+    does not handle (nohup's SIGHUP) is left as it was."""
+    from rtlab import children
+
     noted: list[int] = []
     told: list[int] = []
     answered = False
-    try:
-        for s in (signal.SIGINT, signal.SIGTERM):  # as rtlab's main() sets them
-            signal.signal(s, signal.default_int_handler)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with _rtlabs_handlers():
         with (
             pytest.raises(RuntimeError, match="the answer ran whole"),
             children.first_stop_holds_the_rest(noted, told.append),
         ):
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             try:
-                signal.raise_signal(signal.SIGINT)
+                if nested:
+                    with children.stops_deferred():
+                        signal.raise_signal(signal.SIGINT)
+                else:
+                    signal.raise_signal(signal.SIGINT)
                 pytest.fail("the first stop did not raise")
             except KeyboardInterrupt:
                 try:
@@ -199,6 +217,23 @@ def test_a_stop_that_comes_while_the_first_is_answered_waits_for_the_answer():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGTERM)
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+
+
+@pytest.mark.unit
+def test_a_block_with_no_stop_leaves_the_handlers_as_they_were_and_a_swallowed_stop_is_raised():
+    from rtlab import children
+
+    noted: list[int] = []
+    with _rtlabs_handlers():
+        with children.first_stop_holds_the_rest(noted):
+            pass
+        assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == [
+            signal.default_int_handler, signal.default_int_handler, signal.SIG_IGN,
+        ]  # fmt: skip
+        # a step inside that caught the first stop and went on: the stop is not lost with it
+        with pytest.raises(KeyboardInterrupt), children.first_stop_holds_the_rest(noted):
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)  # noted: the first is on its way
+        assert noted == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -183,7 +183,8 @@ def test_a_study_that_misses_its_deadline_shows_and_writes_its_verdicts_first(tm
     # the verdicts: the second stage against the first, in the table and in each report
     table, verdicts = done.stdout.split("Against first: is the difference real?")
     assert table.count("MISS") == 2, done.stdout
-    assert re.search(r"second\s*│\s*idle\s*│\s*(same|better|worse|unknown)\s*│", verdicts), done.stdout
+    row = r"second\s*│\s*idle\s*│\s*(same|better|worse|unknown|refused)\s*│"
+    assert re.search(row, verdicts), done.stdout
     runs = read_json(out / "study.json")["runs"]
     assert sorted(r["status"] for r in runs.values()) == ["complete", "complete"]
     report = read_json(out / "report.json")

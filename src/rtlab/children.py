@@ -69,32 +69,46 @@ def first_stop_holds_the_rest(
     noted: list[int], on_stop: Callable[[int], None] | None = None
 ) -> Iterator[None]:
     """The block's first Ctrl-C, SIGTERM or SIGHUP raises KeyboardInterrupt as rtlab's handler
-    does; each after it is NOTED (ON_STOP told of it) until the block ends. The handler of the
-    first puts the holding one in place before it raises, so the block's answer to the first
-    (a boot undone) is never cut by a second that came before that answer could defer it:
-    `except KeyboardInterrupt: with stops_deferred(...)` leaves a moment between the two. A
-    stop ignored (nohup) or handled otherwise is left as it is."""
+    does; each after it is NOTED (ON_STOP told of it) and raises nothing, so the block's answer
+    to the first (a boot undone) is never cut by a second that came before that answer could
+    defer it: `except KeyboardInterrupt: with stops_deferred(...)` leaves a moment between the
+    two. One handler for every stop, which never changes while the block runs: a nested
+    stops_deferred puts back the same one whichever stop comes while it does. A stop that comes
+    as the block ends is raised after it; one the block swallowed is raised again. A stop
+    ignored (nohup) or handled otherwise is left as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    fired: list[int] = []
+    closing = False
 
-    def later(signum: int, _frame: object) -> None:
+    def stop(signum: int, _frame: object) -> None:
+        if not fired and not closing:
+            fired.append(signum)
+            raise KeyboardInterrupt
         noted.append(signum)
-        if on_stop is not None:
+        if on_stop is not None and not closing:
             with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no message
                 on_stop(signum)
 
-    def first(_signum: int, _frame: object) -> None:
-        for s in ours:
-            signal.signal(s, later)
-        raise KeyboardInterrupt
-
-    ours = [s for s in STOPS if signal.getsignal(s) is signal.default_int_handler]
-    previous = {s: signal.signal(s, first) for s in ours}
+    previous: dict[signal.Signals, Any] = {}
+    before, swallowed = len(noted), False
     try:
+        for s in STOPS:
+            if signal.getsignal(s) is signal.default_int_handler:
+                previous[s] = signal.signal(s, stop)
         yield
+        swallowed = bool(fired)
     finally:
+        # a store first: Python runs a handler between some instructions (a call, a loop's
+        # jump back), never before a store, so none runs between the block's end and here;
+        # one that runs as the handlers are put back is noted, then raised as it would have been
+        closing = True
         _put_back(previous)
+        if not fired and len(noted) > before:
+            signal.raise_signal(noted[before])
+    if swallowed:
+        raise KeyboardInterrupt
 
 
 def _put_back(previous: Mapping[signal.Signals, Any]) -> None:
