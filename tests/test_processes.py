@@ -8,6 +8,8 @@ import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -219,21 +221,71 @@ def test_a_stop_that_comes_while_the_first_is_answered_waits_for_the_answer(nest
             signal.raise_signal(signal.SIGTERM)
 
 
+def _handlers() -> list[Any]:
+    return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+
+
 @pytest.mark.unit
-def test_a_block_with_no_stop_leaves_the_handlers_as_they_were_and_a_swallowed_stop_is_raised():
+def test_a_stop_at_the_blocks_end_is_raised_once_the_handlers_are_back(monkeypatch):
+    """However the block ends, the handlers are rtlab's again after it, and no stop is lost: one
+    Python runs as the block's __exit__ begins (where a generator's finally could not yet have
+    put them back) or while they are put back is raised after; one the block swallowed is raised
+    again; an error with no stop goes on as it was; ON_STOP raising (a third Ctrl-C) ends the
+    wait at once."""
     from rtlab import children
 
-    noted: list[int] = []
+    rtlabs = [signal.default_int_handler, signal.default_int_handler, signal.SIG_IGN]
     with _rtlabs_handlers():
+        noted: list[int] = []
         with children.first_stop_holds_the_rest(noted):
             pass
-        assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == [
-            signal.default_int_handler, signal.default_int_handler, signal.SIG_IGN,
-        ]  # fmt: skip
+        assert _handlers() == rtlabs and noted == []
+        # as __exit__ begins: the handler, run there, notes it
+        with pytest.raises(KeyboardInterrupt), children.first_stop_holds_the_rest(noted):
+            try:
+                signal.getsignal(signal.SIGINT)(signal.SIGINT, SimpleNamespace(f_code=children._EXIT))
+            except KeyboardInterrupt:
+                pytest.fail("a stop as __exit__ began raised before the handlers were put back")
+            assert noted == [signal.SIGINT]
+        assert _handlers() == rtlabs
+        # while the handlers are put back
+        put_back = children._put_back
+
+        def stopped_meanwhile(previous: Any) -> None:
+            signal.raise_signal(signal.SIGTERM)
+            put_back(previous)
+
+        monkeypatch.setattr(children, "_put_back", stopped_meanwhile)
+        noted.clear()
+        with pytest.raises(KeyboardInterrupt), children.first_stop_holds_the_rest(noted):
+            pass
+        monkeypatch.setattr(children, "_put_back", put_back)
+        assert noted == [signal.SIGTERM] and _handlers() == rtlabs
         # a step inside that caught the first stop and went on: the stop is not lost with it
+        noted.clear()
         with pytest.raises(KeyboardInterrupt), children.first_stop_holds_the_rest(noted):
             with contextlib.suppress(KeyboardInterrupt):
                 signal.raise_signal(signal.SIGINT)
             signal.raise_signal(signal.SIGTERM)  # noted: the first is on its way
-        assert noted == [signal.SIGTERM]
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert noted == [signal.SIGTERM] and _handlers() == rtlabs
+        # an error and no stop
+        with pytest.raises(ZeroDivisionError), children.first_stop_holds_the_rest(noted):
+            _ = 1 / 0
+        assert _handlers() == rtlabs
+
+        # the third Ctrl-C: ON_STOP raises, and the answer to the first stops there
+        def third(_signum: int) -> None:
+            if len(noted) == 2:
+                raise KeyboardInterrupt
+
+        noted.clear()
+        reached = []
+        with pytest.raises(KeyboardInterrupt), children.first_stop_holds_the_rest(noted, third):
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                signal.raise_signal(signal.SIGINT)
+                reached.append("second")
+                signal.raise_signal(signal.SIGINT)
+                reached.append("third")
+        assert reached == ["second"] and len(noted) == 2 and _handlers() == rtlabs

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, Literal, overload
 
 _PR_SET_PDEATHSIG = 1
@@ -64,51 +65,62 @@ def stops_deferred(
             signal.raise_signal(signum)
 
 
-@contextmanager
-def first_stop_holds_the_rest(
-    noted: list[int], on_stop: Callable[[int], None] | None = None
-) -> Iterator[None]:
+class first_stop_holds_the_rest:  # noqa: N801 (used as a function: `with first_stop_holds_the_rest(...)`)
     """The block's first Ctrl-C, SIGTERM or SIGHUP raises KeyboardInterrupt as rtlab's handler
     does; each after it is NOTED (ON_STOP told of it) and raises nothing, so the block's answer
     to the first (a boot undone) is never cut by a second that came before that answer could
     defer it: `except KeyboardInterrupt: with stops_deferred(...)` leaves a moment between the
-    two. One handler for every stop, which never changes while the block runs: a nested
-    stops_deferred puts back the same one whichever stop comes while it does. A stop that comes
-    as the block ends is raised after it; one the block swallowed is raised again. A stop
-    ignored (nohup) or handled otherwise is left as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
-    closing = False
+    two. ON_STOP may raise to end the wait (a third Ctrl-C). One handler for every stop, never
+    changed while the block runs: a nested stops_deferred puts back the same one whichever stop
+    comes while it does. A stop that comes as the handlers are put in place or back is raised
+    after them; a first one the block swallowed is raised again as it ends. A stop ignored
+    (nohup) or handled otherwise is left as it is.
+    A class, not a generator: Python looks for a signal's handler as a function begins, and a
+    generator's finally is reached through contextlib's __exit__, where a stop would raise
+    before the handlers were put back (and leave them in place); here the handler knows its
+    own __exit__ and notes a stop that comes there."""
 
-    def stop(signum: int, _frame: object) -> None:
-        if not fired and not closing:
-            fired.append(signum)
+    def __init__(self, noted: list[int], on_stop: Callable[[int], None] | None = None) -> None:
+        self.noted, self.on_stop = noted, on_stop
+        self.before = len(noted)
+        self.fired = False
+        self.closing = True  # until the handlers are in place: a stop then is noted
+        self.previous: dict[signal.Signals, Any] = {}
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        if not self.fired and not self.closing and (frame is None or frame.f_code is not _EXIT):
+            self.fired = True
             raise KeyboardInterrupt
-        noted.append(signum)
-        if on_stop is not None and not closing:
+        self.noted.append(signum)
+        if self.on_stop is not None and self.fired and not self.closing:
             with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes no message
-                on_stop(signum)
+                self.on_stop(signum)
 
-    previous: dict[signal.Signals, Any] = {}
-    before, swallowed = len(noted), False
-    try:
-        for s in STOPS:
-            if signal.getsignal(s) is signal.default_int_handler:
-                previous[s] = signal.signal(s, stop)
-        yield
-        swallowed = bool(fired)
-    finally:
-        # a store first: Python runs a handler between some instructions (a call, a loop's
-        # jump back), never before a store, so none runs between the block's end and here;
-        # one that runs as the handlers are put back is noted, then raised as it would have been
-        closing = True
-        _put_back(previous)
-        if not fired and len(noted) > before:
-            signal.raise_signal(noted[before])
-    if swallowed:
-        raise KeyboardInterrupt
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread runs Python's signal handlers
+        try:
+            for s in STOPS:
+                if signal.getsignal(s) is signal.default_int_handler:
+                    self.previous[s] = signal.signal(s, self._stop)
+            self.closing = False
+            if len(self.noted) > self.before:  # came as the handlers were put in place
+                raise KeyboardInterrupt
+        except BaseException:
+            self.closing = True
+            _put_back(self.previous)
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.closing = True  # a store first: no handler runs before it but as this began (_EXIT)
+        _put_back(self.previous)
+        if not self.fired and len(self.noted) > self.before:
+            signal.raise_signal(self.noted[self.before])  # came as the block ended: taken now
+        if kind is None and self.fired:
+            raise KeyboardInterrupt  # swallowed inside: the stop still stops
+
+
+_EXIT = first_stop_holds_the_rest.__exit__.__code__
 
 
 def _put_back(previous: Mapping[signal.Signals, Any]) -> None:

@@ -157,23 +157,27 @@ class Engine(Steps):
             self.record.set(kexec=self.tool.said)
         sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
-
-        def waiting(_signum: int) -> None:
-            self.say(f"putting right what the boot changed on {r.target}: rtlab stops once it is")
-
-        # what the boot changed is undone, or the board's new kernel found, before rtlab stops:
-        # a Ctrl-C after the first waits (it would leave that half way, unsaid), from the
-        # moment the first came
-        with children.first_stop_holds_the_rest(noted=[], on_stop=waiting):
-            try:
-                outcome = self._boot(version, files, sent, load, console)
-            except KeyboardInterrupt:
-                outcome = self._stopped(version)
-                self._finish(outcome, console)
-                raise Stopped(outcome.line) from None
-            except BaseException:
+        outcome, undoing = None, False
+        try:
+            # a stop: the boot undone, or its new kernel found, before rtlab stops; the next
+            # stops wait for that from the moment the first came (steps.waiting_to_undo)
+            with children.first_stop_holds_the_rest(noted=[], on_stop=self.waiting_to_undo()):
+                try:
+                    outcome = self._boot(version, files, sent, load, console)
+                except KeyboardInterrupt:
+                    undoing = True
+                    outcome = self._stopped(version)
+                    self._finish(outcome, console)
+                    raise Stopped(outcome.line) from None
+                except BaseException:
+                    console.stop()
+                    raise
+        except KeyboardInterrupt:
+            if undoing or outcome is None:  # the third Ctrl-C, or one before the boot began
                 console.stop()
                 raise
+            self._finish(outcome, console)  # one as the boot ended: its outcome kept, then rtlab stops
+            raise Stopped(outcome.line) from None
         self._finish(outcome, console)
         return outcome
 
@@ -440,10 +444,6 @@ class Engine(Steps):
         if now is not None:
             which = untrusted.printable(now.get("uname", "?"))
             return Outcome(verify.STOPPED, [f"while it booted: {self.r.target} now runs {which}"], None)
-        return Outcome(
-            verify.STOPPED,
-            [f"while it booted: {self.r.target} runs {version.release} once it answers, "
-             f"or its default kernel {default} after any reset; "
-             f"rtlab boot --target {self.r.target} --back returns it to {default}"],
-            None,
-        )  # fmt: skip
+        back = f"rtlab boot --target {self.r.target} --back returns it to {default}"
+        said = f"while it booted: {self.r.target} runs {version.release} once it answers, or its default"
+        return Outcome(verify.STOPPED, [f"{said} kernel {default} after any reset; {back}"], None)

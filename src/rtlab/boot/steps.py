@@ -75,6 +75,22 @@ class Steps:
     def step(self, text: str) -> None:
         self.say(("would " if self.r.dry_run else "") + text)
 
+    def waiting_to_undo(self) -> Callable[[int], None]:
+        """What a Ctrl-C says while a stopped boot is undone (the first was the stop itself):
+        the second waits, the third stops at once, the board's kernel unknown, its way back said."""
+        target, told = self.r.target, [0]
+
+        def waiting(_signum: int) -> None:
+            told[0] += 1
+            if told[0] == 1:
+                self.say(f"putting right what the boot changed on {target}: rtlab stops once it is "
+                         f"(Ctrl-C once more stops at once, with {target}'s kernel unknown)")  # fmt: skip
+                return
+            self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
+            raise KeyboardInterrupt
+
+        return waiting
+
     def power_cycle(self) -> str:
         """--power-cycle run once, ended with rtlab; what it did, in one line (a switch that does
         not answer is said, and the board is still waited for)."""
