@@ -226,6 +226,21 @@ def test_ctrl_c_after_grubs_one_shot_was_set_names_the_way_back(state):
     assert "--back puts them back" in line and "\n" not in line, line
 
 
+@pytest.mark.unit
+def test_the_second_ctrl_c_while_a_boot_is_undone_waits_and_the_third_names_the_way_back():
+    from rtlab.boot import machine
+
+    said: list[str] = []
+    engine = machine.Engine.__new__(machine.Engine)
+    engine.r, engine.say = steps.Request(target="ssh://b"), said.append
+    waiting = engine.waiting_to_undo()
+    waiting(2)  # the second: told, nothing raised
+    assert len(said) == 1 and "rtlab stops once it is" in said[0] and "once more stops at once" in said[0]
+    with pytest.raises(KeyboardInterrupt):
+        waiting(2)
+    assert said[1] == "stopped: ssh://b's kernel is unknown: rtlab boot --target ssh://b --back", said
+
+
 @pytest.mark.hostile
 @settings(max_examples=300, deadline=None)
 @given(block=st.binary(max_size=2 * grub.ENV_SIZE), tail=st.binary(max_size=grub.ENV_SIZE))
