@@ -17,6 +17,7 @@ command line are exactly the ones asked for."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -351,7 +352,8 @@ class Session:
             elif len(held) == 2:
                 self.say(f"Ctrl-C once more stops at once, with {target}'s kernel unknown")
             else:
-                self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
+                with contextlib.suppress(OSError):  # a closed terminal: it stops all the same
+                    self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
                 raise KeyboardInterrupt
 
         with children.stops_deferred(noted=held, on_stop=waiting):

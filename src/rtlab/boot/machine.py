@@ -157,7 +157,8 @@ class Engine(Steps):
             self.record.set(kexec=self.tool.said)
         sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
-        outcome, undoing = None, False
+        outcome: Outcome | None = None
+        undoing = stopped = False
         try:
             # a stop: the boot undone, or its new kernel found, before rtlab stops; the next
             # stops wait for that from the moment the first came (steps.waiting_to_undo)
@@ -165,20 +166,18 @@ class Engine(Steps):
                 try:
                     outcome = self._boot(version, files, sent, load, console)
                 except KeyboardInterrupt:
-                    undoing = True
-                    outcome = self._stopped(version)
-                    self._finish(outcome, console)
-                    raise Stopped(outcome.line) from None
-                except BaseException:
-                    console.stop()
-                    raise
-        except KeyboardInterrupt:
-            if undoing or outcome is None:  # the third Ctrl-C, or one before the boot began
-                console.stop()
-                raise
-            self._finish(outcome, console)  # one as the boot ended: its outcome kept, then rtlab stops
-            raise Stopped(outcome.line) from None
-        self._finish(outcome, console)
+                    undoing = stopped = True
+                    outcome, undoing = self._stopped(version), False
+        except KeyboardInterrupt:  # the undo's end, a third Ctrl-C, or one before or as it ended
+            stopped = True
+            outcome = self.cut_short() if undoing else outcome or self.not_begun()
+        except BaseException:
+            console.stop()
+            raise
+        with children.stops_deferred(noted=[] if stopped else None):  # the record kept whole
+            self._finish(outcome, console)
+        if stopped:
+            raise Stopped(outcome.line)
         return outcome
 
     def _fetch(self, before: dict[str, str]) -> dict[str, str]:

@@ -4,6 +4,7 @@ board's lock, a power cycle, GRUB's files put back), so each way is read in its 
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,10 +87,23 @@ class Steps:
                 self.say(f"putting right what the boot changed on {target}: rtlab stops once it is "
                          f"(Ctrl-C once more stops at once, with {target}'s kernel unknown)")  # fmt: skip
                 return
-            self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
+            with contextlib.suppress(OSError):  # a closed terminal: it stops all the same
+                self.say(f"stopped: {target}'s kernel is unknown: rtlab boot --target {target} --back")
             raise KeyboardInterrupt
 
         return waiting
+
+    def cut_short(self) -> Outcome:
+        """A stopped boot whose undo a third Ctrl-C ended: the board's kernel unknown."""
+        target = self.r.target
+        said = f"a third Ctrl-C cut the boot's undo short: {target}'s kernel is unknown"
+        return Outcome(verify.STOPPED, [f"{said}: rtlab boot --target {target} --back"], None)
+
+    def not_begun(self) -> Outcome:
+        """Stopped as the boot began, before it changed anything."""
+        return Outcome(
+            verify.STOPPED, [f"before the boot began: {self.r.target}'s kernel did not change"], None
+        )
 
     def power_cycle(self) -> str:
         """--power-cycle run once, ended with rtlab; what it did, in one line (a switch that does
