@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,12 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rtlab"
+
+
+def sha256_of(path: Path) -> str:
+    """A file's SHA-256, read in blocks (a kernel image, a .deb): what names and checks an entry."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 @contextmanager

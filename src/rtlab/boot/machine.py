@@ -18,7 +18,6 @@ its request, outcome, lock and undo list, is in steps.py."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +31,7 @@ from rtlab.boot.image import read as read_version
 from rtlab.boot.record import CONSOLE, DMESG, Record, default_folder
 from rtlab.boot.steps import COPY_S, Outcome, Request, Steps
 from rtlab.boundary import untrusted
-from rtlab.cache import cache_dir
+from rtlab.cache import cache_dir, sha256_of
 from rtlab.errors import RunFailed, Stopped, UsageError
 
 # After --power-cycle, the default kernel has at least this long (--boot-timeout's default) to
@@ -45,11 +44,6 @@ BACK_S = 300.0
 def _shown(text: str | None) -> str | None:
     """A sysfs value the board sent, as the record keeps it: one printable line."""
     return None if text is None else untrusted.printable(text.strip())
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class Engine(Steps):
@@ -147,7 +141,7 @@ class Engine(Steps):
         self.record = Record.create(
             folder, method=self.method, target=r.target,
             kernel={"path": str(r.kernel), "release": version.release, "version": version.build,
-                    "sha256": _sha256(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"},
+                    "sha256": sha256_of(r.kernel), **{n: str(p) for n, p in sent.items() if n != "kernel"},
                     **fetched},
             append=r.append, cmdline_asked=untrusted.printable(cmdline),
             before={"release": default, "cmdline": untrusted.printable(before.get("cmdline", "")),
@@ -157,11 +151,18 @@ class Engine(Steps):
             self.record.set(kexec=self.tool.said)
         sent.update(self.tool.files)  # copied with the kernel, removed with its folder
         console = ConsoleCapture(r.console, folder / f".{CONSOLE}.capture")
+        return self._boot_or_undo(version, files, sent, load, console)
+
+    def _boot_or_undo(
+        self, version: KernelVersion, files: kexec.Files | grub.Entry, sent: dict[str, Path], load: str,
+        console: ConsoleCapture,
+    ) -> Outcome:  # fmt: skip
+        """The boot, its record finished however it ends. A stop: the boot undone, or its new
+        kernel found, before rtlab stops; the next stops wait for that from the moment the first
+        came, the third ends the wait (steps.waiting_to_undo)."""
         outcome: Outcome | None = None
         undoing = stopped = False
         try:
-            # a stop: the boot undone, or its new kernel found, before rtlab stops; the next
-            # stops wait for that from the moment the first came (steps.waiting_to_undo)
             with children.first_stop_holds_the_rest(noted=[], on_stop=self.waiting_to_undo()):
                 try:
                     outcome = self._boot(version, files, sent, load, console)

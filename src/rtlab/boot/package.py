@@ -13,7 +13,6 @@ runs from the board's root without its modules unless they are installed there).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import re
 import shutil
 import zlib
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from rtlab import children
 from rtlab.boundary import untrusted
-from rtlab.cache import record, whole, writing
+from rtlab.cache import record, sha256_of, whole, writing
 from rtlab.errors import UsageError
 
 MAX_DEB = 512 << 20  # Debian's largest kernel packages are under 150 MB
@@ -89,8 +88,7 @@ def kernel_of(deb: Path, machine: str, target: str, cache: Path) -> tuple[Path, 
             f"{deb.name} is a {said['Architecture']} package and {target} is {machine} "
             f"(Debian's {arch.debian}): give a linux-image package of {arch.debian}"
         )
-    with deb.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    digest = sha256_of(deb)
     folder = cache / "boot-debs" / digest[:32]
     images = sorted(p for p in folder.glob("vmlinu[zx]-*") if whole(p)) if folder.is_dir() else []
     if not images:

@@ -12,7 +12,6 @@ where an interrupted one stopped, measuring nothing twice and nothing on another
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, NotRequired, TypedDict
 from rtlab.analysis import repeats as repeated
 from rtlab.boot.ensure import Want, in_folder
 from rtlab.boundary import untrusted
+from rtlab.cache import sha256_of
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
@@ -70,8 +70,7 @@ def digest(kernel: str) -> str | None:
             return None  # said when the kernel is booted
     if not path.is_file():
         return None
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+    return sha256_of(path)
 
 
 def _same_kernels(out: Path, before: Mapping[str, object], now: dict[str, str | None]) -> None:

@@ -10,7 +10,6 @@ dependency not met) is an error that names it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from typing import Any
 
 from rtlab import children
 from rtlab.boundary import untrusted
-from rtlab.cache import locked
+from rtlab.cache import locked, sha256_of
 from rtlab.errors import RunFailed, UsageError
 from rtlab.kernel import fragments, patches
 from rtlab.rundir.disk import write_json
@@ -251,17 +250,13 @@ def build(
             else {"series": series.label, "patches": len(series.patches), "digest": series.digest},
             "lazy_preemption": lazy,
         },
-        "fragments": {p.name: _sha256(p) for p in request.fragment_paths(lazy)},
+        "fragments": {p.name: sha256_of(p) for p in request.fragment_paths(lazy)},
         "compiler": _compiler(arch),
         "seconds": round(time.monotonic() - started, 1),
-        "outputs": {p.relative_to(out).as_posix(): _sha256(p) for p in outputs},
+        "outputs": {p.relative_to(out).as_posix(): sha256_of(p) for p in outputs},
     }
     write_json(out / "build-manifest.json", manifest)
     return manifest
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _kernel_version(tree: Path, build: Path) -> str:
