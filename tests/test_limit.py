@@ -2,7 +2,7 @@
 
 Six quiet runs of 3 s of one load "work" (a sleeping command beside cyclictest; a time axis of
 100 ms blocks) are the accepted kernel; a limit is derived from them, and a run where
-tests/spin.c, a SCHED_FIFO 99 busy loop, takes CPU 0 for 80 ms at a time must miss it.
+tests/spin.c, a SCHED_FIFO 99 busy loop, takes CPU 0 for 250 ms at a time must miss it.
 18 s of history hold a limit for 1 s runs at 20 % false alarms whatever the host's noise (the
 empirical bound needs about 3 D / alpha = 15 s when the fit fails its check); at 1 % for 3 s
 runs they would be refused on a noisy host, as they should. The figures the
@@ -43,10 +43,11 @@ def lab(tmp_path_factory) -> Lab:
     quiet, busy = base / "quiet.toml", base / "busy.toml"
     quiet.write_text('[loads.work]\ncommand = ["sleep", "3600"]\n')
     spin = spin_binary(base)
-    # 80 ms of every 180: far beyond what a busy shared host does to the quiet runs (7 ms seen
+    # 250 ms of every 500: far beyond what a busy shared host does to the quiet runs (7 ms seen
     # while a kernel built beside them; 30 ms bursts once stayed under a limit that such a
-    # host's hiccups in the quiet runs had raised)
-    busy.write_text(f'[loads.work]\ncommand = ["{spin}", "0", "80", "0", "100000", "0.1"]\non = "all"\n')
+    # host's hiccups in the quiet runs had raised, and 80 ms bursts under one of 142 ms, from
+    # quiet runs whose maxima reached 20 ms beside guests booting)
+    busy.write_text(f'[loads.work]\ncommand = ["{spin}", "0", "250", "0", "100000", "0.25"]\non = "all"\n')
     done = rtlab("run", "--loads-file", str(quiet), *RUN, "--duration", "3s", "--repeat", "6",
                  "--out", str(base / "quiet"), timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr
