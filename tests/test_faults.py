@@ -507,9 +507,15 @@ def test_too_few_samples_are_warned_about(finished):
     samples = summary["loads"]["idle"]["merged"]["samples"]
     codes = {w["code"] for w in summary["warnings"] if w["load"] == "idle"}
     assert ("few-samples" in codes) == (samples < 10_000)
-    done = rtlab(*run_args(finished.parent / "slow", "idle", "2s", "--interval", "100ms"))
+    slow = finished.parent / "slow"
+    done = rtlab(*run_args(slow, "idle", "2s", "--interval", "100ms"))
     assert done.returncode == 0
-    assert "only 40 samples" in done.stderr or "only 20 samples" in done.stderr
+    # at most 20 wake-ups a CPU, one fewer where a busy host cut the first short (39 seen): the
+    # warning gives the run's own count
+    said = re.search(r"only (\d+) samples", done.stderr)
+    samples = read_json(slow / "summary.json")["loads"]["idle"]["merged"]["samples"]
+    assert said is not None and int(said.group(1)) == samples, done.stderr
+    assert 0 < samples <= 20 * (os.cpu_count() or 1)
 
 
 # --- 13: every string is data ---------------------------------------------------------------
