@@ -158,7 +158,7 @@ test: lint test-setup
 	    -n 2 --dist loadgroup --no-loadscope-reorder -m "($(TESTS)) and not ($(PARALLEL) or $(ALONE))"; second=$$?; \
 	wait $$beside; first=$$?; kill -TERM -$$beside 2>/dev/null; beside=; cat "$$log"; \
 	$(call TIMED,alone) $(BIN)/pytest -q --durations=30 -m "($(TESTS)) and ($(ALONE))"; third=$$?; \
-	if [ -s "$$failed" ]; then echo "make test: each failure in a line (tests/console_report.py)"; cat "$$failed"; fi; \
+	if [ -s "$$failed" ]; then echo "make test: each failure, and each try run again (RERUN), in a line (tests/console_report.py)"; cat "$$failed"; fi; \
 	if [ "$$first$$second$$third" = 555 ]; then echo "make test: TESTS='$(TESTS)' selects no test"; exit 5; fi; \
 	ok $$first && ok $$second && ok $$third
 

@@ -40,16 +40,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """A test's final failure (not a failed try pytest-rerunfailures runs again) in a line
-    of FAILURES: its id, its phase and the start of its error, made printable. Under xdist only
+    """A test's final failure in a line of FAILURES: its id, its phase and the start of its
+    error, made printable; a failed try that pytest-rerunfailures ran again in a line too, as
+    RERUN (a planted test that passed only on its second try is still seen). Under xdist only
     the controller writes (its workers' reports reach it): one write, appended, per failure."""
     path = os.environ.get(FAILURES)
-    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+    rerun = report.outcome == "rerun"
+    if not path or not (report.failed or rerun) or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     crash = getattr(report.longrepr, "reprcrash", None)
     said = getattr(crash, "message", None) or str(report.longrepr).strip().split("\n")[-1]
     said = untrusted.printable(" | ".join(line.strip() for line in said.splitlines() if line.strip()))
     where = f" ({report.when})" if report.when != "call" else ""
-    line = f"FAILED {report.nodeid}{where}: {said[:FAILURE_CHARS]}\n"
+    line = f"{'RERUN' if rerun else 'FAILED'} {report.nodeid}{where}: {said[:FAILURE_CHARS]}\n"
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)

@@ -865,3 +865,39 @@ def test_a_stop_as_a_nap_begins_ends_the_nap(shell, busybox_path):
             proc.kill()
             proc.wait()
     assert slept == []
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_guests_run_folder_comes_home_without_the_loads_it_streamed(shell, busybox_path, tmp_path):
+    # the QEMU target's last archive of the run folder, under a board's shells and busybox's tar
+    import io
+    import shutil
+    import tarfile
+
+    from rtlab.targets.qemu import folder_but
+
+    run = tmp_path / "run 1"
+    names = ["events", ".agent.pid", "run.json", "loads/idle/cyclictest.json", "loads/cpu+io/load.log",
+             "loads/c/trace/1/cpu0", "loads/.x/y", "loads/loads/z"]  # fmt: skip
+    for name in names:
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text(name)
+    sh = [shutil.which("dash") or "dash"] if shell == "dash" else [BUSYBOX or "busybox", "ash"]
+
+    def archived(command: str) -> tuple[int, dict[str, str]]:
+        done = subprocess.run([*sh, "-c", command], capture_output=True, cwd=tmp_path,
+                              env={**os.environ, "PATH": busybox_path})  # fmt: skip
+        if done.returncode or not done.stdout:
+            return done.returncode, {}
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+            files = {m.name.removeprefix("./"): tar.extractfile(m).read().decode() for m in tar if m.isfile()}
+        return done.returncode, files
+
+    assert archived(folder_but(str(run), ["idle", "cpu+io"])) == (
+        0, {n: n for n in names if not n.startswith(("loads/idle/", "loads/cpu+io/"))}
+    )  # fmt: skip
+    assert archived(folder_but(str(run), [])) == (0, {n: n for n in names})
+    # a folder that is not there: an error, never the shell's own folder archived instead
+    status, files = archived(folder_but(str(tmp_path / "gone"), []))
+    assert status != 0 and files == {}

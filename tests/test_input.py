@@ -459,6 +459,41 @@ def test_a_failed_tests_report_shows_its_boards_console_made_printable(tmp_path)
     assert "(the console could not be read: OSError('closed'))" in done.stdout, done.stdout
 
 
+@pytest.mark.tools
+def test_a_planted_test_runs_again_only_on_a_failed_assertion_and_each_try_is_listed(tmp_path):
+    # tests/conftest.py tries a planted test once more when an assertion failed, never when the
+    # code raised; console_report lists the failed try (RERUN) and each final failure (FAILED)
+    from conftest import FAILED_ASSERTION
+
+    (tmp_path / "conftest.py").write_text("from console_report import pytest_runtest_logreport\n")
+    (tmp_path / "test_planted.py").write_text(
+        "import pathlib, pytest\n"
+        f"AGAIN = pytest.mark.flaky(reruns=1, only_rerun=[{FAILED_ASSERTION!r}])\n"
+        "@AGAIN\n"
+        "def test_second_try_passes():\n"
+        "    tries = pathlib.Path('tries')\n"
+        "    tries.write_text(tries.read_text() + 'x' if tries.exists() else 'x')\n"
+        "    assert tries.read_text() == 'xx', 'spike\\nnot found'\n"
+        "@AGAIN\n"
+        "def test_never_found():\n"
+        "    assert 1 == 2\n"
+        "@AGAIN\n"
+        "def test_raises():\n"
+        "    {}['key']\n"
+    )
+    failures = tmp_path / "failures"
+    done = inner_pytest(tmp_path, "test_planted.py",
+                        env={"RTLAB_TEST_FAILURES": str(failures), "PYTEST_XDIST_WORKER": ""})  # fmt: skip
+    assert done.returncode == 1 and "2 failed, 1 passed, 2 rerun" in done.stdout, done.stdout + done.stderr
+    assert failures.read_text().splitlines() == [
+        "RERUN test_planted.py::test_second_try_passes: AssertionError: spike | not found | "
+        "assert 'x' == 'xx' | - xx | + x",
+        "RERUN test_planted.py::test_never_found: assert 1 == 2",
+        "FAILED test_planted.py::test_never_found: assert 1 == 2",
+        "FAILED test_planted.py::test_raises: KeyError: 'key'",
+    ], failures.read_text()
+
+
 @pytest.mark.unit
 def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_by_itself():
     # tests/conftest.py reruns a guests test once when its failure quotes rtlab saying the

@@ -165,6 +165,7 @@ def _cpu_seconds(group: int) -> float:
 
 @pytest.mark.host
 @pytest.mark.alone
+@pytest.mark.planted
 @needs_root
 @needs_tools
 def test_cpu60_keeps_its_cpus_near_60_percent_busy(tmp_path):

@@ -706,6 +706,7 @@ def test_probes_that_disagree_are_said_so_with_the_worst_wake_ups_parts():
 
 
 @pytest.mark.guests
+@pytest.mark.planted
 @pytest.mark.skipif(not shutil.which("qemu-system-x86_64"), reason="make test installs qemu-system-x86")
 def test_timerlat_u_and_hwnoise_in_a_6_12_guest_and_a_spike_only_timerlat_saw(tmp_path):
     """bookworm-backports' RT kernel (6.12): rtla's user-space threads (timerlat -u) and hwnoise,
