@@ -14,8 +14,9 @@
 
 The guest gets rtlab's initramfs (busybox, cyclictest, stress-ng from Debian packages
 of its architecture, the agent) and talks over its serial console (see console.py):
-commands go in, the agent's progress comes out, and the results come back as a tar
-archive in base64. Nothing is shared with the host's file system.
+commands go in, the agent's progress comes out, and the results come back as tar
+archives in base64 (each load's as it ends, the rest at the run's end). Nothing is shared with
+the host's file system.
 """
 
 from __future__ import annotations
