@@ -901,3 +901,76 @@ def test_a_guests_run_folder_comes_home_without_the_loads_it_streamed(shell, bus
     # a folder that is not there: an error, never the shell's own folder archived instead
     status, files = archived(folder_but(str(tmp_path / "gone"), []))
     assert status != 0 and files == {}
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_dump_reads_in_one_call_what_read_reads_file_by_file(shell, busybox_path, tmp_path):
+    from rtlab.system.files import AgentFiles, Root, exactly
+
+    root = tmp_path / "root"
+    texts = {
+        "sys/a/cpu0/governor": b"schedutil\n",
+        "sys/a/cpu1/governor": b"performance",  # no newline
+        "sys/a/cpu2/governor": b"",
+        "sys/a/.hidden/governor": b"not matched by a *\n",
+        "proc/irq/10/list": b"0-3\nsecond line\n",
+        "proc/irq/11/list": bytes(range(256)),  # any bytes: their text as read gives it
+        "proc/odd [x]*/list": b"a name with glob characters\n",
+    }
+    for name, data in texts.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    (root / "proc/irq/12/list").mkdir(parents=True)  # there, not a file: read gives None
+    target = _LocalAgent(shell, busybox_path, root)
+    files = AgentFiles(target)
+    patterns = ["/sys/a/*/governor", "proc/irq/*/list", exactly("/proc/odd [x]*/list"), "/none/*"]
+    found = files.read_all(patterns)
+    assert target.calls == 1
+    here = Root(root).read_all(patterns)  # this machine's own files, read as text (\r\n made \n)
+    assert {p: v for p, v in found.items() if p != "/proc/irq/11/list"} == {
+        p: v for p, v in here.items() if p != "/proc/irq/11/list"
+    }
+    expected = {"/" + n for n in texts if ".hidden" not in n} | {"/proc/irq/12/list"}
+    assert set(found) == expected
+    for path, value in found.items():  # what each read of its own gives (this harness reads text)
+        assert value == (
+            texts["proc/irq/11/list"].decode(errors="replace") if "/11/" in path else files.read(path)
+        )
+    assert found["/sys/a/cpu1/governor"] == "performance" and found["/proc/irq/12/list"] is None
+    # a call holds CHUNK characters of patterns: more go in more calls, none lost
+    target.calls = 0
+    many = [exactly(f"/proc/irq/{n}/list") for n in range(10, 13)] * 200
+    assert files.read_all(many) == {
+        p: found[p] for p in ("/proc/irq/10/list", "/proc/irq/11/list", "/proc/irq/12/list")
+    }
+    assert 1 < target.calls <= -(-sum(map(len, many)) // AgentFiles.CHUNK) + 1
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("shell", SHELLS)
+def test_tunes_plan_through_the_agent_is_a_few_calls_and_the_same_as_read_file_by_file(
+    shell, busybox_path, tmp_path
+):
+    from rtlab.system import tune
+    from rtlab.system.files import AgentFiles, Root
+    from test_tune import board
+
+    root = tmp_path / "root"
+    board(root, irqs=40)
+    target = _LocalAgent(shell, busybox_path, root)
+    files = AgentFiles(target)
+    cpus = tune.cpu_plan(files, "2-3", None)
+    target.calls = 0
+    changes, unavailable = tune.plan(files, cpus)
+    assert target.calls <= 2, target.calls  # was a call a file: 97 here
+    assert (changes, unavailable) == tune.plan(Root(root), cpus)
+    assert len([c for c in changes if c.knob == "irq-affinity"]) == 40
+    # what the record reads back after a change: one call for every file
+    target.calls = 0
+    results = tune.apply(files, cpus, changes)
+    target.calls = 0
+    record = tune.readback(files, results)
+    assert target.calls == -(-sum(len(c.path) for c in changes) // AgentFiles.CHUNK)
+    assert [r["now"] for r in record] == [Root(root).read(c.path) for c in changes]
+    assert all(r["now"] == c.new.strip() for r, c in zip(record, changes, strict=True) if c.knob != "thp")

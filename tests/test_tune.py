@@ -225,3 +225,25 @@ def test_revert_after_a_crash_in_the_middle_of_apply(tmp_path):
     assert after.pop(thp) in (b"always [madvise] never\n", b"madvise\n")
     assert after == {p: b for p, b in before.items() if p != thp}
     assert not state.exists()
+
+
+def test_a_snapshot_answers_what_it_read_and_reads_anew_what_changed(tmp_path):
+    from rtlab.system.files import Root, Snapshot
+
+    board(tmp_path)
+    root = Root(tmp_path)
+    seen = Snapshot(root, ["/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "/sys/fs/cgroup/g/x"])
+    governor = "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor"
+    (tmp_path / governor.lstrip("/")).write_text("changed behind its back\n")
+    assert seen.read(governor) == "schedutil"  # as it was read
+    assert seen.glob("sys/devices/system/cpu/cpu1/cpufreq/scaling_governor") == [governor]
+    assert seen.glob("/sys/devices/system/cpu/cpu9/cpufreq/*") == []  # not one of its patterns: asked
+    assert not seen.exists("/sys/devices/system/cpu/cpu9/cpufreq/scaling_governor")  # read: not there
+    assert seen.exists("/sys/devices/system/cpu/online")  # not one of its patterns: asked
+    seen.write(governor, "performance")  # a change through it: read anew
+    assert seen.read(governor) == "performance"
+    assert seen.read("/sys/fs/cgroup/g/x") is None
+    (tmp_path / "sys/fs/cgroup").mkdir(parents=True)
+    seen.mkdir("/sys/fs/cgroup/g")  # a folder made: what it holds is read anew
+    (tmp_path / "sys/fs/cgroup/g/x").write_text("made\n")
+    assert seen.read("/sys/fs/cgroup/g/x") == "made"

@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import errno
+import fnmatch
 import os
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +37,11 @@ class Files(Protocol):
     def glob(self, pattern: str) -> list[str]: ...
 
     def exists(self, path: str) -> bool: ...
+
+    def read_all(self, patterns: list[str]) -> dict[str, str | None]:
+        """What the glob PATTERNS match, each file read as `read` reads it (None: there but
+        not readable as a file, a folder too), in one call to the target."""
+        ...
 
     def write_text(self, path: str, text: str) -> None:
         """A whole file, replaced atomically, its folder made if needed (rtlab's own state)."""
@@ -74,6 +82,10 @@ class Root:
 
     def exists(self, path: str) -> bool:
         return self.path(path).exists()
+
+    def read_all(self, patterns: list[str]) -> dict[str, str | None]:
+        found = (p for pattern in patterns for p in self.glob(pattern) if _matches(pattern, p))  # as sh would
+        return {p: None if self.path(p).is_dir() else self.read(p) for p in found}
 
     def write_text(self, path: str, text: str) -> None:
         self.path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +137,19 @@ class AgentFiles:
     def exists(self, path: str) -> bool:
         return self._call("exists", path)[0] == 0
 
+    def read_all(self, patterns: list[str]) -> dict[str, str | None]:
+        """`file dump PATTERN ...`, as many patterns a call as CHUNK allows."""
+        found: dict[str, str | None] = {}
+        batch: list[str] = []
+        for pattern in ["/" + p.lstrip("/") for p in patterns] + [""]:
+            if batch and (not pattern or sum(map(len, batch)) + len(pattern) > self.CHUNK):
+                status, out = self.target.agent(["file", "dump", *batch])
+                if status == 0:
+                    found.update(_dumped(out))
+                batch = []
+            batch.append(pattern)
+        return found
+
     def write_text(self, path: str, text: str) -> None:
         self.write_texts({path: text})
 
@@ -170,3 +195,122 @@ class AgentFiles:
 
     def describe(self, path: str) -> str:
         return f"{path} on {self.target.name}"
+
+
+def _dumped(out: str) -> dict[str, str | None]:
+    """What `file dump` printed: `F PATH` and its bytes in base64 on the lines after it, or
+    `U PATH`. A file whose base64 does not decode is left out, as is a path that is not one."""
+    records: list[tuple[str, str, list[str]]] = []
+    for line in out.split("\n"):
+        kind, _, path = line.partition(" ")
+        if kind in ("F", "U") and path.startswith("/"):
+            records.append((kind, path, []))
+        elif records and line:
+            records[-1][2].append(line)
+    found: dict[str, str | None] = {}
+    for kind, path, lines in records:
+        if untrusted.printable(path) != path:
+            continue
+        if kind == "U" and not lines:
+            found[path] = None
+            continue
+        try:
+            data = base64.b64decode("".join(lines), validate=True)
+        except binascii.Error:
+            continue
+        found[path] = data.decode(errors="replace").rstrip("\n")
+    return found
+
+
+def exactly(path: str) -> str:
+    """A glob pattern that matches PATH alone (its *, ? and [ each in brackets)."""
+    return re.sub(r"([*?\[])", r"[\1]", path)
+
+
+def _matches(pattern: str, path: str) -> bool:
+    """Whether the shell's pathname expansion of PATTERN can give PATH: part by part, `*` never
+    crossing a `/` nor matching a leading dot."""
+    wants, parts = pattern.strip("/").split("/"), path.strip("/").split("/")
+    return len(wants) == len(parts) and all(map(_part_matches, wants, parts))
+
+
+def _part_matches(want: str, part: str) -> bool:
+    return fnmatch.fnmatchcase(part, want) and (want.startswith(".") or not part.startswith("."))
+
+
+def _within(query: str, pattern: str) -> bool:
+    """Whether all that QUERY (a path or a glob pattern) can match, PATTERN matches too: part
+    by part, the same pattern, or a plain name PATTERN's part matches."""
+    asked, wants = query.strip("/").split("/"), pattern.strip("/").split("/")
+    return len(asked) == len(wants) and all(
+        a == w or (not _GLOB.search(a) and _part_matches(w, a)) for a, w in zip(asked, wants, strict=True)
+    )
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+class Snapshot:
+    """The files PATTERNS match on a target, read in one call (read_all), answering read,
+    glob and exists for them; anything else, and every change, goes to the target. A planner's
+    view: tuning reads a file per CPU, interrupt and knob, each a shell on the target (47 for
+    a 2-CPU guest's plan, 0.08 s each over SSH to an emulated board and more to a real one
+    across a network) where one call reads them all. A file changed through it is read anew."""
+
+    def __init__(self, inner: Files, patterns: list[str]):
+        self.inner = inner
+        self.patterns = [p.strip("/") for p in patterns]
+        self.found = inner.read_all(patterns)
+
+    def _covered(self, query: str) -> bool:
+        return any(_within(query, p) for p in self.patterns)
+
+    def read(self, path: str) -> str | None:
+        path = "/" + path.lstrip("/")
+        if path in self.found:
+            return self.found[path]
+        return None if self._covered(path) else self.inner.read(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        if self._covered(pattern):
+            return sorted(p for p in self.found if _matches(pattern, p))
+        return self.inner.glob(pattern)
+
+    def exists(self, path: str) -> bool:
+        if "/" + path.lstrip("/") in self.found:
+            return True
+        return False if self._covered(path) else self.inner.exists(path)
+
+    def read_all(self, patterns: list[str]) -> dict[str, str | None]:
+        return self.inner.read_all(patterns)
+
+    def _changed(self, path: str) -> None:
+        self.found.pop("/" + path.lstrip("/"), None)
+        self.patterns = [p for p in self.patterns if not _within(path, p)]
+
+    def _forget(self) -> None:  # a folder made or removed: what is in it has changed
+        self.found.clear()
+        self.patterns = []
+
+    def write(self, path: str, value: str) -> None:
+        self._changed(path)
+        self.inner.write(path, value)
+
+    def write_text(self, path: str, text: str) -> None:
+        self._changed(path)
+        self.inner.write_text(path, text)
+
+    def remove(self, path: str) -> None:
+        self._changed(path)
+        self.inner.remove(path)
+
+    def mkdir(self, path: str) -> None:
+        self._forget()
+        self.inner.mkdir(path)
+
+    def rmdir(self, path: str) -> None:
+        self._forget()
+        self.inner.rmdir(path)
+
+    def describe(self, path: str) -> str:
+        return self.inner.describe(path)

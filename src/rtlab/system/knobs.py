@@ -59,6 +59,9 @@ class Knob:
     name = ""
     why = ""
     rt_only = False  # meaningful only when some CPUs are reserved for real-time work
+    # the files its paths and values are read from (glob patterns): a planner reads them all
+    # in one call to the target (files.Snapshot), not one a file
+    reads: tuple[str, ...] = ()
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         raise NotImplementedError
@@ -91,6 +94,7 @@ class Knob:
 class Governor(Knob):
     name = "governor"
     why = "the highest frequency all the time: no latency from ramping up (the StarFive protocol)"
+    reads = ("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",)
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [
@@ -107,6 +111,7 @@ class IdleStates(Knob):
     name = "cpuidle"
     why = "no deep idle state on RT CPUs: waking from one takes tens to hundreds of µs"
     rt_only = True
+    reads = ("/sys/devices/system/cpu/cpu*/cpuidle/state*/disable",)
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         # state0 is polling (x86) or the shallowest WFI: keep it.
@@ -125,6 +130,7 @@ class IrqAffinity(Knob):
     name = "irq-affinity"
     why = "device interrupts handled on housekeeping CPUs, not between the RT CPUs' wake-ups"
     rt_only = True
+    reads = ("/proc/irq/*/smp_affinity_list",)
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [p for p in root.glob("proc/irq/*/smp_affinity_list") if p.split("/")[3].isdigit()]
@@ -140,6 +146,7 @@ class DefaultIrqAffinity(Knob):
     name = "default-irq-affinity"
     why = "interrupts set up from now on start on housekeeping CPUs"
     rt_only = True
+    reads = ("/proc/irq/default_smp_affinity",)
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return root.glob("proc/irq/default_smp_affinity")
@@ -155,6 +162,7 @@ class Workqueues(Knob):
     name = "workqueues"
     why = "unbound kernel work items run on housekeeping CPUs"
     rt_only = True
+    reads = ("/sys/devices/virtual/workqueue/cpumask", "/sys/devices/virtual/workqueue/*/cpumask")
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return root.glob("sys/devices/virtual/workqueue/cpumask") + root.glob(
@@ -184,6 +192,10 @@ class _Sysctl(Knob):
     item = ""  # the audit's name for it
     off_status = "info"  # the audit's status when the value is not the wanted one
     advice = ""  # the audit's advice then
+
+    @property
+    def reads(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.path,)
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         return [self.path] if root.exists(self.path) else []
@@ -264,6 +276,14 @@ class CpusetPartition(Knob):
     rt_only = True
     cgroup = "/sys/fs/cgroup"
     group = "/sys/fs/cgroup/rtlab-rt"
+    reads = tuple(
+        f"{folder}/{name}"
+        for folder, names in {
+            cgroup: ("cgroup.controllers", "cgroup.subtree_control"),
+            group: ("cpuset.cpus", "cpuset.cpus.partition"),
+        }.items()
+        for name in names
+    )
 
     def paths(self, root: Files, plan: CpuPlan) -> list[str]:
         controllers = (root.read(f"{self.cgroup}/cgroup.controllers") or "").split()

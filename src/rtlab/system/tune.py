@@ -13,7 +13,7 @@ from typing import Any
 from rtlab.boundary import untrusted
 from rtlab.errors import UsageError
 from rtlab.system import cpus as cpulist
-from rtlab.system.files import Files
+from rtlab.system.files import Files, Snapshot, exactly
 from rtlab.system.knobs import KNOBS, MKDIR, RMDIR, SKIP, Change, CpuPlan
 
 STATE = "/var/lib/rtlab/tune-state.json"
@@ -41,9 +41,11 @@ def cpu_plan(root: Files, rt: str | None, housekeeping: str | None) -> CpuPlan:
 
 
 def plan(root: Files, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
-    """The changes to make, and the knobs not available on this system."""
+    """The changes to make, and the knobs not available on this system: every file the
+    knobs read is read at once (files.Snapshot), not a call to the target each."""
     changes: list[Change] = []
     unavailable: list[str] = []
+    root = Snapshot(root, [p for knob in KNOBS for p in knob.reads])
     for knob in KNOBS:
         if knob.rt_only and not cpus.rt:
             continue
@@ -111,11 +113,11 @@ def _now() -> str:
 
 def readback(root: Files, results: list[Result]) -> list[dict[str, Any]]:
     """Each change with its outcome and what the file says now: the record a run keeps."""
+    now = root.read_all([exactly(r.change.path) for r in results])  # one call, not one a file
     return [
-        {**asdict(r.change), "outcome": r.outcome, "now": _now_value(root, r.change.path)} for r in results
+        {**asdict(r.change), "outcome": r.outcome, "now": _stripped(now.get(r.change.path))} for r in results
     ]
 
 
-def _now_value(root: Files, path: str) -> str | None:
-    value = root.read(path)
+def _stripped(value: str | None) -> str | None:
     return None if value is None else value.strip()

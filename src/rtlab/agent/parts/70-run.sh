@@ -336,6 +336,23 @@ cmd_file() {
 			if [ -e "$p" ]; then printf '%s\n' "${p#"$ROOT"}"; fi
 		done
 		;;
+	# what the patterns (PATTERN ...) match: `F PATH` and its bytes in base64 on the lines
+	# after, or `U PATH` for what is there but cannot be read (a folder too), as `read` reads
+	# each; a planner's reads in one call
+	dump)
+		shift
+		IFS=
+		for pattern in "$@"; do
+			for p in $ROOT$pattern; do
+				[ -e "$p" ] || continue
+				if [ ! -d "$p" ] && b=$(base64 "$p" 2>/dev/null); then
+					printf 'F %s\n%s\n' "${p#"$ROOT"}" "$b"
+				else
+					printf 'U %s\n' "${p#"$ROOT"}"
+				fi
+			done
+		done
+		;;
 	append64) mkdir -p "${path%/*}" && printf '%s' "$3" | base64 -d >>"$path" ;;
 	# small files whole, as many as one call holds (PATH BASE64 ...): each written beside,
 	# then renamed over its PATH; the first that fails ends the call, leaving no .part
