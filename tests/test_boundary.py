@@ -594,3 +594,46 @@ def test_a_name_with_an_escape_never_reaches_a_terminal_or_a_report(good_run, tm
         shown = rtlab("report", str(run), "--format", fmt)
         assert shown.returncode == 0, shown.stderr
         assert "\x1b" not in shown.stdout + shown.stderr and "\x07" not in shown.stdout + shown.stderr, fmt
+
+
+# --- a board's answer to a planner's one read of many files -----------------------------------
+
+
+@pytest.mark.hostile
+def test_a_boards_dump_keeps_only_what_was_asked_and_a_failed_one_is_read_file_by_file(
+    busybox_path, tmp_path
+):
+    from rtlab.system import tune
+    from rtlab.system.files import AgentFiles, Root
+    from test_agent import _LocalAgent
+    from test_tune import board
+
+    board(tmp_path)
+
+    class Dumps(_LocalAgent):
+        """The agent on this machine's fake /sys, its `file dump` answered as a board likes."""
+
+        answer: tuple[int, str] = (0, "")
+
+        def agent(self, args: list[str]) -> tuple[int, str]:
+            if args[:2] == ["file", "dump"]:
+                self.calls += 1
+                return self.answer
+            return super().agent(args)
+
+    target = Dumps("busybox-ash", busybox_path, tmp_path)
+    governor = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    target.answer = (0, "\n".join([
+        "U /sys/fs/cgroup/rtlab-rt",  # a folder not asked for: the planner asks for itself
+        "F /etc/passwd", "cm9vdA==",  # a file not asked for
+        f"U {governor}", "QUFB",  # unreadable, whatever follows it
+        "F /proc/sys/kernel/timer_migration", "[ 12.345678] a kernel message on the console", "MA==",
+        "F /proc/sys/kernel/sched_rt_runtime_us\x1b[2J", "MQ==",  # a path no file has
+    ]))  # fmt: skip
+    asked = ["/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "/proc/sys/kernel/*"]
+    assert AgentFiles(target).read_all(asked) == {governor: None, "/proc/sys/kernel/timer_migration": "0"}
+    # a dump that failed (a console's timeout): the plan reads file by file, the same plan
+    target.answer, target.calls = (124, ""), 0
+    cpus = tune.cpu_plan(Root(tmp_path), "2-3", None)
+    assert tune.plan(AgentFiles(target), cpus) == tune.plan(Root(tmp_path), cpus)
+    assert target.calls > 20

@@ -16,6 +16,9 @@ from typing import Protocol
 from rtlab.boundary import untrusted
 from rtlab.rundir.disk import write_atomic
 
+_GLOB = re.compile(r"[*?\[\\]")  # what makes a word a pattern in sh
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
+
 
 class Agent(Protocol):
     """What AgentFiles asks of a target (targets.base.Target has it): its agent, its name."""
@@ -40,7 +43,8 @@ class Files(Protocol):
 
     def read_all(self, patterns: list[str]) -> dict[str, str | None]:
         """What the glob PATTERNS match, each file read as `read` reads it (None: there but
-        not readable as a file, a folder too), in one call to the target."""
+        not readable as a file, a folder too), in one call to the target. OSError when the
+        call failed (a caller reads file by file then, as before)."""
         ...
 
     def write_text(self, path: str, text: str) -> None:
@@ -138,14 +142,14 @@ class AgentFiles:
         return self._call("exists", path)[0] == 0
 
     def read_all(self, patterns: list[str]) -> dict[str, str | None]:
-        """`file dump PATTERN ...`, as many patterns a call as CHUNK allows."""
+        """`file dump PATTERN ...`, as many patterns a call as CHUNK allows; what a pattern of
+        the call did not ask for is not kept."""
         found: dict[str, str | None] = {}
         batch: list[str] = []
         for pattern in ["/" + p.lstrip("/") for p in patterns] + [""]:
             if batch and (not pattern or sum(map(len, batch)) + len(pattern) > self.CHUNK):
-                status, out = self.target.agent(["file", "dump", *batch])
-                if status == 0:
-                    found.update(_dumped(out))
+                out = self._must("dump", *batch)
+                found.update((p, v) for p, v in _dumped(out).items() if any(_matches(b, p) for b in batch))
                 batch = []
             batch.append(pattern)
         return found
@@ -205,13 +209,13 @@ def _dumped(out: str) -> dict[str, str | None]:
         kind, _, path = line.partition(" ")
         if kind in ("F", "U") and path.startswith("/"):
             records.append((kind, path, []))
-        elif records and line:
+        elif records and _BASE64_LINE.match(line):  # not a kernel message on a console
             records[-1][2].append(line)
     found: dict[str, str | None] = {}
     for kind, path, lines in records:
         if untrusted.printable(path) != path:
             continue
-        if kind == "U" and not lines:
+        if kind == "U":
             found[path] = None
             continue
         try:
@@ -223,8 +227,8 @@ def _dumped(out: str) -> dict[str, str | None]:
 
 
 def exactly(path: str) -> str:
-    """A glob pattern that matches PATH alone (its *, ? and [ each in brackets)."""
-    return re.sub(r"([*?\[])", r"[\1]", path)
+    """A glob pattern that matches PATH alone (its *, ?, [ and \\ each in brackets)."""
+    return re.sub(r"([*?\[\\])", r"[\1]", path)
 
 
 def _matches(pattern: str, path: str) -> bool:
@@ -247,9 +251,6 @@ def _within(query: str, pattern: str) -> bool:
     )
 
 
-_GLOB = re.compile(r"[*?\[]")
-
-
 class Snapshot:
     """The files PATTERNS match on a target, read in one call (read_all), answering read,
     glob and exists for them; anything else, and every change, goes to the target. A planner's
@@ -260,7 +261,10 @@ class Snapshot:
     def __init__(self, inner: Files, patterns: list[str]):
         self.inner = inner
         self.patterns = [p.strip("/") for p in patterns]
-        self.found = inner.read_all(patterns)
+        try:
+            self.found = inner.read_all(patterns)
+        except OSError:  # the call failed (a console's timeout): every read goes to the target
+            self.found, self.patterns = {}, []
 
     def _covered(self, query: str) -> bool:
         return any(_within(query, p) for p in self.patterns)

@@ -45,7 +45,7 @@ def plan(root: Files, cpus: CpuPlan) -> tuple[list[Change], list[str]]:
     knobs read is read at once (files.Snapshot), not a call to the target each."""
     changes: list[Change] = []
     unavailable: list[str] = []
-    root = Snapshot(root, [p for knob in KNOBS for p in knob.reads])
+    root = Snapshot(root, [p for knob in KNOBS if cpus.rt or not knob.rt_only for p in knob.reads])
     for knob in KNOBS:
         if knob.rt_only and not cpus.rt:
             continue
@@ -113,7 +113,10 @@ def _now() -> str:
 
 def readback(root: Files, results: list[Result]) -> list[dict[str, Any]]:
     """Each change with its outcome and what the file says now: the record a run keeps."""
-    now = root.read_all([exactly(r.change.path) for r in results])  # one call, not one a file
+    try:
+        now = root.read_all([exactly(r.change.path) for r in results])  # one call, not one a file
+    except OSError:  # the call failed: file by file, as a read that fails gives None
+        now = {r.change.path: root.read(r.change.path) for r in results}
     return [
         {**asdict(r.change), "outcome": r.outcome, "now": _stripped(now.get(r.change.path))} for r in results
     ]
