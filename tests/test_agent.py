@@ -875,7 +875,7 @@ def test_a_guests_run_folder_comes_home_without_the_loads_it_streamed(shell, bus
     import shutil
     import tarfile
 
-    from rtlab.targets.qemu import folder_but
+    from rtlab.targets.qemu.folder import folder_but
 
     run = tmp_path / "run 1"
     names = ["events", ".agent.pid", "run.json", "loads/idle/cyclictest.json", "loads/cpu+io/load.log",

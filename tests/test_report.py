@@ -177,6 +177,20 @@ def test_missed_periods_are_warned_about():
     assert "13 % fewer samples than planned (87000 of 100000)" in found[0]["message"]
 
 
+def test_a_guest_whose_first_boot_hung_is_warned_about():
+    plan = {"duration_s": 10, "interval_us": 1000, "histogram_us": 100_000}
+    target = {
+        "kind": "qemu",
+        "accel": "tcg",
+        "boot_note": "its first boot hung (silent for 60 s while it booted)",
+    }
+    found = {w["code"]: w["message"] for w in summary_warnings(plan, None, {}, [], target)}
+    assert found["boot"] == "the guest: its first boot hung (silent for 60 s while it booted)"
+    assert "boot" not in {
+        w["code"] for w in summary_warnings(plan, None, {}, [], {**target, "boot_note": ""})
+    }
+
+
 def _screen(renderable, width: int = 80) -> str:
     import io
 

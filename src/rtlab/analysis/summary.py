@@ -380,6 +380,8 @@ def warnings(
         )
         if guest.get("accel_note"):
             warn("accel", str(guest["accel_note"]))
+        if guest.get("boot_note"):
+            warn("boot", f"the guest: {guest['boot_note']}")
     duration = int(plan.get("duration_s") or 0)
     if 0 < duration < SEED_DURATION_S:
         warn("short", f"{duration} s per load; the StarFive protocol measures 10 minutes per load")

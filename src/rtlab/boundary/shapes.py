@@ -132,6 +132,7 @@ class TargetJSON(TypedDict, total=False):
     memory: str
     accel: str
     accel_note: str
+    boot_note: str  # qemu: a first boot that hung, and the second that started
     emulated_note: str
     kernel: dict[str, Any]
 

@@ -31,7 +31,7 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,8 @@ from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.rundir.events import Event, Kind, line, parse
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import cpio, initramfs, kernels, machines, pvh
-from rtlab.targets.qemu.console import Console, GuestDied, GuestHung, OutputTooLarge
+from rtlab.targets.qemu.console import BOOT_SILENT, BootSilent, Console, GuestDied, GuestHung, OutputTooLarge
+from rtlab.targets.qemu.folder import folder_but
 from rtlab.targets.qemu.spec import GuestSpec
 
 AGENT = "/rtlab/agent.sh"
@@ -70,20 +71,6 @@ SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not
 SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
 
 
-def folder_but(remote: str, loads: list[str]) -> str:
-    """A shell command that writes the run folder REMOTE as a tar to stdout, without the
-    folders of LOADS, which came home as each ended: the UART carries each load once (the
-    whole folder again cost a 2-load run of 2 s about a second more under emulation). Busybox's
-    tar has no --exclude, so the folder's entries are listed instead."""
-    skipped = "|".join(shlex.quote(f"{disk.LOADS}/{load}") for load in loads) or "''"
-    return (
-        f"cd {shlex.quote(remote)} && {{ set --; "
-        f"for f in * .[!.]* ..?* {disk.LOADS}/* {disk.LOADS}/.[!.]*; do "
-        f'case $f in {disk.LOADS}|{skipped}) ;; *) [ -e "$f" ] && set -- "$@" "$f" ;; esac; '
-        'done; tar -cf - "$@"; }'
-    )
-
-
 @dataclass(frozen=True)
 class FarmImages:
     kernel: Path
@@ -100,7 +87,7 @@ class _Boot:
     accel: str = "tcg"
     accel_note: str = ""
     ready: str = ""
-    notes: list[str] = field(default_factory=list)
+    boot_note: str = ""  # a first boot that hung and was started once more
 
 
 class QemuTarget:
@@ -240,28 +227,23 @@ class QemuTarget:
             info = {**info, "entry": "pvh"}  # started at its PVH entry, unpacked on the host
         boot = _Boot(loaded, info, self._initrd(kernel))
         accels = self._accels()
-        for accel in accels:
-            console = Console(self._argv(boot, accel))
+        tries = list(accels)
+        while tries:
+            accel = tries.pop(0)
             timeout = KVM_PROBE_S if accel == "kvm" and len(accels) > 1 else self.spec.boot_timeout
-            try:
-                ready = console.wait_for("@rtlab-ready", timeout)
-            except GuestDied as e:
-                ready, reason = None, str(e)
-            except BaseException:  # Ctrl-C while it boots: the guest goes now, not as rtlab ends
-                console.close(grace=0)
-                raise
-            else:
-                reason = f"no shell within {timeout:.0f} s"
+            console, ready, reason = self._boot_once(boot, accel, timeout)
             if ready is not None:
                 boot.accel, boot.ready = accel, ready
                 self.console, self.boot = console, boot
                 return console
-            console.close(grace=0)
-            self._save_console(console, self.cache / "qemu" / "last-console.log")
             if accel == "kvm" and len(accels) > 1:
                 self._kvm_marker().parent.mkdir(parents=True, exist_ok=True)
                 self._kvm_marker().write_text(reason + "\n")
                 boot.accel_note = f"KVM failed ({reason}); software emulation used"
+                continue
+            if reason.endswith(BOOT_SILENT) and not boot.boot_note:  # once: a hang, not the kernel
+                boot.boot_note = f"its first boot hung ({reason}) and was stopped; it was booted once more"
+                tries.insert(0, accel)
                 continue
             tail = "\n".join(list(console.tail)[-15:])
             raise RunFailed(
@@ -269,6 +251,24 @@ class QemuTarget:
                 f"(all of it in {self.cache / 'qemu' / 'last-console.log'}):\n{tail}"
             )
         raise RunFailed(f"the {self.name} guest did not start")
+
+    def _boot_once(self, boot: _Boot, accel: str, timeout: float) -> tuple[Console, str | None, str]:
+        """A guest started with ACCEL: its console, its ready line (None: it did not start, and
+        is stopped) and why not."""
+        console = Console(self._argv(boot, accel))
+        try:
+            ready = console.wait_for("@rtlab-ready", timeout, self.spec.arch.boot_silence_s)
+        except (GuestDied, BootSilent) as e:
+            ready, reason = None, str(e)
+        except BaseException:  # Ctrl-C while it boots: the guest goes now, not as rtlab ends
+            console.close(grace=0)
+            raise
+        else:
+            reason = f"no shell within {timeout:.0f} s"
+        if ready is None:
+            console.close(grace=0)
+            self._save_console(console, self.cache / "qemu" / "last-console.log")
+        return console, ready, reason
 
     @staticmethod
     def _save_console(console: Console, path: Path) -> None:
@@ -295,6 +295,7 @@ class QemuTarget:
                     "kernel": self.boot.kernel_info,
                     "accel": self.boot.accel,
                     "accel_note": self.boot.accel_note,
+                    **({"boot_note": self.boot.boot_note} if self.boot.boot_note else {}),
                 }
             )
         return data

@@ -46,6 +46,17 @@ class GuestHung(Exception):
         self.silent_s = silent_s
 
 
+BOOT_SILENT = "while it booted"
+
+
+class BootSilent(Exception):
+    """The guest printed nothing for longer than its boot ever is silent (Arch.boot_silence_s)."""
+
+    def __init__(self, silent_s: float):
+        super().__init__(f"silent for {silent_s:.0f} s {BOOT_SILENT}")
+        self.silent_s = silent_s
+
+
 class Console:
     TAIL_LINES = 4000
 
@@ -83,12 +94,17 @@ class Console:
             raise GuestDied(f"QEMU exited with status {self.proc.wait()}")
         return line
 
-    def wait_for(self, prefix: str, timeout: float) -> str | None:
+    def wait_for(self, prefix: str, timeout: float, silent_s: float | None = None) -> str | None:
+        """The first line that starts with PREFIX, or None at the timeout; with SILENT_S,
+        BootSilent once the guest has printed nothing for that long."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            line = self.next_line(deadline)
+            limit = deadline if silent_s is None else min(deadline, self.heard_at + silent_s)
+            line = self.next_line(limit)
             if line is not None and line.startswith(prefix):
                 return line
+            if line is None and silent_s is not None and time.monotonic() - self.heard_at >= silent_s:
+                raise BootSilent(time.monotonic() - self.heard_at)
         return None
 
     def send(self, command: str) -> str:

@@ -35,6 +35,9 @@ class Arch:
     # line (the device tree's console, `earlycon`): a riscv64 guest on a busy host now and then
     # hangs after OpenSBI, and its console's tail then says where.
     boot_words: tuple[str, ...] = ("quiet", "loglevel=3")
+    # How long a boot that speaks (earlycon) may say nothing before the guest is taken to have
+    # hung and is started once more; None where a boot is quiet, and silence says nothing
+    boot_silence_s: float | None = None
 
     @property
     def spelling(self) -> str:
@@ -86,6 +89,10 @@ ARCHES = {
         "virtio-net-pci",
         ("failover", "net_failover", "virtio_net"),
         boot_words=("earlycon",),
+        # its kernel prints every few tenths of a second until /init (the longest gap seen, 0.24 s
+        # of its clock); a guest that hung after OpenSBI or early in its boot (QEMU's riscv64 SMP
+        # on a busy host, now and then) was found only at the boot's timeout, 5 minutes in
+        boot_silence_s=60.0,
     ),  # fmt: skip
     # arm64, named aarch64 as uname -m says (what a board reports, what KVM is matched on).
     # `virt` with no -cpu emulates a 32-bit Cortex-A15, which no arm64 kernel runs on; `max`
