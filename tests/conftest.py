@@ -310,11 +310,12 @@ G = TypeVar("G", bound="QemuTarget")
 def started_twice(make: Callable[[], G], tidy: Callable[[], None] = lambda: None) -> tuple[G, Console]:
     """A guest MAKE gives, started, or a second one if the first did not start (TIDY between):
     an emulated riscv64 guest on a busy host now and then prints nothing after its firmware
-    where a boot takes seconds (its kernel was quiet then: now its console's tail says where it
-    stopped), and one of the same files started again
+    where a boot takes seconds, and one of the same files started again
     boots (test_board's riscv64 board, 300 s after OpenSBI in a run of make test; test_boot_uboot's,
-    1,200 s after U-Boot). The second start is a warning in pytest's summary, never silent; a
-    second failure is raised with the first's words."""
+    1,200 s after U-Boot). rtlab itself now boots a riscv64 guest whose kernel went silent for
+    60 s once more (its boot_note); this covers the rest (a board's firmware, a second hang).
+    The second start is a warning in pytest's summary, never silent; a second failure is
+    raised with the first's words."""
     from rtlab.errors import RunFailed
 
     first = ""

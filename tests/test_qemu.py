@@ -823,8 +823,18 @@ def test_a_console_silent_for_longer_than_a_boot_ever_is_says_so_at_once():
 
 
 @pytest.mark.tools
-@pytest.mark.parametrize("boots", [["hangs", "starts"], ["hangs", "hangs"]])
-def test_a_boot_that_hangs_silent_is_started_once_more(boots, tmp_path, monkeypatch):
+@needs_riscv
+@pytest.mark.parametrize(
+    ("boots", "append", "outcome"),
+    [
+        (["hangs", "starts"], "", "started again"),
+        (["hangs", "hangs"], "", "silent for 1 s while it booted"),
+        (["starts"], "", "started"),  # quiet for longer than 1 s once its /init began: no hang
+        (["dies"], "", "QEMU exited with status 1"),  # not silent: not started again
+        (["hangs"], "loglevel=3", "no shell within 4 s"),  # a boot made quiet: silence says nothing
+    ],
+)
+def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, tmp_path, monkeypatch):
     # A riscv64 guest now and then hangs early in its boot (its console silent after OpenSBI or
     # a few kernel lines), which cannot be had on demand: each boot here is a shell that speaks
     # as such a guest would, standing in for QEMU; the rest is the target's own.
@@ -835,25 +845,26 @@ def test_a_boot_that_hangs_silent_is_started_once_more(boots, tmp_path, monkeypa
 
     said = {
         "hangs": "echo '[    0.27] ASID allocator'; exec sleep 600",
-        "starts": "echo @rtlab-ready; read -r poweroff",
+        "starts": "echo '[    1.41] Run /init'; echo @rtlab-init; sleep 2; echo @rtlab-ready; read -r _",
+        "dies": "echo '[    0.27] ASID allocator'; exit 1",
     }
     scripts = iter(said[b] for b in boots)
-    spec = GuestSpec.parse("riscv64:debian,accel=tcg")
+    spec = GuestSpec.parse(f"riscv64:debian,accel=tcg,boot-timeout=4,append={append}")
     spec.arch = dataclasses.replace(spec.arch, boot_silence_s=1.0)
     target = QemuTarget(spec, cache=tmp_path)
     monkeypatch.setattr(target, "_kernel", lambda: (tmp_path / "kernel", {}))
     monkeypatch.setattr(target, "_initrd", lambda kernel: tmp_path / "initrd")
     monkeypatch.setattr(target, "_argv", lambda boot, accel: ["sh", "-c", next(scripts)])
     try:
-        if boots[-1] == "starts":
+        if outcome.startswith("started"):
             assert target.started().alive()
-            note = target.describe()["boot_note"]
+            note = target.describe().get("boot_note")
             hung = "its first boot hung (silent for 1 s while it booted)"
-            assert note == f"{hung} and was stopped; it was booted once more"
-        else:  # twice: the kernel, not a hang; said as any boot that did not start
-            with pytest.raises(
-                RunFailed, match=r"did not start \(silent for 1 s while it booted\); it was stopped"
-            ):
+            assert note == (
+                f"{hung} and was stopped; it was booted once more" if "again" in outcome else None
+            )
+        else:  # said as any boot that did not start
+            with pytest.raises(RunFailed, match=rf"did not start \({outcome}.*\); it was stopped"):
                 target.started()
     finally:
         target.close()

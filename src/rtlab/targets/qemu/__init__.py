@@ -67,6 +67,7 @@ ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
+INIT_LINE, READY_LINE = "@rtlab-init", "@rtlab-ready"  # init.sh: the kernel's boot over; the console's
 SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not the command loop
 SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
 
@@ -179,7 +180,7 @@ class QemuTarget:
             "-smp", str(self.spec.cpus), "-m", self.spec.memory,
             "-kernel", str(boot.kernel), "-initrd", str(boot.initrd), "-append", self._cmdline(),
             "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
-            *self._network(),
+            *self.spec.network_args(),
         ]  # fmt: skip
 
     def farm_images(self, folder: Path) -> FarmImages:
@@ -194,13 +195,6 @@ class QemuTarget:
         initrd = folder / f"rtlab-{self.spec.arch.name}-initramfs.cpio"
         initrd.write_bytes(cpio.joined(parts))
         return FarmImages(image, initrd, self._cmdline(farm=True), info)
-
-    def _network(self) -> list[str]:
-        """User-mode networking, reachable from this host's loopback only, when `ssh=` asks for it."""
-        if self.spec.ssh_port is None:
-            return []
-        forward = f"hostfwd=tcp:127.0.0.1:{self.spec.ssh_port}-:22"
-        return ["-netdev", f"user,id=net0,{forward}", "-device", f"{self.spec.arch.nic},netdev=net0"]
 
     def _kvm_marker(self) -> Path:
         boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -256,8 +250,12 @@ class QemuTarget:
         """A guest started with ACCEL: its console, its ready line (None: it did not start, and
         is stopped) and why not."""
         console = Console(self._argv(boot, accel))
+        deadline = time.monotonic() + timeout
         try:
-            ready = console.wait_for("@rtlab-ready", timeout, self.spec.arch.boot_silence_s)
+            ready = None
+            silence = self.spec.boot_silence_s
+            if silence is None or console.wait_for(INIT_LINE, timeout, silence):
+                ready = console.wait_for(READY_LINE, deadline - time.monotonic())
         except (GuestDied, BootSilent) as e:
             ready, reason = None, str(e)
         except BaseException:  # Ctrl-C while it boots: the guest goes now, not as rtlab ends

@@ -104,7 +104,7 @@ class Console:
             if line is not None and line.startswith(prefix):
                 return line
             if line is None and silent_s is not None and time.monotonic() - self.heard_at >= silent_s:
-                raise BootSilent(time.monotonic() - self.heard_at)
+                raise BootSilent(silent_s)
         return None
 
     def send(self, command: str) -> str:

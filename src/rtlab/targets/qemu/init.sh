@@ -13,6 +13,9 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp
 
+# The kernel's boot is over: the host stops timing its silence (a riscv64 boot speaks every
+# few tenths of a second until here; what follows, a user's boot.d steps too, may be quiet).
+echo "@rtlab-init"
 mount -t proc proc /proc
 # From here only the kernel's alerts (a panic, a lockup) reach the console, which carries the
 # agent's lines, however much it said while it booted (riscv64's says all: machines.py). A

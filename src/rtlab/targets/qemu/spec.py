@@ -93,3 +93,18 @@ class GuestSpec:
             raise UsageError(f"qemu target accel {spec.accel!r}: use auto, kvm or tcg")
         spec.append = options.get("append", "")
         return spec
+
+    def network_args(self) -> list[str]:
+        """User-mode networking, reachable from this host's loopback only, when `ssh=` asks for it."""
+        if self.ssh_port is None:
+            return []
+        forward = f"hostfwd=tcp:127.0.0.1:{self.ssh_port}-:22"
+        return ["-netdev", f"user,id=net0,{forward}", "-device", f"{self.arch.nic},netdev=net0"]
+
+    @property
+    def boot_silence_s(self) -> float | None:
+        """How long the kernel's boot may be silent (Arch.boot_silence_s), unless `append=`
+        quietens it (quiet or a loglevel: then a boot's silence says nothing)."""
+        words = self.append.split()
+        quiet = any(w == "quiet" or w.startswith("loglevel=") for w in words)
+        return None if quiet else self.arch.boot_silence_s
