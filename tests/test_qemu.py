@@ -832,6 +832,7 @@ def test_a_console_silent_for_longer_than_a_boot_ever_is_says_so_at_once():
         (["starts"], "", "started"),  # quiet for longer than 1 s once its /init began: no hang
         (["dies"], "", "QEMU exited with status 1"),  # not silent: not started again
         (["hangs"], "loglevel=3", "no shell within 4 s"),  # a boot made quiet: silence says nothing
+        (["hangs", "hangs"], "loglevel=8", "silent for 1 s while it booted"),  # louder: still timed
     ],
 )
 def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, tmp_path, monkeypatch):
@@ -864,8 +865,12 @@ def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, t
                 f"{hung} and was stopped; it was booted once more" if "again" in outcome else None
             )
         else:  # said as any boot that did not start
-            with pytest.raises(RunFailed, match=rf"did not start \({outcome}.*\); it was stopped"):
+            with pytest.raises(
+                RunFailed, match=rf"did not start \({outcome}.*\)(.*); it was stopped"
+            ) as failed:
                 target.started()
+            quiet = "(a kernel that boots silent is waited for with append=quiet)"
+            assert (quiet in str(failed.value)) == (boots == ["hangs", "hangs"])
     finally:
         target.close()
     assert next(scripts, None) is None  # booted as many times as said, no more

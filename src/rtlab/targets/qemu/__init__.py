@@ -240,8 +240,9 @@ class QemuTarget:
                 tries.insert(0, accel)
                 continue
             tail = "\n".join(list(console.tail)[-15:])
+            quiet = " (a kernel that boots silent is waited for with append=quiet)" if boot.boot_note else ""
             raise RunFailed(
-                f"the {self.name} guest did not start ({reason}); it was stopped. Console tail "
+                f"the {self.name} guest did not start ({reason}){quiet}; it was stopped. Console tail "
                 f"(all of it in {self.cache / 'qemu' / 'last-console.log'}):\n{tail}"
             )
         raise RunFailed(f"the {self.name} guest did not start")

@@ -103,8 +103,13 @@ class GuestSpec:
 
     @property
     def boot_silence_s(self) -> float | None:
-        """How long the kernel's boot may be silent (Arch.boot_silence_s), unless `append=`
-        quietens it (quiet or a loglevel: then a boot's silence says nothing)."""
-        words = self.append.split()
-        quiet = any(w == "quiet" or w.startswith("loglevel=") for w in words)
+        """How long the guest may say nothing before its /init begins (Arch.boot_silence_s),
+        unless `append=` quietens its kernel (quiet, or a loglevel below 7, which hides the
+        boot's KERN_INFO lines: then a boot's silence says nothing)."""
+        quiet = any(w == "quiet" or _quieter(w) for w in self.append.split())
         return None if quiet else self.arch.boot_silence_s
+
+
+def _quieter(word: str) -> bool:
+    key, _, level = word.partition("=")
+    return key == "loglevel" and (not level.isdigit() or int(level) < 7)
