@@ -637,3 +637,26 @@ def test_a_boards_dump_keeps_only_what_was_asked_and_a_failed_one_is_read_file_b
     cpus = tune.cpu_plan(Root(tmp_path), "2-3", None)
     assert tune.plan(AgentFiles(target), cpus) == tune.plan(Root(tmp_path), cpus)
     assert target.calls > 20
+
+
+@pytest.mark.hostile
+@settings(max_examples=300, deadline=None)
+@given(
+    files=st.dictionaries(
+        st.from_regex(r"/[a-z0-9_.]{1,8}(/[a-z0-9_.]{1,8}){0,2}", fullmatch=True), st.binary(max_size=300)
+    ),
+    noise=st.text(max_size=200),
+)
+def test_any_dump_answer_gives_printable_asked_paths_and_a_well_formed_one_its_files(files, noise):
+    # files.py's reader of `agent.sh file dump`: whatever a board prints, it never raises, and
+    # keeps only printable absolute paths; what the agent prints for FILES reads back as read
+    # gives each (bytes decoded with replacement, the trailing newlines dropped)
+    from rtlab.system.files import _dumped
+
+    for path, value in _dumped(noise).items():
+        assert path.startswith("/") and untrusted.printable(path) == path
+        assert value is None or isinstance(value, str)
+    out = "".join(f"F {path}\n" + "".join(base64.encodebytes(data).decode()) for path, data in files.items())
+    assert _dumped(out + "[  1.0] a kernel line\n") == {
+        path: data.decode(errors="replace").rstrip("\n") for path, data in files.items()
+    }

@@ -875,3 +875,14 @@ def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, t
         target.close()
     assert next(scripts, None) is None  # booted as many times as said, no more
     assert processes_named("sleep", "sh") == set()  # every boot's stand-in ended
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("append", "silence"),
+    [("", 60.0), ("quiet", None), ("loglevel=3", None), ("loglevel=7", 60.0), ("loglevel=15 x", 60.0),
+     ("loglevel=\u00b2", None), ("loglevel=" + "9" * 5000, None), ("loglevel", 60.0)],
+)  # fmt: skip
+def test_a_riscv64_boots_silence_is_timed_unless_append_quietens_it(append, silence):
+    # any append= a user gives is one answer, never a traceback (int() of "²" or 5,000 digits)
+    assert GuestSpec.parse(f"riscv64:debian,append={append}").boot_silence_s == silence

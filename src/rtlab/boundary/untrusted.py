@@ -38,6 +38,9 @@ TRACE_BYTES = 32 << 20
 MAX_DEPTH = 64  # cyclictest's JSON nests 4 deep, run.json 5, a LAVA log entry 4
 MAX_INT_DIGITS = 40  # far above any count, µs or size; Python refuses 4,300 with a traceback
 MAX_ALIASES = 16  # LAVA's logs use none; "billion laughs" needs many
+# a line of base64 as a target sends it over a console (a load's archive, a dumped file):
+# anything else on that console (a kernel message) is no part of it
+BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 
 
 class Damaged(ValueError):

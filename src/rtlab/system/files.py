@@ -17,7 +17,6 @@ from rtlab.boundary import untrusted
 from rtlab.rundir.disk import write_atomic
 
 _GLOB = re.compile(r"[*?\[\\]")  # what makes a word a pattern in sh
-_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 
 
 class Agent(Protocol):
@@ -209,7 +208,7 @@ def _dumped(out: str) -> dict[str, str | None]:
         kind, _, path = line.partition(" ")
         if kind in ("F", "U") and path.startswith("/"):
             records.append((kind, path, []))
-        elif records and _BASE64_LINE.match(line):  # not a kernel message on a console
+        elif records and untrusted.BASE64_LINE.match(line):  # not a kernel message on a console
             records[-1][2].append(line)
     found: dict[str, str | None] = {}
     for kind, path, lines in records:

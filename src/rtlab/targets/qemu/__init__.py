@@ -26,7 +26,6 @@ import binascii
 import contextlib
 import hashlib
 import os
-import re
 import shlex
 import shutil
 import time
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rtlab import debian
-from rtlab.boundary import unpack
+from rtlab.boundary import unpack, untrusted
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
@@ -66,7 +65,6 @@ ASK_SILENT_S = 60.0
 ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
-_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]+$")
 INIT_LINE, READY_LINE = "@rtlab-init", "@rtlab-ready"  # init.sh: the kernel's boot over; the console's
 SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not the command loop
 SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
@@ -347,7 +345,7 @@ class QemuTarget:
                 with contextlib.suppress(binascii.Error):
                     self._results[receiving[0]] = base64.b64decode("".join(chunks))
                 receiving.clear()
-            elif receiving and _BASE64_LINE.match(text):
+            elif receiving and untrusted.BASE64_LINE.match(text):
                 chunks.append(text)
                 received[0] += len(text)
                 if received[0] > cap:  # more than the run can make: none of it is kept
@@ -418,7 +416,8 @@ class QemuTarget:
                 command = f"{folder_but(remote, home)} | gzip | base64"
                 status, lines = console.run(command, timeout=300, keep_chars=cap)
                 if status == 0:
-                    data = base64.b64decode("".join(line for line in lines if _BASE64_LINE.match(line)))
+                    encoded = (line for line in lines if untrusted.BASE64_LINE.match(line))
+                    data = base64.b64decode("".join(encoded))
                     unpack.unpack(data, run.path, limits, "the guest's run folder", keep=_HOST_OWNED)
         except (GuestDied, OutputTooLarge, binascii.Error, unpack.Refused) as e:
             problems.append(str(e))

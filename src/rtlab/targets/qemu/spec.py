@@ -111,5 +111,6 @@ class GuestSpec:
 
 
 def _quieter(word: str) -> bool:
-    key, _, level = word.partition("=")
-    return key == "loglevel" and (not level.isdigit() or int(level) < 7)
+    """A loglevel= word below 7; one that is no level (`²`, 5,000 digits) is taken as quiet."""
+    key, eq, level = word.partition("=")
+    return key == "loglevel" and bool(eq) and not (re.fullmatch(r"[0-9]{1,2}", level) and int(level) >= 7)
