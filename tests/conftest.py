@@ -355,6 +355,13 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
+def longest_silence(events: Path) -> float:
+    """The longest the agent said nothing in a run's EVENTS: the widest gap between two of its
+    events' times (t=, its clock), read here apart from rtlab's events reader."""
+    times = [float(m[1]) for m in re.finditer(r"^@rtlab [a-z-]+ t=([0-9.]+) ", events.read_text(), re.M)]
+    return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+
+
 def idle_threads(path: Path) -> dict[str, dict[str, Any]]:
     """The threads of a cyclictest.json that took no sample (0 cycles), read here, apart from
     rtlab's reader: their average is cyclictest's -nan, or inf where a thread stopped between

@@ -242,12 +242,12 @@ def _commands(command, path=()):
 
 @pytest.mark.unit
 def test_no_command_declares_a_run_option_by_hand():
-    # a run option (plan.OPTIONS) is declared once; a command that takes one gets it from the
+    # a run option (plan.options.OPTIONS) is declared once; a command that takes one gets it from the
     # table (cli/options.run_options), under its own help or flag at most (scan's --per-stressor)
     from typer.main import get_command
 
     from rtlab.cli import app
-    from rtlab.plan import OPTION
+    from rtlab.plan.options import OPTION
 
     taken: dict[str, set[str]] = {}
     measuring = {"run", "trace", "scan", "study", "monitor", "bisect", "sweep", "lava job"}

@@ -236,12 +236,15 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     assert done.returncode == 3
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "failed" and manifest["loads"]["idle"]["status"] == "failed"
-    # the reason says what the host saw: a guest silent for its whole plan (2 s measured, 15 s
-    # to stop, 2 s to start cyclictest) and ASK_SILENT_S more, that did not answer a question
-    # on its console within ASK_ANSWER_S, was stopped then, before its timeout (under TCG three
-    # times the plan and margin=120: 177 s), and no advice to wait longer
+    # the reason says what the host saw: a guest silent for its plan's longest phase (the 15 s
+    # a load is given to stop) and ASK_SILENT_S more, that did not answer a question on its
+    # console within ASK_ANSWER_S, was stopped then, before its timeout (under TCG three times
+    # the whole plan and margin=120: 177 s), and no advice to wait longer
+    from rtlab.plan import Plan
     from rtlab.targets.qemu import ASK_ANSWER_S, ASK_SILENT_S
 
+    quiet = Plan(loads=("idle",), duration_s=2, settle_s=0).quiet_seconds()
+    assert quiet == 15
     reason = manifest["loads"]["idle"]["reason"]
     said = re.fullmatch(
         r"the guest had not finished (\d+) s after the start and was stopped: it no longer answered on "
@@ -250,7 +253,7 @@ def test_guest_that_hangs_mid_run_is_killed_and_the_run_marked_failed(tmp_path):
     )
     assert said, reason
     after, silent = int(said[1]), int(said[2])
-    assert 19 + ASK_SILENT_S + ASK_ANSWER_S <= silent <= after < 177, reason
+    assert quiet + ASK_SILENT_S + ASK_ANSWER_S <= silent <= after < 177, reason
     assert f"guest-timeout: no end after {after} s, and it no longer answered" in done.stderr
     # said once in the events (the guest's own file never came, so the streamed copy stays),
     # after the guest's claim, which is kept as what the guest said
@@ -806,6 +809,104 @@ def test_a_library_link_that_leads_out_of_the_packages_is_refused(tmp_path, link
     assert found == {"libneeded.so": (stage / "usr/lib/libneeded.so.1").resolve()}
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("plan", "quiet"),
+    [
+        ({"loads": ("idle",), "duration_s": 2, "settle_s": 0}, 15),  # the load's stop
+        ({"loads": ("idle", "cpu"), "duration_s": 600, "settle_s": 5}, 602),  # one measurement
+        ({"loads": ("cpu",), "duration_s": 3600, "segment_s": 60}, 62),  # a soak run's segment
+        ({"loads": ("cpu",), "duration_s": 2, "probes": ("oslat", "timerlat")}, 62),  # rtla's start
+        ({"loads": ("cpu",), "duration_s": 10, "settle_s": 30}, 30),  # settling
+        ({"loads": ("kcompile",), "duration_s": 10, "settle_s": 3}, 903),  # preparing, then settling
+        ({"loads": ("idle",), "duration_s": 10, "idle_after_boot_s": 180}, 180),  # the study's wait
+        ({"loads": ("idle",), "duration_s": 10, "trace_us": 50, "trace_s": 30}, 30 + 5),  # the trace pass
+    ],
+)
+def test_a_plans_longest_quiet_is_its_longest_phase_and_never_more_than_the_plan(plan, quiet):
+    from rtlab.plan import DEFAULT_TRACE_SPIKES, Plan
+
+    if "trace_s" in plan:
+        quiet = plan["trace_s"] + DEFAULT_TRACE_SPIKES
+    made = Plan(**plan).validate()
+    assert made.quiet_seconds() == quiet
+    assert made.quiet_seconds() <= made.planned_seconds()
+
+
+# A guest that stands in for QEMU behind a Console: it answers each command as init does, and
+# on the run's command says what SAYS gives, as the agent's lines, one every 0.2 s.
+STAND_IN = """
+import sys, threading, time
+says = sys.argv[1].split(",")
+asked = open(sys.argv[2], "a")
+print("@rtlab-ready", flush=True)
+def run(ident):
+    for word in says:
+        if word == "hang":
+            time.sleep(600)
+        elif word == "pause":
+            time.sleep(2)
+        else:
+            print(word.replace("_", " "), flush=True)
+            time.sleep(0.2)
+    print(f"@rtlab-exit {ident} 0", flush=True)
+for line in sys.stdin:
+    _, ident, command = line.rstrip("\\n").split(" ", 2)
+    if command == "true":
+        asked.write(f"{time.monotonic()}\\n")
+        asked.flush()
+        if "hang" not in says:
+            print(f"@rtlab-exit {ident} 0", flush=True)
+    else:
+        threading.Thread(target=run, args=(ident,), daemon=True).start()
+"""
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(
+    ("says", "status", "questions"),
+    [
+        # results streamed for 2.4 s: the agent speaks all the while, nobody asks
+        ("@rtlab_load-start_t=1,@rtlab_result_load=idle" + ",QUJD" * 12 + ",@rtlab_result-end_load=i", 0, 0),
+        # quiet for longer than its longest phase: asked once, it answers and goes on
+        ("@rtlab_load-start_t=1,pause,@rtlab_load-end_t=3", 0, 1),
+        # quiet and deaf: found hung once asked, long before its plan's 100 s
+        ("@rtlab_load-start_t=1,hang", 124, 1),
+    ],
+    ids=["streaming", "slow", "hung"],
+)
+def test_a_guest_silent_past_its_longest_phase_is_asked_and_not_before(
+    says, status, questions, tmp_path, monkeypatch
+):
+    import sys
+
+    import rtlab.targets.qemu as qemu
+    from rtlab.targets.qemu import QemuTarget
+    from rtlab.targets.qemu.console import Console
+    from rtlab.targets.qemu.spec import GuestSpec
+
+    monkeypatch.setattr(qemu, "ASK_SILENT_S", 1.0)
+    monkeypatch.setattr(qemu, "ASK_ANSWER_S", 1.0)
+    script, asked = tmp_path / "guest.py", tmp_path / "asked"
+    script.write_text(STAND_IN)
+    target = QemuTarget(GuestSpec.parse("debian"), cache=tmp_path / "cache")
+    console = target.console = Console([sys.executable, str(script), says, str(asked)])
+    try:
+        assert console.wait_for("@rtlab-ready", 30)
+        lines: list[str] = []
+        started = time.monotonic()
+        got = target.run_agent(["run", "/tmp/rtlab/runs/x"], lines.append, planned_s=100, quiet_s=0.1)
+        took = time.monotonic() - started
+    finally:
+        target.close()
+    assert got == status, lines
+    assert len(asked.read_text().splitlines()) == questions if asked.exists() else questions == 0
+    if status == 124:  # asked past 0.1 + 1 s of silence, found hung 1 s later: not at 300 s
+        assert took < 100
+        assert any(line.startswith("@rtlab guest-timeout ") and "answered=no" in line for line in lines)
+    assert not console.alive()
+
+
 @pytest.mark.tools
 def test_a_console_silent_for_longer_than_a_boot_ever_is_says_so_at_once():
     from rtlab.targets.qemu.console import BootSilent, Console
@@ -845,7 +946,7 @@ def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, t
     from rtlab.targets.qemu import QemuTarget
 
     said = {
-        "hangs": "echo '[    0.27] ASID allocator'; exec sleep 600",
+        "hangs": "printf '[    0.27] ASID allocator\\033[2J\\n'; exec sleep 600",  # an escape too
         "starts": "echo '[    1.41] Run /init'; echo @rtlab-init; sleep 2; echo @rtlab-ready; read -r _",
         "dies": "echo '[    0.27] ASID allocator'; exit 1",
     }
@@ -860,7 +961,9 @@ def test_a_boot_that_hangs_silent_is_started_once_more(boots, append, outcome, t
         if outcome.startswith("started"):
             assert target.started().alive()
             note = target.describe().get("boot_note")
-            hung = "its first boot hung (silent for 1 s while it booted)"
+            # where it hung, as a line of the report's (the escape made visible, not obeyed)
+            last = '"[    0.27] ASID allocator\\x1b[2J"'
+            hung = f"its first boot hung (silent for 1 s while it booted, its last line {last})"
             assert note == (
                 f"{hung} and was stopped; it was booted once more" if "again" in outcome else None
             )

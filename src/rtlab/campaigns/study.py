@@ -47,7 +47,7 @@ from rtlab.boot.ensure import DEFAULT, PACKAGE, Want, split_append
 from rtlab.campaigns import loop as campaign
 from rtlab.errors import UsageError
 from rtlab.names import slug
-from rtlab.plan import OPTION
+from rtlab.plan.options import OPTION
 from rtlab.rundir.disk import read_index, write_json
 from rtlab.units import read_user_file
 
@@ -55,7 +55,7 @@ SCHEMA = "rtlab.study/1"
 FILE = "study.json"
 STANDING = ("complete", "partial")  # a run's statuses a resumed study keeps
 
-# [study] keys given to rtlab run as its options of the same name (plan.OPTIONS); the rest are
+# [study] keys given to rtlab run as its options of the same name (plan.options.OPTIONS); the rest are
 # the study's.
 RUN_OPTIONS = ("preset", *OPTION)
 STUDY_KEYS = ("name", "loads-file", "deadline", *RUN_OPTIONS)

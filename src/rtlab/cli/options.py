@@ -1,5 +1,5 @@
 """The options several commands share, defined once (typer's Annotated types), and the run's
-options (plan.OPTIONS) made into command-line options."""
+options (plan.options.OPTIONS) made into command-line options."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from rtlab.cli.screen import out_file
-from rtlab.plan import OPTION, OPTIONS, Plan
+from rtlab.plan import Plan
+from rtlab.plan.options import OPTION, OPTIONS
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -55,10 +56,10 @@ def run_options(
     helps: Mapping[str, str] | None = None,
     panel: str = RUN_PANEL,
 ) -> Callable[[Command], Command]:
-    """Gives the command one --KEY option per run option of plan.OPTIONS (with `lava`, those
+    """Gives the command one --KEY option per run option of plan.options.OPTIONS (with `lava`, those
     `rtlab lava job` takes; with KEYS, only those; never those in SKIP), shown in a panel of
     their own; the command receives the ones given as its `options` argument, key -> text,
-    for plan.from_options. A command whose option means a little more than run's says so in
+    for plan.options.from_options. A command whose option means a little more than run's says so in
     HELPS (its own default, say) or FLAGS (scan's --per-stressor is run's --duration)."""
     wanted = keys if keys is not None else tuple(option.key for option in OPTIONS)
     unknown = set(wanted) | set(skip) | set(flags or {}) | set(helps or {})
@@ -109,13 +110,14 @@ def plan_of(
     options: Mapping[str, object],
     flags: Mapping[str, str] | None = None,
 ) -> Plan:
-    """The preset (or the defaults), a loads file's loads, and the run options given (plan.OPTIONS,
+    """The preset (or the defaults), a loads file's loads, and the run options given (plan.options.OPTIONS,
     key -> text) on top: the plan of every command that measures. FLAGS: the command's own
     names for run options (run_options' FLAGS), for its error lines."""
     from dataclasses import replace
 
-    from rtlab.plan import from_options, preset
+    from rtlab.plan import preset
     from rtlab.plan.loads import read_file
+    from rtlab.plan.options import from_options
 
     base = preset(preset_name) if preset_name else Plan()
     if loads_file is not None:

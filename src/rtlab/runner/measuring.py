@@ -123,7 +123,7 @@ def measure(
     with tuned(target, plan, run) as tuned_args:
         guard.measuring()
         try:
-            target.run_agent(args + tuned_args, on_line, plan.planned_seconds())
+            target.run_agent(args + tuned_args, on_line, plan.planned_seconds(), plan.quiet_seconds())
         finally:
             guard.done()
     if busy:  # another run took the lock first (both passed preflight at the same instant)

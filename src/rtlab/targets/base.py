@@ -46,10 +46,14 @@ class Target(Protocol):
         """Copies the run's plan files to `remote` on the target."""
         ...
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
+    def run_agent(
+        self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
+    ) -> int:
         """Runs the agent, handing each output line to `on_line` as it comes. `planned_s` is how
         long the plan should take (Plan.planned_seconds); past it and the target's margin the
-        host stops waiting, stops the agent and says so in a line of its own."""
+        host stops waiting, stops the agent and says so in a line of its own. `quiet_s` is the
+        longest the agent should say nothing (Plan.quiet_seconds; None: the whole plan): a
+        target that can ask a silent system whether it still runs does so past it."""
         ...
 
     def interrupt(self) -> None:

@@ -52,7 +52,9 @@ class LocalTarget:
     def push(self, run: RunDir, remote: str) -> None:
         return None  # the agent reads the run directory itself
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
+    def run_agent(
+        self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
+    ) -> int:
         # A session of its own: Ctrl-C reaches rtlab only, which then stops the agent in order
         # (cyclictest writes its JSON, the governor is restored). If rtlab dies, even by SIGKILL,
         # the kernel sends the agent SIGTERM, and it stops the same way.

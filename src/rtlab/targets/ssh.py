@@ -309,7 +309,9 @@ class SshTarget:
                 f"{self.name}: could not put the plan in {remote}: {out.decode(errors='replace')}"
             )
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
+    def run_agent(
+        self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
+    ) -> int:
         remote = args[1]
         self._remote = remote
         timeout = planned_s + HOST_MARGIN_S

@@ -41,11 +41,11 @@ from rtlab.cache import cache_dir
 from rtlab.errors import RunFailed, UsageError
 from rtlab.rundir import disk, liveness
 from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
-from rtlab.rundir.events import Event, Kind, line, parse
+from rtlab.rundir.events import Event, Kind, line
 from rtlab.system.files import AgentFiles
 from rtlab.targets.qemu import cpio, initramfs, kernels, machines, pvh
 from rtlab.targets.qemu.console import BOOT_SILENT, BootSilent, Console, GuestDied, GuestHung, OutputTooLarge
-from rtlab.targets.qemu.folder import folder_but
+from rtlab.targets.qemu.folder import Receiver, folder_but
 from rtlab.targets.qemu.spec import GuestSpec
 
 AGENT = "/rtlab/agent.sh"
@@ -56,11 +56,12 @@ AGENT_TIMEOUT_S = 300.0  # an agent command on the console (sysinfo, preflight, 
 # answers goes into console.log: its clock, the kernel's last messages (those below the
 # console's loglevel too, such as RCU stalls) and what each process was doing.
 ANSWER_S = 20.0
-# A run's guest silent for longer than its whole plan and ASK_SILENT_S more (no phase of a run
-# is: a question never disturbs a measurement) is asked a question on its console, and one that
-# answers nothing within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a
-# kernel locked up under emulation): it is stopped then, not at the run's timeout (three times
-# the plan under emulation, and the margin: a hung guest spins its CPUs all the while).
+# A run's guest silent for longer than the plan's longest phase and ASK_SILENT_S more (no phase
+# of a run is: the agent's own limits end each within 40 s of its plan, so a question never
+# disturbs a measurement) is asked a question on its console, and one that answers nothing
+# within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a kernel locked up
+# under emulation): it is stopped then, not at the run's timeout (three times the whole plan
+# under emulation, and the margin: a hung guest spins its CPUs all the while).
 ASK_SILENT_S = 60.0
 ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
@@ -87,6 +88,14 @@ class _Boot:
     accel_note: str = ""
     ready: str = ""
     boot_note: str = ""  # a first boot that hung and was started once more
+
+
+def _hung(reason: str, console: Console) -> str:
+    """What the run says of a first boot that hung: why it was stopped, and the last line its
+    console printed, made one line (where it hung: OpenSBI, a kernel driver's probe)."""
+    last = next((said.strip() for said in reversed(console.tail) if said.strip()), "")
+    where = f', its last line "{untrusted.one_line(last[:120])}"' if last else ""
+    return f"its first boot hung ({reason}{where}) and was stopped; it was booted once more"
 
 
 class QemuTarget:
@@ -234,7 +243,7 @@ class QemuTarget:
                 boot.accel_note = f"KVM failed ({reason}); software emulation used"
                 continue
             if reason.endswith(BOOT_SILENT) and not boot.boot_note:  # once: a hang, not the kernel
-                boot.boot_note = f"its first boot hung ({reason}) and was stopped; it was booted once more"
+                boot.boot_note = _hung(reason, console)
                 tries.insert(0, accel)
                 continue
             tail = "\n".join(list(console.tail)[-15:])
@@ -323,7 +332,9 @@ class QemuTarget:
                 plan[f"{remote}/{rel}"] = run.text(path)
         self.files().write_texts(plan)  # the one way files reach a target through the agent
 
-    def run_agent(self, args: list[str], on_line: Callable[[str], None], planned_s: float) -> int:
+    def run_agent(
+        self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
+    ) -> int:
         console = self.started()
         # Emulation slows the agent's own work (tool start-up, rtla arming its tracer, archiving
         # results) several times over on a busy host, so a software guest gets its plan twice more.
@@ -331,36 +342,13 @@ class QemuTarget:
         timeout = planned_s * (3 if emulated else 1) + self.spec.margin
         # Each load's files come back over the console as soon as it ends, so a guest that
         # hangs or dies later costs only the loads it had not finished.
-        receiving: list[str] = []
-        chunks: list[str] = []
-        received = [0]
         cap = self._limits.total_bytes * 4 // 3 + 4096  # base64 of the run's cap
-
-        def receive(text: str) -> None:
-            event = parse(text)
-            if event is not None and event.kind == Kind.RESULT:
-                receiving[:] = [event.get("load")]
-                chunks.clear()
-            elif event is not None and event.kind == Kind.RESULT_END and receiving:
-                with contextlib.suppress(binascii.Error):
-                    self._results[receiving[0]] = base64.b64decode("".join(chunks))
-                receiving.clear()
-            elif receiving and untrusted.BASE64_LINE.match(text):
-                chunks.append(text)
-                received[0] += len(text)
-                if received[0] > cap:  # more than the run can make: none of it is kept
-                    self._refused.append(
-                        f"the guest sent more than {cap} characters of results ({receiving[0]})"
-                    )
-                    receiving.clear()
-                    chunks.clear()
-            else:
-                on_line(text)
-
+        receive = Receiver(self._results, self._refused, cap, on_line, console.heard_agent)
+        quiet = planned_s if quiet_s is None else quiet_s
         command = f"sh {AGENT} {shlex.join([*args, '--stream-results'])}"
         started = time.monotonic()
         try:
-            status, _ = console.run(command, timeout, receive, ask=(planned_s + ASK_SILENT_S, ASK_ANSWER_S))
+            status, _ = console.run(command, timeout, receive, ask=(quiet + ASK_SILENT_S, ASK_ANSWER_S))
         except GuestDied as e:
             on_line(line(Kind.GUEST_DIED, reason=e))
             return 125

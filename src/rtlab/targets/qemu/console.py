@@ -68,6 +68,7 @@ class Console:
         self.tail: deque[str] = deque(maxlen=self.TAIL_LINES)
         self._ids = 0
         self.heard_at = time.monotonic()  # when the guest last printed a line
+        self.spoke_at = time.monotonic()  # when the agent or init last said something (run's ASK)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -80,6 +81,11 @@ class Console:
             self.heard_at = time.monotonic()
             self.lines.put(line)
         self.lines.put(None)  # the guest is gone
+
+    def heard_agent(self) -> None:
+        """What the running command printed is the agent speaking, not the kernel (run's ASK):
+        its results as it streams them, which carry no event line of their own."""
+        self.spoke_at = time.monotonic()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -140,23 +146,25 @@ class Console:
         deadline = time.monotonic() + timeout
         out: list[str] = []
         kept = 0
-        spoke_at = time.monotonic()  # when an event of the agent's or an answer of init's last came
+        self.spoke_at = time.monotonic()  # the agent's last event, init's last answer
         asked_at: float | None = None  # when the silent guest was asked, until it speaks
         while time.monotonic() < deadline:
             wake = deadline
             if ask is not None:
                 now = time.monotonic()
-                if asked_at is None and now - spoke_at >= ask[0]:
+                if asked_at is not None and self.spoke_at > asked_at:  # it spoke since
+                    asked_at = None
+                if asked_at is None and now - self.spoke_at >= ask[0]:
                     self.send("true")
                     asked_at = now
                 elif asked_at is not None and now - asked_at >= ask[1]:
                     raise GuestHung(now - self.heard_at)
-                wake = min(deadline, spoke_at + ask[0] if asked_at is None else asked_at + ask[1])
+                wake = min(deadline, self.spoke_at + ask[0] if asked_at is None else asked_at + ask[1])
             line = self.next_line(wake)
             if line is None:
                 continue
             if line.startswith(("@rtlab ", "@rtlab-exit ")):  # not a command echoed back
-                spoke_at, asked_at = time.monotonic(), None
+                self.spoke_at, asked_at = time.monotonic(), None
             if line.startswith(f"@rtlab-exit {ident} "):
                 if kept > keep_chars:
                     raise OutputTooLarge(f"`{command[:40]}` printed more than {keep_chars} characters")
