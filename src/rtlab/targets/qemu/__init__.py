@@ -66,7 +66,8 @@ ASK_SILENT_S = 60.0
 ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
 _HOST_OWNED = HOST_FILES + PLAN_FILES
-INIT_LINE, READY_LINE = "@rtlab-init", "@rtlab-ready"  # init.sh: the kernel's boot over; the console's
+# What init.sh says as it begins (the kernel's boot is over) and once it takes commands
+INIT_LINE, READY_LINE = "@rtlab-init", "@rtlab-ready"
 SHELL_ON_CONSOLE = "rtlab.console=shell"  # init.sh: a shell on the console, not the command loop
 SHELL_PROMPT = "rtlab-guest# "  # ... whose prompt it is
 
