@@ -57,11 +57,12 @@ AGENT_TIMEOUT_S = 300.0  # an agent command on the console (sysinfo, preflight, 
 # console's loglevel too, such as RCU stalls) and what each process was doing.
 ANSWER_S = 20.0
 # A run's guest silent for longer than the plan's longest phase and ASK_SILENT_S more (no phase
-# of a run is: the agent's own limits end each within 40 s of its plan, so a question never
-# disturbs a measurement) is asked a question on its console, and one that answers nothing
-# within ASK_ANSWER_S more has hung (a runaway real-time thread on every CPU, a kernel locked up
-# under emulation): it is stopped then, not at the run's timeout (three times the whole plan
-# under emulation, and the margin: a hung guest spins its CPUs all the while).
+# of a run is: the agent stops a measurement or probe GRACE_S past its planned end and kills it
+# STOP_GRACE_S later, so a question never disturbs a measurement) is asked a question on its
+# console, and one that answers nothing within ASK_ANSWER_S more has hung (a runaway real-time
+# thread on every CPU, a kernel locked up under emulation): it is stopped then, not at the
+# run's timeout (three times the whole plan under emulation, and the margin: a hung guest
+# spins its CPUs all the while).
 ASK_SILENT_S = 60.0
 ASK_ANSWER_S = 30.0
 LAST_LOOK = "cat /proc/uptime; dmesg 2>/dev/null | tail -n 40; ps 2>/dev/null; true"
