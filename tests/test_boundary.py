@@ -660,3 +660,21 @@ def test_any_dump_answer_gives_printable_asked_paths_and_a_well_formed_one_its_f
     assert _dumped(out + "[  1.0] a kernel line\n") == {
         path: data.decode(errors="replace").rstrip("\n") for path, data in files.items()
     }
+
+
+@pytest.mark.unit
+@settings(max_examples=300)
+@given(said=st.lists(st.text(max_size=300), max_size=5))
+def test_any_console_a_hung_boot_left_gives_a_note_of_one_bounded_line(said):
+    """The last line a hung boot printed goes into run.json and every report: whatever the
+    guest said (escapes, U+2028, no line at all), the note is one line of bounded length."""
+    from collections import deque
+
+    from rtlab.targets.qemu import _hung
+
+    console = type("Console", (), {"tail": deque(said)})()
+    note = _hung("silent for 60 s while it booted", console)  # type: ignore[arg-type]
+    assert note.startswith("its first boot hung (silent for 60 s while it booted")
+    assert note.endswith(") and was stopped; it was booted once more")
+    assert untrusted.one_line(note) == note and len(note.splitlines()) == 1
+    assert len(note) <= 200 + 120 * len(untrusted.escaped("\U000e0041"))
