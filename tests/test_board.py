@@ -22,6 +22,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,19 +247,44 @@ def test_a_whole_campaign_over_ssh_with_segments_and_traces(board, tmp_path):
     assert board.sh(f"ls {TARGET_DIR}/runs").strip() == ""
 
 
-def test_a_cut_connection_leaves_the_board_measuring_and_collect_brings_it_home(board, tmp_path):
-    out = tmp_path / "cut"
-    proc = start_rtlab(*run_args(out, "idle,cpu", "6s", "--target", "ssh://board"), env=board.env)
-    wait_for(lambda: (out / "run.json").exists() and "remote" in (out / "run.json").read_text(), 120)
-    remote = read_json(out / "run.json")["remote"]
-    wait_for(lambda: "measure-start" in board.events(remote), 120)
-    # every dropbear but the listener serves a connection of rtlab's: kill them on the board
-    board.sh('for p in $(pidof dropbear); do [ "$p" = "$(cat /run/dropbear.pid)" ] || kill -9 "$p"; done')
-    _, stderr = proc.communicate(timeout=120)
+def test_a_board_that_stops_answering_is_given_up_and_collect_brings_it_home(board, tmp_path):
+    """The board's dropbear stopped mid-run (SIGSTOP: its TCP connections stay open and answer
+    nothing, as on a board whose real-time threads own every CPU): rtlab finds it by SSH
+    keepalives (ServerAliveInterval from the user's ssh config), tries a new connection for as
+    long, and gives up while the board still measures; once dropbear runs again, `rtlab
+    collect` brings the whole run home. Until then, dropbear answered every keepalive through
+    12 s in which the agent said nothing."""
+    home = tmp_path / "home"
+    shutil.copytree(board.home, home)
+    with (home / ".ssh/config").open("a") as f:
+        f.write("  ServerAliveInterval 2\n  ServerAliveCountMax 2\n")
+    env = {"HOME": str(home), "SSH_AUTH_SOCK": ""}
+    out = tmp_path / "silent"
+    proc = start_rtlab(*run_args(out, "idle,cpu", "20s", "--target", "ssh://board"), env=env)
+    stopped = False
+    try:
+        wait_for(lambda: (out / "run.json").exists() and "remote" in (out / "run.json").read_text(), 120)
+        remote = read_json(out / "run.json")["remote"]
+        wait_for(lambda: "measure-start" in board.events(remote), 120)
+        time.sleep(12)  # silence: twice the 6 s the board may say nothing, bridged by keepalives
+        board.sh("kill -STOP $(pidof dropbear)")
+        stopped = True
+        _, stderr = proc.communicate(timeout=120)
+        given_up_done = re.search(r"^@rtlab done ", board.events(remote), re.M)
+    finally:
+        if stopped:
+            board.sh("kill -CONT $(pidof dropbear)")
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 3, stderr
-    assert read_json(out / "run.json")["status"] != "complete"
+    assert "reconnected" not in stderr, stderr  # no keepalive went unanswered before the stop
+    assert "connection-lost: " in stderr and "; no new connection within 6 s" in stderr, stderr
+    assert not given_up_done, "rtlab waited for the board's plan to end"
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] != "complete" and "rtlab collect" in manifest.get("reason", ""), manifest
+    assert not (out / "loads/cpu/cyclictest.json").exists()  # nothing fetched while it measured
     wait_for(lambda: re.search(r"^@rtlab done .*status=complete", board.events(remote), re.M), 180)
-    done = rtlab("collect", str(out), env=board.env)
+    done = rtlab("collect", str(out), env=env)
     assert done.returncode == 0, done.stderr
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "complete" and "collected" in manifest

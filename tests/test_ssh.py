@@ -101,36 +101,88 @@ def test_full_campaign_over_ssh_has_the_local_layout(board, tmp_path):
     assert processes_in(remote) == [] and not remote.exists()
 
 
-def test_dropped_connection_keeps_measuring_and_collect_fetches_it(board, tmp_path):
-    out = tmp_path / "dropped"
+def test_a_connection_cut_mid_run_is_made_again_and_the_run_completes(board, tmp_path):
+    """sshd's processes serving rtlab's connection killed mid-measurement (a network that
+    dropped, an sshd restarted): the detached agent measures on, rtlab connects again, reads
+    the events from where it stopped, and the run comes home whole."""
+    out = tmp_path / "cut"
     proc = start_rtlab(*run_args(out, "idle,cpu", "4s", "--target", "ssh://board"), env=board.env)
     remote = remote_of(out)
     wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
-    # drop the connection: kill every process serving it (the listener stays, and the
-    # detached agent is no longer among sshd's descendants)
+    # kill every process serving it (the listener stays, and the detached agent is no
+    # longer among sshd's descendants)
     serving = descendants(board.sshd.pid)
     assert serving, "no sshd process serves rtlab's connection"
     for pid in serving:
         with contextlib.suppress(ProcessLookupError):  # one that ended meanwhile is gone already
             os.kill(pid, signal.SIGKILL)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 3, stderr
-    assert read_json(out / "run.json")["status"] != "complete"
-    # the board finishes on its own
-    wait_for(lambda: event_seen(remote / "events", "done", status="complete"), 60)
-    # another run with the same --out basename gets a folder of its own on the board and
-    # leaves the uncollected one alone
-    twin = tmp_path / "elsewhere" / "dropped"
-    again = rtlab(*run_args(twin, "idle", "1s", "--target", "ssh://board"), env=board.env)
-    assert again.returncode == 0, again.stderr
-    assert read_json(twin / "run.json")["remote"] != str(remote)
-    assert (remote / "loads/cpu/cyclictest.json").exists()
-    done = rtlab("collect", str(out), env=board.env)
-    assert done.returncode == 0, done.stderr
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert stderr.count("reconnected: the connection was lost") == 1, stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["status"] == "complete"
+    assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
+    summary = read_json(out / "summary.json")
+    for load in ("idle", "cpu"):
+        threads = read_json(out / "loads" / load / "cyclictest.json")["thread"].values()
+        assert summary["loads"][load]["merged"]["samples"] == sum(t["cycles"] for t in threads) > 0
+    events = (out / "events").read_text().splitlines()
+    # the board's own events once each (none read twice across the two connections), then the
+    # host's word about the gap
+    assert sum(line.startswith("@rtlab load-end ") for line in events) == 2
+    assert sum(line.startswith("@rtlab reconnected ") for line in events) == 1
+    assert processes_in(remote) == [] and not remote.exists()
+
+
+def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path):
+    """A board that stops answering mid-run but keeps its TCP connection open (its real-time
+    threads own every CPU; here a relay that passes nothing more) is found by SSH keepalives
+    (ServerAliveInterval from the user's ssh config), tried once more for as long, then given
+    up while it still measures: the run says so, nothing is fetched half-written, and once the
+    board answers again `rtlab collect` brings the whole run home."""
+    relay = _Relay(board.port)
+    env = relay.home(board, tmp_path / "home", "silent")
+    with (tmp_path / "home/.ssh/config").open("a") as f:
+        f.write("  ServerAliveInterval 1\n  ServerAliveCountMax 2\n")
+    out = tmp_path / "silent"
+    proc = start_rtlab(*run_args(out, "idle,cpu", "15s", "--target", "ssh://silent"), env=env)
+    try:
+        remote = remote_of(out)
+        wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
+        time.sleep(6)  # silence: twice the 3 s the board may say nothing, bridged by keepalives
+        relay.passing.clear()  # new connections hang before SSH's first word
+        relay.freeze()  # and the live one passes nothing more
+        _, stderr = proc.communicate(timeout=120)
+        given_up_done = event_seen(remote / "events", "done")
+        relay.passing.set()  # the board answers again: connections made from now on pass
+        assert proc.returncode == 3, stderr
+        assert "reconnected" not in stderr, stderr  # no keepalive went unanswered before the freeze
+        assert "connection-lost: " in stderr and "; no new connection within 3 s" in stderr, stderr
+        assert not given_up_done, "rtlab waited for the board's plan to end"  # 30 s of it
+        manifest = read_json(out / "run.json")
+        assert manifest["status"] != "complete" and "rtlab collect" in manifest.get("reason", ""), manifest
+        assert not (out / "loads/cpu/cyclictest.json").exists()  # nothing fetched while it measured
+        # the board finishes on its own
+        wait_for(lambda: event_seen(remote / "events", "done", status="complete"), 60)
+        # another run with the same --out basename gets a folder of its own on the board and
+        # leaves the uncollected one alone
+        twin = tmp_path / "elsewhere" / "silent"
+        again = rtlab(*run_args(twin, "idle", "1s", "--target", "ssh://board"), env=board.env)
+        assert again.returncode == 0, again.stderr
+        assert read_json(twin / "run.json")["remote"] != str(remote)
+        assert (remote / "loads/cpu/cyclictest.json").exists()
+        done = rtlab("collect", str(out), env=env)
+        assert done.returncode == 0, done.stderr
+    finally:
+        relay.passing.set()
+        relay.close()
+        if proc.poll() is None:
+            proc.kill()
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "complete" and "collected" in manifest
     assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
     assert read_json(out / "loads/cpu/cyclictest.json")["thread"]
+    assert processes_in(remote) == [] and not remote.exists()
 
 
 def test_collect_while_the_board_still_measures(board, tmp_path):

@@ -46,6 +46,7 @@ class Kind(StrEnum):
     # said by the host, not the agent
     HOST_TIMEOUT = "host-timeout"
     CONNECTION_LOST = "connection-lost"
+    RECONNECTED = "reconnected"  # a board's connection lost mid-run and made again: the run went on
     GUEST_TIMEOUT = "guest-timeout"
     GUEST_DIED = "guest-died"
 
@@ -56,7 +57,9 @@ class Kind(StrEnum):
 LOG_MARKS = ("load-process", "load-prepared", "cyclictest", "probe", "rtla")
 
 # How a run ended as only the host saw it: never in the target's own events file.
-HOST_SAID = frozenset({Kind.HOST_TIMEOUT, Kind.CONNECTION_LOST, Kind.GUEST_TIMEOUT, Kind.GUEST_DIED})
+HOST_SAID = frozenset(
+    {Kind.HOST_TIMEOUT, Kind.CONNECTION_LOST, Kind.RECONNECTED, Kind.GUEST_TIMEOUT, Kind.GUEST_DIED}
+)
 
 
 def line(kind: Kind, **fields: object) -> str:

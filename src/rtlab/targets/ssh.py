@@ -22,9 +22,8 @@ import re
 import shlex
 import tarfile
 import tempfile
-import threading
-from collections.abc import Callable, Coroutine
-from pathlib import Path
+import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import asyncssh
@@ -40,6 +39,8 @@ from rtlab.rundir.events import parse as parse_event
 from rtlab.system.files import AgentFiles
 from rtlab.targets import download
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
+from rtlab.targets.loop import Loop
+from rtlab.targets.ssh_config import keepalive, known_hosts_files
 
 T = TypeVar("T")
 # What one shell command on a board may print (stdout and stderr together): far more than any
@@ -47,58 +48,11 @@ T = TypeVar("T")
 SHELL_OUTPUT_CAP = 64 << 20
 # how long a command may take before the board is taken to have stopped answering
 COMMAND_S = 120.0
+RECONNECT_PAUSE_S = 2.0  # between tries at a new connection to a board whose connection was lost
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
 )
-
-
-def known_hosts_files(host: str, port: int | None) -> list[Path]:
-    """The files ~/.ssh/config's UserKnownHostsFile names for this host (read by asyncssh, as
-    it reads the rest of the config), else ~/.ssh/known_hosts. New keys go into the first."""
-    config = Path("~/.ssh/config").expanduser()
-    files: Any = None
-    if config.is_file():
-        try:
-            files = asyncssh.SSHClientConnectionOptions(
-                host=host, port=port or (), config=[str(config)]
-            ).known_hosts
-        except (OSError, ValueError, asyncssh.Error) as e:
-            raise UsageError(f"{config}: {e}") from None
-    if isinstance(files, list) and files:
-        return [Path(str(f)).expanduser() for f in files]
-    return [Path("~/.ssh/known_hosts").expanduser()]
-
-
-class _Loop:
-    """An asyncio loop on a thread of its own, so the rest of rtlab stays synchronous."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
-        asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def close(self) -> None:
-        # Tasks still pending (a stream cut short by Ctrl-C) are cancelled and awaited first,
-        # so none is destroyed pending when the loop goes.
-        async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        if not self.thread.is_alive():
-            self.loop.close()
 
 
 class SshTarget:
@@ -118,10 +72,12 @@ class SshTarget:
         self.password = password  # a lab's word for the board (labgrid); keys and agent come first
         self.connect_timeout: float | None = None  # a board that is rebooting: give up this soon
         self.host_key_note = ""
-        self._loop: _Loop | None = None
+        self._loop: Loop | None = None
         self._conn: asyncssh.SSHClientConnection | None = None
         self._seen: tuple[str, str, int | None, bool] | None = None
         self._remote: str | None = None  # the run folder while the agent measures there
+        self._stopping = False  # a Ctrl-C came: the agent was (or is to be) told to stop
+        self._unfinished: set[str] = set()  # run folders whose agent may still write them
 
     # --- connecting --------------------------------------------------------
 
@@ -141,6 +97,8 @@ class SshTarget:
             options["password"] = self.password
         if self.connect_timeout is not None:
             options["connect_timeout"] = self.connect_timeout
+        alive = keepalive(self.host, self.port)
+        options.update(keepalive_interval=alive.interval_s, keepalive_count_max=alive.count)
         try:
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except asyncssh.HostKeyNotVerifiable:
@@ -174,9 +132,9 @@ class SshTarget:
             f.write(f"{entry} {algorithm} {blob}\n")
         self.host_key_note = f"accepted new host key {fingerprint} into {path}"
 
-    def _conn_ready(self) -> tuple[_Loop, asyncssh.SSHClientConnection]:
+    def _conn_ready(self) -> tuple[Loop, asyncssh.SSHClientConnection]:
         if self._loop is None:
-            self._loop = _Loop()
+            self._loop = Loop()
         if self._conn is None:
             self._conn = self._loop.run(self._connect())
             self._loop.run(self._install_agent())
@@ -317,16 +275,20 @@ class SshTarget:
         timeout = planned_s + HOST_MARGIN_S
         try:
             loop, _ = self._conn_ready()
-            return loop.run(self._stream(args, remote, on_line), timeout)
+            return loop.run(asyncio.wait_for(self._stream(args, remote, on_line), timeout))
         except TimeoutError:
             on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
+            # as a Ctrl-C would: what it started ends and what it measured stays, so the folder
+            # collected is one the agent no longer writes
+            with contextlib.suppress(RunFailed):
+                self._run_sh(self._agent_command(["stop", remote]))
             return 124
         except (OSError, asyncssh.Error) as e:
+            self._unfinished.add(remote)
             on_line(line(Kind.CONNECTION_LOST, reason=e))
             return 255
 
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
-        conn = self._live()
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops. SIGHUP is ignored by the
         # shell's own trap, which exec passes on, rather than by nohup, which busybox may lack.
@@ -336,30 +298,86 @@ class SshTarget:
         _, out = await self._sh(
             f"cd {q} || exit 1; : > {disk.EVENTS}; {agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo $!"
         )
-        pid = untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"]
-        # The events as the agent appends them, until it ends: with or without its `done` line.
-        follow = (
-            f"cd {q} && {{ tail -n +1 -f {disk.EVENTS} & t=$!; "
-            f"while kill -0 {shlex.quote(pid[0])} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
-        )
-        done = False
-        async with conn.create_process(follow) as proc:
-            async for text in proc.stdout:
-                on_line(text)
-                event = parse_event(text)
-                if event is not None and event.kind == Kind.DONE:
-                    done = True
-                    break
-            proc.terminate()
+        pid = (untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"])[0]
+        seen = 0  # the events handed on: a new connection's follow begins after them
+
+        def hand_on(text: str) -> None:
+            nonlocal seen
+            seen += 1
+            on_line(text)
+
+        while True:
+            conn = self._live()
+            try:
+                done = await self._follow(conn, q, pid, seen, hand_on)
+                break
+            except (OSError, asyncssh.Error) as e:
+                self._drop(conn)
+                took = await self._reconnect(e)
+                on_line(
+                    line(
+                        Kind.RECONNECTED,
+                        reason=f"the connection was lost ({e}) and made again in {took:.0f} s",
+                    )
+                )
+                if self._stopping:  # a Ctrl-C while there was no connection to send it on
+                    await self._sh(self._agent_command(["stop", remote]))
         if not done:  # the agent died (killed?): end what it left running, put governors back
             await self._sh(self._agent_command(["stop", remote]))
         return 0
 
+    async def _follow(
+        self, conn: asyncssh.SSHClientConnection, q: str, pid: str, seen: int, on_line: Callable[[str], None]
+    ) -> bool:
+        """The events after the first SEEN as the agent appends them, until it ends: whether
+        its `done` line came. A lost connection raises."""
+        follow = (
+            f"cd {q} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
+            f"while kill -0 {shlex.quote(pid)} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
+        )
+        async with conn.create_process(follow) as proc:
+            async for text in proc.stdout:
+                if not text.endswith("\n"):
+                    continue  # cut by the connection's end: read whole on the next one
+                on_line(text)
+                event = parse_event(text)
+                if event is not None and event.kind == Kind.DONE:
+                    proc.terminate()
+                    return True
+            ended = await proc.wait()
+        # no exit status: the channel went with the connection, not with the follow's end
+        if conn.is_closed() or (ended.exit_status is None and ended.exit_signal is None):
+            raise asyncssh.ConnectionLost("the connection closed")
+        return False
+
+    async def _reconnect(self, lost: Exception) -> float:
+        """A new connection to a board whose connection was lost mid-run (a network that came
+        back, an sshd restarted), tried for as long as the board may say nothing
+        (Keepalive.silence_s): its seconds. A board silent that long again has hung, and the
+        loss stands."""
+        began = time.monotonic()
+        window = keepalive(self.host, self.port).silence_s
+        while (left := began + window - time.monotonic()) > 0:
+            try:
+                self._conn = await asyncio.wait_for(self._connect(), left)
+                return time.monotonic() - began
+            except (UsageError, TimeoutError):
+                await asyncio.sleep(min(RECONNECT_PAUSE_S, max(0.0, began + window - time.monotonic())))
+        raise asyncssh.ConnectionLost(f"{lost or type(lost).__name__}; no new connection within {window:g} s")
+
     def interrupt(self) -> None:
+        self._stopping = True
         if self._loop is not None and self._conn is not None and self._remote is not None:
             self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
 
     def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
+        if remote in self._unfinished:  # never taken half-written, then removed under the agent
+            write_note(
+                run.path / disk.COLLECT_ERROR,
+                f"the connection to {self.name} was lost while it measured, and not made again\n"
+                f"it stays on {self.name} in {remote}: run `rtlab collect {run.path}` later\n",
+            )
+            return
         limits = unpack.Limits.for_plan(run.plan())
         # the tar stream's own bytes: a header and padding per member beside the files' bytes
         cap = limits.total_bytes + limits.members * 1536
