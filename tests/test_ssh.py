@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime
@@ -182,6 +184,36 @@ def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path
     assert manifest["status"] == "complete" and "collected" in manifest
     assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
     assert read_json(out / "loads/cpu/cyclictest.json")["thread"]
+    assert processes_in(remote) == [] and not remote.exists()
+
+
+def test_a_board_past_its_plan_is_stopped_before_its_folder_is_fetched(board, tmp_path):
+    """Past its plan's time and the host's margin (the margin cut here, so that a 60-s plan is
+    given up about 7 s in) the host stops waiting: it stops the agent on the board as a Ctrl-C
+    would, then fetches the folder. What was measured comes home, nothing measures on, and the
+    board keeps nothing."""
+    out = tmp_path / "late"
+    late = "import rtlab.targets.ssh as s; s.HOST_MARGIN_S = -70.0; from rtlab.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", late, *run_args(out, "idle", "60s", "--target", "ssh://board")],
+        env={**os.environ, **board.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "host-timeout: no end after 7 s" in done.stderr, done.stderr
+    manifest = read_json(out / "run.json")
+    assert manifest["loads"]["idle"]["status"] == "partial", manifest
+    threads = read_json(out / "loads/idle/cyclictest.json")["thread"].values()
+    assert (
+        read_json(out / "summary.json")["loads"]["idle"]["merged"]["samples"]
+        == sum(t["cycles"] for t in threads)
+        > 0
+    )
+    events = (out / "events").read_text().splitlines()
+    assert sum(line.startswith("@rtlab host-timeout ") for line in events) == 1
+    remote = Path(manifest["remote"])
     assert processes_in(remote) == [] and not remote.exists()
 
 

@@ -16,7 +16,6 @@ Every value that reaches the remote shell goes through shlex.quote.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import re
 import shlex
@@ -280,8 +279,10 @@ class SshTarget:
             on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
             # as a Ctrl-C would: what it started ends and what it measured stays, so the folder
             # collected is one the agent no longer writes
-            with contextlib.suppress(RunFailed):
+            try:
                 self._run_sh(self._agent_command(["stop", remote]))
+            except RunFailed:
+                self._unfinished.add(remote)
             return 124
         except (OSError, asyncssh.Error) as e:
             self._unfinished.add(remote)
@@ -335,7 +336,8 @@ class SshTarget:
             f"cd {q} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
             f"while kill -0 {shlex.quote(pid)} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
         )
-        async with conn.create_process(follow) as proc:
+        proc = await conn.create_process(follow)
+        try:
             async for text in proc.stdout:
                 if not text.endswith("\n"):
                     continue  # cut by the connection's end: read whole on the next one
@@ -343,8 +345,14 @@ class SshTarget:
                 event = parse_event(text)
                 if event is not None and event.kind == Kind.DONE:
                     proc.terminate()
+                    proc.close()
+                    await proc.wait_closed()
                     return True
             ended = await proc.wait()
+        finally:
+            # Not waited for when cancelled (the host's time is up): the board closes its side
+            # only when the follow ends, with the agent, which the host stops next.
+            proc.close()
         # no exit status: the channel went with the connection, not with the follow's end
         if conn.is_closed() or (ended.exit_status is None and ended.exit_signal is None):
             raise asyncssh.ConnectionLost("the connection closed")
