@@ -519,3 +519,34 @@ def test_a_guests_test_runs_again_only_on_rtlabs_words_for_a_guest_that_failed_b
     assert re.search(GUEST_FAILED, f"AssertionError: {lava}: ...")
     for other in ("cyclictest: failed (exit 1)", "the board did not come back", "load cpu: partial"):
         assert not re.search(GUEST_FAILED, other)
+
+
+@pytest.mark.unit
+def test_a_boards_keepalives_come_from_the_ssh_config_each_where_it_sets_them(tmp_path, monkeypatch):
+    from rtlab.targets.ssh_config import KEEPALIVE_COUNT, KEEPALIVE_S, Keepalive, keepalive
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert keepalive("board", None) == Keepalive(KEEPALIVE_S, KEEPALIVE_COUNT)  # no ~/.ssh/config
+    assert keepalive("board", None).silence_s == KEEPALIVE_S * (KEEPALIVE_COUNT + 1) == 75
+    (tmp_path / ".ssh").mkdir()
+    config = tmp_path / ".ssh/config"
+    cases = {
+        "Host board\n  ServerAliveInterval 5\n": Keepalive(5, KEEPALIVE_COUNT),
+        "Host board\n  ServerAliveCountMax 2\n": Keepalive(KEEPALIVE_S, 2),
+        # ssh's "off": none sent, and a lost connection is tried again for rtlab's own silence
+        "Host board\n  ServerAliveInterval 0\n  ServerAliveCountMax 9\n": Keepalive(0, 9),
+        "Host other\n  ServerAliveInterval 5\n": Keepalive(KEEPALIVE_S, KEEPALIVE_COUNT),
+    }
+    for text, expected in cases.items():
+        config.write_text(text)
+        assert keepalive("board", 2222) == expected, text
+    config.write_text("Host board\n  ServerAliveInterval 0\n  ServerAliveCountMax 9\n")
+    assert keepalive("board", None).silence_s == KEEPALIVE_S * 10
+    # a Match on the user rtlab logs in as (ssh://bob@board), not the one running rtlab
+    config.write_text("Match user bob\n  ServerAliveInterval 7\n")
+    assert keepalive("board", None, "bob") == Keepalive(7, KEEPALIVE_COUNT)
+    assert keepalive("board", None, "alice") == Keepalive(KEEPALIVE_S, KEEPALIVE_COUNT)
+    for bad in ("ServerAliveInterval soon", "ServerAliveCountMax 0"):
+        config.write_text(f"Host board\n  {bad}\n")
+        with pytest.raises(UsageError, match=rf"^{re.escape(str(config))}: "):
+            keepalive("board", None)

@@ -6,10 +6,10 @@ or changed key is refused with its fingerprint (`--accept-new-host-key` trusts a
 unknown one on first contact, never a changed one).
 
 The agent is copied to the board and started detached (SIGHUP ignored), so a dropped
-connection does not stop the measurement: its progress is streamed from the run
-folder's events file while the connection lasts, and the results are pulled back as
-a tar stream (download.py; then removed from the board); `rtlab collect RUN` does that
-later if the connection was lost.
+connection does not stop the measurement: its progress is streamed from the run folder's
+events file (follow.py), read on from where it stopped when a connection is made again, and
+the results are pulled back as a tar stream (download.py; then removed from the board);
+`rtlab collect RUN` does that later if no connection could be made again.
 Every value that reaches the remote shell goes through shlex.quote.
 """
 
@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncssh
 
@@ -36,18 +36,24 @@ from rtlab.rundir.disk import HOST_FILES, PLAN_FILES, RunDir, write_note
 from rtlab.rundir.events import Event, Kind, line
 from rtlab.rundir.events import parse as parse_event
 from rtlab.system.files import AgentFiles
-from rtlab.targets import download
+from rtlab.targets import download, follow
 from rtlab.targets.base import HOST_MARGIN_S, target_dir
 from rtlab.targets.loop import Loop
-from rtlab.targets.ssh_config import keepalive, known_hosts_files
+from rtlab.targets.ssh_config import (
+    KEEPALIVE_COUNT,
+    KEEPALIVE_S,
+    HostKeyRefused,
+    Keepalive,
+    keepalive,
+    known_hosts_files,
+)
 
-T = TypeVar("T")
 # What one shell command on a board may print (stdout and stderr together): far more than any
 # step reads back (a boot's report with dmesg is under a megabyte), far less than a host's memory
 SHELL_OUTPUT_CAP = 64 << 20
-# how long a command may take before the board is taken to have stopped answering
-COMMAND_S = 120.0
-RECONNECT_PAUSE_S = 2.0  # between tries at a new connection to a board whose connection was lost
+COMMAND_S = 120.0  # a command that takes longer: the board is taken to have stopped answering
+RECONNECT_PAUSE_S = 2.0  # before each try at a new connection to a board whose connection was lost
+RECONNECTS_IN_VAIN = 5  # new connections in a row with no event read on: a board refusing them
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
     r"^ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?/?$"
@@ -77,12 +83,13 @@ class SshTarget:
         self._remote: str | None = None  # the run folder while the agent measures there
         self._stopping = False  # a Ctrl-C came: the agent was (or is to be) told to stop
         self._unfinished: set[str] = set()  # run folders whose agent may still write them
+        self._alive = Keepalive(KEEPALIVE_S, KEEPALIVE_COUNT)  # the last connection's, from the config
 
     # --- connecting --------------------------------------------------------
 
     def _known_hosts(self, host: str, addr: str, port: int | None) -> tuple[Any, ...]:
         found: tuple[Any, ...] = ([], [], [])
-        readable = [str(p) for p in known_hosts_files(self.host, self.port) if p.is_file()]
+        readable = [str(p) for p in known_hosts_files(self.host, self.port, self.user) if p.is_file()]
         if readable:
             found = asyncssh.read_known_hosts(readable).match(host, addr, port)[:3]
         self._seen = (host, addr, port, bool(found[0]))
@@ -96,8 +103,8 @@ class SshTarget:
             options["password"] = self.password
         if self.connect_timeout is not None:
             options["connect_timeout"] = self.connect_timeout
-        alive = keepalive(self.host, self.port)
-        options.update(keepalive_interval=alive.interval_s, keepalive_count_max=alive.count)
+        self._alive = keepalive(self.host, self.port, self.user)
+        options.update(keepalive_interval=self._alive.interval_s, keepalive_count_max=self._alive.count)
         try:
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except asyncssh.HostKeyNotVerifiable:
@@ -110,21 +117,21 @@ class SshTarget:
         host, _, port, known = self._seen or (self.host, "", self.port, False)
         key = await asyncssh.get_server_host_key(host, port or ())
         if key is None:
-            raise UsageError(f"{self.name} offered no host key")
+            raise HostKeyRefused(f"{self.name} offered no host key")
         fingerprint = key.get_fingerprint("sha256")
         if known:
-            raise UsageError(
+            raise HostKeyRefused(
                 f"the host key of {self.name} has CHANGED (now {fingerprint}): it may be a reinstalled board "
                 "or an attack; check it, then remove the old line from "
-                f"{' or '.join(str(p) for p in known_hosts_files(self.host, self.port))}"
+                f"{' or '.join(str(p) for p in known_hosts_files(self.host, self.port, self.user))}"
             )
         if not self.accept_new_host_key:
-            raise UsageError(
+            raise HostKeyRefused(
                 f"the host key of {self.name} is unknown ({key.get_algorithm()} {fingerprint}): check it, "
                 "then run again with --accept-new-host-key to trust it"
             )
         entry = host if port in (None, 22) else f"[{host}]:{port}"
-        path = known_hosts_files(self.host, self.port)[0]
+        path = known_hosts_files(self.host, self.port, self.user)[0]
         path.parent.mkdir(mode=0o700, exist_ok=True)
         algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
         with path.open("a") as f:
@@ -270,26 +277,44 @@ class SshTarget:
         self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
     ) -> int:
         remote = args[1]
-        self._remote = remote
+        self._remote, self._stopping = remote, False
         timeout = planned_s + HOST_MARGIN_S
         try:
             loop, _ = self._conn_ready()
-            return loop.run(asyncio.wait_for(self._stream(args, remote, on_line), timeout))
-        except TimeoutError:
-            on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
-            # as a Ctrl-C would: what it started ends and what it measured stays, so the folder
-            # collected is one the agent no longer writes
-            try:
-                self._run_sh(self._agent_command(["stop", remote]))
-            except RunFailed:
-                self._unfinished.add(remote)
-            return 124
-        except (OSError, asyncssh.Error) as e:
+            if not loop.run(self._within(timeout, args, remote, on_line)):
+                return 0
+        except (OSError, asyncssh.Error) as e:  # a command's own time-out too: the board went silent
             self._unfinished.add(remote)
-            on_line(line(Kind.CONNECTION_LOST, reason=e))
+            on_line(line(Kind.CONNECTION_LOST, reason=str(e) or type(e).__name__))
             return 255
+        on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
+        # as a Ctrl-C would: what it started ends and what it measured stays, so the folder
+        # collected is one the agent no longer writes. Never on a connection made for it: a
+        # board given up while it was being reconnected is left as a lost connection is.
+        try:
+            if self._conn is None:
+                raise RunFailed("no connection")
+            self._run_sh(self._agent_command(["stop", remote]))
+        except RunFailed:
+            self._unfinished.add(remote)
+        return 124
 
-    async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> int:
+    async def _within(
+        self, seconds: float, args: list[str], remote: str, on_line: Callable[[str], None]
+    ) -> bool:
+        """The run followed for at most SECONDS: whether the host's time ran out first (a
+        TimeoutError of a command's own is the board's silence, raised as it is)."""
+        limit = asyncio.timeout(seconds)
+        try:
+            async with limit:
+                await self._stream(args, remote, on_line)
+        except TimeoutError:
+            if limit.expired():
+                return True
+            raise
+        return False
+
+    async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> None:
         q = shlex.quote(remote)
         # Detached: the measurement goes on if this connection drops. SIGHUP is ignored by the
         # shell's own trap, which exec passes on, rather than by nohup, which busybox may lack.
@@ -301,77 +326,58 @@ class SshTarget:
         )
         pid = (untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"])[0]
         seen = 0  # the events handed on: a new connection's follow begins after them
+        in_vain = 0  # new connections since the last line handed on
 
         def hand_on(text: str) -> None:
-            nonlocal seen
-            seen += 1
+            nonlocal seen, in_vain
+            seen, in_vain = seen + 1, 0
             on_line(text)
 
         while True:
             conn = self._live()
             try:
-                done = await self._follow(conn, q, pid, seen, hand_on)
+                done = await follow.events(conn, q, pid, seen, hand_on)
                 break
             except (OSError, asyncssh.Error) as e:
                 self._drop(conn)
+                in_vain += 1
+                if in_vain > RECONNECTS_IN_VAIN:
+                    raise
                 took = await self._reconnect(e)
+                lost = str(e) or type(e).__name__
                 on_line(
                     line(
                         Kind.RECONNECTED,
-                        reason=f"the connection was lost ({e}) and made again in {took:.0f} s",
+                        reason=f"the connection was lost ({lost}) and made again in {took:.0f} s",
                     )
                 )
                 if self._stopping:  # a Ctrl-C while there was no connection to send it on
                     await self._sh(self._agent_command(["stop", remote]))
         if not done:  # the agent died (killed?): end what it left running, put governors back
             await self._sh(self._agent_command(["stop", remote]))
-        return 0
-
-    async def _follow(
-        self, conn: asyncssh.SSHClientConnection, q: str, pid: str, seen: int, on_line: Callable[[str], None]
-    ) -> bool:
-        """The events after the first SEEN as the agent appends them, until it ends: whether
-        its `done` line came. A lost connection raises."""
-        follow = (
-            f"cd {q} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
-            f"while kill -0 {shlex.quote(pid)} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
-        )
-        proc = await conn.create_process(follow)
-        try:
-            async for text in proc.stdout:
-                if not text.endswith("\n"):
-                    continue  # cut by the connection's end: read whole on the next one
-                on_line(text)
-                event = parse_event(text)
-                if event is not None and event.kind == Kind.DONE:
-                    proc.terminate()
-                    proc.close()
-                    await proc.wait_closed()
-                    return True
-            ended = await proc.wait()
-        finally:
-            # Not waited for when cancelled (the host's time is up): the board closes its side
-            # only when the follow ends, with the agent, which the host stops next.
-            proc.close()
-        # no exit status: the channel went with the connection, not with the follow's end
-        if conn.is_closed() or (ended.exit_status is None and ended.exit_signal is None):
-            raise asyncssh.ConnectionLost("the connection closed")
-        return False
 
     async def _reconnect(self, lost: Exception) -> float:
         """A new connection to a board whose connection was lost mid-run (a network that came
         back, an sshd restarted), tried for as long as the board may say nothing
         (Keepalive.silence_s): its seconds. A board silent that long again has hung, and the
-        loss stands."""
+        loss stands, with why the last try failed; a host key refused ends the tries at once."""
         began = time.monotonic()
-        window = keepalive(self.host, self.port).silence_s
-        while (left := began + window - time.monotonic()) > 0:
+        window = self._alive.silence_s
+        why = "none tried"
+        while (left := began + window - time.monotonic()) > RECONNECT_PAUSE_S:
+            await asyncio.sleep(RECONNECT_PAUSE_S)  # never a burst of tries at a board that refuses
             try:
-                self._conn = await asyncio.wait_for(self._connect(), left)
+                self._conn = await asyncio.wait_for(self._connect(), left - RECONNECT_PAUSE_S)
                 return time.monotonic() - began
-            except (UsageError, TimeoutError):
-                await asyncio.sleep(min(RECONNECT_PAUSE_S, max(0.0, began + window - time.monotonic())))
-        raise asyncssh.ConnectionLost(f"{lost or type(lost).__name__}; no new connection within {window:g} s")
+            except HostKeyRefused as e:
+                why = str(e)
+                break
+            except UsageError as e:
+                why = str(e)
+            except TimeoutError:
+                why = "no answer"
+        first = str(lost) or type(lost).__name__
+        raise asyncssh.ConnectionLost(f"{first}; no new connection within {window:g} s ({why})")
 
     def interrupt(self) -> None:
         self._stopping = True
@@ -405,9 +411,7 @@ class SshTarget:
                 if status != 0:
                     raise RunFailed(untrusted.printable(said.decode(errors="replace"))[-300:])
                 spool.seek(0)
-                unpack.unpack(
-                    spool, run.path, limits, f"{self.name}'s run folder", keep=HOST_FILES + PLAN_FILES
-                )
+                unpack.unpack(spool, run.path, limits, f"{self.name}'s run folder", keep=_HOST_OWNED)
             if not keep:  # home safe: boards have little storage
                 self._run_sh(f"rm -rf {shlex.quote(remote)}")
         except unpack.Refused as e:  # refused again however often it is fetched
