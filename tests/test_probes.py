@@ -380,9 +380,19 @@ def test_rt_tests_functional_probes_numbers_are_their_own(tmp_path):
     and LKFT run): each a probe whose samples, min, avg and max are its own JSON's, a pair
     per CPU, and a probe the plan cannot place refused in one line."""
     names = probes.IPC
-    out = tmp_path / "run"
-    done = rtlab(*run_args(out, "cpu", "2s", "--probe", ",".join(names)))
-    assert done.returncode == 0, done.stderr
+    # sigwaittest (rt-tests 2.4) sends its first SIGUSR2 to a receiver thread that may not have
+    # blocked it yet, whose default action then ends the process: now and then under a load on
+    # this 2-CPU host (once in CI81). rtlab fails the probe in the tool's words, exits 3, and
+    # the figures are checked on the next run where it passed
+    for again in range(4):
+        out = tmp_path / f"run-{again}"
+        done = rtlab(*run_args(out, "cpu", "2s", "--probe", ",".join(names)))
+        sigwait = read_json(out / "summary.json")["loads"]["cpu"]["probes"]["sigwaittest"]
+        if sigwait["status"] == "complete":
+            assert done.returncode == 0, done.stderr
+            break
+        assert done.returncode == 3 and "but a probe failed: cpu sigwaittest (see" in done.stderr, done.stderr
+        assert sigwait["reason"].startswith("sigwaittest exited with signal 12"), sigwait
     summary = read_json(out / "summary.json")
     cpus = summary["system"]["cpu_count"]
     for name in names:

@@ -1,17 +1,22 @@
-"""A run's events read on a board as its agent appends them, over one SSH connection: the
-host's view of a run in progress, read on from where it stopped when a connection is made
-again."""
+"""A run's events read on a board as its agent appends them, over one SSH connection, and a
+new connection when that one is lost: the host's view of a run in progress, read on from
+where it stopped."""
 
 from __future__ import annotations
 
+import asyncio
 import shlex
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 
 import asyncssh
 
+from rtlab.errors import UsageError
 from rtlab.rundir import disk
-from rtlab.rundir.events import Kind
-from rtlab.rundir.events import parse as parse_event
+from rtlab.rundir.events import Kind, parse
+from rtlab.targets.ssh_config import HostKeyRefused
+
+RECONNECT_PAUSE_S = 2.0  # before each try at a new connection to a board whose connection was lost
 
 
 async def events(
@@ -30,7 +35,7 @@ async def events(
             if not text.endswith("\n"):
                 continue
             on_line(text)
-            event = parse_event(text)
+            event = parse(text)
             if event is not None and event.kind == Kind.DONE:
                 proc.terminate()
                 proc.close()
@@ -45,3 +50,30 @@ async def events(
     if conn.is_closed() or (ended.exit_status is None and ended.exit_signal is None):
         raise asyncssh.ConnectionLost("the connection closed")
     return False
+
+
+async def reconnect(
+    connect: Callable[[], Awaitable[asyncssh.SSHClientConnection]], window: float, lost: Exception
+) -> asyncssh.SSHClientConnection:
+    """A new connection to a board whose connection was lost mid-run (a network that came
+    back, an sshd restarted), tried for WINDOW seconds: as long as the board may say nothing
+    (Keepalive.silence_s). A board silent that long again has hung, and the loss stands, with
+    why the last try failed; a host key refused ends the tries at once."""
+    began = time.monotonic()
+    why = "none tried"
+    while (left := began + window - time.monotonic()) > RECONNECT_PAUSE_S:
+        await asyncio.sleep(RECONNECT_PAUSE_S)  # never a burst of tries at a board that refuses
+        try:
+            # (asyncio.timeout, not wait_for: 3.11's wait_for loses the host's own time-out
+            # when the connection is made just as it comes)
+            async with asyncio.timeout(left - RECONNECT_PAUSE_S):
+                return await connect()
+        except HostKeyRefused as e:
+            why = str(e)
+            break
+        except TimeoutError:
+            why = "no answer"
+        except (UsageError, OSError, asyncssh.Error) as e:  # (the host key's own checks too)
+            why = str(e) or type(e).__name__
+    first = str(lost) or type(lost).__name__
+    raise asyncssh.ConnectionLost(f"{first}; no new connection within {window:g} s ({why})")

@@ -52,7 +52,6 @@ from rtlab.targets.ssh_config import (
 # step reads back (a boot's report with dmesg is under a megabyte), far less than a host's memory
 SHELL_OUTPUT_CAP = 64 << 20
 COMMAND_S = 120.0  # a command that takes longer: the board is taken to have stopped answering
-RECONNECT_PAUSE_S = 2.0  # before each try at a new connection to a board whose connection was lost
 RECONNECTS_IN_VAIN = 5  # new connections in a row with no event read on: a board refusing them
 _HOST_OWNED = HOST_FILES + PLAN_FILES
 _SPEC = re.compile(
@@ -179,7 +178,11 @@ class SshTarget:
         hold the wait until TCP gives up, minutes later (asyncio.wait_for waits for that too)."""
         conn = self._live()
         task = asyncio.ensure_future(self._bounded(conn, command, data))
-        done, _ = await asyncio.wait({task}, timeout=timeout)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:  # the host's time is up: the command ends with the wait
+            task.cancel()
+            raise
         if task in done:
             return task.result()
         self._drop(conn)
@@ -287,6 +290,9 @@ class SshTarget:
             self._unfinished.add(remote)
             on_line(line(Kind.CONNECTION_LOST, reason=str(e) or type(e).__name__))
             return 255
+        except RunFailed:  # the host could not show what came (its own output failed)
+            self._unfinished.add(remote)
+            raise
         on_line(line(Kind.HOST_TIMEOUT, seconds=f"{timeout:.0f}"))
         # as a Ctrl-C would: what it started ends and what it measured stays, so the folder
         # collected is one the agent no longer writes. Never on a connection made for it: a
@@ -312,7 +318,7 @@ class SshTarget:
             if limit.expired():
                 return True
             raise
-        return False
+        return limit.expired()  # a cancel that came as the follow ended was lost: still late
 
     async def _stream(self, args: list[str], remote: str, on_line: Callable[[str], None]) -> None:
         q = shlex.quote(remote)
@@ -331,19 +337,27 @@ class SshTarget:
         def hand_on(text: str) -> None:
             nonlocal seen, in_vain
             seen, in_vain = seen + 1, 0
-            on_line(text)
+            try:
+                on_line(text)
+            except OSError as e:  # never taken for a lost connection
+                raise RunFailed(f"the progress of {self.name} could not be shown: {e}") from None
 
         while True:
-            conn = self._live()
+            conn, began = self._live(), time.monotonic()
             try:
                 done = await follow.events(conn, q, pid, seen, hand_on)
                 break
             except (OSError, asyncssh.Error) as e:
                 self._drop(conn)
-                in_vain += 1
+                # a follow that lasted (a long quiet phase) did read: its loss is a new one
+                in_vain = 1 if time.monotonic() - began >= self._alive.silence_s else in_vain + 1
                 if in_vain > RECONNECTS_IN_VAIN:
-                    raise
-                took = await self._reconnect(e)
+                    raise asyncssh.ConnectionLost(
+                        f"{e}; {RECONNECTS_IN_VAIN} new connections in a row read nothing"
+                    ) from None
+                began = time.monotonic()
+                self._conn = await follow.reconnect(self._connect, self._alive.silence_s, e)
+                took = time.monotonic() - began
                 lost = str(e) or type(e).__name__
                 on_line(
                     line(
@@ -355,29 +369,6 @@ class SshTarget:
                     await self._sh(self._agent_command(["stop", remote]))
         if not done:  # the agent died (killed?): end what it left running, put governors back
             await self._sh(self._agent_command(["stop", remote]))
-
-    async def _reconnect(self, lost: Exception) -> float:
-        """A new connection to a board whose connection was lost mid-run (a network that came
-        back, an sshd restarted), tried for as long as the board may say nothing
-        (Keepalive.silence_s): its seconds. A board silent that long again has hung, and the
-        loss stands, with why the last try failed; a host key refused ends the tries at once."""
-        began = time.monotonic()
-        window = self._alive.silence_s
-        why = "none tried"
-        while (left := began + window - time.monotonic()) > RECONNECT_PAUSE_S:
-            await asyncio.sleep(RECONNECT_PAUSE_S)  # never a burst of tries at a board that refuses
-            try:
-                self._conn = await asyncio.wait_for(self._connect(), left - RECONNECT_PAUSE_S)
-                return time.monotonic() - began
-            except HostKeyRefused as e:
-                why = str(e)
-                break
-            except UsageError as e:
-                why = str(e)
-            except TimeoutError:
-                why = "no answer"
-        first = str(lost) or type(lost).__name__
-        raise asyncssh.ConnectionLost(f"{first}; no new connection within {window:g} s ({why})")
 
     def interrupt(self) -> None:
         self._stopping = True
