@@ -28,6 +28,7 @@ from conftest import AGENT, BUSYBOX, copy_of, read_json, rtlab
 from rtlab.boundary import paths, untrusted, values
 from rtlab.errors import RunFailed, UsageError
 from rtlab.farm import server as lava_server
+from rtlab.rundir import events
 from test_hostile import FAKE_GUEST, lava_log, limited, run_bundle
 
 # --- a board that names host files ------------------------------------------------------------
@@ -678,3 +679,20 @@ def test_any_console_a_hung_boot_left_gives_a_note_of_one_bounded_line(said):
     assert note.endswith(") and was stopped; it was booted once more")
     assert untrusted.one_line(note) == note and len(note.splitlines()) == 1
     assert len(note) <= 200 + 120 * len(untrusted.escaped("\U000e0041"))
+
+
+@pytest.mark.unit
+@settings(max_examples=300)
+@given(reason=st.text(max_size=3000), kind=st.sampled_from(sorted(events.HOST_SAID)))
+def test_any_reason_the_host_writes_is_one_bounded_line_read_back_as_written(reason, kind):
+    """The host's word about a run quotes what came from outside: a lost connection's reason
+    what a board's SSH server said, a guest's death QEMU's error, a LAVA job's failure the
+    server's. Whatever it says (escapes, U+2028, thousands of characters), the event is one
+    line under the reader's cut, read back with its kind and its reason, cut and made visible."""
+    written = events.line(kind, reason=reason)
+    assert written.endswith("\n") and len(written.splitlines()) == 1
+    assert untrusted.one_line(written[:-1]) == written[:-1]
+    assert len(written) <= events.MAX_CHARS
+    event = events.parse(written)
+    assert event is not None and event.kind == kind
+    assert event.get("reason") == untrusted.one_line(reason[: events.REASON_CHARS])

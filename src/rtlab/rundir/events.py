@@ -9,6 +9,9 @@ from rtlab.boundary.untrusted import one_line, printable
 
 PREFIX = "@rtlab "
 MAX_CHARS = 16384  # the longest line is stress-ng's list of stressors (2 kB in 0.15)
+# A host's reason quotes what came from outside (a board's SSH server, QEMU, a LAVA server):
+# cut to this before it is made one line, whose escapes then keep it well under MAX_CHARS
+REASON_CHARS = 1000
 
 
 class Kind(StrEnum):
@@ -68,7 +71,7 @@ def line(kind: Kind, **fields: object) -> str:
     reason = fields.pop("reason", None)
     parts = [f"{PREFIX}{kind}", *(f"{k}={v}" for k, v in fields.items())]
     if reason is not None:
-        parts.append(f"reason={reason}")
+        parts.append(f"reason={str(reason)[:REASON_CHARS]}")
     return one_line(" ".join(parts)) + "\n"
 
 

@@ -355,9 +355,9 @@ class SshTarget:
                     raise asyncssh.ConnectionLost(
                         f"{e}; {RECONNECTS_IN_VAIN} new connections in a row read nothing"
                     ) from None
-                began = time.monotonic()
+                lost_at = time.monotonic()
                 self._conn = await follow.reconnect(self._connect, self._alive.silence_s, e)
-                took = time.monotonic() - began
+                took = time.monotonic() - lost_at
                 lost = str(e) or type(e).__name__
                 on_line(
                     line(
