@@ -185,6 +185,12 @@ def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path
     assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
     assert read_json(out / "loads/cpu/cyclictest.json")["thread"]
     assert processes_in(remote) == [] and not remote.exists()
+    # the board's own events came home, and the host's word on the lost connection after them, once
+    events = (out / "events").read_text().splitlines()
+    lost = [i for i, line in enumerate(events) if line.startswith("@rtlab connection-lost ")]
+    board_done = [i for i, line in enumerate(events) if line.startswith("@rtlab done ")]
+    assert len(lost) == 1 and board_done and lost[0] > board_done[-1], events
+    assert "no new connection within 3 s" in events[lost[0]]
 
 
 def test_a_board_past_its_plan_is_stopped_before_its_folder_is_fetched(board, tmp_path):

@@ -8,7 +8,7 @@ from rtlab.errors import RunFailed, UsageError
 from rtlab.rundir import disk, readback
 from rtlab.rundir import events as ev
 from rtlab.rundir.disk import RunDir, UnreadableFile
-from rtlab.runner.record import Outcome, finish, now
+from rtlab.runner.record import Outcome, carry_host_said, finish, host_said, now
 
 
 def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
@@ -25,6 +25,7 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
         raise UsageError(f"{path}/run.json names no target: it cannot be collected")
     target = open_target(described["name"], accept_new_host_key)
     remote = str(manifest.get("remote") or target.workdir(run, str(manifest.get("uid") or run.path.name)))
+    heard = host_said(run)  # the target's events file, when it comes, replaces RUN/events
     try:
         if target.still_running(remote) is None:
             raise UsageError(f"{path} was measured on {target.name}: only board runs can be collected later")
@@ -43,6 +44,7 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
         if target.still_running(remote):
             # What is done so far comes home (the board keeps it): rtlab report shows it.
             target.collect(run, remote, keep=True)
+            carry_host_said(run, heard)
             events = target.events(remote)
             done = sum(1 for e in events if e.kind == ev.Kind.LOAD_END)
             segments = sum(1 for e in events if e.kind == ev.Kind.SEGMENT_END)
@@ -53,6 +55,7 @@ def collect(path: Path, accept_new_host_key: bool = False) -> Outcome:
             )
         (run.path / disk.COLLECT_ERROR).unlink(missing_ok=True)  # from the attempt that failed
         target.collect(run, remote)
+        carry_host_said(run, heard)
     finally:
         target.close()
     if (run.path / disk.COLLECT_ERROR).exists():

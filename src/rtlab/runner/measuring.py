@@ -18,7 +18,7 @@ from rtlab.rundir import events as ev
 from rtlab.rundir.disk import HWLAT_FOLDER, RunDir, append_line
 from rtlab.runner import hwlat
 from rtlab.runner.preflight import Busy
-from rtlab.runner.record import Outcome, Progress, finish
+from rtlab.runner.record import Outcome, Progress, carry_host_said, finish
 from rtlab.runner.signals import Signals
 from rtlab.runner.tuning import tuned
 from rtlab.targets.base import Target
@@ -130,15 +130,7 @@ def measure(
         raise Busy(busy[0], target.name)
     target.collect(run, remote)  # the target's own events file replaces the streamed copy
     if streams:  # what only the host saw (a guest that hung or died) goes after the target's word
-        # ... once: when the target's own file never came, the streamed copy holds them already.
-        # Event by event, not by kind: a target that wrote such a kind itself hides nothing.
-        try:
-            said = [e for e in run.events() if e.kind in ev.HOST_SAID]
-        except disk.UnreadableFile:  # damaged on the target: what the host saw is added all the same
-            said = []
-        for line in host_said:
-            if ev.parse(line) not in said:
-                append_line(run.path / disk.EVENTS, line)
+        carry_host_said(run, host_said)
 
     summary = finish(
         run,

@@ -11,13 +11,14 @@ from typing import Any, cast
 
 from rtlab import __version__
 from rtlab.analysis.summary import summarize
+from rtlab.boundary import untrusted
 from rtlab.boundary.shapes import Manifest, Sysinfo, TargetJSON
 from rtlab.boundary.summary_shapes import Summary
 from rtlab.errors import RunFailed
 from rtlab.plan import Plan
 from rtlab.rundir import disk, readback
 from rtlab.rundir import events as ev
-from rtlab.rundir.disk import SCHEMA, RunDir, UnreadableFile, write_json
+from rtlab.rundir.disk import SCHEMA, RunDir, UnreadableFile, append_line, write_json
 from rtlab.system.kernel import preemption
 
 
@@ -104,6 +105,32 @@ def finish(run: RunDir, manifest: Manifest, info: Sysinfo | None, **extra: Any) 
     run.write_manifest(manifest)
     write_json(run.path / disk.SUMMARY, summary)
     return summary
+
+
+def host_said(run: RunDir) -> list[str]:
+    """The lines of RUN/events only the host wrote (a lost connection, a new one, a guest that
+    hung): read before a target's own events file comes home and replaces RUN/events."""
+    path = run.path / disk.EVENTS
+    try:
+        text = run.text(path, untrusted.LOG_BYTES) if path.is_file() else ""
+    except UnreadableFile:  # damaged here: the target's own file is all there is to keep
+        return []
+    return [
+        line for line in untrusted.lines(text) if (e := ev.parse(line)) is not None and e.kind in ev.HOST_SAID
+    ]
+
+
+def carry_host_said(run: RunDir, lines: list[str]) -> None:
+    """LINES, what only the host saw, after the target's word in RUN/events, each once: when
+    the target's own file never came, RUN/events holds them already. Event by event, not by
+    kind: a target that wrote such a kind itself hides nothing."""
+    try:
+        said = [e for e in run.events() if e.kind in ev.HOST_SAID]
+    except UnreadableFile:  # damaged on the target: what the host saw is added all the same
+        said = []
+    for line in lines:
+        if ev.parse(line) not in said:
+            append_line(run.path / disk.EVENTS, line)
 
 
 def finish_quietly(run: RunDir, manifest: Manifest, info: Sysinfo | None, reason: str) -> None:
