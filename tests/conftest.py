@@ -381,6 +381,11 @@ def fake_sysfs(root: Path, governors: dict[int, str]) -> dict[Path, bytes]:
     return files
 
 
+def start_time(pid: int) -> str:
+    """Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(") ")[2].split()[19]
+
+
 def processes_in(folder: Path) -> list[tuple[int, str]]:
     """Processes whose working directory lies in `folder` (the agent starts its tools there)."""
     found = []

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rtlab.agent
-from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in
+from conftest import AGENT, BUSYBOX, fake_sysfs, needs_root, needs_tools, processes_in, start_time
 from rtlab.plan import GRACE_S, Plan
 from rtlab.rundir.events import HOST_SAID, LOG_MARKS, Kind, parse
 
@@ -356,6 +356,31 @@ def test_stop_after_a_hard_kill_ends_a_loads_preparation(busybox_path, tmp_path)
     while processes_in(run) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_in(run) == []
+
+
+@pytest.mark.host
+@pytest.mark.parametrize("shell", SHELLS)
+def test_stop_leaves_alone_a_process_that_took_the_agents_pid(shell, busybox_path, tmp_path):
+    """agent.pid names the agent by its PID and its start time: once the agent died hard (or
+    the board rebooted), a process that took its PID is another one, and `agent.sh stop` leaves
+    it running; the process it does name is stopped."""
+    run = tmp_path / "run"
+    run.mkdir()
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        cmd, env = agent_cmd(shell, busybox_path, "stop", str(run))
+        (run / "agent.pid").write_text(f"{other.pid} {int(start_time(other.pid)) + 1}\n")
+        stop = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert stop.returncode == 0, stop.stderr  # it had an agent to tell, which is gone
+        time.sleep(0.5)
+        assert other.poll() is None, "a process the agent never was got its stop"
+        (run / "agent.pid").write_text(f"{other.pid} {start_time(other.pid)}\n")
+        stop = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        assert other.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        other.kill()
+        other.wait()
 
 
 # rtla as the agent meets it, for a tracefs that cannot exist here (a fake tree under

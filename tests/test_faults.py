@@ -270,7 +270,7 @@ def test_sigkill_of_the_agent_leaves_no_tool_running(tmp_path):
     run = tmp_path / "run"
     proc = start_rtlab(*run_args(run, "cpu,idle", "60s"))
     wait_for(lambda: events_say(run, "measure-start", load="cpu"))
-    agent = int((run / "agent.pid").read_text())
+    agent = int((run / "agent.pid").read_text().split()[0])
     os.kill(agent, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3, stderr
@@ -320,7 +320,8 @@ def test_a_second_run_is_refused_while_one_measures(tmp_path):
     wait_for(lambda: events_say(first, "measure-start"))
     second = rtlab(*run_args(tmp_path / "second", "idle", "1s"))
     assert second.returncode == 2
-    assert f"another rtlab run (first, pid {int((first / 'agent.pid').read_text())})" in second.stderr
+    agent = (first / "agent.pid").read_text().split()[0]
+    assert f"another rtlab run (first, pid {agent})" in second.stderr
     assert not (tmp_path / "second").exists()
     proc.communicate(timeout=60)
     assert proc.returncode == 0
@@ -594,7 +595,7 @@ def test_ctrl_c_and_a_killed_agent_leave_no_daemon_of_a_load(tmp_path):
         wait_for(lambda out=out: events_say(out, "measure-start"))
         wait_for(lambda: len(processes_named("sleep")) >= 3)
         if stop == signal.SIGKILL:  # the agent killed hard: `agent.sh stop` finds what it left
-            os.kill(int((out / "agent.pid").read_text()), signal.SIGKILL)
+            os.kill(int((out / "agent.pid").read_text().split()[0]), signal.SIGKILL)
         else:
             proc.send_signal(stop)
         proc.communicate(timeout=120)

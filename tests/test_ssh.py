@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -34,6 +35,7 @@ from conftest import (
     rtlab,
     run_args,
     start_rtlab,
+    start_time,
     wait_for,
 )
 
@@ -256,6 +258,61 @@ def test_collect_while_the_board_still_measures(board, tmp_path):
     assert (remote / "loads/idle/segments/001/cyclictest.json").exists()  # the board keeps it
     proc.communicate(timeout=60)
     assert proc.returncode == 0
+
+
+def test_a_process_that_took_the_agents_pid_is_not_a_run_still_measuring(board, tmp_path, monkeypatch):
+    """`rtlab collect` asks the board whether the run's agent still measures: by the PID and
+    start time in agent.pid, so a process that took the PID since (the agent died hard, the
+    board rebooted) never keeps a run from coming home."""
+    from rtlab.targets import ssh
+
+    for name, value in board.env.items():
+        monkeypatch.setenv(name, value)
+    remote = tmp_path / "run"
+    remote.mkdir()
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    target = ssh.SshTarget("ssh://board")
+    try:
+        assert target.still_running(str(remote)) is False  # no agent.pid: none ever started
+        (remote / "agent.pid").write_text(f"{other.pid} {int(start_time(other.pid)) + 1}\n")
+        assert target.still_running(str(remote)) is False
+        (remote / "agent.pid").write_text(f"{other.pid} {start_time(other.pid)}\n")
+        assert target.still_running(str(remote)) is True
+        other.kill()
+        other.wait()
+        assert target.still_running(str(remote)) is False
+    finally:
+        target.close()
+        other.kill()
+        other.wait()
+
+
+def test_a_follow_never_waits_for_a_process_that_took_the_agents_pid(board, tmp_path, monkeypatch):
+    """A new connection's follow reads a run's events while its agent runs, the agent named by
+    its PID and start time: on a board that rebooted meanwhile, a process that took the PID is
+    not waited for; the events there are read, and the follow ends without a `done`."""
+    from rtlab.targets import follow, ssh
+
+    for name, value in board.env.items():
+        monkeypatch.setenv(name, value)
+    remote = tmp_path / "run"
+    remote.mkdir()
+    (remote / "events").write_text("@rtlab clock wall=1\n@rtlab load-start load=idle\n")
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    target = ssh.SshTarget("ssh://board")
+    try:
+        loop, conn = target._conn_ready()
+        said: list[str] = []
+        folder, own = shlex.quote(str(remote)), (str(other.pid), start_time(other.pid))
+        taken = (own[0], str(int(own[1]) + 1))
+        assert loop.run(follow.events(conn, folder, taken, 1, said.append), 30) is False
+        assert said == ["@rtlab load-start load=idle\n"]  # after the first, as a new connection's
+        with pytest.raises(TimeoutError):  # the process it names is waited for
+            loop.run(follow.events(conn, folder, own, 0, said.append), 4)
+    finally:
+        target.close()
+        other.kill()
+        other.wait()
 
 
 def test_unknown_host_key_is_refused_with_its_fingerprint_then_accepted(board, tmp_path):

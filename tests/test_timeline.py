@@ -199,7 +199,7 @@ def test_a_soak_run_killed_in_its_third_segment_keeps_the_first_two(tmp_path):
     # A power loss, as near as a test gets: everything dies at once, nothing is told.
     third = run / "loads/idle/segments/003"
     for pid_file in (run / "agent.pid", third / "cyclictest.pid"):
-        os.kill(int(pid_file.read_text()), 9)
+        os.kill(int(pid_file.read_text().split()[0]), 9)
     proc.kill()
     proc.communicate(timeout=30)
 

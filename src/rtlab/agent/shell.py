@@ -17,3 +17,9 @@ def quote(value: object) -> str:
 def words(values: Iterable[object]) -> str:
     """VALUES as that many words, each quoted."""
     return " ".join(quote(v) for v in values)
+
+
+# A process named for good by its PID and its start time (field 22 of /proc/PID/stat, in clock
+# ticks since boot), as the agent names its own (proc_start in parts/20-lock.sh): a PID
+# reused since that process ended, or since the board rebooted, names another one.
+START_OF = "start_of() { sed -n 's/.*) //p' \"/proc/$1/stat\" 2>/dev/null | cut -d' ' -f20; }"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtlab.agent.shell import quote
+from rtlab.agent.shell import START_OF, quote
 from rtlab.boot.verify import cmdline_words
 
 MARK = "rtlab.boot"  # on the command line of every kernel rtlab boots
@@ -181,7 +181,7 @@ def lock(base: str, holder: str, seconds: int) -> str:
     q = quote(f"{base}/lock")
     return f"""
 lock={q}; mkdir -p {quote(base)} || exit 3
-start_of() {{ sed -n 's/.*) //p' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }}
+{START_OF}
 if ! mkdir "$lock" 2>/dev/null; then
   if read -r pid start dir < "$lock/owner" 2>/dev/null; then
     if kill -0 "$pid" 2>/dev/null && [ "$(start_of "$pid")" = "$start" ]; then

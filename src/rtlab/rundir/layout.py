@@ -87,7 +87,7 @@ AGENT_OUT = _row("agent.out", S.TEXT, H, (RUN,), "what a detached agent printed 
 SYSINFO_LOG = _row("sysinfo.log", S.TEXT, H, (RUN,), "a LAVA job's: agent.sh sysinfo's standard error")
 LAVA_RESULTS = _row("lava-results.json", S.JSON, H, (RUN,), "lava import: the job's results, as LAVA said")
 LAVA_IMPORT = _row("lava-import.json", S.JSON, H, (RUN,), "lava import: bundle uid, console lines skipped")
-AGENT_PID = _row("agent.pid", S.PID, A, (RUN,), "the agent, for agent.sh stop", agent=True)
+AGENT_PID = _row("agent.pid", S.PID, A, (RUN,), "the agent (PID, start time), for agent.sh stop", agent=True)
 GOVERNORS_SAVED = _row("governors.saved", S.TEXT, A, (RUN,), "the governors to put back, while changed",
                        agent=True)
 TRACEFS_SAVED = _row("tracefs.saved", S.TEXT, A, (RUN,), "tracefs to put back, while changed", agent=True)

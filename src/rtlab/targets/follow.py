@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncssh
 
+from rtlab.agent.shell import START_OF
 from rtlab.errors import UsageError
 from rtlab.rundir import disk
 from rtlab.rundir.events import Kind, parse
@@ -20,14 +21,21 @@ RECONNECT_PAUSE_S = 2.0  # before each try at a new connection to a board whose 
 
 
 async def events(
-    conn: asyncssh.SSHClientConnection, folder: str, pid: str, seen: int, on_line: Callable[[str], None]
+    conn: asyncssh.SSHClientConnection,
+    folder: str,
+    agent: tuple[str, str],
+    seen: int,
+    on_line: Callable[[str], None],
 ) -> bool:
     """The events in FOLDER (quoted for the shell) after the first SEEN, each handed to ON_LINE
-    as the agent (process PID) appends it, until it ends: whether its `done` line came. A lost
-    connection raises; a line it cut in two is not handed on, and is read whole next time."""
+    as the agent (its PID and start time) appends them, until it ends: whether its `done` line
+    came. A lost connection raises; a line it cut in two is not handed on, and is read whole
+    next time. A process that took the agent's PID (the board rebooted) is not waited for."""
+    pid, start = (shlex.quote(word) for word in agent)
     command = (
-        f"cd {folder} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
-        f"while kill -0 {shlex.quote(pid)} 2>/dev/null; do sleep 1; done; sleep 1; kill $t; }}"
+        f"{START_OF}; cd {folder} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
+        f'[ "$(start_of {pid})" = {start} ] && while kill -0 {pid} 2>/dev/null; do sleep 1; done; '
+        "sleep 1; kill $t; }"
     )
     proc = await conn.create_process(command)
     try:

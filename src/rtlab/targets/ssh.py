@@ -28,6 +28,7 @@ from typing import Any
 import asyncssh
 
 from rtlab.agent import script
+from rtlab.agent.shell import START_OF
 from rtlab.boundary import unpack, untrusted
 from rtlab.boundary.shapes import TargetJSON
 from rtlab.errors import RunFailed, UsageError
@@ -328,9 +329,13 @@ class SshTarget:
         # `;`, not `&&`: only the agent goes to the background, so this session ends at once
         # instead of waiting, with its output pipe, for the whole measurement.
         _, out = await self._sh(
-            f"cd {q} || exit 1; : > {disk.EVENTS}; {agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo $!"
+            f"{START_OF}; cd {q} || exit 1; : > {disk.EVENTS}; "
+            f'{agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo "$! $(start_of $!)"'
         )
-        pid = (untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"])[0]
+        # the agent by its PID and start time: a follow on a new connection to a board that
+        # rebooted meanwhile never waits for another process that took the PID
+        last = (untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"])[0]
+        pid, _, start = last.partition(" ")
         seen = 0  # the events handed on: a new connection's follow begins after them
         in_vain = 0  # new connections since the last line handed on
 
@@ -345,7 +350,7 @@ class SshTarget:
         while True:
             conn, began = self._live(), time.monotonic()
             try:
-                done = await follow.events(conn, q, pid, seen, hand_on)
+                done = await follow.events(conn, q, (pid, start), seen, hand_on)
                 break
             except (OSError, asyncssh.Error) as e:
                 self._drop(conn)
@@ -420,8 +425,13 @@ class SshTarget:
         return status == 0
 
     def still_running(self, remote: str) -> bool:
-        q = shlex.quote(f"{remote}/agent.pid")
-        status, _ = self._run_sh(f'test -f {q} && kill -0 "$(cat {q})"')
+        # the agent that wrote agent.pid, by its PID and start time: a PID reused since (it died
+        # hard, the board rebooted) is another process, and the run can be collected
+        q = shlex.quote(f"{remote}/{layout.AGENT_PID}")
+        status, _ = self._run_sh(
+            f'{START_OF}; test -f {q} && read -r pid start < {q} && kill -0 "$pid" 2>/dev/null && '
+            '{ [ -z "$start" ] || [ "$(start_of "$pid")" = "$start" ]; }'
+        )
         return status == 0
 
     def events(self, remote: str) -> list[Event]:

@@ -159,7 +159,7 @@ cmd_run() {
 		emit "$E_DONE" status=failed reason=another rtlab run is measuring on this system
 		exit 1
 	fi
-	echo $$ >"$DIR/$F_AGENT_PID"
+	printf '%s %s\n' $$ "$(proc_start $$)" >"$DIR/$F_AGENT_PID"
 
 	emit "$E_CLOCK" wall="$(date +%s)"
 	echo -1000 >/proc/self/oom_score_adj 2>/dev/null
@@ -198,9 +198,13 @@ cmd_stop() {
 	told=0
 	if [ -f "$DIR/$F_AGENT_PID" ]; then
 		told=1
-		pid=$(cat "$DIR/$F_AGENT_PID")
-		kill -TERM "$pid" 2>/dev/null
-		wait_gone "$pid" 60
+		read -r pid start <"$DIR/$F_AGENT_PID"
+		# Only the agent that wrote it: a PID reused since it died hard, or since the board
+		# rebooted, is left alone (a start time that could not be read names it by its PID).
+		if alive "$pid" && { [ -z "$start" ] || [ "$(proc_start "$pid")" = "$start" ]; }; then
+			kill -TERM "$pid" 2>/dev/null
+			wait_gone "$pid" 60
+		fi
 	fi
 	left=
 	lds=$DIR/$F_LOADS
@@ -265,7 +269,7 @@ cmd_hwlat() {
 	trap cleanup EXIT
 	# `agent.sh stop DIR` ends the pass as it ends a run (a board's command outlives the
 	# connection a Ctrl-C on the host drops): known from the start
-	echo $$ >"$DIR/$F_AGENT_PID"
+	printf '%s %s\n' $$ "$(proc_start $$)" >"$DIR/$F_AGENT_PID"
 	tfs=$(tracefs_dir) || tfs=
 	if [ -z "$tfs" ] || ! grep -q hwlat "$tfs/available_tracers" 2>/dev/null; then
 		rm -rf "${DIR:?}"
