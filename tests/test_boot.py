@@ -531,6 +531,15 @@ def test_the_lock_is_the_measurements_and_a_second_boot_is_refused(tmp_path):
     assert (tmp_path / "rt lab/lock").is_dir()
     subprocess.run(["sh", "-c", kexec.unlock(base, "boot-1")], check=True)
     assert not (tmp_path / "rt lab/lock").exists()
+    # the sleep that stood for the lock ended with it (the process it named, by its start time)
+    wait_for(lambda: _ended(int(owner[0])), 10)
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(") ")[2].startswith("Z")
+    except OSError:
+        return True
 
 
 def _bzimage(version: bytes) -> bytes:

@@ -113,7 +113,7 @@ def injected(tmp_path_factory) -> dict[str, Path]:
                                    "--rt-cpus", "1", "--loads-on", "all", settle="1s"))  # fmt: skip
             assert done.returncode == 0, done.stderr + console_tail(out)
             runs[level] = out
-            if _named_any(out):
+            if attempt == 2 or _named_any(out):
                 break
             # Every capture of the pass came back unread (rtla cut off on a busy host, seen
             # once in a whole make test at level a): rtlab rightly claimed nothing, and what
@@ -124,7 +124,7 @@ def injected(tmp_path_factory) -> dict[str, Path]:
 
 def _named_any(out: Path) -> bool:
     """Whether the cpu load's trace pass read any spike it could name a cause for."""
-    spikes = read_json(out / "summary.json")["loads"]["cpu"]["causes"]["spikes"]
+    spikes = (read_json(out / "summary.json")["loads"]["cpu"].get("causes") or {}).get("spikes", [])
     return any(s["problem"] is None and s["top"] for s in spikes)
 
 

@@ -245,6 +245,24 @@ NOT_IN_A_LINE = [
 
 
 @pytest.mark.unit
+def test_a_host_line_after_a_board_line_cut_short_is_a_line_of_its_own(tmp_path):
+    """A board's events file whose last line was cut mid-write (it lost power): the host's
+    word appended after it is never read as that line's end, and a second line follows it."""
+    path = tmp_path / "events"
+    path.write_bytes(b"@rtlab load-start load=idle\n@rtlab load-end load=idle sta")
+    lost = events.line(events.Kind.CONNECTION_LOST, reason="board gone")
+    append_line(path, lost)
+    append_line(path, lost)
+    assert path.read_text().splitlines() == [
+        "@rtlab load-start load=idle",
+        "@rtlab load-end load=idle sta",
+        lost.rstrip("\n"),
+        lost.rstrip("\n"),
+    ]
+    assert [e.kind for e in RunDir(tmp_path).events()][-2:] == ["connection-lost", "connection-lost"]
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("char", NOT_IN_A_LINE, ids=lambda c: f"U+{ord(c):04X}")
 def test_what_a_board_says_stays_one_visible_line_of_the_events_and_logs(tmp_path, char):
     forged = f"lost{char}@rtlab done status=complete"

@@ -195,6 +195,46 @@ def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path
     assert "no new connection within 3 s" in events[lost[0]]
 
 
+def test_a_second_ctrl_c_while_no_new_connection_comes_stops_the_wait(board, tmp_path):
+    """A Ctrl-C while a lost connection is being made again waits to be sent on the new one;
+    a second ends the wait: the run ends as a lost connection does, the board measuring on,
+    and `rtlab collect` brings the run home once it has ended."""
+    relay = _Relay(board.port)
+    env = relay.home(board, tmp_path / "home", "silent")
+    with (tmp_path / "home/.ssh/config").open("a") as f:  # 8 s of silence, then as long again
+        f.write("  ServerAliveInterval 2\n  ServerAliveCountMax 3\n")
+    out = tmp_path / "stopped"
+    proc = start_rtlab(*run_args(out, "idle", "30s", "--target", "ssh://silent"), env=env)
+    try:
+        remote = remote_of(out)
+        wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
+        tried = len(relay.gates)
+        relay.passing.clear()  # new connections hang before SSH's first word
+        relay.freeze()  # and the live one passes nothing more
+        wait_for(lambda: len(relay.gates) > tried, 60)  # the connection was given up: a new one is tried
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        stopped_done = event_seen(remote / "events", "done")
+        relay.passing.set()
+        assert proc.returncode != 0, stderr
+        assert "; stopped again while no new connection had come" in stderr, stderr
+        assert "no new connection within" not in stderr, stderr
+        assert not stopped_done, "the stop reached the board, which had no connection to take it"
+        assert "rtlab collect" in read_json(out / "run.json").get("reason", "")
+        wait_for(lambda: event_seen(remote / "events", "done", status="complete"), 60)
+        done = rtlab("collect", str(out), env=env)
+        assert done.returncode == 0, done.stderr
+    finally:
+        relay.passing.set()
+        relay.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert read_json(out / "run.json")["status"] == "complete"
+    assert processes_in(remote) == [] and not remote.exists()
+
+
 def test_a_board_past_its_plan_is_stopped_before_its_folder_is_fetched(board, tmp_path):
     """Past its plan's time and the host's margin (the margin cut here, so that a 60-s plan is
     given up about 7 s in) the host stops waiting: it stops the agent on the board as a Ctrl-C

@@ -207,7 +207,7 @@ def unlock(base: str, holder: str) -> str:
     folder removed (a board whose /tmp is on disk keeps it across the reboot)."""
     q = quote(f"{base}/lock")
     return (
-        f'if read -r pid start dir < {q}/owner 2>/dev/null && [ "$dir" = {quote(holder)} ]; then '
-        'if [ "$(sed -n \'s/.*) //p\' "/proc/$pid/stat" 2>/dev/null | cut -d\' \' -f20)" = "$start" ]; then '
+        f'{START_OF}; if read -r pid start dir < {q}/owner 2>/dev/null && [ "$dir" = {quote(holder)} ]; then '
+        'if [ "$(start_of "$pid")" = "$start" ]; then '
         f'kill "$pid" 2>/dev/null; fi; rm -rf {q}; fi; true'
     )

@@ -22,7 +22,7 @@ class Shape(StrEnum):
     LINES = "lines"  # one name or value a line
     ARGV = "argv"  # a command, one argument a line, program first (or options only: cyclictest's)
     TEXT = "text"  # a tool's output or log, kept as it printed it
-    PID = "pid"  # a process (group) id, while it runs
+    PID = "pid"  # a process (group) id, while it runs (the agent's: and its start time)
     MARK = "mark"  # an empty file whose presence says something
     FOLDER = "folder"
     SUFFIX = "suffix"  # added to a name: a file being written, not yet renamed into place

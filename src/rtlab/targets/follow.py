@@ -30,11 +30,13 @@ async def events(
     """The events in FOLDER (quoted for the shell) after the first SEEN, each handed to ON_LINE
     as the agent (its PID and start time) appends them, until it ends: whether its `done` line
     came. A lost connection raises; a line it cut in two is not handed on, and is read whole
-    next time. A process that took the agent's PID (the board rebooted) is not waited for."""
+    next time. A process that took the agent's PID (the board rebooted) is not waited for; an
+    agent whose start time could not be read is known by its PID, as agent.sh stop knows it."""
     pid, start = (shlex.quote(word) for word in agent)
     command = (
         f"{START_OF}; cd {folder} && {{ tail -n +{seen + 1} -f {disk.EVENTS} & t=$!; "
-        f'[ "$(start_of {pid})" = {start} ] && while kill -0 {pid} 2>/dev/null; do sleep 1; done; '
+        f'{{ [ -z {start} ] || [ "$(start_of {pid})" = {start} ]; }} && '
+        f"while kill -0 {pid} 2>/dev/null; do sleep 1; done; "
         "sleep 1; kill $t; }"
     )
     proc = await conn.create_process(command)
@@ -85,3 +87,36 @@ async def reconnect(
             why = str(e) or type(e).__name__
     first = str(lost) or type(lost).__name__
     raise asyncssh.ConnectionLost(f"{first}; no new connection within {window:g} s ({why})")
+
+
+class Reconnection:
+    """The wait for a new connection (reconnect), which a second stop ends (a Ctrl-C again
+    while there is no connection to send the first on): the board then measures on, as when
+    no new connection comes."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Future[asyncssh.SSHClientConnection] | None = None
+        self._abandoned = False
+
+    async def connect(
+        self, connect: Callable[[], Awaitable[asyncssh.SSHClientConnection]], window: float, lost: Exception
+    ) -> asyncssh.SSHClientConnection:
+        self._task = asyncio.ensure_future(reconnect(connect, window, lost))
+        try:
+            return await self._task
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._abandoned or (task is not None and task.cancelling()):  # the host's time-out
+                raise
+            first = str(lost) or type(lost).__name__
+            raise asyncssh.ConnectionLost(
+                f"{first}; stopped again while no new connection had come"
+            ) from None
+        finally:
+            self._task = None
+
+    def abandon(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From another thread: the wait, if one is under way, ends at once."""
+        if (task := self._task) is not None:
+            self._abandoned = True
+            loop.call_soon_threadsafe(task.cancel)

@@ -43,10 +43,10 @@ from rtlab.targets.loop import Loop
 from rtlab.targets.ssh_config import (
     KEEPALIVE_COUNT,
     KEEPALIVE_S,
-    HostKeyRefused,
     Keepalive,
     keepalive,
     known_hosts_files,
+    new_host_key,
 )
 
 # What one shell command on a board may print (stdout and stderr together): far more than any
@@ -82,6 +82,7 @@ class SshTarget:
         self._seen: tuple[str, str, int | None, bool] | None = None
         self._remote: str | None = None  # the run folder while the agent measures there
         self._stopping = False  # a Ctrl-C came: the agent was (or is to be) told to stop
+        self._waiting = follow.Reconnection()  # a new connection, after one was lost mid-run
         self._unfinished: set[str] = set()  # run folders whose agent may still write them
         self._alive = Keepalive(KEEPALIVE_S, KEEPALIVE_COUNT)  # the last connection's, from the config
 
@@ -108,35 +109,14 @@ class SshTarget:
         try:
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except asyncssh.HostKeyNotVerifiable:
-            await self._host_key_problem()
+            host, _, port, known = self._seen or (self.host, "", self.port, False)
+            files = known_hosts_files(self.host, self.port, self.user)
+            self.host_key_note = await new_host_key(
+                self.name, (host, port), known, self.accept_new_host_key, files
+            )
             return await asyncssh.connect(self.host, port=self.port or (), **options)
         except (OSError, asyncssh.Error) as e:
             raise UsageError(f"cannot connect to {self.name}: {e}") from None
-
-    async def _host_key_problem(self) -> None:
-        host, _, port, known = self._seen or (self.host, "", self.port, False)
-        key = await asyncssh.get_server_host_key(host, port or ())
-        if key is None:
-            raise HostKeyRefused(f"{self.name} offered no host key")
-        fingerprint = key.get_fingerprint("sha256")
-        if known:
-            raise HostKeyRefused(
-                f"the host key of {self.name} has CHANGED (now {fingerprint}): it may be a reinstalled board "
-                "or an attack; check it, then remove the old line from "
-                f"{' or '.join(str(p) for p in known_hosts_files(self.host, self.port, self.user))}"
-            )
-        if not self.accept_new_host_key:
-            raise HostKeyRefused(
-                f"the host key of {self.name} is unknown ({key.get_algorithm()} {fingerprint}): check it, "
-                "then run again with --accept-new-host-key to trust it"
-            )
-        entry = host if port in (None, 22) else f"[{host}]:{port}"
-        path = known_hosts_files(self.host, self.port, self.user)[0]
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
-        with path.open("a") as f:
-            f.write(f"{entry} {algorithm} {blob}\n")
-        self.host_key_note = f"accepted new host key {fingerprint} into {path}"
 
     def _conn_ready(self) -> tuple[Loop, asyncssh.SSHClientConnection]:
         if self._loop is None:
@@ -281,7 +261,7 @@ class SshTarget:
         self, args: list[str], on_line: Callable[[str], None], planned_s: float, quiet_s: float | None = None
     ) -> int:
         remote = args[1]
-        self._remote, self._stopping = remote, False
+        self._remote, self._stopping, self._waiting = remote, False, follow.Reconnection()
         timeout = planned_s + HOST_MARGIN_S
         try:
             loop, _ = self._conn_ready()
@@ -330,12 +310,15 @@ class SshTarget:
         # instead of waiting, with its output pipe, for the whole measurement.
         _, out = await self._sh(
             f"{START_OF}; cd {q} || exit 1; : > {disk.EVENTS}; "
-            f'{agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo "$! $(start_of $!)"'
+            f'{agent} > {layout.AGENT_OUT} 2>&1 < /dev/null & echo "started $! $(start_of $!)"'
         )
         # the agent by its PID and start time: a follow on a new connection to a board that
-        # rebooted meanwhile never waits for another process that took the PID
-        last = (untrusted.lines(out.decode(errors="replace").strip())[-1:] or ["0"])[0]
-        pid, _, start = last.partition(" ")
+        # rebooted meanwhile never waits for another process that took the PID. Found by its
+        # word: what the board's shell printed on stderr comes after it.
+        said = [
+            w.split()[1:] for w in untrusted.lines(out.decode(errors="replace")) if w.startswith("started ")
+        ]
+        pid, start = [*said[-1], "", ""][:2] if said else ("", "")
         seen = 0  # the events handed on: a new connection's follow begins after them
         in_vain = 0  # new connections since the last line handed on
 
@@ -361,7 +344,7 @@ class SshTarget:
                         f"{e}; {RECONNECTS_IN_VAIN} new connections in a row read nothing"
                     ) from None
                 lost_at = time.monotonic()
-                self._conn = await follow.reconnect(self._connect, self._alive.silence_s, e)
+                self._conn = await self._waiting.connect(self._connect, self._alive.silence_s, e)
                 took = time.monotonic() - lost_at
                 lost = str(e) or type(e).__name__
                 on_line(
@@ -376,9 +359,13 @@ class SshTarget:
             await self._sh(self._agent_command(["stop", remote]))
 
     def interrupt(self) -> None:
-        self._stopping = True
-        if self._loop is not None and self._conn is not None and self._remote is not None:
+        again, self._stopping = self._stopping, True
+        if self._loop is None or self._remote is None:
+            return
+        if self._conn is not None:
             self._loop.submit(self._sh(self._agent_command(["stop", self._remote])))
+        elif again:  # a second stop while no connection came to send the first on: wait for none
+            self._waiting.abandon(self._loop.loop)
 
     def collect(self, run: RunDir, remote: str, keep: bool = False) -> None:
         if remote in self._unfinished:  # never taken half-written, then removed under the agent

@@ -1,6 +1,6 @@
 """What the user's ~/.ssh/config says about a board, as asyncssh reads it: where its host
-keys are known (and the refusal of one not to trust), and how soon a board that stopped
-answering is given up."""
+keys are known (a new one added there once trusted, one not to trust refused with its
+fingerprint), and how soon a board that stopped answering is given up."""
 
 from __future__ import annotations
 
@@ -44,6 +44,35 @@ def known_hosts_files(host: str, port: int | None, user: str | None = None) -> l
     if isinstance(files, list) and files:
         return [Path(str(f)).expanduser() for f in files]
     return [Path("~/.ssh/known_hosts").expanduser()]
+
+
+async def new_host_key(
+    name: str, where: tuple[str, int | None], known: bool, accept: bool, files: list[Path]
+) -> str:
+    """The host key a board at WHERE offers, which FILES do not hold for it: refused with its
+    fingerprint when they hold another (KNOWN: changed) or when not ACCEPTed; else added to the
+    first file, and what rtlab says about it returned."""
+    host, port = where
+    key = await asyncssh.get_server_host_key(host, port or ())
+    if key is None:
+        raise HostKeyRefused(f"{name} offered no host key")
+    fingerprint = key.get_fingerprint("sha256")
+    if known:
+        raise HostKeyRefused(
+            f"the host key of {name} has CHANGED (now {fingerprint}): it may be a reinstalled board "
+            f"or an attack; check it, then remove the old line from {' or '.join(str(p) for p in files)}"
+        )
+    if not accept:
+        raise HostKeyRefused(
+            f"the host key of {name} is unknown ({key.get_algorithm()} {fingerprint}): check it, "
+            "then run again with --accept-new-host-key to trust it"
+        )
+    entry = host if port in (None, 22) else f"[{host}]:{port}"
+    files[0].parent.mkdir(mode=0o700, exist_ok=True)
+    algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
+    with files[0].open("a") as f:
+        f.write(f"{entry} {algorithm} {blob}\n")
+    return f"accepted new host key {fingerprint} into {files[0]}"
 
 
 @dataclass(frozen=True)
