@@ -85,13 +85,11 @@ def move_aside(folder: Path, why: str = "interrupted") -> Path:
 
 
 def append_line(path: Path, line: str) -> None:
-    """LINE (made one line) at the end of PATH, through no link: a run's events and notes. A
-    file whose last line was cut short (a board that lost power mid-write) gets its line end
-    first, so LINE is never read as the end of another."""
+    """LINE (made one line) at the end of PATH, through no link: a run's events and notes;
+    after a last line cut short (a board lost power mid-write), on a line of its own."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "r+", encoding="utf-8") as f:
-        size = os.fstat(fd).st_size
-        cut = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        cut = (size := os.fstat(fd).st_size) > 0 and os.pread(fd, 1, size - 1) != b"\n"
         f.write(("\n" if cut else "") + untrusted.one_line(line.removesuffix("\n")) + "\n")
 
 
