@@ -104,6 +104,12 @@ MISGROUPED = pytest.StashKey[str]()
 # What rtlab says when the emulated guest itself failed (targets/qemu, analysis/status.py).
 GUEST_FAILED = r"guest did not start|the guest had not finished \d+ s after the start|the guest died"
 FAILED_ASSERTION = r"^AssertionError\b"  # pytest-rerunfailures matches "Type: message"
+BOARD_STOPPED = "the board stopped answering on its console"
+
+
+class BoardStopped(Exception):
+    """A test failed, and its emulated board no longer answers on its serial console: the
+    guest hung (pytest_pyfunc_call), whatever the test then saw."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -152,6 +158,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             rerun_on.append(GUEST_FAILED)
         if item.get_closest_marker(PLANTED) or item.get_closest_marker(SPIKES):
             rerun_on.append(FAILED_ASSERTION)
+        if item.get_closest_marker("boards"):  # on a board booted again (test_board's Bench)
+            rerun_on.append(BOARD_STOPPED)
         if rerun_on:
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=rerun_on))
     # `--dist loadgroup` (make test's measuring part) keeps a group's tests on one worker:
@@ -163,6 +171,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
     heaviest_first.order(config, items)  # ... and hands the groups out heaviest first
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    """A failed test whose emulated board (a `board` that can say whether it `answers`) no
+    longer answers on its console failed because the guest hung, not by what it checks: said
+    so (BoardStopped, the test's own failure as its cause), and run once more (BOARD_STOPPED).
+    Debian's x86_64 RT kernel under QEMU's emulation hung mid-test now and then on a busy host."""
+    try:
+        return (yield)
+    except Exception as failed:
+        answers = getattr(pyfuncitem.funcargs.get("board"), "answers", None)
+        if answers is None or answers():
+            raise
+        said = (str(failed).splitlines() or [""])[0][:300]
+        raise BoardStopped(
+            f"{BOARD_STOPPED} after the test failed: {type(failed).__name__}: {said}"
+        ) from failed
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -816,7 +816,7 @@ HOST_FILES = {
     "targets/qemu/elfdeps.py": "the host's programs and libraries, for the guest's initramfs",
     "targets/qemu/initramfs.py": "the host's programs and libraries, for the guest's initramfs",
     "targets/qemu/kernels.py": "Debian's kernel packages on the host",
-    "targets/ssh.py": "the user's known_hosts",
+    "targets/ssh_config.py": "the user's known_hosts",
     "boot/carry.py": "rtlab's own cache of the kexec-tools it carries to a board",
     "boot/package.py": "the image taken from the user's kernel package, unpacked with a size bound",
 }

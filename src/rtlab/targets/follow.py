@@ -105,6 +105,9 @@ class Reconnection:
         try:
             return await self._task
         except asyncio.CancelledError:
+            made = self._task
+            if made.done() and not made.cancelled() and made.exception() is None:
+                made.result().abort()  # made just as the wait was cancelled: never left open
             task = asyncio.current_task()
             if not self._abandoned or (task is not None and task.cancelling()):  # the host's time-out
                 raise

@@ -314,11 +314,11 @@ class SshTarget:
         )
         # the agent by its PID and start time: a follow on a new connection to a board that
         # rebooted meanwhile never waits for another process that took the PID. Found by its
-        # word: what the board's shell printed on stderr comes after it.
+        # word: what the board's shell printed on stderr comes after it (stdout first).
         said = [
             w.split()[1:] for w in untrusted.lines(out.decode(errors="replace")) if w.startswith("started ")
         ]
-        pid, start = [*said[-1], "", ""][:2] if said else ("", "")
+        pid, start = [*said[0], "", ""][:2] if said else ("", "")
         seen = 0  # the events handed on: a new connection's follow begins after them
         in_vain = 0  # new connections since the last line handed on
 
