@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -144,13 +145,9 @@ def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path
     (ServerAliveInterval from the user's ssh config), tried once more for as long, then given
     up while it still measures: the run says so, nothing is fetched half-written, and once the
     board answers again `rtlab collect` brings the whole run home."""
-    relay = _Relay(board.port)
-    env = relay.home(board, tmp_path / "home", "silent")
-    with (tmp_path / "home/.ssh/config").open("a") as f:
-        f.write("  ServerAliveInterval 1\n  ServerAliveCountMax 2\n")
     out = tmp_path / "silent"
-    proc = start_rtlab(*run_args(out, "idle,cpu", "15s", "--target", "ssh://silent"), env=env)
-    try:
+    run = run_args(out, "idle,cpu", "15s", "--target", "ssh://silent")
+    with _through_relay(board, tmp_path / "home", (1, 2), run) as (relay, env, proc):
         remote = remote_of(out)
         wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
         time.sleep(6)  # silence: twice the 3 s the board may say nothing, bridged by keepalives
@@ -177,11 +174,6 @@ def test_a_board_that_stops_answering_is_given_up_then_collected(board, tmp_path
         assert (remote / "loads/cpu/cyclictest.json").exists()
         done = rtlab("collect", str(out), env=env)
         assert done.returncode == 0, done.stderr
-    finally:
-        relay.passing.set()
-        relay.close()
-        if proc.poll() is None:
-            proc.kill()
     manifest = read_json(out / "run.json")
     assert manifest["status"] == "complete" and "collected" in manifest
     assert {v["status"] for v in manifest["loads"].values()} == {"complete"}
@@ -199,13 +191,10 @@ def test_a_second_ctrl_c_while_no_new_connection_comes_stops_the_wait(board, tmp
     """A Ctrl-C while a lost connection is being made again waits to be sent on the new one;
     a second ends the wait: the run ends as a lost connection does, the board measuring on,
     and `rtlab collect` brings the run home once it has ended."""
-    relay = _Relay(board.port)
-    env = relay.home(board, tmp_path / "home", "silent")
-    with (tmp_path / "home/.ssh/config").open("a") as f:  # 8 s of silence, then as long again
-        f.write("  ServerAliveInterval 2\n  ServerAliveCountMax 3\n")
     out = tmp_path / "stopped"
-    proc = start_rtlab(*run_args(out, "idle", "30s", "--target", "ssh://silent"), env=env)
-    try:
+    run = run_args(out, "idle", "30s", "--target", "ssh://silent")
+    # 8 s of silence, then as long again
+    with _through_relay(board, tmp_path / "home", (2, 3), run) as (relay, env, proc):
         remote = remote_of(out)
         wait_for(lambda: event_seen(remote / "events", "measure-start", load="idle"))
         tried = len(relay.gates)
@@ -226,11 +215,6 @@ def test_a_second_ctrl_c_while_no_new_connection_comes_stops_the_wait(board, tmp
         wait_for(lambda: event_seen(remote / "events", "done", status="complete"), 60)
         done = rtlab("collect", str(out), env=env)
         assert done.returncode == 0, done.stderr
-    finally:
-        relay.passing.set()
-        relay.close()
-        if proc.poll() is None:
-            proc.kill()
     assert read_json(out / "run.json")["status"] == "complete"
     assert processes_in(remote) == [] and not remote.exists()
 
@@ -593,6 +577,28 @@ class _Relay:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()
+
+
+@contextlib.contextmanager
+def _through_relay(
+    board: Any, home: Path, keepalive: tuple[int, int], run: list[str]
+) -> Iterator[tuple[_Relay, dict[str, str], subprocess.Popen[str]]]:
+    """`rtlab RUN` started on the board through a _Relay named `silent` in HOME, whose ssh
+    config sends a keepalive after each KEEPALIVE[0] s of silence and gives up when KEEPALIVE[1]
+    in a row went unanswered; at the end the relay passes again and closes, and an rtlab still
+    running is killed."""
+    relay = _Relay(board.port)
+    env = relay.home(board, home, "silent")
+    with (home / ".ssh/config").open("a") as f:
+        f.write(f"  ServerAliveInterval {keepalive[0]}\n  ServerAliveCountMax {keepalive[1]}\n")
+    proc = start_rtlab(*run, env=env)
+    try:
+        yield relay, env, proc
+    finally:
+        relay.passing.set()
+        relay.close()
+        if proc.poll() is None:
+            proc.kill()
 
 
 def _sleeps(seconds: str) -> list[int]:

@@ -101,6 +101,8 @@ class Reconnection:
     async def connect(
         self, connect: Callable[[], Awaitable[asyncssh.SSHClientConnection]], window: float, lost: Exception
     ) -> asyncssh.SSHClientConnection:
+        if self._abandoned:  # the second stop came before the wait began
+            raise asyncssh.ConnectionLost(_stopped_again(lost))
         self._task = asyncio.ensure_future(reconnect(connect, window, lost))
         try:
             return await self._task
@@ -111,15 +113,20 @@ class Reconnection:
             task = asyncio.current_task()
             if not self._abandoned or (task is not None and task.cancelling()):  # the host's time-out
                 raise
-            first = str(lost) or type(lost).__name__
-            raise asyncssh.ConnectionLost(
-                f"{first}; stopped again while no new connection had come"
-            ) from None
+            raise asyncssh.ConnectionLost(_stopped_again(lost)) from None
         finally:
             self._task = None
 
     def abandon(self, loop: asyncio.AbstractEventLoop) -> None:
-        """From another thread: the wait, if one is under way, ends at once."""
-        if (task := self._task) is not None:
-            self._abandoned = True
-            loop.call_soon_threadsafe(task.cancel)
+        """From another thread: the wait ends at once, or, before it began, as it begins (on
+        LOOP's own thread, so never between its check and its start)."""
+        loop.call_soon_threadsafe(self._abandon)
+
+    def _abandon(self) -> None:
+        self._abandoned = True
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _stopped_again(lost: Exception) -> str:
+    return f"{str(lost) or type(lost).__name__}; stopped again while no new connection had come"
